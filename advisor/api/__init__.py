@@ -1,0 +1,1 @@
+"""HTTP API: one module per resource, wired in advisor.app."""

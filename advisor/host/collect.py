@@ -1,0 +1,207 @@
+"""Gather every source into one `Host`: the single place sources are wired.
+
+Reads go through one `HostFiles` and one `CommandRunner`, so the same code
+serves the live host, a recording (`zfs-advisor snapshot`) and a replay
+(`--root DIR`). Every source is guarded: a failure becomes a
+`SourceStatus(ok=False, reason=...)` and the other sources still report.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from advisor.facts import Host, KStat, Pool, SourceStatus, ZfsInfo
+from advisor.host import disks as disks_source
+from advisor.host import kstat as kstat_source
+from advisor.host import modparams, pool_kstats, system, txgs, zdb, zfs_props, zpool_iostat, zpool_props, zpool_status
+from advisor.host.files import HostFiles
+from advisor.host.runner import CommandResult, CommandRunner
+from advisor.host.versions import has_json_output, parse_version, parse_zfs_version_command
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Collection:
+    """What one collection pass produced, and how long each source took."""
+
+    host: Host
+    durations: dict[str, float] = field(default_factory=dict)
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.sources: dict[str, SourceStatus] = {}
+        self.durations: dict[str, float] = {}
+
+    def ok(self, name: str, started: float) -> None:
+        self.sources[name] = SourceStatus(ok=True)
+        self.durations[name] = time.monotonic() - started
+
+    def fail(self, name: str, started: float, reason: str) -> None:
+        self.sources[name] = SourceStatus(ok=False, reason=reason)
+        self.durations[name] = time.monotonic() - started
+        log.debug("source %s: no data: %s", name, reason)
+
+    def parse(self, name: str, out: CommandResult, parser):
+        """Parse a command's output; record the source's status either way.
+
+        Returns the parser's result, or None when the command failed or its
+        output could not be parsed (the reason is kept for `Host.sources`).
+        """
+        self.durations[name] = out.duration_seconds
+        if not out.ok:
+            reason = out.error()
+        else:
+            try:
+                result = parser(out.stdout)
+            except (ValueError, KeyError, IndexError) as exc:
+                reason = f"unparseable output of {' '.join(out.argv)}: {exc}"
+            else:
+                self.sources[name] = SourceStatus(ok=True)
+                return result
+        self.sources[name] = SourceStatus(ok=False, reason=reason)
+        log.debug("source %s: no data: %s", name, reason)
+        return None
+
+
+async def collect(files: HostFiles, runner: CommandRunner, now: datetime | None = None) -> Collection:
+    rec = _Recorder()
+    identity = system.read_identity(files)
+    zfs = _zfs_presence(files)
+    host = Host(collected_at=now or datetime.now(timezone.utc), zfs=zfs, **identity)
+
+    started = time.monotonic()
+    try:
+        host.disks = disks_source.read_disks(files)
+        rec.ok("disks", started)
+    except OSError as exc:
+        rec.fail("disks", started, f"cannot read /sys/block: {exc.strerror or exc}")
+
+    if not zfs.present:
+        rec.sources["zfs"] = SourceStatus(ok=False, reason=zfs.reason)
+        host.sources = rec.sources
+        return Collection(host, rec.durations)
+
+    _read_global_kstats(files, host, rec)
+    started = time.monotonic()
+    try:
+        host.module_params = modparams.read_module_params(files)
+        rec.ok("module_params", started)
+    except OSError as exc:
+        rec.fail("module_params", started, f"cannot read {modparams.PARAMS_DIR}: {exc.strerror or exc}")
+
+    version = parse_version(zfs.kmod_version)
+    status_argv = zpool_status.STATUS_JSON_ARGV if has_json_output(version) else zpool_status.STATUS_TEXT_ARGV
+    zfs_version, pool_props, status, datasets_out, iostat_out = await asyncio.gather(
+        runner.run(["zfs", "version"]),
+        runner.run(list(zpool_props.ZPOOL_GET_ARGV)),
+        runner.run(list(status_argv)),
+        runner.run(list(zfs_props.zfs_get_argv())),
+        runner.run(list(zpool_iostat.IOSTAT_ARGV)),
+    )
+    if zfs_version.ok:
+        host.zfs.userland_version, kmod = parse_zfs_version_command(zfs_version.stdout)
+        host.zfs.kmod_version = host.zfs.kmod_version or kmod
+
+    host.pools = _pools(pool_props, status, rec)
+    host.datasets = rec.parse("zfs_get", datasets_out, zfs_props.parse_zfs_get) or []
+    vdev_iostat = rec.parse("zpool_iostat", iostat_out, zpool_iostat.parse_vdev_iostat) or {}
+    for pool in host.pools:
+        zpool_iostat.attach_vdev_iostat(pool, vdev_iostat.get(pool.name, []))
+    await _attach_histograms(host.pools, runner, rec)
+    await _attach_ashift(host.pools, runner, rec)
+    _attach_pool_kstats(files, host, rec)
+    _map_leaves_to_disks(host)
+    host.sources = rec.sources
+    return Collection(host, rec.durations)
+
+
+def _zfs_presence(files: HostFiles) -> ZfsInfo:
+    kmod = modparams.read_kmod_version(files)
+    if kmod is None and not files.exists(kstat_source.KSTAT_DIR):
+        return ZfsInfo(present=False, reason="ZFS kernel module not loaded (no /sys/module/zfs, no /proc/spl/kstat/zfs)")
+    return ZfsInfo(present=True, kmod_version=kmod)
+
+
+def _read_global_kstats(files: HostFiles, host: Host, rec: _Recorder) -> None:
+    for name in ("arcstats", *kstat_source.GLOBAL_KSTATS):
+        started = time.monotonic()
+        path = f"{kstat_source.KSTAT_DIR}/{name}"
+        try:
+            kstat = kstat_source.read_named_kstat(files, path)
+        except OSError as exc:
+            rec.fail(f"kstat:{name}", started, f"cannot read {path}: {exc.strerror or exc}")
+            continue
+        except ValueError as exc:
+            rec.fail(f"kstat:{name}", started, f"{path}: {exc}")
+            continue
+        if name == "arcstats":
+            host.arc = kstat
+        else:
+            host.kstats[name] = kstat
+        rec.ok(f"kstat:{name}", started)
+
+
+def _pools(props_out: CommandResult, status_out: CommandResult, rec: _Recorder) -> list[Pool]:
+    props = rec.parse("zpool_get", props_out, zpool_props.parse_zpool_get)
+    if props is None:
+        return []
+    pools = [zpool_props.pool_from_properties(name, p) for name, p in props.items()]
+    parser = zpool_status.parse_status_json if "-j" in status_out.argv else zpool_status.parse_status_text
+    statuses = rec.parse("zpool_status", status_out, parser) or []
+    by_name = {s.name: s for s in statuses}
+    for pool in pools:
+        if st := by_name.get(pool.name):
+            pool.root, pool.scan, pool.errors, pool.status = st.root, st.scan, st.errors, st.status
+    return pools
+
+
+async def _attach_histograms(pools: list[Pool], runner: CommandRunner, rec: _Recorder) -> None:
+    if not pools:
+        return
+    latency, size = await asyncio.gather(
+        runner.run(list(zpool_iostat.LATENCY_HISTOGRAM_ARGV)), runner.run(list(zpool_iostat.SIZE_HISTOGRAM_ARGV))
+    )
+    for name, out, parser, attr in (
+        ("zpool_iostat_latency", latency, zpool_iostat.parse_latency_histograms, "latency_histograms"),
+        ("zpool_iostat_size", size, zpool_iostat.parse_size_histograms, "size_histograms"),
+    ):
+        by_pool = rec.parse(name, out, parser) or {}
+        for pool in pools:
+            setattr(pool, attr, by_pool.get(pool.name, {}))
+
+
+async def _attach_ashift(pools: list[Pool], runner: CommandRunner, rec: _Recorder) -> None:
+    results = await asyncio.gather(*(runner.run(list(zdb.zdb_config_argv(p.name))) for p in pools))
+    for pool, out in zip(pools, results):
+        ashifts = rec.parse(f"zdb:{pool.name}", out, zdb.parse_zdb_ashift)
+        for vdev in pool.top_level_vdevs(group=None):
+            vdev.ashift = (ashifts or {}).get(vdev.name, vdev.ashift)
+
+
+def _attach_pool_kstats(files: HostFiles, host: Host, rec: _Recorder) -> None:
+    by_dataset = {d.name: d for d in host.datasets}
+    for pool in host.pools:
+        started = time.monotonic()
+        base = f"{kstat_source.KSTAT_DIR}/{pool.name}"
+        pool.kstat_state = pool_kstats.read_state(files, pool.name)
+        pool.iostats = pool_kstats.read_iostats(files, pool.name)
+        try:
+            pool.txgs = txgs.parse_txgs(files.read_text(f"{base}/txgs"))
+            rec.ok(f"txgs:{pool.name}", started)
+        except OSError as exc:
+            rec.fail(f"txgs:{pool.name}", started, f"cannot read {base}/txgs: {exc.strerror or exc}")
+        for name, io in pool_kstats.read_objsets(files, pool.name).items():
+            if ds := by_dataset.get(name):
+                ds.io = KStat(values=io.values)
+
+
+def _map_leaves_to_disks(host: Host) -> None:
+    for pool in host.pools:
+        for leaf in pool.leaves():
+            if leaf.path and leaf.type == "disk":
+                leaf.disk = disks_source.disk_of_device(leaf.path, host.disks)

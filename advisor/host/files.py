@@ -1,0 +1,76 @@
+"""The one view of the host's files: every path hangs off a configurable root.
+
+Sources never open '/proc/...' directly; they ask a `HostFiles` for the
+absolute host path and it maps it under its root. The live host is root '/';
+a recorded host snapshot is its directory. `RecordingFiles` wraps a view and
+remembers every read and listing so a snapshot holds exactly what was read.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+class HostFiles:
+    """Reads host files relative to `root` ('/' is the live host)."""
+
+    def __init__(self, root: str | os.PathLike[str] = "/", listings: dict[str, list[str]] | None = None):
+        self.root = Path(root)
+        # Directory listings recorded by a snapshot (sysfs entries are symlinks
+        # there, plain directories here; the recorded listing is the truth).
+        self._listings = listings or {}
+
+    def path(self, host_path: str) -> Path:
+        if not host_path.startswith("/"):
+            raise ValueError(f"host paths are absolute, got {host_path!r}")
+        return self.root / host_path.lstrip("/")
+
+    def read_text(self, host_path: str) -> str:
+        """Whole file as text; raises OSError (FileNotFoundError...) like open()."""
+        with open(self.path(host_path), encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+    def listdir(self, host_path: str) -> list[str]:
+        """Sorted entry names of a directory; raises OSError if it is absent."""
+        if host_path in self._listings:
+            return list(self._listings[host_path])
+        return sorted(os.listdir(self.path(host_path)))
+
+    def exists(self, host_path: str) -> bool:
+        if host_path in self._listings:
+            return True
+        return os.path.exists(self.path(host_path))
+
+
+class RecordingFiles(HostFiles):
+    """A live view that remembers what it read, for `zfs-advisor snapshot`."""
+
+    def __init__(self, root: str | os.PathLike[str] = "/"):
+        super().__init__(root)
+        self.reads: dict[str, str] = {}
+        self.listings: dict[str, list[str]] = {}
+        self.missing: set[str] = set()
+
+    def read_text(self, host_path: str) -> str:
+        try:
+            text = super().read_text(host_path)
+        except OSError:
+            self.missing.add(host_path)
+            raise
+        self.reads[host_path] = text
+        return text
+
+    def listdir(self, host_path: str) -> list[str]:
+        try:
+            names = super().listdir(host_path)
+        except OSError:
+            self.missing.add(host_path)
+            raise
+        self.listings[host_path] = names
+        return names
+
+    def exists(self, host_path: str) -> bool:
+        found = super().exists(host_path)
+        if not found:
+            self.missing.add(host_path)
+        return found

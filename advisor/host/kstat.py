@@ -1,0 +1,45 @@
+"""SPL kstats under /proc/spl/kstat/zfs: the named-value format.
+
+A named kstat file is a header line (`ks_kid ks_type ks_flags ks_ndata
+ks_data_size ks_crtime ks_snaptime`), a column line `name type data`, then one
+`name type value` row per statistic. Types (spl kstat.h): 0 char, 1 int32,
+2 uint32, 3 int64, 4 uint64, 7 string.
+"""
+from __future__ import annotations
+
+from advisor.facts import KStat
+from advisor.host.files import HostFiles
+
+KSTAT_DIR = "/proc/spl/kstat/zfs"
+_STRING_TYPES = {"0", "7"}
+# The global kstats the advisor reads besides arcstats (issue #2).
+GLOBAL_KSTATS = ("zil", "dmu_tx", "zfetchstats", "abdstats", "dbufstats", "vdev_mirror_stats")
+
+
+class KStatFormatError(ValueError):
+    pass
+
+
+def parse_named_kstat(text: str) -> KStat:
+    lines = text.splitlines()
+    if len(lines) < 2 or lines[1].split()[:3] != ["name", "type", "data"]:
+        raise KStatFormatError("not a named kstat (no 'name type data' header)")
+    values: dict[str, int | str] = {}
+    for line in lines[2:]:
+        parts = line.split(None, 2)
+        if len(parts) < 2:
+            continue
+        name, kind = parts[0], parts[1]
+        raw = parts[2].strip() if len(parts) == 3 else ""
+        if kind in _STRING_TYPES:
+            values[name] = raw
+        else:
+            try:
+                values[name] = int(raw)
+            except ValueError:
+                raise KStatFormatError(f"{name}: value {raw!r} is not an integer") from None
+    return KStat(values=values)
+
+
+def read_named_kstat(files: HostFiles, path: str) -> KStat:
+    return parse_named_kstat(files.read_text(path))

@@ -1,0 +1,164 @@
+"""Host snapshots: record everything the advisor reads, replay it later.
+
+Format (version 1), a directory:
+
+    manifest.json      what was recorded (see `Manifest`)
+    facts.json         the facts collected while recording (for replay checks)
+    proc/..., sys/...  every file read, at its host path under the directory
+    commands/NNN.out   stdout of each command, NNN.err its stderr
+
+`manifest.json` lists each command's argv, exit code and output files,
+every directory listing (sysfs entries are symlinks on a host, plain
+directories here) and the paths that were absent. Replaying a snapshot with
+`--root DIR` feeds the same bytes to the same parsers, so the facts are equal.
+"""
+from __future__ import annotations
+
+import os
+import platform
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from advisor import __version__
+from advisor.host.collect import Collection, collect
+from advisor.host.files import HostFiles, RecordingFiles
+from advisor.host.runner import CommandResult, CommandRunner, RecordingRunner, ReplayRunner
+
+FORMAT = "zfs-advisor-host-snapshot"
+FORMAT_VERSION = 1
+
+
+class RecordedCommand(BaseModel):
+    argv: list[str]
+    returncode: int
+    stdout_file: str
+    stderr_file: str
+    duration_seconds: float
+
+
+class Manifest(BaseModel):
+    format: str = FORMAT
+    format_version: int = FORMAT_VERSION
+    created_at: datetime
+    advisor_version: str
+    hostname: str | None = None
+    kernel: str | None = None
+    zfs_version: str | None = None
+    note: str | None = None  # free text: how and why it was recorded
+    files: list[str] = Field(default_factory=list)
+    listings: dict[str, list[str]] = Field(default_factory=dict)
+    missing: list[str] = Field(default_factory=list)
+    commands: list[RecordedCommand] = Field(default_factory=list)
+
+
+class SnapshotError(Exception):
+    pass
+
+
+async def record_snapshot(
+    directory: str | os.PathLike[str],
+    root: str = "/",
+    runner: CommandRunner | None = None,
+    note: str | None = None,
+) -> Manifest:
+    """Collect facts from the live host (or `root`) and write what was read."""
+    out = Path(directory)
+    if out.exists() and any(out.iterdir()):
+        raise SnapshotError(f"{out} exists and is not empty")
+    files = RecordingFiles(root)
+    recorder = RecordingRunner(inner=runner or CommandRunner())
+    now = datetime.now(timezone.utc)
+    collection = await collect(files, recorder, now=now)
+    host = collection.host
+
+    out.mkdir(parents=True, exist_ok=True)
+    for host_path, text in sorted(files.reads.items()):
+        target = out / host_path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    for host_path in files.listings:
+        (out / host_path.lstrip("/")).mkdir(parents=True, exist_ok=True)
+    commands_dir = out / "commands"
+    commands_dir.mkdir(exist_ok=True)
+    recorded = []
+    for i, result in enumerate(recorder.results, start=1):
+        stdout_file, stderr_file = f"commands/{i:03d}.out", f"commands/{i:03d}.err"
+        (out / stdout_file).write_text(result.stdout, encoding="utf-8")
+        (out / stderr_file).write_text(result.stderr, encoding="utf-8")
+        recorded.append(
+            RecordedCommand(
+                argv=list(result.argv),
+                returncode=result.returncode,
+                stdout_file=stdout_file,
+                stderr_file=stderr_file,
+                duration_seconds=round(result.duration_seconds, 6),
+            )
+        )
+    manifest = Manifest(
+        created_at=now,
+        advisor_version=__version__,
+        hostname=host.hostname or platform.node(),
+        kernel=host.kernel,
+        zfs_version=host.zfs.kmod_version,
+        note=note,
+        files=sorted(files.reads),
+        listings=files.listings,
+        missing=sorted(files.missing - set(files.reads)),
+        commands=recorded,
+    )
+    (out / "manifest.json").write_text(manifest.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    (out / "facts.json").write_text(host.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    return manifest
+
+
+def load_manifest(directory: str | os.PathLike[str]) -> Manifest:
+    path = Path(directory) / "manifest.json"
+    try:
+        manifest = Manifest.model_validate_json(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SnapshotError(f"{directory} is not a host snapshot (no manifest.json)") from None
+    except ValueError as exc:
+        raise SnapshotError(f"{path}: invalid manifest: {exc}") from None
+    if manifest.format != FORMAT or manifest.format_version > FORMAT_VERSION:
+        raise SnapshotError(f"{path}: unsupported format {manifest.format} v{manifest.format_version}")
+    return manifest
+
+
+def open_snapshot(directory: str | os.PathLike[str]) -> tuple[HostFiles, ReplayRunner, Manifest]:
+    """The file view and command runner that replay a recorded host."""
+    base = Path(directory)
+    manifest = load_manifest(base)
+    results = [
+        CommandResult(
+            argv=tuple(c.argv),
+            returncode=c.returncode,
+            stdout=(base / c.stdout_file).read_text(encoding="utf-8"),
+            stderr=(base / c.stderr_file).read_text(encoding="utf-8"),
+            duration_seconds=c.duration_seconds,
+        )
+        for c in manifest.commands
+    ]
+    return HostFiles(base, manifest.listings), ReplayRunner(results), manifest
+
+
+def host_view(root: str | os.PathLike[str], command_timeout_seconds: float = 10.0):
+    """(files, runner, fixed time or None) for a root: '/' is live, else a snapshot.
+
+    A directory without a manifest is a plain root of files (node_exporter
+    style fixtures): files are read from it and no command is available.
+    """
+    if str(root) in ("/", ""):
+        return HostFiles("/"), CommandRunner(command_timeout_seconds), None
+    if not Path(root).is_dir():
+        raise SnapshotError(f"--root {root}: no such directory")
+    if (Path(root) / "manifest.json").exists():
+        files, runner, manifest = open_snapshot(root)
+        return files, runner, manifest.created_at
+    return HostFiles(root), ReplayRunner([]), None
+
+
+async def collect_from_root(root: str | os.PathLike[str], command_timeout_seconds: float = 10.0) -> Collection:
+    files, runner, now = host_view(root, command_timeout_seconds)
+    return await collect(files, runner, now=now)

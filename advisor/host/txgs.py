@@ -1,0 +1,45 @@
+"""Transaction-group history: /proc/spl/kstat/zfs/<pool>/txgs.
+
+Columns (module/zfs/spa_stats.c): txg birth state ndirty nread nwritten reads
+writes otime qtime wtime stime; times in nanoseconds, birth since boot. How
+many rows are kept is `zfs_txg_history` (zfs(4)); 0 means none.
+"""
+from __future__ import annotations
+
+from advisor.facts import Txg
+
+_STATES = {"O": "open", "Q": "quiescing", "W": "waiting", "S": "syncing", "C": "committed"}
+_NS = 1e-9
+
+
+def parse_txgs(text: str) -> list[Txg]:
+    rows: list[Txg] = []
+    header_seen = False
+    for line in text.splitlines():
+        fields = line.split()
+        if not fields:
+            continue
+        if fields[0] == "txg":
+            header_seen = True
+            continue
+        if not header_seen or len(fields) < 12:
+            continue
+        txg, birth, state, *nums = fields[:12]
+        n = [int(x) for x in nums]
+        rows.append(
+            Txg(
+                txg=int(txg),
+                birth_seconds=int(birth) * _NS,
+                state=_STATES.get(state, "committed"),
+                dirty_bytes=n[0],
+                read_bytes=n[1],
+                written_bytes=n[2],
+                reads=n[3],
+                writes=n[4],
+                open_seconds=n[5] * _NS,
+                quiesce_seconds=n[6] * _NS,
+                wait_seconds=n[7] * _NS,
+                sync_seconds=n[8] * _NS,
+            )
+        )
+    return rows

@@ -1,0 +1,194 @@
+"""The vdev tree, vdev states and error counters: `zpool status` (zpool-status(8)).
+
+Text output (every OpenZFS) is parsed by indentation of the config section;
+OpenZFS >= 2.3 also prints JSON with `-j`, parsed by `parse_status_json`.
+Both give the same `PoolStatus` so the rest of the advisor never cares which.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from advisor.facts import ScanStatus, Vdev, VdevGroup
+
+# -p exact numbers, -P full device paths, -L symlinks resolved (so /dev/sda1,
+# which maps to /sys/block); the same flags as our `zpool iostat` call.
+STATUS_TEXT_ARGV = ("zpool", "status", "-pPL")
+STATUS_JSON_ARGV = ("zpool", "status", "-pPL", "-j", "--json-int")
+
+_GROUP_HEADERS: dict[str, VdevGroup] = {
+    "logs": "log",
+    "cache": "cache",
+    "spares": "spare",
+    "special": "special",
+    "dedup": "dedup",
+}
+_KEY_LINE = re.compile(r"^\s*([a-z]+): ?(.*)$")
+_SIZE = re.compile(r"([\d.]+)\s*([KMGTPE]?)B?", re.I)
+_SIZE_SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50, "E": 1 << 60}
+_DATE = "%a %b %d %H:%M:%S %Y"
+
+
+@dataclass
+class PoolStatus:
+    name: str
+    state: str
+    root: Vdev
+    scan: ScanStatus = field(default_factory=ScanStatus)
+    errors: str | None = None
+    status: str | None = None
+
+
+def vdev_type(name: str) -> str:
+    """'mirror-0' -> 'mirror', 'raidz2-1' -> 'raidz2', 'draid1:2d:4c:0s-0' -> 'draid1',
+    '/dev/sda1' or 'sda' -> 'disk', '/tmp/file' -> 'file'."""
+    m = re.match(r"^(mirror|raidz[123]?|draid[123]?|replacing|spare|indirect|hole)(?:[:-]|$)", name)
+    if m:
+        kind = m.group(1)
+        return "raidz1" if kind == "raidz" else kind
+    if name.startswith("/") and not name.startswith("/dev/"):
+        return "file"
+    return "disk"
+
+
+def _nparity(kind: str) -> int | None:
+    m = re.match(r"^(?:raidz|draid)([123])$", kind)
+    return int(m.group(1)) if m else None
+
+
+def _count(word: str) -> int:
+    """Error counters: exact with -p; '1.2K' style without it."""
+    if word.isdigit():
+        return int(word)
+    return parse_size(word) or 0
+
+
+def parse_size(text: str) -> int | None:
+    """'1.23G' -> 1320702443 (zfs_nicenum, powers of 1024); '512' -> 512."""
+    m = _SIZE.fullmatch(text.strip())
+    if not m:
+        return None
+    return int(float(m.group(1)) * _SIZE_SUFFIX[m.group(2).upper()])
+
+
+def _date(text: str) -> datetime | None:
+    try:
+        return datetime.strptime(text.strip(), _DATE)
+    except ValueError:
+        return None
+
+
+def parse_scan(text: str) -> ScanStatus:
+    """The `scan:` paragraph of zpool status (first line plus progress lines)."""
+    first, *rest = text.strip().splitlines() or [""]
+    first = first.strip()
+    if not first or first.startswith("none requested"):
+        return ScanStatus()
+    function = "resilver" if first.startswith("resilver") else "scrub"
+    scan = ScanStatus(function=function)
+    if m := re.search(r"with (\d+) errors on (.+)$", first):
+        scan.state, scan.errors, scan.ended = "finished", int(m.group(1)), _date(m.group(2))
+    elif m := re.search(r"in progress since (.+)$", first):
+        scan.state, scan.started = "scanning", _date(m.group(1))
+    elif m := re.search(r"paused since (.+)$", first):
+        scan.state, scan.started = "paused", _date(m.group(1))
+    elif m := re.search(r"canceled on (.+)$", first):
+        scan.state, scan.ended = "canceled", _date(m.group(1))
+    progress = " ".join(line.strip() for line in rest)
+    if m := re.search(r"(\S+) scanned", progress):
+        scan.examined_bytes = parse_size(m.group(1))
+    if m := re.search(r"(\S+) issued", progress):
+        scan.issued_bytes = parse_size(m.group(1))
+    if m := re.search(r"(\S+) total", progress):
+        scan.to_examine_bytes = parse_size(m.group(1))
+    return scan
+
+
+def _parse_config(lines: list[str], pool_name: str) -> Vdev:
+    root: Vdev | None = None
+    group: VdevGroup = "data"
+    stack: list[tuple[int, Vdev]] = []
+    for line in lines:
+        if not line.strip():
+            continue
+        body = line.lstrip("\t")
+        depth = (len(body) - len(body.lstrip(" "))) // 2
+        words = body.split()
+        if words[:2] == ["NAME", "STATE"]:
+            continue
+        name = words[0]
+        if depth == 0:
+            if name == pool_name and root is None:
+                root = Vdev(name=name, type="root", state=words[1] if len(words) > 1 else None)
+                _counts(root, words)
+                stack = [(0, root)]
+                group = "data"
+                continue
+            if name in _GROUP_HEADERS and len(words) == 1:
+                group = _GROUP_HEADERS[name]
+                stack = [(0, root)] if root else []
+                continue
+        if root is None:
+            continue
+        kind = vdev_type(name)
+        vdev = Vdev(
+            name=name,
+            type=kind,
+            group=group,
+            state=words[1] if len(words) > 1 else None,
+            nparity=_nparity(kind),
+            path=name if kind in ("disk", "file") else None,
+        )
+        _counts(vdev, words)
+        while stack and stack[-1][0] >= depth:
+            stack.pop()
+        parent = stack[-1][1] if stack else root
+        parent.children.append(vdev)
+        stack.append((depth, vdev))
+    if root is None:
+        raise ValueError(f"pool {pool_name}: no config section in zpool status")
+    return root
+
+
+def _counts(vdev: Vdev, words: list[str]) -> None:
+    if len(words) >= 5 and all(re.fullmatch(r"[\d.]+[KMGTPE]?", w) for w in words[2:5]):
+        vdev.read_errors, vdev.write_errors, vdev.checksum_errors = (_count(w) for w in words[2:5])
+
+
+def parse_status_text(stdout: str) -> list[PoolStatus]:
+    pools: list[PoolStatus] = []
+    # Split into per-pool blocks at each "pool:" line.
+    blocks: list[list[str]] = []
+    for line in stdout.splitlines():
+        if re.match(r"^\s*pool: ", line):
+            blocks.append([])
+        if blocks:
+            blocks[-1].append(line)
+    for block in blocks:
+        sections: dict[str, list[str]] = {}
+        key = None
+        for line in block:
+            m = _KEY_LINE.match(line)
+            if m and not line.startswith("\t"):
+                key = m.group(1)
+                sections[key] = [m.group(2)]
+            elif key:
+                sections[key].append(line)
+        name = sections["pool"][0].strip()
+        root = _parse_config(sections.get("config", []), name)
+        pools.append(
+            PoolStatus(
+                name=name,
+                state=(sections.get("state") or [""])[0].strip(),
+                root=root,
+                scan=parse_scan("\n".join(sections.get("scan", []))),
+                errors=" ".join(s.strip() for s in sections.get("errors", [])).strip() or None,
+                status=" ".join(s.strip() for s in sections.get("status", [])).strip() or None,
+            )
+        )
+    return pools
+
+
+def parse_status_json(stdout: str) -> list[PoolStatus]:
+    raise ValueError("JSON zpool status parser not written yet")

@@ -1,0 +1,77 @@
+"""All settings in one place: embedded defaults < TOML file < ZFS_ADVISOR_* env < CLI flags.
+
+The TOML file is `--config FILE`, else $ZFS_ADVISOR_CONFIG, else
+/etc/zfs-advisor/config.toml when it exists. Unknown keys are errors, so a
+typo never silently falls back to a default.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
+
+DEFAULT_CONFIG_FILE = Path("/etc/zfs-advisor/config.toml")
+DEFAULT_PORT = 9135
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ZFS_ADVISOR_", extra="forbid", validate_default=True)
+
+    listen_address: str = Field("127.0.0.1", description="Address to listen on; loopback by default (read-only API).")
+    port: int = Field(DEFAULT_PORT, ge=1, le=65535)
+    root: str = Field("/", description="Host root to read: '/' is the live host, a directory replays a host snapshot.")
+    command_timeout_seconds: float = Field(10.0, gt=0, le=600, description="Deadline for each zpool/zfs/zdb call.")
+    facts_max_age_seconds: float = Field(
+        5.0, ge=0, le=3600, description="Reuse facts this young instead of forking zpool/zfs again."
+    )
+    state_dir: Path = Field(Path("/var/lib/zfs-advisor"), description="Where probe results and history are stored.")
+    api_token: SecretStr | None = Field(None, description="Bearer token required by endpoints that start work.")
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_format: Literal["json", "text"] = "json"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        toml_file = settings_cls.model_config.get("toml_file")
+        if toml_file:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
+        return tuple(sources)
+
+
+class SettingsError(Exception):
+    """Settings that cannot be used; the message says which and why."""
+
+
+def config_file_path(explicit: str | os.PathLike[str] | None = None) -> Path | None:
+    if explicit:
+        return Path(explicit)
+    if env := os.environ.get("ZFS_ADVISOR_CONFIG"):
+        return Path(env)
+    return DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.exists() else None
+
+
+def load_settings(config_file: str | os.PathLike[str] | None = None, **overrides: Any) -> Settings:
+    """Settings from defaults, the TOML file, the environment and `overrides` (CLI)."""
+    path = config_file_path(config_file)
+    if path is not None and not path.is_file():
+        raise SettingsError(f"config file {path} does not exist")
+    settings_cls: type[Settings] = Settings
+    if path is not None:
+        settings_cls = type("FileSettings", (Settings,), {"model_config": {**Settings.model_config, "toml_file": path}})
+    try:
+        return settings_cls(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in exc.errors())
+        raise SettingsError(f"invalid settings{f' (from {path})' if path else ''}: {problems}") from None
+    except ValueError as exc:  # e.g. malformed TOML
+        raise SettingsError(f"cannot read {path}: {exc}") from None
