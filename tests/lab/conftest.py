@@ -1,0 +1,72 @@
+"""pytest tier "lab": tests against real OpenZFS in a qemu VM.
+
+Lab tests run only when asked for:
+  * ZFS_ADVISOR_LAB=1 (CI, .ci/lab.sh): they run, and FAIL if the image is missing;
+  * `-m lab` given explicitly: they run, and are skipped if the image is missing;
+  * otherwise they are skipped, so plain unit runs stay fast.
+
+Fixtures:
+  * lab_vm — a booted VM with its layout's pool created; parametrize it
+    indirectly with (zfs_line, layout_name).  Session scoped: tests that share
+    a parameter share one VM, and pytest boots one VM at a time.
+  * labparams.lab_params(...) gives the (zfs, layout) pairs selected by
+    ZFS_ADVISOR_LAB_ZFS (e.g. "2.3") and ZFS_ADVISOR_LAB_LAYOUTS (comma separated).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import labimage  # noqa: E402
+from labvm import LabVM  # noqa: E402
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "lab: needs the qemu ZFS lab VM (tests/lab); run with ZFS_ADVISOR_LAB=1")
+
+
+def _lab_requested(config: pytest.Config) -> tuple[bool, bool]:
+    """(run lab tests?, must they fail rather than skip when the image is missing?)"""
+    if os.environ.get("ZFS_ADVISOR_LAB") == "1":
+        return True, True
+    expr = config.getoption("markexpr", "") or ""
+    return ("lab" in expr and "not lab" not in expr), False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    run, _ = _lab_requested(config)
+    if run:
+        return
+    skip = pytest.mark.skip(reason="lab test: set ZFS_ADVISOR_LAB=1 or select -m lab")
+    for item in items:
+        if "lab" in item.keywords:
+            item.add_marker(skip)
+
+
+def _require_lab(config: pytest.Config, zfs: str) -> None:
+    _, strict = _lab_requested(config)
+    problem = None
+    if shutil.which("qemu-system-x86_64") is None:
+        problem = "qemu-system-x86_64 is not installed (apt-get install qemu-system-x86 qemu-utils)"
+    elif labimage.find_image(zfs) is None:
+        problem = (f"lab image for OpenZFS {zfs} (key {labimage.image_key(zfs)}) is missing in "
+                   f"{labimage.cache_dir()}: run tests/lab/build-image --zfs {zfs}")
+    if problem:
+        if strict:
+            pytest.fail(f"ZFS_ADVISOR_LAB=1 but {problem}", pytrace=False)
+        pytest.skip(problem)
+
+
+@pytest.fixture(scope="session")
+def lab_vm(request: pytest.FixtureRequest):
+    zfs, layout = request.param
+    _require_lab(request.config, zfs)
+    with LabVM(zfs, layout) as vm:
+        yield vm

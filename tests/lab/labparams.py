@@ -1,0 +1,31 @@
+"""Which (OpenZFS line, layout) pairs the lab tests run on.
+
+ZFS_ADVISOR_LAB_ZFS=2.3 or =2.1,2.3 limits the lines; ZFS_ADVISOR_LAB_LAYOUTS
+(comma separated names) limits the layouts.  Use lab_params() to parametrize
+the lab_vm fixture indirectly.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import labimage
+import lablayouts
+
+
+def selected_lines() -> list[str]:
+    env = os.environ.get("ZFS_ADVISOR_LAB_ZFS", "")
+    return [l for l in labimage.ZFS_LINES if not env or l in env.split(",")]
+
+
+def selected_layouts() -> list[str]:
+    env = os.environ.get("ZFS_ADVISOR_LAB_LAYOUTS", "")
+    names = list(lablayouts.load())
+    return [n for n in names if not env or n in env.split(",")]
+
+
+def lab_params(layout_names: list[str] | None = None) -> list:
+    names = layout_names or selected_layouts()
+    return [pytest.param((z, n), id=f"zfs{z}-{n}") for z in selected_lines() for n in names]
