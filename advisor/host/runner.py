@@ -56,6 +56,8 @@ class CommandRunner:
             self.env.update(env)
 
     async def run(self, argv: list[str] | tuple[str, ...], timeout_seconds: float | None = None) -> CommandResult:
+        if isinstance(argv, (str, bytes)):
+            raise TypeError("argv must be a list of strings, never a shell string")
         argv = tuple(argv)
         if not argv or not all(isinstance(a, str) for a in argv):
             raise TypeError("argv must be a non-empty list of strings")

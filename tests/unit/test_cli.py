@@ -1,0 +1,100 @@
+"""The CLI as a user runs it: a real subprocess."""
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import aiohttp
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "advisor", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        timeout=60,
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_facts_without_zfs_says_absent_and_exits_0(tmp_path):
+    # A root with only a /proc/meminfo: a host without the ZFS module.
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc" / "meminfo").write_text("MemTotal:  2048 kB\n")
+    (tmp_path / "sys" / "block").mkdir(parents=True)
+    result = run_cli("facts", "--root", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "ZFS: absent" in result.stdout
+    facts = json.loads(run_cli("facts", "--json", "--root", str(tmp_path)).stdout)
+    assert facts["zfs"]["present"] is False and facts["memory_bytes"] == 2048 * 1024
+
+
+def test_snapshot_then_facts_from_it(tmp_path):
+    snap = tmp_path / "snap"
+    result = run_cli("snapshot", str(snap))
+    assert result.returncode == 0, result.stderr
+    assert "recorded" in result.stdout
+    again = run_cli("snapshot", str(snap))
+    assert again.returncode == 1 and "not empty" in again.stderr
+    assert run_cli("facts", "--root", str(snap)).returncode == 0
+
+
+def test_bad_usage_exits_2_with_a_message(tmp_path):
+    assert run_cli("frobnicate").returncode == 2
+    bad = run_cli("facts", "--config", str(tmp_path / "missing.toml"))
+    assert bad.returncode == 2 and "does not exist" in bad.stderr
+    assert run_cli("facts", "--root", str(tmp_path / "missing")).returncode == 1
+
+
+def test_serve_answers_healthz_and_stops_on_sigterm(tmp_path):
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "advisor", "serve", "--port", str(port)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        body = asyncio.run(_get_when_up(f"http://127.0.0.1:{port}/healthz"))
+        assert body["status"] == "ok"
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0
+    logs = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    assert any(e["msg"] == "serving" and e["port"] == port for e in logs)
+    assert any(e["msg"] == "shutting down" for e in logs)
+
+
+def test_serve_on_a_busy_port_fails_cleanly():
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = run_cli("serve", "--port", str(port))
+    assert result.returncode == 1
+    assert "cannot listen" in result.stderr and "Traceback" not in result.stderr
+
+
+async def _get_when_up(url: str) -> dict:
+    async with aiohttp.ClientSession() as session:
+        for _ in range(100):
+            try:
+                async with session.get(url) as resp:
+                    return await resp.json()
+            except aiohttp.ClientConnectionError:
+                await asyncio.sleep(0.1)
+    raise AssertionError(f"{url} never answered")

@@ -1,0 +1,50 @@
+import pytest
+
+from advisor.settings import SettingsError, load_settings
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch):
+    for key in ("ZFS_ADVISOR_CONFIG", "ZFS_ADVISOR_PORT", "ZFS_ADVISOR_ROOT", "ZFS_ADVISOR_LOG_LEVEL"):
+        monkeypatch.delenv(key, raising=False)
+
+
+def test_embedded_defaults_listen_on_loopback_9135(monkeypatch, tmp_path):
+    monkeypatch.setattr("advisor.settings.DEFAULT_CONFIG_FILE", tmp_path / "absent.toml")
+    s = load_settings()
+    assert (s.listen_address, s.port, s.root) == ("127.0.0.1", 9135, "/")
+    assert s.api_token is None
+
+
+def test_precedence_file_then_env_then_cli(monkeypatch, tmp_path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('port = 9200\nlog_level = "debug"\nroot = "/srv/snap"\n')
+    assert load_settings(cfg).port == 9200
+    monkeypatch.setenv("ZFS_ADVISOR_PORT", "9300")
+    s = load_settings(cfg)
+    assert (s.port, s.log_level, s.root) == (9300, "debug", "/srv/snap")
+    assert load_settings(cfg, port=9400).port == 9400
+    monkeypatch.setenv("ZFS_ADVISOR_CONFIG", str(cfg))
+    assert load_settings().log_level == "debug"
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("port = 0\n", "port"),
+        ("port = 'abc'\n", "port"),
+        ("prot = 9135\n", "prot"),  # a typo is an error, not a silent default
+        ("log_level = 'loud'\n", "log_level"),
+        ("port = [\n", "cannot read"),
+    ],
+)
+def test_bad_settings_are_clear_errors(tmp_path, content, message):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(content)
+    with pytest.raises(SettingsError, match=message):
+        load_settings(cfg)
+
+
+def test_missing_config_file_is_an_error(tmp_path):
+    with pytest.raises(SettingsError, match="does not exist"):
+        load_settings(tmp_path / "nope.toml")
