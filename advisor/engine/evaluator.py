@@ -1,0 +1,251 @@
+"""Evaluate one rule against one context: applicable? current vs recommended? explain.
+
+A rule is *not applicable* when a `when` clause is false (it is left out),
+*skipped* when a fact it needs is unknown (reported, like `tuned-adm verify`'s
+"skipped"), else *passed* or *change*. Nothing here evaluates code from the
+rule files: clauses are comparisons, templates are plain fact names.
+"""
+from __future__ import annotations
+
+import shlex
+import string
+from typing import Any
+
+from advisor.engine.context import Context, fact_def, render
+from advisor.engine.models import Evidence, Recommendation, Status
+from advisor.engine.schema import Aggregate, Clause, FactRef, Rule, template_fields
+
+_MISSING = object()
+
+
+class _Unknown(Exception):
+    def __init__(self, facts: list[str]):
+        super().__init__(", ".join(facts))
+        self.facts = facts
+
+
+def _fact(ctx: Context, name: str) -> Any:
+    value = ctx.get(name)
+    if value is None:
+        raise _Unknown([name])
+    return value
+
+
+def value_of(expr: Any, ctx: Context) -> Any:
+    if isinstance(expr, FactRef):
+        return _fact(ctx, expr.fact)
+    if isinstance(expr, Aggregate):
+        items = [value_of(i, ctx) for i in (expr.max if expr.max is not None else expr.min or [])]
+        return max(items) if expr.max is not None else min(items)
+    return expr
+
+
+def _compare(op: str, left: Any, right: Any) -> bool:
+    if op == "eq":
+        return left == right
+    if op == "ne":
+        return left != right
+    if op == "in":
+        return left in right
+    if op == "not_in":
+        return left not in right
+    if op == "lt":
+        return left < right
+    if op == "le":
+        return left <= right
+    if op == "gt":
+        return left > right
+    if op == "ge":
+        return left >= right
+    raise ValueError(op)  # pragma: no cover - the schema allows only the ops above
+
+
+def clause_holds(clause: Clause, ctx: Context) -> bool:
+    """True/False, or raises _Unknown naming the facts that were missing."""
+    if clause.any is not None:
+        unknown: list[str] = []
+        for sub in clause.any:
+            try:
+                if clause_holds(sub, ctx):
+                    return True
+            except _Unknown as exc:
+                unknown += exc.facts
+        if unknown:
+            raise _Unknown(unknown)
+        return False
+    assert clause.fact and clause.op
+    if clause.op == "known":
+        return ctx.get(clause.fact) is not None
+    if clause.op == "unknown":
+        return ctx.get(clause.fact) is None
+    left = _fact(ctx, clause.fact)
+    right = _fact(ctx, clause.other) if clause.other else clause.value
+    return _compare(clause.op, left, right)
+
+
+def passes(rule: Rule, current: Any, recommended: Any) -> bool:
+    if current in rule.accept:
+        return True
+    if rule.compare == "equal":
+        return current == recommended
+    if rule.compare == "at_least":
+        return current >= recommended
+    if rule.compare == "at_most":
+        return current <= recommended
+    assert rule.factor is not None
+    return recommended / rule.factor <= current <= recommended * rule.factor
+
+
+def requirement(rule: Rule, type_: str, shown_recommended: str) -> str:
+    """What passes, in a few characters: '= 32K (or 64K, 128K)', '>= 12', 'within 10x of 2500000'."""
+    if rule.compare == "at_least":
+        text = f">= {shown_recommended}"
+    elif rule.compare == "at_most":
+        text = f"<= {shown_recommended}"
+    elif rule.compare == "within_factor":
+        text = f"within {rule.factor:g}x of {shown_recommended}"
+    else:
+        text = f"= {shown_recommended}"
+    if rule.accept:
+        text += " (or " + ", ".join(render(type_, v) for v in rule.accept) + ")"  # type: ignore[arg-type]
+    return text
+
+
+class _Fields(string.Formatter):
+    """Fills {fact.name} and {current}/{recommended}; `:raw` gives the unformatted value."""
+
+    def __init__(self, ctx: Context, values: dict[str, tuple[Any, str]]):
+        super().__init__()
+        self.ctx = ctx
+        self.values = values
+
+    def get_value(self, key, args, kwargs):  # type: ignore[override]
+        return key
+
+    def get_field(self, field_name, args, kwargs):  # type: ignore[override]
+        return field_name, field_name
+
+    def format_field(self, name: str, spec: str) -> str:
+        if name in self.values:
+            raw, shown = self.values[name]
+        else:
+            raw = self.ctx.get(name)
+            shown = self.ctx.rendered(name)
+        if spec == "raw":
+            return "unknown" if raw is None else (" ".join(map(str, raw)) if isinstance(raw, list) else str(raw))
+        return shown
+
+
+def fill(template: str, ctx: Context, values: dict[str, tuple[Any, str]]) -> str:
+    template_fields(template)  # validated at load; cheap re-check
+    return _Fields(ctx, values).format(template)
+
+
+def _argv(rule: Rule, ctx: Context, values: dict[str, tuple[Any, str]]) -> list[str]:
+    argv: list[str] = []
+    for item in rule.apply or []:
+        fields = template_fields(item)
+        if len(fields) == 1 and item == "{" + fields[0][0] + "}" and isinstance(ctx.get(fields[0][0]), list):
+            argv += [str(v) for v in ctx.get(fields[0][0])]  # a list fact splats into several arguments
+        else:
+            argv.append(fill(item, ctx, values))
+    if ctx.new_dataset and argv[:2] == ["zfs", "set"] and len(argv) == 4:
+        argv = ["zfs", "create", "-o", argv[2], argv[3]]
+    return argv
+
+
+def evaluate(rule: Rule, ctx: Context) -> Recommendation | None:
+    """The rule's verdict for this context, or None when it does not apply."""
+    role = ctx.get("workload.role")
+    if rule.roles is not None and role not in rule.roles:
+        return None
+    try:
+        for clause in rule.when:
+            if not clause_holds(clause, ctx):
+                return None
+    except _Unknown as exc:
+        return _skipped(rule, ctx, exc.facts)
+    try:
+        current = _fact(ctx, rule.current.fact)
+        recommended = value_of(rule.recommended, ctx)
+    except _Unknown as exc:
+        return _skipped(rule, ctx, exc.facts)
+
+    definition = fact_def(rule.current.fact)
+    assert definition is not None
+    shown_current, shown_recommended = render(definition.type, current), render(definition.type, recommended)
+    ok = passes(rule, current, recommended)
+    status: Status = "passed" if ok else "change"
+    values = {
+        "current": (current, shown_current),
+        "recommended": (recommended, shown_recommended),
+        "workload.title": (ctx.workload.title, ctx.workload.title),
+    }
+    apply, argv = None, None
+    if rule.apply and not ok:
+        tokens = _argv(rule, ctx, values)
+        if rule.apply_shell:
+            apply = " ".join(tokens)
+        else:
+            argv, apply = tokens, shlex.join(tokens)
+    return Recommendation(
+        parameter=rule.parameter,
+        scope=rule.scope,
+        current=shown_current,
+        recommended=shown_recommended,
+        requirement=requirement(rule, definition.type, shown_recommended),
+        change=not ok,
+        status=status,
+        kind=rule.kind,
+        confidence=rule.confidence,
+        rule=rule.id,
+        title=rule.title,
+        explanation=fill(rule.explanation.ok if ok else rule.explanation.change, ctx, values),
+        sources_disagree=fill(rule.sources_disagree, ctx, values) if rule.sources_disagree else None,
+        evidence=_evidence(rule, ctx),
+        apply=apply,
+        apply_argv=argv,
+        apply_note=fill(rule.apply_note, ctx, values) if rule.apply_note and not ok else None,
+        effect=rule.effect,
+        reversible=rule.reversible,
+        references=[str(r) for r in rule.references],
+        pool=ctx.pool.name if ctx.pool and rule.scope != "module" else None,
+        dataset=ctx.get("dataset.name") if rule.scope == "dataset" else None,
+    )
+
+
+def _evidence(rule: Rule, ctx: Context) -> list[Evidence]:
+    out = []
+    for name in rule.facts():
+        value = ctx.get(name)
+        definition = fact_def(name)
+        if value is None or definition is None or name.startswith("workload."):
+            continue
+        out.append(Evidence(fact=name, value=value, display=render(definition.type, value), description=definition.description))
+    return out
+
+
+def _skipped(rule: Rule, ctx: Context, missing: list[str]) -> Recommendation:
+    names = list(dict.fromkeys(missing))
+    described = "; ".join(f"{n} ({d.description})" if (d := fact_def(n)) else n for n in names)
+    return Recommendation(
+        parameter=rule.parameter,
+        scope=rule.scope,
+        current=None,
+        recommended=None,
+        change=False,
+        status="skipped",
+        kind=rule.kind,
+        confidence=rule.confidence,
+        rule=rule.id,
+        title=rule.title,
+        explanation=f"Not evaluated: this host did not report {described}.",
+        evidence=_evidence(rule, ctx),
+        apply=None,
+        effect=rule.effect,
+        reversible=rule.reversible,
+        references=[str(r) for r in rule.references],
+        pool=ctx.pool.name if ctx.pool and rule.scope != "module" else None,
+        dataset=ctx.get("dataset.name") if rule.scope == "dataset" else None,
+        skipped_reason="missing facts: " + ", ".join(names),
+    )

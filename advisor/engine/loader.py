@@ -1,0 +1,107 @@
+"""Load and validate rules/*.yaml and rules/workloads/*.yaml into a `RuleBook`.
+
+Anything wrong — YAML syntax, a schema violation, a duplicate id, a rule naming
+a workload that does not exist — raises `RulesError` naming the file and the
+rule, so a broken rule stops start-up instead of silently vanishing.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from rules import RULES_DIR
+from advisor.engine.schema import Rule, Workload
+
+MAX_FILE_BYTES = 1 << 20
+
+
+class RulesError(Exception):
+    """The rule files cannot be used; the message says which file and why."""
+
+
+@dataclass(frozen=True)
+class RuleBook:
+    rules: tuple[Rule, ...]
+    workloads: dict[str, Workload]
+    directory: Path
+
+    def rule(self, rule_id: str) -> Rule | None:
+        return next((r for r in self.rules if r.id == rule_id), None)
+
+    def rules_for(self, workload: str) -> list[Rule]:
+        return [r for r in self.rules if r.workloads == "all" or workload in r.workloads]
+
+
+def _read_yaml(path: Path) -> object:
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise RulesError(f"{path}: larger than {MAX_FILE_BYTES} bytes")
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise RulesError(f"{path}: not valid YAML: {exc}") from None
+
+
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or '(top)'}: {e['msg']}" for e in exc.errors())
+
+
+def load_workloads(directory: Path) -> dict[str, Workload]:
+    workloads: dict[str, Workload] = {}
+    for path in sorted((directory / "workloads").glob("*.yaml")):
+        data = _read_yaml(path)
+        try:
+            workload = Workload.model_validate(data)
+        except ValidationError as exc:
+            raise RulesError(f"{path}: invalid workload: {_problems(exc)}") from None
+        if workload.name != path.stem:
+            raise RulesError(f"{path}: workload name {workload.name!r} must match the file name {path.stem!r}")
+        workloads[workload.name] = workload
+    if not workloads:
+        raise RulesError(f"{directory / 'workloads'}: no workload profiles (*.yaml)")
+    return workloads
+
+
+def load_rules(directory: Path, workloads: dict[str, Workload]) -> list[Rule]:
+    rules: list[Rule] = []
+    seen: dict[str, Path] = {}
+    for path in sorted(directory.glob("*.yaml")):
+        data = _read_yaml(path)
+        if not isinstance(data, dict) or not isinstance(data.get("rules"), list):
+            raise RulesError(f"{path}: expected a mapping with a `rules:` list")
+        if set(data) - {"rules", "about"}:
+            raise RulesError(f"{path}: unknown top-level keys {sorted(set(data) - {'rules', 'about'})}")
+        for i, item in enumerate(data["rules"]):
+            rule_id = item.get("id", f"#{i}") if isinstance(item, dict) else f"#{i}"
+            try:
+                rule = Rule.model_validate(item)
+            except ValidationError as exc:
+                raise RulesError(f"{path}: rule {rule_id}: {_problems(exc)}") from None
+            if rule.id in seen:
+                raise RulesError(f"{path}: rule {rule.id}: id already used in {seen[rule.id]}")
+            seen[rule.id] = path
+            if rule.workloads != "all":
+                unknown = sorted(set(rule.workloads) - set(workloads))
+                if unknown:
+                    raise RulesError(f"{path}: rule {rule.id}: unknown workloads {unknown}; known: {sorted(workloads)}")
+            if rule.roles is not None:
+                names = rule.workloads if rule.workloads != "all" else list(workloads)
+                known_roles = {r.name for w in names for r in workloads[w].roles}
+                unknown = sorted(set(rule.roles) - known_roles)
+                if unknown:
+                    raise RulesError(f"{path}: rule {rule.id}: unknown roles {unknown}; known: {sorted(known_roles)}")
+            rules.append(rule)
+    if not rules:
+        raise RulesError(f"{directory}: no rules (*.yaml)")
+    return rules
+
+
+def load_rulebook(directory: str | os.PathLike[str] | None = None) -> RuleBook:
+    base = Path(directory) if directory else RULES_DIR
+    if not base.is_dir():
+        raise RulesError(f"rules directory {base} does not exist")
+    workloads = load_workloads(base)
+    return RuleBook(tuple(load_rules(base, workloads)), workloads, base)

@@ -1,0 +1,127 @@
+"""What the engine answers: the JSON contract of /recommend (DESIGN.md, "Contract the API keeps").
+
+Field names here are the contract; add fields, never rename. The OpenAPI
+document (/openapi.json) is generated from these models.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Status = Literal["change", "passed", "skipped"]
+
+
+class Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Evidence(Out):
+    fact: str = Field(description="catalogue name of the fact, e.g. pool.ashift_min")
+    value: Any = Field(description="the value in base units (bytes, seconds, ratio 0..1)")
+    display: str = Field(description="the value as a person reads it, e.g. 4K, 91%")
+    description: str
+
+
+class ExpectedEffect(Out):
+    metric: str
+    change_ratio: float
+    interval: tuple[float, float]
+
+
+class Recommendation(Out):
+    parameter: str
+    scope: Literal["pool-create", "pool", "dataset", "module"]
+    current: str | None = Field(description="current value as ZFS prints it; null when unknown")
+    recommended: str | None
+    requirement: str | None = Field(None, description="what passes, e.g. '>= 12' or '= lz4 (or zstd)'")
+    change: bool = Field(description="true when the current value should change")
+    status: Status = Field(description="change, passed (already right) or skipped (facts missing)")
+    kind: Literal["setting", "warning"] = "setting"
+    confidence: float = Field(ge=0, le=1)
+    source: Literal["rule", "model", "rule+model"] = "rule"
+    rule: str = Field(description="id of the rule that produced this")
+    title: str
+    explanation: str
+    sources_disagree: str | None = None
+    evidence: list[Evidence] = Field(default_factory=list)
+    expected_effect: ExpectedEffect | None = Field(None, description="null until a probe or model measured it")
+    apply: str | None = Field(description="the exact command, or null for advisories without one")
+    apply_argv: list[str] | None = Field(None, description="the same command as an argv list (no shell)")
+    apply_note: str | None = None
+    effect: Literal["runtime", "new-writes", "dataset-recreate", "pool-recreate", "pool-change"]
+    reversible: str
+    references: list[str]
+    pool: str | None = None
+    dataset: str | None = None
+    skipped_reason: str | None = None
+
+
+class Target(Out):
+    pool: str | None = None
+    dataset: str | None = None
+    new_dataset: bool = Field(False, description="true when advice is for a dataset still to be created")
+
+
+class Summary(Out):
+    change: int
+    passed: int
+    skipped: int
+
+
+class RecommendResponse(Out):
+    workload: str
+    parameters: dict[str, str] = Field(default_factory=dict)
+    target: Target
+    recommendations: list[Recommendation]
+    summary: Summary
+    generated_at: datetime
+    facts: dict[str, Any] = Field(description="host facts the answer was computed from (summary)")
+
+
+class WorkloadParameter(Out):
+    description: str
+    default: str
+    values: list[str]
+
+
+class WorkloadInfo(Out):
+    name: str
+    title: str
+    description: str
+    io: dict[str, Any]
+    roles: list[dict[str, str]]
+    parameters: dict[str, WorkloadParameter]
+    fio_job: str
+    references: list[str]
+
+
+class WorkloadList(Out):
+    workloads: list[WorkloadInfo]
+
+
+class PoolInfo(Out):
+    name: str
+    health: str
+    media: str | None
+    layout: str | None
+    ashift_min: int | None
+    size_bytes: int | None
+    capacity_ratio: float | None
+    fragmentation_ratio: float | None
+    datasets: list[str]
+
+
+class PoolList(Out):
+    pools: list[PoolInfo]
+
+
+class ErrorDetail(Out):
+    status: int
+    reason: str
+    valid: list[str] | None = None
+
+
+class ErrorResponse(Out):
+    error: ErrorDetail

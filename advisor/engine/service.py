@@ -1,0 +1,201 @@
+"""Recommend for a workload on a host: resolve the target, evaluate every rule, merge.
+
+`recommend()` is what /recommend, `zfs-advisor recommend` and `verify` call;
+they differ only in how they print the `RecommendResponse`. Bad input
+(unknown workload, parameter value, pool or dataset) raises `TargetError`
+carrying the valid choices, which the API turns into a 400/404.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from advisor.engine.context import Context
+from advisor.engine.evaluator import evaluate
+from advisor.engine.loader import RuleBook
+from advisor.engine.models import Recommendation, RecommendResponse, Summary, Target
+from advisor.engine.schema import Rule, Workload
+from advisor.facts import Host
+from advisor.names import InvalidName, check_dataset_name, check_pool_name
+
+SCOPE_ORDER = {"pool-create": 0, "pool": 1, "dataset": 2, "module": 3}
+MAX_PARAMS = 16
+
+
+class TargetError(Exception):
+    """A request the engine cannot answer; `status` 400 (malformed) or 404 (unknown)."""
+
+    def __init__(self, status: int, reason: str, valid: list[str] | None = None):
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+        self.valid = valid
+
+
+def resolve_workload(book: RuleBook, name: str | None) -> Workload:
+    if not name:
+        raise TargetError(400, "parameter `workload` is required", sorted(book.workloads))
+    workload = book.workloads.get(name)
+    if workload is None:
+        shown = name if len(name) <= 64 else name[:64] + "..."
+        raise TargetError(404, f"unknown workload {shown!r}", sorted(book.workloads))
+    return workload
+
+
+def resolve_params(workload: Workload, given: dict[str, str]) -> dict[str, str]:
+    declared = workload.all_parameters()
+    if len(given) > MAX_PARAMS:
+        raise TargetError(400, f"too many parameters (at most {MAX_PARAMS})", sorted(declared))
+    params = {name: p.default for name, p in declared.items()}
+    for name, value in given.items():
+        if name not in declared:
+            raise TargetError(400, f"workload {workload.name} has no parameter {name[:64]!r}", sorted(declared))
+        if value not in declared[name].values:
+            raise TargetError(400, f"{name}={value[:64]!r} is not valid for {workload.name}", declared[name].values)
+        params[name] = value
+    return params
+
+
+def _check(kind: str, name: str, check) -> None:
+    try:
+        check(name)
+    except InvalidName as exc:
+        raise TargetError(400, f"invalid {kind} name: {exc}") from None
+
+
+def recommend(
+    host: Host,
+    book: RuleBook,
+    workload_name: str | None,
+    params: dict[str, str] | None = None,
+    pool: str | None = None,
+    dataset: str | None = None,
+    now: datetime | None = None,
+) -> RecommendResponse:
+    workload = resolve_workload(book, workload_name)
+    resolved = resolve_params(workload, params or {})
+    if pool:
+        _check("pool", pool, check_pool_name)
+        if host.pool(pool) is None:
+            raise TargetError(404, f"no pool {pool!r} on this host", [p.name for p in host.pools])
+    if dataset:
+        _check("dataset", dataset, check_dataset_name)
+        ds = host.dataset(dataset)
+        if ds is None:
+            in_pool = [d.name for d in host.datasets if not pool or d.pool == pool]
+            raise TargetError(404, f"no dataset {dataset!r} on this host", in_pool)
+        if pool and ds.pool != pool:
+            raise TargetError(400, f"dataset {dataset!r} is not in pool {pool!r}", [d.name for d in host.datasets if d.pool == pool])
+        pool = ds.pool
+
+    rules = book.rules_for(workload.name)
+    results: list[Recommendation] = []
+    pools = [host.pool(pool)] if pool else list(host.pools)
+    # Module parameters are host-wide; pool measurements inform them when the
+    # answer is about one pool.
+    module_ctx = Context(host=host, workload=workload, params=resolved, pool=pools[0] if len(pools) == 1 else None)
+    results += _run([r for r in rules if r.scope == "module"], module_ctx)
+    target = Target(pool=pool, dataset=dataset)
+    for p in pools:
+        assert p is not None
+        ctx = Context(host=host, workload=workload, params=resolved, pool=p)
+        results += _run([r for r in rules if r.scope in ("pool-create", "pool")], ctx)
+        ds_ctx = _dataset_context(host, workload, resolved, p.name, dataset)
+        if ds_ctx is not None:
+            results += _run([r for r in rules if r.scope == "dataset"], ds_ctx)
+            if len(pools) == 1:
+                target = Target(pool=p.name, dataset=ds_ctx.get("dataset.name"), new_dataset=ds_ctx.new_dataset is not None)
+    merged = merge(results, rules)
+    merged.sort(key=lambda r: (SCOPE_ORDER[r.scope], r.pool or "", r.dataset or ""))
+    return RecommendResponse(
+        workload=workload.name,
+        parameters=resolved,
+        target=target,
+        recommendations=merged,
+        summary=Summary(
+            change=sum(r.status == "change" for r in merged),
+            passed=sum(r.status == "passed" for r in merged),
+            skipped=sum(r.status == "skipped" for r in merged),
+        ),
+        generated_at=now or datetime.now(timezone.utc),
+        facts=facts_summary(host, pools),
+    )
+
+
+def _dataset_context(host: Host, workload: Workload, params: dict[str, str], pool: str, dataset: str | None) -> Context | None:
+    """The dataset to advise on: the one asked for, else a new `<pool>/<workload>[-<role>]`.
+
+    A proposed dataset is judged by what it would inherit from the pool's root
+    dataset; when a dataset of that name already exists, it is judged instead.
+    """
+    base = dict(host=host, workload=workload, params=params, pool=host.pool(pool))
+    if dataset:
+        return Context(**base, dataset=host.dataset(dataset))
+    role = params.get("role")
+    name = f"{pool}/{workload.name}" + ("" if role == workload.roles[0].name else f"-{role}")
+    if (existing := host.dataset(name)) is not None:
+        return Context(**base, dataset=existing)
+    root = host.dataset(pool)
+    if root is None:
+        return None
+    return Context(**base, dataset=root, new_dataset=name)
+
+
+def _run(rules: list[Rule], ctx: Context) -> list[Recommendation]:
+    return [rec for rule in rules if (rec := evaluate(rule, ctx)) is not None]
+
+
+def merge(results: list[Recommendation], rules: list[Rule]) -> list[Recommendation]:
+    """One answer per (parameter, scope, pool, dataset).
+
+    When several rules speak about the same setting, the most specific one
+    (naming workloads rather than `all`) wins, then a rule that could be
+    evaluated over a skipped one, then the more confident. A losing rule that
+    recommends something else is named in the winner's explanation.
+    """
+    specific = {r.id: r.workloads != "all" for r in rules}
+    order = {"change": 0, "passed": 1, "skipped": 2}
+    groups: dict[tuple, list[Recommendation]] = {}
+    for rec in results:
+        groups.setdefault((rec.parameter, rec.scope, rec.pool, rec.dataset, rec.kind), []).append(rec)
+    merged = []
+    for recs in groups.values():
+        recs.sort(key=lambda r: (not specific.get(r.rule, False), order[r.status], -r.confidence))
+        winner = recs[0]
+        others = [
+            f"rule {r.rule} would say {r.recommended}"
+            for r in recs[1:]
+            if r.status == "change" and r.recommended != winner.recommended
+        ]
+        if others:
+            winner = winner.model_copy(update={"explanation": winner.explanation + " (More general advice: " + "; ".join(others) + ".)"})
+        merged.append(winner)
+    return merged
+
+
+def facts_summary(host: Host, pools: list) -> dict[str, Any]:
+    summary: dict[str, Any] = {
+        "hostname": host.hostname,
+        "collected_at": host.collected_at.isoformat(),
+        "zfs_version": host.zfs.kmod_version,
+        "memory_bytes": host.memory_bytes,
+        "cpu_count": host.cpu_count,
+        "pools": [],
+    }
+    for p in pools:
+        if p is None:
+            continue
+        summary["pools"].append(
+            {
+                "name": p.name,
+                "health": p.health,
+                "capacity_ratio": p.capacity_ratio,
+                "fragmentation_ratio": p.fragmentation_ratio,
+                "vdevs": [{"name": v.name, "type": v.type, "group": v.group, "ashift": v.ashift} for v in p.top_level_vdevs(None)],
+                "disks": [
+                    {"name": d.name, "media": d.media, "physical_block_size": d.physical_block_size}
+                    for d in host.pool_disks(p)
+                ],
+            }
+        )
+    return summary
