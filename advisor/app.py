@@ -9,7 +9,7 @@ from typing import AsyncIterator
 from aiohttp import web
 
 from advisor import systemd
-from advisor.api import facts, health
+from advisor.api import facts, health, metrics
 from advisor.api.errors import error_middleware
 from advisor.appkeys import FACTS, SETTINGS
 from advisor.host.provider import FactsProvider
@@ -24,6 +24,7 @@ def create_app(settings: Settings) -> web.Application:
     app[FACTS] = FactsProvider(settings.root, settings.command_timeout_seconds, settings.facts_max_age_seconds)
     app.router.add_get("/healthz", health.healthz)
     app.router.add_get("/v1/facts", facts.get_facts)
+    metrics.setup(app)
     app.cleanup_ctx.append(_systemd_lifecycle)
     return app
 

@@ -7,6 +7,7 @@ typo never silently falls back to a default.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,6 +30,17 @@ class Settings(BaseSettings):
     )
     state_dir: Path = Field(Path("/var/lib/zfs-advisor"), description="Where probe results and history are stored.")
     api_token: SecretStr | None = Field(None, description="Bearer token required by endpoints that start work.")
+    # Exporter (/metrics): deadline and cardinality controls (docs/metrics.md).
+    metrics_scrape_deadline_seconds: float = Field(
+        8.0, gt=0, le=600, description="Wait at most this long for fresh facts, then serve the last good ones."
+    )
+    metrics_pool_include: re.Pattern[str] | None = Field(None, description="Regex: only pools named so.")
+    metrics_pool_exclude: re.Pattern[str] | None = Field(None, description="Regex: no pools named so.")
+    metrics_dataset_include: re.Pattern[str] | None = Field(None, description="Regex: only datasets named so.")
+    metrics_dataset_exclude: re.Pattern[str] | None = Field(None, description="Regex: no datasets named so.")
+    metrics_per_vdev: bool = Field(False, description="Queues, latencies and histograms per vdev, not only per pool.")
+    metrics_per_dataset: bool = Field(False, description="Every objset counter per dataset (per-dataset ZIL stats).")
+    metrics_all_disks: bool = Field(False, description="Every block device, not only those behind exported pools.")
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["json", "text"] = "json"
 

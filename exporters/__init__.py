@@ -1,0 +1,15 @@
+"""Prometheus exporter: one collector module per source family, fresh metric families per scrape.
+
+    arc.py         ARC and L2ARC (arcstats)
+    kstats.py      ZIL, dmu_tx (write throttle), zfetch, ABD, dbuf, mirror kstats
+    pools.py       pool capacity, health, scrub/resilver, per-pool iostats kstat
+    vdevs.py       pool and vdev I/O (zpool iostat -vlq), vdev tree, state, errors
+    histograms.py  latency and request-size histograms (zpool iostat -w / -r)
+    txgs.py        transaction groups (<pool>/txgs)
+    datasets.py    dataset/zvol properties, space, objset I/O
+    disks.py       block devices behind the pools (diskstats, sysfs)
+    params.py      module version and tuning parameters
+    collector.py   runs them all per scrape, with self-metrics; base.py, named.py, ioclass.py: shared parts
+
+docs/metrics.md lists every family.
+"""

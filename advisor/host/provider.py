@@ -27,6 +27,10 @@ class FactsProvider:
     def last(self) -> Collection | None:
         return self._last
 
+    def age_seconds(self) -> float | None:
+        """Seconds since the last collection finished; None before the first."""
+        return time.monotonic() - self._last_at if self._last is not None else None
+
     async def get(self, max_age_seconds: float | None = None) -> Collection:
         max_age = self.max_age_seconds if max_age_seconds is None else max_age_seconds
         if self._last is not None and time.monotonic() - self._last_at <= max_age:

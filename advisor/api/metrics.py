@@ -1,0 +1,78 @@
+"""GET /metrics: the Prometheus exporter (text format 0.0.4), rendered from the app's own registry.
+
+Facts come from the app's coalesced FactsProvider, so N scrapes at once fork
+at most one set of zpool/zfs processes. A scrape waits for fresh facts at
+most `metrics_scrape_deadline_seconds` (or, if shorter, 90% of the timeout
+Prometheus sends in X-Prometheus-Scrape-Timeout-Seconds); past that it serves
+the last good collection and says so (zfs_advisor_facts_stale 1). The
+collection goes on in the background for the next scrape.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import datetime, timezone
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry
+
+from advisor.appkeys import FACTS, SETTINGS
+from advisor.facts import Host, ZfsInfo
+from advisor.host.collect import Collection
+from exporters.base import ExportOptions, Scrape
+from exporters.collector import create_registry, render
+
+log = logging.getLogger(__name__)
+REGISTRY = web.AppKey("metrics_registry", CollectorRegistry)
+OPTIONS = web.AppKey("metrics_options", ExportOptions)
+# What generate_latest() writes (legacy names, no UTF-8 escaping): text format 0.0.4.
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def setup(app: web.Application) -> None:
+    """Route /metrics and give the app its own registry."""
+    app[REGISTRY] = create_registry()
+    app[OPTIONS] = ExportOptions.from_settings(app[SETTINGS])
+    app.router.add_get("/metrics", get_metrics)
+
+
+def deadline_seconds(configured: float, header: str | None) -> float:
+    try:
+        timeout = float(header) if header else None
+    except ValueError:
+        timeout = None
+    return min(configured, 0.9 * timeout) if timeout and timeout > 0 else configured
+
+
+async def get_metrics(request: web.Request) -> web.Response:
+    app = request.app
+    provider = app[FACTS]
+    deadline = deadline_seconds(
+        app[SETTINGS].metrics_scrape_deadline_seconds, request.headers.get("X-Prometheus-Scrape-Timeout-Seconds")
+    )
+    collection: Collection | None
+    stale = False
+    try:
+        collection = await asyncio.wait_for(provider.get(), deadline)
+    except TimeoutError:
+        collection, stale = provider.last, True
+    except Exception:  # a collection that crashed: serve the last good one
+        log.exception("facts collection failed")
+        collection, stale = provider.last, True
+    if collection is None:
+        host = Host(
+            collected_at=datetime.now(timezone.utc),
+            zfs=ZfsInfo(present=False, reason="the first facts collection has not finished yet"),
+        )
+        collection = Collection(host)
+    age = provider.age_seconds()
+    scrape = Scrape(
+        host=collection.host,
+        options=app[OPTIONS],
+        stale=stale,
+        age_seconds=age,
+        collections=provider.collections,
+        source_durations=collection.durations,
+    )
+    body = await asyncio.to_thread(render, app[REGISTRY], scrape)
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})

@@ -1,0 +1,97 @@
+"""What every collector shares: one scrape's facts, the detail options, small helpers.
+
+A collector is a function `collect(scrape) -> Iterable[Metric]` that builds
+fresh metric families from `scrape.host` (one `Host` collection) and keeps no
+state between scrapes. It reads only the pools and datasets the options
+select (`Scrape.pools`, `Scrape.datasets`), so the cardinality controls hold
+for every collector alike.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Callable, Iterable
+
+from prometheus_client.core import Metric
+from prometheus_client.utils import floatToGoString
+
+from advisor.facts import Dataset, Host, Pool
+
+Collect = Callable[["Scrape"], Iterable[Metric]]
+
+# Appended to the HELP of families built from zpool/zfs command output: those
+# facts are shared between scrapes for a few seconds, and when a collection
+# misses the scrape deadline the previous one is served.
+CACHED = " Cached: see zfs_advisor_facts_age_seconds and zfs_advisor_facts_stale."
+
+
+def _compile(pattern: re.Pattern[str] | str | None) -> re.Pattern[str] | None:
+    return re.compile(pattern) if pattern else None
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    """Cardinality controls (from Settings.metrics_*); regexes match whole names."""
+
+    pool_include: re.Pattern[str] | str | None = None
+    pool_exclude: re.Pattern[str] | str | None = None
+    dataset_include: re.Pattern[str] | str | None = None
+    dataset_exclude: re.Pattern[str] | str | None = None
+    per_vdev: bool = False  # queues, latencies and histograms for every vdev, not only per pool
+    per_dataset: bool = False  # every objset kstat (per-dataset ZIL counters) besides the core I/O
+    all_disks: bool = False  # every block device, not only those behind the selected pools
+
+    @classmethod
+    def from_settings(cls, settings: object) -> ExportOptions:
+        names = [f for f in cls.__dataclass_fields__ if hasattr(settings, f"metrics_{f}")]
+        return cls(**{f: getattr(settings, f"metrics_{f}") for f in names})
+
+    @cached_property
+    def _patterns(self) -> tuple[re.Pattern[str] | None, ...]:
+        return tuple(
+            _compile(p) for p in (self.pool_include, self.pool_exclude, self.dataset_include, self.dataset_exclude)
+        )
+
+    def wants_pool(self, name: str) -> bool:
+        return _selected(name, self._patterns[0], self._patterns[1])
+
+    def wants_dataset(self, name: str) -> bool:
+        return _selected(name, self._patterns[2], self._patterns[3])
+
+
+def _selected(name: str, include: re.Pattern[str] | None, exclude: re.Pattern[str] | None) -> bool:
+    if include is not None and not include.fullmatch(name):
+        return False
+    return exclude is None or not exclude.fullmatch(name)
+
+
+@dataclass(frozen=True)
+class Scrape:
+    """One scrape: the facts it serves and how fresh they are."""
+
+    host: Host
+    options: ExportOptions = field(default_factory=ExportOptions)
+    stale: bool = False  # the collection missed the deadline: these are the last good facts
+    age_seconds: float | None = None  # None: not known (a replayed or first collection)
+    collections: int = 0  # collections the provider ran since start
+    source_durations: dict[str, float] = field(default_factory=dict)
+
+    @cached_property
+    def pools(self) -> list[Pool]:
+        return [p for p in self.host.pools if self.options.wants_pool(p.name)]
+
+    @cached_property
+    def datasets(self) -> list[Dataset]:
+        pools = {p.name for p in self.pools}
+        return [d for d in self.host.datasets if d.pool in pools and self.options.wants_dataset(d.name)]
+
+
+def le(bound: float) -> str:
+    """A histogram bucket's `le` label value, formatted like the Go client."""
+    return floatToGoString(bound)
+
+
+def snake(name: str) -> str:
+    """A kstat or parameter name as a metric-name fragment (lower case, [a-z0-9_])."""
+    return re.sub(r"[^a-z0-9_]", "_", name.lower())

@@ -1,0 +1,95 @@
+"""Block devices behind the pools: /proc/diskstats and /sys/block/<dev>/queue, device.
+
+Prefix `disk_`, not `node_disk_`: the counters keep node_exporter's diskstats
+names and meaning (disk_reads_completed_total <-> node_disk_reads_completed_total,
+label `device`), so dashboards carry over, but a host that also runs
+node_exporter gets no two series with one name from two exporters. Only the
+disks behind the selected pools' leaf vdevs are exported unless
+metrics_all_disks is set; zfs_vdev_info{disk} joins a vdev to its disk.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
+
+from advisor.facts import Disk
+from exporters.base import Scrape
+
+_STATS = "Source: /proc/diskstats."
+_SYS = "Source: /sys/block/<device>"
+# (DiskStats field, metric name, kind, description), node_exporter's names with disk_ for node_disk_.
+STATS = (
+    ("reads_completed", "disk_reads_completed", "counter", "Reads completed"),
+    ("reads_merged", "disk_reads_merged", "counter", "Reads merged"),
+    ("sectors_read", "disk_read_bytes", "counter", "Bytes read (sectors x 512)"),
+    ("read_seconds", "disk_read_time_seconds", "counter", "Time spent reading"),
+    ("writes_completed", "disk_writes_completed", "counter", "Writes completed"),
+    ("writes_merged", "disk_writes_merged", "counter", "Writes merged"),
+    ("sectors_written", "disk_written_bytes", "counter", "Bytes written (sectors x 512)"),
+    ("write_seconds", "disk_write_time_seconds", "counter", "Time spent writing"),
+    ("ios_in_progress", "disk_io_now", "gauge", "I/Os in progress"),
+    ("io_seconds", "disk_io_time_seconds", "counter", "Time the device had I/O in flight (utilisation)"),
+    ("weighted_io_seconds", "disk_io_time_weighted_seconds", "counter", "I/O time weighted by I/Os in flight"),
+    ("discards_completed", "disk_discards_completed", "counter", "Discards completed"),
+    ("discards_merged", "disk_discards_merged", "counter", "Discards merged"),
+    ("sectors_discarded", "disk_discarded_sectors", "counter", "Sectors discarded"),
+    ("discard_seconds", "disk_discard_time_seconds", "counter", "Time spent discarding"),
+    ("flushes_completed", "disk_flush_requests", "counter", "Flush requests completed"),
+    ("flush_seconds", "disk_flush_requests_time_seconds", "counter", "Time spent flushing"),
+)
+_BYTES_PER_SECTOR = 512  # diskstats counts 512-byte sectors whatever the device's sector size
+
+
+def _selected(scrape: Scrape) -> list[Disk]:
+    if scrape.options.all_disks:
+        return list(scrape.host.disks)
+    names = [leaf.disk for pool in scrape.pools for leaf in pool.leaves() if leaf.disk]
+    return [d for n in dict.fromkeys(names) if (d := scrape.host.disk(n))]
+
+
+def collect(scrape: Scrape) -> Iterable[Metric]:
+    disks = _selected(scrape)
+    families = []
+    for field, name, kind, doc in STATS:
+        cls = CounterMetricFamily if kind == "counter" else GaugeMetricFamily
+        family = cls(name, f"{doc}. {_STATS}", labels=["device"])
+        scale = _BYTES_PER_SECTOR if field in ("sectors_read", "sectors_written") else 1
+        for disk in disks:
+            if disk.stats is not None and (value := getattr(disk.stats, field)) is not None:
+                family.add_metric([disk.name], value * scale)
+        families.append(family)
+    info = InfoMetricFamily(
+        "disk", f"Block device identity and queue settings. {_SYS}/device/{{model,vendor,serial}}, queue/scheduler.",
+        labels=["device"],
+    )
+    gauges = (
+        ("disk_size_bytes", "Device size", f"{_SYS}/size x 512", lambda d: d.size_bytes),
+        ("disk_logical_block_size_bytes", "Logical sector size", f"{_SYS}/queue/logical_block_size",
+         lambda d: d.logical_block_size),
+        ("disk_physical_block_size_bytes", "Physical sector size (what ashift should cover)",
+         f"{_SYS}/queue/physical_block_size", lambda d: d.physical_block_size),
+        ("disk_rotational", "1 for rotating media (HDD), 0 for SSD", f"{_SYS}/queue/rotational",
+         lambda d: None if d.rotational is None else float(d.rotational)),
+        ("disk_queue_nr_requests", "Block layer queue size", f"{_SYS}/queue/nr_requests", lambda d: d.nr_requests),
+        ("disk_queue_depth", "Device (SCSI/SATA) queue depth", f"{_SYS}/device/queue_depth", lambda d: d.queue_depth),
+    )
+    for disk in disks:
+        info.add_metric(
+            [disk.name],
+            {
+                "model": disk.model or "",
+                "vendor": disk.vendor or "",
+                "serial": disk.serial or "",
+                "scheduler": disk.scheduler or "",
+                "media": disk.media,
+            },
+        )
+    families.append(info)
+    for name, doc, source, value in gauges:
+        family = GaugeMetricFamily(name, f"{doc}. Source: {source}.", labels=["device"])
+        for disk in disks:
+            if (v := value(disk)) is not None:
+                family.add_metric([disk.name], v)
+        families.append(family)
+    return families

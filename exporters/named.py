@@ -1,0 +1,86 @@
+"""Named kstats as typed metric families: one family per field, counters or gauges.
+
+SPL named kstats (/proc/spl/kstat/zfs/...) carry no type: a field is either a
+count since module load (a counter) or a level (a gauge). A `KStatSpec` says
+which is which for one kstat, which fields are in bytes, and gives curated
+descriptions for the fields that matter most; every other numeric field is
+still exported (typed by the spec's rules), so a new OpenZFS release adds
+families instead of losing data. String fields are skipped.
+
+Names: `<prefix>_<field>` with the kstat's own prefix dropped from the field
+(dmu_tx_assigned -> zfs_dmu_tx_assigned_total), `_bytes` added to fields in bytes,
+`_total` to counters; a gauge ending in `_count` becomes `_entries`
+(Prometheus reserves `_count` for histograms and summaries).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Container, Iterable, Sequence
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from advisor.facts import KStat
+
+
+@dataclass(frozen=True)
+class KStatSpec:
+    prefix: str  # metric name prefix, e.g. "zfs_arc"
+    path: str  # the source, named in HELP, e.g. "/proc/spl/kstat/zfs/arcstats"
+    gauges: str = r"$^"  # regex (fullmatch) of fields that are levels; the rest are counters
+    counters: str = r"$^"  # regex of fields that are counters even if `gauges` matches
+    bytes: str = r"$^"  # regex of fields in bytes (gauges get a `_bytes` suffix)
+    strip: str = ""  # field prefix dropped in the metric name, e.g. "dmu_tx_"
+    names: dict[str, str] = field(default_factory=dict)  # field -> metric name (without prefix/suffix)
+    help: dict[str, str] = field(default_factory=dict)  # field -> description
+
+    def compiled(self) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+        return re.compile(self.gauges), re.compile(self.counters), re.compile(self.bytes)
+
+
+class KStatFamilies:
+    """Families for one kstat kind, filled from one or more kstats (e.g. one per pool)."""
+
+    def __init__(self, spec: KStatSpec, labelnames: Sequence[str] = (), source: str | None = None):
+        self.spec = spec
+        self.labelnames = list(labelnames)
+        self.source = source or spec.path
+        self._gauges, self._counters, self._bytes = spec.compiled()
+        self._families: dict[str, Metric] = {}
+
+    def _family(self, name: str) -> Metric:
+        family = self._families.get(name)
+        if family is not None:
+            return family
+        spec = self.spec
+        is_gauge = bool(self._gauges.fullmatch(name)) and not self._counters.fullmatch(name)
+        in_bytes = bool(self._bytes.fullmatch(name))
+        base = spec.names.get(name) or (name[len(spec.strip) :] if spec.strip and name.startswith(spec.strip) else name)
+        tokens = base.split("_")
+        if in_bytes and "bytes" not in tokens:
+            base += "_bytes"
+        elif is_gauge and tokens[-1] == "count":
+            base = base[: -len("count")] + "entries"
+        description = spec.help.get(name) or ("Bytes" if in_bytes else "Level" if is_gauge else "Count")
+        doc = f"{description}. Source: {self.source} {name}."
+        cls = GaugeMetricFamily if is_gauge else CounterMetricFamily
+        family = cls(f"{spec.prefix}_{base}", doc, labels=self.labelnames)
+        self._families[name] = family
+        return family
+
+    def add(self, kstat: KStat, labelvalues: Sequence[str] = (), only: Container[str] | None = None) -> None:
+        """One sample per integer field (only those in `only`, if given)."""
+        for name, value in kstat.values.items():
+            if isinstance(value, int) and (only is None or name in only):
+                self._family(name).add_metric(list(labelvalues), value)
+
+    def __iter__(self) -> Iterable[Metric]:
+        return iter(self._families.values())
+
+
+def kstat_families(spec: KStatSpec, kstat: KStat | None) -> Iterable[Metric]:
+    if kstat is None:
+        return ()
+    families = KStatFamilies(spec)
+    families.add(kstat)
+    return families

@@ -1,0 +1,143 @@
+"""Pools: capacity, health, scrub/resilver and the pool I/O counters.
+
+Sources: `zpool get -Hp all` (size, allocated, free, fragmentation, capacity,
+dedupratio, readonly, health and tuning-relevant properties), `zpool status`
+(scan, the errors: line) and /proc/spl/kstat/zfs/<pool>/iostats (OpenZFS >=
+2.1: trim and, from 2.2, ARC/direct I/O counters per pool).
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
+
+from advisor.facts import Pool
+from exporters.base import CACHED, Scrape
+from exporters.named import KStatFamilies, KStatSpec
+
+# zpool_state_to_name() / vdev_state_t: every health a pool can report.
+HEALTH_STATES = ("ONLINE", "DEGRADED", "FAULTED", "OFFLINE", "UNAVAIL", "REMOVED", "SUSPENDED")
+SCAN_STATES = ("scanning", "paused", "finished", "canceled", "none")
+# Pool properties that matter for tuning, exported as labels of zfs_pool_properties_info.
+INFO_PROPERTIES = ("ashift", "autotrim", "autoexpand", "autoreplace", "failmode", "guid")
+
+IOSTATS = KStatSpec(
+    prefix="zfs_pool",
+    path="/proc/spl/kstat/zfs/<pool>/iostats",
+    help={
+        "trim_bytes_written": "Bytes trimmed by manual TRIM (zpool trim)",
+        "autotrim_bytes_written": "Bytes trimmed by autotrim",
+    },
+)
+
+
+def _data_errors(errors: str | None) -> int | None:
+    """'No known data errors' -> 0; '3 data errors, use -v ...' -> 3."""
+    if errors is None:
+        return None
+    if errors.strip().lower().startswith("no known data errors"):
+        return 0
+    match = re.match(r"\s*(\d+)\s+data error", errors)
+    return int(match.group(1)) if match else None
+
+
+def _scan(scrape: Scrape, pools: list[Pool]) -> Iterable[Metric]:
+    src = f"Source: zpool status.{CACHED}"
+    state = GaugeMetricFamily(
+        "zfs_pool_scan_state",
+        f"State of the last or current scrub/resilver, one series per state (1 = current); "
+        f"`function` is scrub, resilver or none. {src}",
+        labels=["pool", "function", "state"],
+    )
+    docs = {
+        "progress": ("zfs_pool_scan_progress_ratio", "Issued / to-examine bytes of the last or current scan (0..1)"),
+        "examined": ("zfs_pool_scan_examined_bytes", "Bytes scanned (examined)"),
+        "issued": ("zfs_pool_scan_issued_bytes", "Bytes issued for scan I/O"),
+        "to_examine": ("zfs_pool_scan_to_examine_bytes", "Bytes the scan has to examine in total"),
+        "errors": ("zfs_pool_scan_errors", "Errors found (repaired or not) by the last or current scan"),
+        "start": ("zfs_pool_scan_start_timestamp_seconds", "When the last or current scan started (Unix time)"),
+        "end": ("zfs_pool_scan_end_timestamp_seconds", "When the last scan ended (Unix time)"),
+        "rate": (
+            "zfs_pool_scan_rate_bytes_per_second",
+            "Average issue rate of the current scan since it started (issued bytes / elapsed time)",
+        ),
+    }
+    gauges = {key: GaugeMetricFamily(name, f"{doc}. {src}", labels=["pool"]) for key, (name, doc) in docs.items()}
+    now = scrape.host.collected_at
+    for pool in pools:
+        scan = pool.scan
+        for s in SCAN_STATES:
+            state.add_metric([pool.name, scan.function, s], 1.0 if scan.state == s else 0.0)
+        if scan.function == "none":
+            continue
+        gauges["errors"].add_metric([pool.name], scan.errors)
+        values = {
+            "progress": scan.progress_ratio,
+            "examined": scan.examined_bytes,
+            "issued": scan.issued_bytes,
+            "to_examine": scan.to_examine_bytes,
+            "start": scan.started.timestamp() if scan.started else None,
+            "end": scan.ended.timestamp() if scan.ended and not scan.active else None,
+        }
+        if scan.state == "scanning" and scan.started and scan.issued_bytes is not None:
+            elapsed = (now - scan.started).total_seconds()
+            values["rate"] = scan.issued_bytes / elapsed if elapsed > 0 else None
+        for key, value in values.items():
+            if value is not None:
+                gauges[key].add_metric([pool.name], value)
+    yield state
+    yield from gauges.values()
+
+
+def collect(scrape: Scrape) -> Iterable[Metric]:
+    pools = scrape.pools
+    src = f"Source: zpool get -Hp all.{CACHED}"
+    numeric = (
+        ("zfs_pool_size_bytes", "Pool size (zpool get size)", lambda p: p.size_bytes),
+        ("zfs_pool_allocated_bytes", "Bytes allocated in the pool (zpool get allocated)", lambda p: p.allocated_bytes),
+        ("zfs_pool_free_bytes", "Free bytes in the pool (zpool get free)", lambda p: p.free_bytes),
+        (
+            "zfs_pool_fragmentation_ratio",
+            "Free-space fragmentation (zpool get fragmentation), 0..1",
+            lambda p: p.fragmentation_ratio,
+        ),
+        ("zfs_pool_capacity_ratio", "Allocated / size (zpool get capacity), 0..1", lambda p: p.capacity_ratio),
+        ("zfs_pool_dedup_ratio", "Deduplication ratio (zpool get dedupratio), >= 1", lambda p: p.dedup_ratio),
+        ("zfs_pool_readonly", "1 if the pool is imported read-only", lambda p: float(p.readonly)),
+    )
+    for name, doc, value in numeric:
+        family = GaugeMetricFamily(name, f"{doc}. {src}", labels=["pool"])
+        for pool in pools:
+            if (v := value(pool)) is not None:
+                family.add_metric([pool.name], v)
+        yield family
+
+    health = GaugeMetricFamily(
+        "zfs_pool_health",
+        f"Pool health as a state set: one series per state, 1 for the current one (zpool get health). {src}",
+        labels=["pool", "state"],
+    )
+    info = InfoMetricFamily(
+        "zfs_pool_properties", f"Tuning-relevant pool properties as labels. {src}", labels=["pool"]
+    )
+    errors = GaugeMetricFamily(
+        "zfs_pool_data_errors",
+        f"Permanent data errors (zpool status 'errors:' line). Source: zpool status.{CACHED}",
+        labels=["pool"],
+    )
+    for pool in pools:
+        states = HEALTH_STATES if pool.health in HEALTH_STATES else (*HEALTH_STATES, pool.health)
+        for state in states:
+            health.add_metric([pool.name, state], 1.0 if pool.health == state else 0.0)
+        info.add_metric([pool.name], {k: pool.properties.get(k, "") for k in INFO_PROPERTIES})
+        if (n := _data_errors(pool.errors)) is not None:
+            errors.add_metric([pool.name], n)
+    yield from (health, info, errors)
+    yield from _scan(scrape, pools)
+
+    iostats = KStatFamilies(IOSTATS, ["pool"])
+    for pool in pools:
+        if pool.iostats is not None:
+            iostats.add(pool.iostats, [pool.name])
+    yield from iostats

@@ -1,0 +1,281 @@
+"""Exporter collectors on facts built by the real parsers from zpool/kstat text."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from advisor.facts import Dataset, Disk, DiskStats, Host, KStat, Pool, Property, Vdev, ZfsInfo
+from advisor.host import kstat, txgs, zpool_iostat
+from exporters.base import ExportOptions, Scrape
+from exporters.collector import COLLECTORS, create_registry, render
+from exporters.histograms import buckets
+from exporters.ioclass import latency_labels, queue_labels, size_labels
+from exporters.params import metric_name
+
+# zpool iostat -vw -Hp for one pool: 38 rows (1 ns .. 137 s), 11 columns.
+LATENCY_ROWS = [[0] * 11 for _ in range(38)]
+for column in range(11):
+    LATENCY_ROWS[12][column] = 10 + column  # 4.096-8.191 us
+    LATENCY_ROWS[20][column] = 5  # 1.048-2.097 ms
+LATENCY_ROWS[3][0] = 2  # 8-15 ns: below the first emitted bucket, folded into it
+LATENCY_TEXT = "tank\n" + "".join(
+    f"{(1 << (j + 1)) - 1}\t" + "\t".join(map(str, row)) + "\n" for j, row in enumerate(LATENCY_ROWS)
+)
+SIZE_TEXT = "tank\n" + "".join(
+    f"{1 << j}\t" + "\t".join(str(3 if j == 12 else 0) for _ in range(14)) + "\n" for j in range(9, 25)
+)
+# zpool iostat -vlq -Hp (OpenZFS 2.1 layout: 10 latency and 12 queue columns).
+IOSTAT_TEXT = (
+    "tank\t1000\t9000\t10\t20\t4096\t8192\t" + "\t".join(["1000000"] * 10) + "\t" + "\t".join(["2"] * 12) + "\n"
+    "mirror-0\t1000\t9000\t10\t20\t4096\t8192\t" + "\t".join(["-"] * 10) + "\t" + "\t".join(["0"] * 12) + "\n"
+    "/dev/sda1\t0\t0\t5\t10\t2048\t4096\t" + "\t".join(["-"] * 10) + "\t" + "\t".join(["0"] * 12) + "\n"
+)
+TXGS_TEXT = (
+    "txg      birth            state ndirty       nread        nwritten     reads    writes   otime        qtime"
+    "        wtime        stime\n"
+    "100      1000000000000    C     1048576      0            2097152      0        20       5000000000   10000"
+    "        20000        300000000\n"
+    "101      1005000000000    C     3145728      0            4194304      0        40       5000000000   30000"
+    "        10000        500000000\n"
+    "102      1010000000000    O     65536        0            0            0        0        0            0"
+    "            0            0\n"
+)
+
+
+def make_host(datasets: int = 2) -> Host:
+    root = Vdev(
+        name="tank",
+        type="root",
+        state="ONLINE",
+        children=[
+            Vdev(
+                name="mirror-0",
+                type="mirror",
+                state="ONLINE",
+                children=[
+                    Vdev(name="/dev/sda1", type="disk", state="ONLINE", disk="sda", read_errors=2),
+                    Vdev(name="/dev/sdb1", type="disk", state="ONLINE", disk="sdb"),
+                ],
+            )
+        ],
+    )
+    pool = Pool(
+        name="tank",
+        health="DEGRADED",
+        size_bytes=10_000,
+        allocated_bytes=1_000,
+        free_bytes=9_000,
+        capacity_ratio=0.1,
+        root=root,
+        latency_histograms=zpool_iostat.parse_latency_histograms(LATENCY_TEXT)["tank"],
+        size_histograms=zpool_iostat.parse_size_histograms(SIZE_TEXT)["tank"],
+        txgs=txgs.parse_txgs(TXGS_TEXT),
+        errors="No known data errors",
+    )
+    zpool_iostat.attach_vdev_iostat(pool, zpool_iostat.parse_vdev_iostat(IOSTAT_TEXT)["tank"])
+    other = Pool(name="scratch", health="ONLINE", size_bytes=1)
+    objset = "x\nname type data\ndataset_name 7 {}\nwrites 4 3\nnwritten 4 12288\nreads 4 1\nnread 4 4096\n" \
+             "nunlinks 4 0\nnunlinked 4 0\nzil_commit_count 4 9\n"
+    sets = [
+        Dataset(
+            name=name,
+            type="filesystem",
+            properties={
+                "recordsize": Property(value="131072", source="default"),
+                "compressratio": Property(value="1.50", source="-"),
+                **{p: Property(value="1000", source="-") for p in ("used", "available", "referenced", "logicalused")},
+                **{p: Property(value="0", source="default") for p in ("quota", "refquota", "reservation",
+                                                                     "refreservation")},
+            },
+            io=kstat.parse_named_kstat(objset.format(name)),
+        )
+        for name in ["tank"] + [f"tank/ds{i}" for i in range(datasets - 1)] + ["scratch"]
+    ]
+    stats = DiskStats(
+        reads_completed=1, reads_merged=0, sectors_read=8, read_seconds=0.5, writes_completed=2, writes_merged=0,
+        sectors_written=16, write_seconds=0.25, ios_in_progress=0, io_seconds=1.0, weighted_io_seconds=1.5,
+    )
+    return Host(
+        collected_at=datetime(2026, 11, 22, tzinfo=timezone.utc),
+        zfs=ZfsInfo(present=True, kmod_version="2.1.11-1"),
+        pools=[pool, other],
+        datasets=sets,
+        disks=[Disk(name=n, rotational=True, stats=stats) for n in ("sda", "sdb", "vda")],
+        arc=kstat.parse_named_kstat("x\nname type data\nhits 4 10\nmisses 4 2\nsize 4 4096\nc 4 8192\n"),
+        kstats={"dmu_tx": KStat(values={"dmu_tx_assigned": 5, "dmu_tx_dirty_delay": 1})},
+        module_params={"zfs_txg_timeout": "5", "zfs_dirty_data_max_percent": "10", "zfs_vdev_scheduler": "noop"},
+    )
+
+
+def scrape_families(host: Host, **options) -> dict:
+    text = render(create_registry(), Scrape(host=host, options=ExportOptions(**options))).decode()
+    return {f.name: f for f in text_string_to_metric_families(text)}
+
+
+def samples(families: dict, name: str, **labels) -> dict:
+    """{sample name: value} of a family's samples whose labels include `labels`."""
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for s in families[name].samples
+        if labels.items() <= s.labels.items()
+    }
+
+
+def test_latency_histogram_is_cumulative_in_seconds_and_its_mean_is_zpool_iostat_l():
+    hist = zpool_iostat.parse_latency_histograms(LATENCY_TEXT)["tank"]["tank"]
+    points, total = buckets(hist, "total_wait_read")
+    bounds = [b for b, _ in points]
+    counts = [c for _, c in points]
+    assert bounds[0] == "1.023e-06" and bounds[-1] == "+Inf"  # sub-microsecond buckets folded
+    assert counts == sorted(counts) and counts[-1] == 2 + 10 + 5
+    assert dict(points)["8.191e-06"] == 12 and dict(points)["4.095e-06"] == 2
+    # zpool iostat -l prints single_histo_average(): sum(count * 1.5 * 2^i) // count, in ns
+    raw = [row[0] for row in LATENCY_ROWS]
+    zpool_average_ns = sum(c * ((1 << i) + ((1 << i) // 2)) for i, c in enumerate(raw)) // sum(raw)
+    assert total / counts[-1] == pytest.approx(zpool_average_ns * 1e-9, abs=1e-9)  # zpool truncates to ns
+
+
+def test_size_histogram_buckets_are_bytes_with_power_of_two_sums():
+    hist = zpool_iostat.parse_size_histograms(SIZE_TEXT)["tank"]["tank"]
+    points, total = buckets(hist, "ind_sync_read")
+    assert points[0] == ("1023.0", 0) and dict(points)["8191.0"] == 3 and points[-1] == ("+Inf", 3)
+    assert total == 3 * 4096  # 4 KiB requests land in [4096, 8191]
+
+
+def test_pool_histograms_render_with_count_sum_and_labels():
+    families = scrape_families(make_host())
+    latency = samples(families, "zfs_pool_latency_seconds", pool="tank", queue="disk", op="write")
+    count = next(v for (name, _), v in latency.items() if name.endswith("_count"))
+    assert count == 10 + 3 + 5  # column 3 is disk_wait_write
+    assert "zfs_vdev_latency_seconds" not in families  # per-vdev histograms are opt-in
+    detailed = scrape_families(make_host(), per_vdev=True)
+    assert "zfs_vdev_latency_seconds" not in detailed  # no -w rows for the vdevs here: no empty family
+    assert samples(detailed, "zfs_vdev_queue_pending_ios", vdev="/dev/sda1")
+
+
+def test_iostat_averages_are_gauges_and_queue_columns_become_labels():
+    families = scrape_families(make_host())
+    assert families["zfs_pool_operations_per_second"].type == "gauge"
+    assert "since the pool was imported" in families["zfs_pool_operations_per_second"].documentation
+    assert samples(families, "zfs_pool_operations_per_second", op="write") == {
+        ("zfs_pool_operations_per_second", (("op", "write"), ("pool", "tank"))): 20.0
+    }
+    pending = samples(families, "zfs_pool_queue_pending_ios", queue="trimq")
+    assert list(pending.values()) == [2.0] and ("op", "trim") in next(iter(pending))[1]
+    latency = samples(families, "zfs_pool_average_latency_seconds", queue="total", op="read")
+    assert list(latency.values()) == [pytest.approx(1e-3)]
+
+
+def test_column_names_map_to_queue_and_op_labels():
+    assert latency_labels("total_wait_read") == ("total", "read")
+    assert latency_labels("asyncq_wait_write") == ("asyncq", "write")
+    assert latency_labels("scrub_wait") == ("scrubq", "read")
+    assert latency_labels("rebuild_wait") == ("rebuildq", "write")
+    assert queue_labels("trimq_write_activ") == ("trimq", "trim", "activ")
+    assert size_labels("agg_async_write") == ("aggregated", "asyncq", "write")
+    with pytest.raises(ValueError):
+        queue_labels("nonsense")
+
+
+def test_pool_health_is_a_state_set_and_vdev_errors_are_counters():
+    families = scrape_families(make_host())
+    health = samples(families, "zfs_pool_health", pool="tank")
+    assert sum(health.values()) == 1 and len(health) == 7
+    assert health[("zfs_pool_health", (("pool", "tank"), ("state", "DEGRADED")))] == 1
+    errors = samples(families, "zfs_vdev_errors", vdev="/dev/sda1", error="read")
+    assert list(errors) == [("zfs_vdev_errors_total", (("error", "read"), ("pool", "tank"), ("vdev", "/dev/sda1")))]
+    assert list(errors.values()) == [2.0]
+    assert samples(families, "zfs_pool_data_errors", pool="tank") == {
+        ("zfs_pool_data_errors", (("pool", "tank"),)): 0.0
+    }
+
+
+def test_txg_window_metrics():
+    families = scrape_families(make_host())
+    assert samples(families, "zfs_pool_txgs", pool="tank") == {("zfs_pool_txgs_total", (("pool", "tank"),)): 101.0}
+    rate = samples(families, "zfs_pool_txg_window_txgs_per_second", pool="tank")
+    assert list(rate.values()) == [pytest.approx(1 / 5)]
+    written = samples(families, "zfs_pool_txg_window_written_bytes_per_second", pool="tank")
+    assert list(written.values()) == [pytest.approx(4194304 / 5)]
+    sync = samples(families, "zfs_pool_txg_window_max_phase_seconds", phase="sync")
+    assert list(sync.values()) == [pytest.approx(0.5)]
+    assert list(samples(families, "zfs_pool_txg_dirty_bytes").values()) == [65536.0]
+
+
+def test_default_dataset_detail_stays_under_26_series_per_dataset():
+    def per_dataset(**options) -> float:
+        small = scrape_families(make_host(datasets=2), **options)
+        large = scrape_families(make_host(datasets=12), **options)
+        count = lambda fams: sum(len(f.samples) for f in fams.values() if not f.name.startswith("zfs_advisor"))
+        return (count(large) - count(small)) / 10
+
+    assert per_dataset() == 17
+    assert per_dataset(per_dataset=True) == 18  # + zil_commit_count
+
+
+def test_include_and_exclude_regexes_select_pools_and_datasets():
+    import re
+
+    families = scrape_families(make_host(datasets=3), pool_exclude=re.compile("scratch"), dataset_include="tank/.*")
+    pools = {s.labels["pool"] for f in families.values() for s in f.samples if "pool" in s.labels}
+    assert pools == {"tank"}
+    datasets = {s.labels["dataset"] for s in families["zfs_dataset_properties_info"].samples}
+    assert datasets == {"tank/ds0", "tank/ds1"}
+
+
+def test_disks_are_those_behind_pools_unless_all_disks():
+    assert {s.labels["device"] for s in scrape_families(make_host())["disk_reads_completed"].samples} == {"sda", "sdb"}
+    everything = scrape_families(make_host(), all_disks=True)
+    assert {s.labels["device"] for s in everything["disk_read_bytes"].samples} == {"sda", "sdb", "vda"}
+    assert samples(everything, "disk_read_bytes", device="sda") == {
+        ("disk_read_bytes_total", (("device", "sda"),)): 8 * 512.0
+    }
+
+
+def test_kstats_are_typed_and_module_parameters_in_base_units():
+    families = scrape_families(make_host())
+    assert families["zfs_arc_hits"].type == "counter"
+    assert families["zfs_arc_size_bytes"].type == "gauge"
+    assert families["zfs_arc_target_size_bytes"].samples[0].value == 8192
+    assert families["zfs_dmu_tx_dirty_delay"].type == "counter"
+    assert families["zfs_param_dirty_data_max_ratio"].samples[0].value == pytest.approx(0.1)
+    assert families["zfs_param_txg_timeout_seconds"].samples[0].value == 5
+    assert "zfs_param_vdev_scheduler" not in families  # not numeric, not in the list
+    assert metric_name("zfs_vdev_queue_depth_pct", "percent") == "zfs_param_vdev_queue_depth_ratio"
+
+
+def test_every_family_names_its_source_and_names_are_unique_across_collectors():
+    host = make_host()
+    seen: dict[str, str] = {}
+    for name, collect in COLLECTORS.items():
+        for family in collect(Scrape(host=host, options=ExportOptions(per_vdev=True, per_dataset=True))):
+            assert family.name not in seen, f"{family.name} from {name} and {seen.get(family.name)}"
+            seen[family.name] = name
+            assert "Source:" in family.documentation, family.name
+    assert len(seen) > 60
+
+
+def test_a_failing_collector_costs_only_its_own_families():
+    from exporters.collector import FactsCollector
+
+    def broken(scrape):
+        raise RuntimeError("boom")
+
+    registry = create_registry(FactsCollector({"arc": COLLECTORS["arc"], "broken": broken}))
+    families = {
+        f.name: f
+        for f in text_string_to_metric_families(render(registry, Scrape(host=make_host())).decode())
+    }
+    assert "zfs_arc_hits" in families
+    success = {s.labels["collector"]: s.value for s in families["zfs_advisor_scrape_collector_success"].samples}
+    assert success == {"arc": 1.0, "broken": 0.0}
+
+
+def test_no_zfs_is_no_data_not_an_error():
+    host = Host(collected_at=datetime.now(timezone.utc), zfs=ZfsInfo(present=False, reason="no module"))
+    families = scrape_families(host)
+    assert all(name.startswith("zfs_advisor_") for name in families)
+    success = families["zfs_advisor_scrape_collector_success"].samples
+    assert {s.value for s in success} == {1.0}
