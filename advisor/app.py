@@ -10,6 +10,7 @@ from aiohttp import web
 
 from advisor import systemd
 from advisor.api import facts, health, metrics
+from advisor.api import recommend
 from advisor.api.errors import error_middleware
 from advisor.appkeys import FACTS, SETTINGS
 from advisor.host.provider import FactsProvider
@@ -24,6 +25,7 @@ def create_app(settings: Settings) -> web.Application:
     app[FACTS] = FactsProvider(settings.root, settings.command_timeout_seconds, settings.facts_max_age_seconds)
     app.router.add_get("/healthz", health.healthz)
     app.router.add_get("/v1/facts", facts.get_facts)
+    recommend.setup(app, settings.rules_dir)  # loads the rules: a broken rule stops start-up here
     metrics.setup(app)
     app.cleanup_ctx.append(_systemd_lifecycle)
     return app

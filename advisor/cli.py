@@ -13,6 +13,8 @@ import sys
 from aiohttp import web
 
 from advisor import __version__, systemd
+from advisor.engine import commands as engine_commands
+from advisor.engine.loader import RulesError
 from advisor.host.snapshot import SnapshotError, collect_from_root, record_snapshot
 from advisor.logs import setup_logging
 from advisor.report import facts_text
@@ -110,6 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("directory", metavar="DIR", help="new or empty directory")
     p.add_argument("--note", help="free text stored in the manifest (how and why it was recorded)")
     p.set_defaults(func=cmd_snapshot)
+
+    engine_commands.register(sub, common)  # recommend, verify
     return parser
 
 
@@ -119,6 +123,9 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except SettingsError as exc:
         print(f"zfs-advisor: {exc}", file=sys.stderr)
+        return 2
+    except RulesError as exc:
+        print(f"zfs-advisor: broken rules: {exc}", file=sys.stderr)
         return 2
     except SnapshotError as exc:
         print(f"zfs-advisor: {exc}", file=sys.stderr)

@@ -30,6 +30,7 @@ class Settings(BaseSettings):
     )
     state_dir: Path = Field(Path("/var/lib/zfs-advisor"), description="Where probe results and history are stored.")
     api_token: SecretStr | None = Field(None, description="Bearer token required by endpoints that start work.")
+    rules_dir: str | None = Field(None, description="Directory of rule and workload YAML files (default: the shipped rules/).")
     # Exporter (/metrics): deadline and cardinality controls (docs/metrics.md).
     metrics_scrape_deadline_seconds: float = Field(
         8.0, gt=0, le=600, description="Wait at most this long for fresh facts, then serve the last good ones."

@@ -34,14 +34,15 @@ class FactDef:
     type: FactType
     description: str
     compute: Callable[["Context"], Any]
+    needs: tuple[str, ...] = ()  # facts a derived fact is computed from (to explain why it is unknown)
 
 
 CATALOGUE: dict[str, FactDef] = {}
 
 
-def fact(name: str, type_: FactType, description: str):
+def fact(name: str, type_: FactType, description: str, needs: tuple[str, ...] = ()):
     def register(fn: Callable[["Context"], Any]) -> Callable[["Context"], Any]:
-        CATALOGUE[name] = FactDef(name, type_, description, fn)
+        CATALOGUE[name] = FactDef(name, type_, description, fn, needs)
         return fn
 
     return register
@@ -117,7 +118,7 @@ class Context:
     """What one evaluation looks at: the host, one pool, one dataset, one workload."""
 
     host: Host
-    workload: Any  # advisor.engine.schema.Workload (kept loose to avoid an import cycle)
+    workload: Any = None  # advisor.engine.schema.Workload (loose: schema imports this module)
     params: dict[str, str] = field(default_factory=dict)
     pool: Pool | None = None
     dataset: Dataset | None = None
@@ -134,6 +135,15 @@ class Context:
             except (ValueError, ZeroDivisionError, TypeError):
                 self._cache[name] = None
         return self._cache[name]
+
+    def unknown_inputs(self, name: str) -> list[str]:
+        """`name` and, for a derived fact, the unknown facts it is computed from."""
+        definition = fact_def(name)
+        names = [name]
+        for need in definition.needs if definition else ():
+            if self.get(need) is None:
+                names += self.unknown_inputs(need)
+        return names
 
     def rendered(self, name: str) -> str:
         definition = fact_def(name)
@@ -468,7 +478,12 @@ def _p_txg_n(ctx: Context) -> int | None:
     return len(_busy_txgs(ctx)) if ctx.pool else None
 
 
-@fact("pool.txg_sync_bandwidth", "bytes", "bytes per second the pool wrote while syncing txgs (txgs kstat)")
+@fact(
+    "pool.txg_sync_bandwidth",
+    "bytes",
+    "bytes per second the pool wrote while syncing busy txgs (needs 3 or more; txgs kstat)",
+    needs=("pool.txg_samples",),
+)
 def _p_txg_bw(ctx: Context) -> float | None:
     txgs = _busy_txgs(ctx)
     if len(txgs) < 3:
@@ -482,7 +497,12 @@ def _p_txg_max(ctx: Context) -> float | None:
     return max(t.sync_seconds for t in txgs) if txgs else None
 
 
-@fact("pool.txg_write_iops_max", "float", "highest write operations per second during a txg sync (txgs kstat)")
+@fact(
+    "pool.txg_write_iops_max",
+    "float",
+    "highest write operations per second during a busy txg sync (needs 3 or more; txgs kstat)",
+    needs=("pool.txg_samples",),
+)
 def _p_txg_iops(ctx: Context) -> float | None:
     txgs = [t for t in _busy_txgs(ctx) if t.writes > 0]
     if len(txgs) < 3:
@@ -494,6 +514,7 @@ def _p_txg_iops(ctx: Context) -> float | None:
     "pool.suggested_dirty_data_max",
     "bytes",
     "dirty data the pool can write in 2 x zfs_txg_timeout at its measured txg sync bandwidth",
+    needs=("pool.txg_sync_bandwidth", "module.zfs_txg_timeout"),
 )
 def _p_dirty(ctx: Context) -> int | None:
     bandwidth = ctx.get("pool.txg_sync_bandwidth")
@@ -504,7 +525,12 @@ def _p_dirty(ctx: Context) -> int | None:
     return max(64 * mib, int(bandwidth * 2 * timeout) // mib * mib)
 
 
-@fact("pool.suggested_delay_scale", "int", "1e9 / the highest measured write IOPS (zfs(4) zfs_delay_scale)")
+@fact(
+    "pool.suggested_delay_scale",
+    "int",
+    "1e9 / the highest measured write IOPS (zfs(4) zfs_delay_scale)",
+    needs=("pool.txg_write_iops_max",),
+)
 def _p_delay(ctx: Context) -> int | None:
     iops = ctx.get("pool.txg_write_iops_max")
     return int(1e9 / iops) if iops else None

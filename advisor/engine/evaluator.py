@@ -226,7 +226,7 @@ def _evidence(rule: Rule, ctx: Context) -> list[Evidence]:
 
 
 def _skipped(rule: Rule, ctx: Context, missing: list[str]) -> Recommendation:
-    names = list(dict.fromkeys(missing))
+    names = list(dict.fromkeys(n for name in missing for n in ctx.unknown_inputs(name)))
     described = "; ".join(f"{n} ({d.description})" if (d := fact_def(n)) else n for n in names)
     return Recommendation(
         parameter=rule.parameter,

@@ -1,0 +1,91 @@
+"""GET /openapi.json: the OpenAPI 3.1 document, generated from the pydantic models.
+
+The response schemas are the models' own JSON schemas, so the document cannot
+drift from what the handlers serialise; a test checks that every route of the
+app is documented and every documented path is routed.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+from pydantic.json_schema import models_json_schema
+
+from advisor import __version__
+from advisor.engine.models import ErrorResponse, PoolList, RecommendResponse, WorkloadInfo, WorkloadList
+
+REF = "#/components/schemas/{model}"
+_MODELS = (RecommendResponse, WorkloadList, WorkloadInfo, PoolList, ErrorResponse)
+
+
+def _json(model: type, description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": {"$ref": REF.format(model=model.__name__)}}}}
+
+
+def _error(description: str) -> dict[str, Any]:
+    return _json(ErrorResponse, description)
+
+
+def _query(name: str, description: str, required: bool = False, enum: list[str] | None = None) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string", "maxLength": 256}
+    if enum:
+        schema["enum"] = enum
+    return {"name": name, "in": "query", "required": required, "description": description, "schema": schema}
+
+
+def build_openapi(workloads: list[str] | None = None) -> dict[str, Any]:
+    _, schemas = models_json_schema([(m, "serialization") for m in _MODELS], ref_template=REF)
+    recommend_params = [
+        _query("workload", "workload profile (GET /v1/workloads lists them)", True, workloads),
+        _query("pool", "pool to advise on (default: every pool)"),
+        _query("dataset", "dataset to advise on, pool/name (default: a new <pool>/<workload> dataset)"),
+        _query("format", "json (default) or text; Accept: text/plain also selects text", enum=["json", "text"]),
+        _query("role", "which of the workload's datasets, e.g. data or wal (see the workload's parameters)"),
+        _query("page_size", "the application's page size, e.g. 8K or 16K (see the workload's parameters)"),
+    ]
+    paths: dict[str, Any] = {
+        "/recommend": {
+            "get": {
+                "summary": "Tunables for a workload, each explained, sourced and with the command that applies it",
+                "parameters": recommend_params,
+                "responses": {
+                    "200": {
+                        **_json(RecommendResponse, "recommendations (JSON), or the same as text"),
+                        "content": {
+                            "application/json": {"schema": {"$ref": REF.format(model="RecommendResponse")}},
+                            "text/plain": {"schema": {"type": "string"}},
+                        },
+                    },
+                    "400": _error("malformed request; `valid` lists accepted values"),
+                    "404": _error("unknown workload, pool or dataset; `valid` lists the known ones"),
+                },
+            }
+        },
+        "/v1/workloads": {
+            "get": {"summary": "Workload profiles with descriptions, parameters and fio jobs", "responses": {"200": _json(WorkloadList, "workloads")}}
+        },
+        "/v1/workloads/{name}": {
+            "get": {
+                "summary": "One workload profile",
+                "parameters": [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}],
+                "responses": {"200": _json(WorkloadInfo, "the workload"), "404": _error("unknown workload")},
+            }
+        },
+        "/v1/pools": {"get": {"summary": "Imported pools with media, layout and datasets", "responses": {"200": _json(PoolList, "pools")}}},
+        "/openapi.json": {"get": {"summary": "This document", "responses": {"200": {"description": "OpenAPI 3.1 document"}}}},
+        "/healthz": {"get": {"summary": "Liveness and what the last collection saw", "responses": {"200": {"description": "status"}}}},
+        "/v1/facts": {"get": {"summary": "Everything the advisor knows about the host (typed facts)", "responses": {"200": {"description": "facts"}}}},
+        "/metrics": {"get": {"summary": "Prometheus metrics (text format 0.0.4)", "responses": {"200": {"description": "metrics"}}}},
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "zfs-advisor", "version": __version__},
+        "paths": paths,
+        "components": {"schemas": schemas["$defs"]},
+    }
+
+
+async def get_openapi(request: web.Request) -> web.Response:
+    from advisor.api.recommend import RULEBOOK
+
+    return web.json_response(build_openapi(sorted(request.app[RULEBOOK].workloads)))

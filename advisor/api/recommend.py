@@ -1,0 +1,73 @@
+"""GET /recommend?workload=NAME[&pool=P][&dataset=P/D][&<param>=V][&format=text]
+
+JSON by default (the contract in DESIGN.md); readable text for `format=text`
+or `Accept: text/plain`. Bad input is a 400/404 JSON error listing what is
+valid, never a 500. The rule book is loaded once, when the app is created.
+"""
+from __future__ import annotations
+
+from aiohttp import web
+
+from advisor.api.errors import json_error
+from advisor.appkeys import FACTS
+from advisor.engine.loader import RuleBook, load_rulebook
+from advisor.engine.service import TargetError, recommend
+from advisor.engine.text import recommend_text
+
+RULEBOOK = web.AppKey("rulebook", RuleBook)
+RESERVED = ("workload", "pool", "dataset", "format")
+MAX_VALUE_LENGTH = 256
+
+
+def setup(app: web.Application, rules_dir: str | None = None) -> None:
+    """Load and validate the rules (raises RulesError: a broken rule stops start-up) and add the routes."""
+    from advisor.api import openapi, pools, workloads
+
+    app[RULEBOOK] = load_rulebook(rules_dir)
+    app.router.add_get("/recommend", get_recommend)
+    app.router.add_get("/v1/workloads", workloads.list_workloads)
+    app.router.add_get("/v1/workloads/{name}", workloads.get_workload)
+    app.router.add_get("/v1/pools", pools.list_pools)
+    app.router.add_get("/openapi.json", openapi.get_openapi)
+
+
+def query_args(request: web.Request) -> dict[str, str]:
+    """The query as a plain dict; a repeated or oversized parameter is a 400."""
+    args: dict[str, str] = {}
+    for key, value in request.query.items():
+        if key in args:
+            raise json_error(400, f"parameter {key[:64]!r} given more than once")
+        if len(key) > 64 or len(value) > MAX_VALUE_LENGTH:
+            raise json_error(400, f"parameter {key[:64]!r} is too long (at most {MAX_VALUE_LENGTH} characters)")
+        args[key] = value
+    return args
+
+
+def wants_text(request: web.Request, fmt: str | None) -> bool:
+    if fmt is not None:
+        if fmt not in ("json", "text"):
+            raise json_error(400, f"format {fmt[:32]!r} is not supported", valid=["json", "text"])
+        return fmt == "text"
+    accept = request.headers.get("Accept", "")
+    return "text/plain" in accept and "application/json" not in accept
+
+
+async def get_recommend(request: web.Request) -> web.Response:
+    args = query_args(request)
+    text = wants_text(request, args.get("format"))
+    params = {k: v for k, v in args.items() if k not in RESERVED}
+    host = (await request.app[FACTS].get()).host
+    try:
+        response = recommend(
+            host,
+            request.app[RULEBOOK],
+            args.get("workload"),
+            params=params,
+            pool=args.get("pool"),
+            dataset=args.get("dataset"),
+        )
+    except TargetError as exc:
+        raise json_error(exc.status, exc.reason, **({"valid": exc.valid} if exc.valid is not None else {})) from None
+    if text:
+        return web.Response(text=recommend_text(response), content_type="text/plain")
+    return web.Response(text=response.model_dump_json(), content_type="application/json")

@@ -1,0 +1,99 @@
+"""Readable text of a `RecommendResponse`: /recommend?format=text, `zfs-advisor recommend` and `verify`.
+
+The text carries the same content as the JSON (every recommendation, its
+reasons, command and references), laid out for a terminal.
+"""
+from __future__ import annotations
+
+import textwrap
+
+from advisor.engine.models import Recommendation, RecommendResponse
+
+WIDTH = 100
+_EFFECT = {
+    "runtime": "immediately",
+    "new-writes": "for newly written data only",
+    "dataset-recreate": "only on a newly created dataset",
+    "pool-recreate": "only when the pool is re-created",
+    "pool-change": "when the pool's vdevs are changed",
+}
+_LABEL = {"change": "CHANGE", "passed": "passed", "skipped": "skipped"}
+
+
+def _wrap(text: str, indent: str = "        ") -> list[str]:
+    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False) or [indent]
+
+
+def _where(rec: Recommendation) -> str:
+    if rec.scope == "dataset" and rec.dataset:
+        return f" on {rec.dataset}"
+    if rec.scope in ("pool", "pool-create") and rec.pool:
+        return f" on pool {rec.pool}"
+    return ""
+
+
+def recommendation_lines(rec: Recommendation) -> list[str]:
+    if rec.status == "change":
+        value = f"{rec.current} -> {rec.recommended}"
+    elif rec.status == "passed":
+        value = f"{rec.current} ({rec.requirement})"
+    else:
+        value = "not evaluated"
+    head = f"{_LABEL[rec.status]:7} [{rec.scope}] {rec.parameter}{_where(rec)}: {value}"
+    lines = [head, *_wrap(f"{rec.title}. (rule {rec.rule}, confidence {rec.confidence:.2f}, source {rec.source})")]
+    lines += _wrap(rec.explanation)
+    if rec.sources_disagree:
+        lines += _wrap("Sources disagree: " + rec.sources_disagree)
+    if rec.status == "change":
+        if rec.apply:
+            lines += _wrap("apply: " + rec.apply)
+        if rec.apply_note:
+            lines += _wrap("note: " + rec.apply_note)
+        lines += _wrap(f"takes effect {_EFFECT[rec.effect]}; reversible: {rec.reversible}")
+    if rec.evidence and rec.status != "skipped":
+        lines += _wrap("evidence: " + "; ".join(f"{e.fact}={e.display}" for e in rec.evidence))
+    lines += [f"        see: {ref}" for ref in rec.references]
+    return lines
+
+
+def recommend_text(response: RecommendResponse) -> str:
+    target = response.target
+    where = []
+    if target.pool:
+        where.append(f"pool {target.pool}")
+    if target.dataset:
+        where.append(f"{'new ' if target.new_dataset else ''}dataset {target.dataset}")
+    params = ", ".join(f"{k}={v}" for k, v in response.parameters.items())
+    facts = response.facts
+    lines = [
+        f"zfs-advisor: recommendations for workload {response.workload} ({params})"
+        + (f" on {', '.join(where)}" if where else ""),
+        f"host {facts.get('hostname') or '?'}, OpenZFS {facts.get('zfs_version') or '?'}, generated "
+        f"{response.generated_at.isoformat(timespec='seconds')}",
+        f"{response.summary.change} to change, {response.summary.passed} passed, {response.summary.skipped} skipped",
+    ]
+    if target.new_dataset:
+        lines += _wrap(
+            f"No dataset given: advice is for a new dataset {target.dataset}, judged by what it would inherit "
+            f"from {target.pool}; the commands create it.",
+            "",
+        )
+    for status in ("change", "passed", "skipped"):
+        for rec in response.recommendations:
+            if rec.status == status:
+                lines += [""] + recommendation_lines(rec)
+    return "\n".join(lines) + "\n"
+
+
+def verify_lines(response: RecommendResponse) -> list[str]:
+    """tuned-adm verify style: one line per check, passed / failed (expected X) / skipped."""
+    lines = []
+    for rec in response.recommendations:
+        what = f"{rec.parameter}{_where(rec)}"
+        if rec.status == "passed":
+            lines.append(f"verify: passed: {what}: {rec.current}")
+        elif rec.status == "change":
+            lines.append(f"verify: failed: {what}: {rec.current} (expected {rec.requirement}) [{rec.rule}]")
+        else:
+            lines.append(f"verify: skipped: {what}: {rec.skipped_reason}")
+    return lines

@@ -1,0 +1,306 @@
+"""The engine on small hand-built hosts: each rule's logic, skipping, merging, commands.
+
+The recorded lab snapshots (test_recommend_lab.py) show the engine on real
+hosts; these hosts isolate one behaviour at a time. `synthetic_host` is also
+used by the API tests.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from advisor.engine.context import Context
+from advisor.engine.loader import load_rulebook
+from advisor.engine.service import TargetError, recommend
+from advisor.facts import Dataset, Disk, Host, Pool, Property, Txg, Vdev, VdevIostat, ZfsInfo
+
+MIB = 1 << 20
+BOOK = load_rulebook()
+PARAMS = {
+    "zfs_txg_timeout": "5",
+    "zfs_dirty_data_max": str(400 * MIB),
+    "zfs_delay_scale": "500000",
+    "zfs_vdev_async_write_min_active": "2",
+    "zfs_vdev_async_write_max_active": "10",
+    "zfs_vdev_max_auto_ashift": "14",
+    "zfs_vdev_mirror_rotating_seek_inc": "5",
+    "zfs_vdev_mirror_non_rotating_seek_inc": "1",
+    "metaslab_lba_weighting_enabled": "1",
+}
+
+
+def _disk(name: str, rotational: bool, physical: int = 4096) -> Disk:
+    return Disk(name=name, rotational=rotational, physical_block_size=physical, logical_block_size=512)
+
+
+def _leaf(name: str) -> Vdev:
+    return Vdev(name=f"/dev/{name}1", type="disk", path=f"/dev/{name}1", disk=name)
+
+
+def props(**overrides: object) -> dict[str, Property]:
+    base: dict[str, object] = dict(
+        type="filesystem", recordsize=131072, volblocksize="-", compression="off", compressratio="1.00x",
+        primarycache="all", logbias="latency", sync="standard", atime="on", relatime="off", xattr="on",
+        redundant_metadata="all", special_small_blocks=0,
+    )
+    base.update(overrides)
+    return {k: Property(value=str(v), source="local") for k, v in base.items()}
+
+
+def synthetic_host(
+    layout: str = "4kn-ashift9",
+    version: str = "2.1.11-1",
+    capacity: float = 0.3,
+    busy_txgs: int = 10,
+    extra_datasets: list[Dataset] | None = None,
+    log: bool = False,
+) -> Host:
+    """A one-pool host ('tank') of a named layout, with tank/pg, tank/vm and a txg history."""
+    if layout == "4kn-ashift9":
+        disks = [_disk("sda", True), _disk("sdb", True)]
+        tops = [Vdev(name="mirror-0", type="mirror", ashift=9, children=[_leaf("sda"), _leaf("sdb")])]
+    elif layout == "hdd-raidz1x4":
+        disks = [_disk(f"sd{c}", True) for c in "abcd"]
+        tops = [Vdev(name="raidz1-0", type="raidz1", nparity=1, ashift=12, children=[_leaf(d.name) for d in disks])]
+    elif layout == "ssd-mirror2x2":
+        disks = [_disk(f"sd{c}", False, 512) for c in "abcd"]
+        tops = [
+            Vdev(name="mirror-0", type="mirror", ashift=12, children=[_leaf("sda"), _leaf("sdb")]),
+            Vdev(name="mirror-1", type="mirror", ashift=12, children=[_leaf("sdc"), _leaf("sdd")]),
+        ]
+    elif layout == "mixed-mirror-ssd-hdd":
+        disks = [_disk("sda", False, 512), _disk("sdb", True)]
+        tops = [Vdev(name="mirror-0", type="mirror", ashift=12, children=[_leaf("sda"), _leaf("sdb")])]
+    elif layout == "hdd-stripe5":
+        disks = [_disk(f"sd{c}", True) for c in "abcde"]
+        tops = [Vdev(name=f"/dev/{d.name}1", type="disk", path=f"/dev/{d.name}1", disk=d.name, ashift=12) for d in disks]
+    else:
+        raise ValueError(layout)
+    if log:
+        disks.append(_disk("nvme0n1", False, 512))
+        tops.append(Vdev(name="/dev/nvme0n1", type="disk", group="log", path="/dev/nvme0n1", disk="nvme0n1"))
+    iostat = VdevIostat(latency_seconds={"disk_wait_read": 0.03, "disk_wait_write": 0.01, "asyncq_wait_write": 0.02})
+    root = Vdev(name="tank", type="root", children=tops, iostat=iostat)
+    txgs = [
+        Txg(txg=i, birth_seconds=i * 5.0, state="committed", dirty_bytes=50 * MIB, read_bytes=0,
+            written_bytes=100 * MIB, reads=0, writes=2000, open_seconds=5, quiesce_seconds=0,
+            wait_seconds=0, sync_seconds=5)
+        for i in range(busy_txgs)
+    ]
+    pool = Pool(name="tank", health="ONLINE", capacity_ratio=capacity, fragmentation_ratio=0.1,
+                free_bytes=100 * MIB, root=root, txgs=txgs)
+    datasets = [
+        Dataset(name="tank", type="filesystem", properties=props()),
+        Dataset(name="tank/pg", type="filesystem",
+                properties=props(recordsize=8192, logbias="throughput", primarycache="metadata", atime="off")),
+        Dataset(name="tank/vm", type="volume",
+                properties=props(type="volume", recordsize="-", volblocksize=16384, compression="lz4")),
+        *(extra_datasets or []),
+    ]
+    return Host(
+        collected_at=datetime(2026, 1, 1, tzinfo=timezone.utc), hostname="synthetic", memory_bytes=4 << 30,
+        cpu_count=4, zfs=ZfsInfo(present=True, kmod_version=version), pools=[pool], datasets=datasets,
+        disks=disks, module_params=dict(PARAMS),
+    )
+
+
+def by_rule(response) -> dict:
+    return {r.rule: r for r in response.recommendations}
+
+
+def test_misaligned_ashift_is_explained_with_the_observed_facts():
+    rec = by_rule(recommend(synthetic_host("4kn-ashift9"), BOOK, "postgres"))["ashift-physical-sector"]
+    assert rec.status == "change" and rec.change
+    assert rec.current == "9" and rec.recommended == "12" and rec.scope == "pool-create"
+    assert "sda, sdb report 4096-byte physical sectors but pool tank was created with ashift=9" in rec.explanation
+    assert rec.apply == "zpool create -o ashift=12 tank mirror /dev/sda1 /dev/sdb1"
+    assert rec.apply_argv == ["zpool", "create", "-o", "ashift=12", "tank", "mirror", "/dev/sda1", "/dev/sdb1"]
+    assert rec.effect == "pool-recreate" and "destroys" in rec.apply_note
+    assert any("alignment-shift" in r for r in rec.references)
+    assert {e.fact for e in rec.evidence} >= {"pool.physical_sector_max", "pool.ashift_min"}
+    assert rec.expected_effect is None and rec.source == "rule"
+
+
+def test_settings_already_right_are_reported_as_passed():
+    rec = by_rule(recommend(synthetic_host("hdd-raidz1x4"), BOOK, "postgres"))["ashift-physical-sector"]
+    assert rec.status == "passed" and not rec.change and rec.apply is None
+    assert rec.requirement == ">= 12"
+
+
+def test_ssd_reporting_512_byte_sectors_still_wants_ashift_12():
+    host = synthetic_host("ssd-mirror2x2")
+    for top in host.pools[0].top_level_vdevs():
+        top.ashift = 9
+    recs = recommend(host, BOOK, "postgres").recommendations
+    ashift = [r for r in recs if r.parameter == "ashift"]
+    assert len(ashift) == 1  # the two ashift rules merge into one answer
+    assert ashift[0].rule == "ashift-flash-pages" and ashift[0].recommended == "12"
+
+
+def test_postgres_recordsize_presents_the_disagreement():
+    rec = by_rule(recommend(synthetic_host(), BOOK, "postgres", dataset="tank/pg"))["recordsize-postgres"]
+    assert rec.current == "8K" and rec.recommended == "32K" and rec.status == "change"
+    assert "December 2022" in rec.sources_disagree and "probe" in rec.sources_disagree
+    assert rec.confidence <= 0.6
+    assert rec.apply == "zfs set recordsize=32K tank/pg"
+
+
+def test_postgres_recordsize_follows_a_larger_page_size():
+    host = synthetic_host(extra_datasets=[Dataset(name="tank/pg64", type="filesystem", properties=props(recordsize=32768))])
+    recs = by_rule(recommend(host, BOOK, "postgres", params={"page_size": "32K"}, dataset="tank/pg64"))
+    assert recs["recordsize-postgres"].recommended == "32K" and recs["recordsize-postgres"].status == "passed"
+
+
+@pytest.mark.parametrize("recordsize, status", [(8192, "change"), (32768, "passed"), (65536, "passed"), (131072, "passed"), (1 << 20, "change")])
+def test_postgres_recordsize_accepts_what_the_docs_call_fine(recordsize, status):
+    host = synthetic_host(extra_datasets=[Dataset(name="tank/db", type="filesystem", properties=props(recordsize=recordsize))])
+    assert by_rule(recommend(host, BOOK, "postgres", dataset="tank/db"))["recordsize-postgres"].status == status
+
+
+def test_primarycache_metadata_is_wrong_for_postgres_and_right_for_innodb():
+    host = synthetic_host()
+    pg = by_rule(recommend(host, BOOK, "postgres", dataset="tank/pg"))["primarycache-postgres"]
+    assert pg.status == "change" and pg.recommended == "all" and "shared_buffers" in pg.explanation
+    my = by_rule(recommend(host, BOOK, "mysql", dataset="tank/pg"))["primarycache-innodb"]
+    assert my.status == "passed" and my.current == "metadata"
+
+
+def test_innodb_roles_get_different_recordsizes():
+    host = synthetic_host()
+    data = by_rule(recommend(host, BOOK, "mysql"))
+    log = by_rule(recommend(host, BOOK, "mysql", params={"role": "log"}))
+    assert data["recordsize-innodb-data"].recommended == "16K" and "recordsize-innodb-log" not in data
+    assert log["recordsize-innodb-log"].recommended == "128K" and "recordsize-innodb-data" not in log
+    assert "logbias-innodb" in data and "logbias-innodb" not in log
+
+
+@pytest.mark.parametrize("version, xattr, status", [("2.1.11-1", "on", "change"), ("2.3.1-1", "on", "passed"), ("2.1.11-1", "sa", "passed")])
+def test_xattr_on_means_dir_before_2_3_and_sa_after(version, xattr, status):
+    host = synthetic_host(version=version, extra_datasets=[Dataset(name="tank/x", type="filesystem", properties=props(xattr=xattr))])
+    rec = by_rule(recommend(host, BOOK, "fileserver", dataset="tank/x"))["xattr-sa"]
+    assert rec.status == status
+
+
+def test_no_dataset_means_advice_for_a_new_dataset_with_create_commands():
+    response = recommend(synthetic_host(), BOOK, "media")
+    assert response.target.dataset == "tank/media" and response.target.new_dataset
+    rec = by_rule(response)["recordsize-sequential"]
+    assert rec.current == "128K" and rec.apply == "zfs create -o recordsize=1M tank/media"
+
+
+def test_a_slog_is_recommended_for_sync_heavy_work_on_hdds_only():
+    assert by_rule(recommend(synthetic_host("hdd-raidz1x4"), BOOK, "postgres"))["slog-for-sync-on-hdd"].status == "change"
+    assert "slog-for-sync-on-hdd" not in by_rule(recommend(synthetic_host("ssd-mirror2x2"), BOOK, "postgres"))
+    assert "slog-for-sync-on-hdd" not in by_rule(recommend(synthetic_host("hdd-raidz1x4"), BOOK, "media"))
+    with_log = by_rule(recommend(synthetic_host("hdd-raidz1x4", log=True), BOOK, "postgres", dataset="tank/pg"))
+    assert with_log["slog-for-sync-on-hdd"].status == "passed"
+    assert with_log["logbias-with-slog"].status == "change"  # tank/pg has logbias=throughput
+
+
+def test_mixed_media_mirror_is_flagged_with_the_disks_named():
+    recs = by_rule(recommend(synthetic_host("mixed-mirror-ssd-hdd"), BOOK, "postgres"))
+    rec = recs["mirror-mixed-media"]
+    assert rec.status == "change" and "mirror-0 pairs sda (ssd) with sdb (hdd)" in rec.explanation
+    assert recs["mirror-rotating-seek-penalty"].status == "passed"
+
+
+def test_raidz_is_flagged_for_random_io_not_for_sequential():
+    assert by_rule(recommend(synthetic_host("hdd-raidz1x4"), BOOK, "vm"))["geometry-raidz-random-io"].status == "change"
+    assert "geometry-raidz-random-io" not in by_rule(recommend(synthetic_host("hdd-raidz1x4"), BOOK, "backup"))
+
+
+def test_stripe_has_no_redundancy():
+    rec = by_rule(recommend(synthetic_host("hdd-stripe5"), BOOK, "media"))["no-redundancy"]
+    assert rec.status == "change" and rec.kind == "warning" and "5 single-disk vdevs" in rec.explanation
+
+
+@pytest.mark.parametrize("capacity, status", [(0.3, "passed"), (0.85, "change"), (0.95, "change")])
+def test_free_space_warning(capacity, status):
+    rec = by_rule(recommend(synthetic_host(capacity=capacity), BOOK, "fileserver"))["free-space"]
+    assert rec.status == status and rec.kind == "warning"
+
+
+def test_dirty_data_uses_measured_txg_bandwidth():
+    rec = by_rule(recommend(synthetic_host(), BOOK, "postgres"))["dirty-data-max-vs-bandwidth"]
+    # 100 MiB per 5 s sync = 20 MiB/s; 2 x 5 s x 20 MiB/s = 200 MiB
+    assert rec.current == "400M" and rec.recommended == "200M" and rec.status == "change"
+    assert rec.apply == "echo 209715200 > /sys/module/zfs/parameters/zfs_dirty_data_max"
+    assert rec.apply_argv is None and "modprobe.d" in rec.apply_note
+    assert "sources_disagree" and "heuristic" in rec.sources_disagree
+
+
+def test_without_busy_txgs_measurement_rules_are_skipped_not_guessed():
+    recs = by_rule(recommend(synthetic_host(busy_txgs=1), BOOK, "postgres"))
+    for rule in ("dirty-data-max-vs-bandwidth", "delay-scale-vs-iops"):
+        assert recs[rule].status == "skipped" and recs[rule].current is None
+        assert "pool.txg" in recs[rule].skipped_reason
+
+
+def test_delay_scale_within_a_factor_of_ten_passes():
+    rec = by_rule(recommend(synthetic_host(), BOOK, "postgres"))["delay-scale-vs-iops"]
+    # 2000 writes per 5 s = 400 IOPS -> 1e9/400 = 2.5e6; 500000 is within 10x
+    assert rec.status == "passed" and rec.recommended == "2500000" and rec.requirement == "within 10x of 2500000"
+
+
+def test_sync_disabled_is_flagged_for_databases_not_for_kafka():
+    host = synthetic_host(extra_datasets=[Dataset(name="tank/q", type="filesystem", properties=props(sync="disabled"))])
+    assert by_rule(recommend(host, BOOK, "postgres", dataset="tank/q"))["sync-not-disabled"].status == "change"
+    assert "sync-not-disabled" not in by_rule(recommend(host, BOOK, "kafka", dataset="tank/q"))
+
+
+def test_zvol_gets_volblocksize_not_recordsize_or_atime():
+    recs = by_rule(recommend(synthetic_host(), BOOK, "vm", dataset="tank/vm"))
+    assert recs["volblocksize-vm"].status == "passed" and recs["volblocksize-vm"].current == "16K"
+    assert not {"recordsize-vm-images", "atime", "xattr-sa"} & set(recs)
+
+
+def test_dataset_names_are_quoted_in_commands():
+    odd = Dataset(name="tank/my data", type="filesystem", properties=props())
+    rec = by_rule(recommend(synthetic_host(extra_datasets=[odd]), BOOK, "media", dataset="tank/my data"))["recordsize-sequential"]
+    assert rec.apply == "zfs set recordsize=1M 'tank/my data'"
+    assert rec.apply_argv == ["zfs", "set", "recordsize=1M", "tank/my data"]
+
+
+@pytest.mark.parametrize(
+    "kwargs, status, valid",
+    [
+        (dict(workload_name="oracle"), 404, "postgres"),
+        (dict(workload_name=None), 400, "postgres"),
+        (dict(workload_name="postgres", pool="nope"), 404, "tank"),
+        (dict(workload_name="postgres", pool="tank;rm"), 400, None),
+        (dict(workload_name="postgres", dataset="tank/nope"), 404, "tank/pg"),
+        (dict(workload_name="postgres", dataset="tank/../x"), 400, None),
+        (dict(workload_name="postgres", params={"page_size": "7K"}), 400, "8K"),
+        (dict(workload_name="postgres", params={"pagesize": "8K"}), 400, "page_size"),
+        (dict(workload_name="postgres", params={"role": "index"}), 400, "wal"),
+    ],
+)
+def test_bad_targets_raise_with_the_valid_choices(kwargs, status, valid):
+    with pytest.raises(TargetError) as exc:
+        recommend(synthetic_host(), BOOK, **kwargs)
+    assert exc.value.status == status
+    if valid:
+        assert valid in exc.value.valid
+
+
+def test_fact_catalogue_on_a_pool():
+    host = synthetic_host("hdd-raidz1x4")
+    ctx = Context(host=host, pool=host.pools[0])
+    assert ctx.get("pool.media") == "hdd"
+    assert ctx.get("pool.layout") == "raidz1-0 (4 disks)"
+    assert ctx.get("pool.vdev_spec") == ["raidz1", "/dev/sda1", "/dev/sdb1", "/dev/sdc1", "/dev/sdd1"]
+    assert ctx.get("pool.redundant") is True and ctx.get("pool.raidz_max_width") == 4
+    assert ctx.get("module.zfs_dirty_data_max") == 400 * MIB
+    with pytest.raises(KeyError):
+        ctx.get("pool.__class__")
+
+
+def test_every_workload_answers_on_every_layout():
+    for layout in ("4kn-ashift9", "hdd-raidz1x4", "ssd-mirror2x2", "mixed-mirror-ssd-hdd", "hdd-stripe5"):
+        host = synthetic_host(layout)
+        for workload in BOOK.workloads:
+            response = recommend(host, BOOK, workload)
+            assert response.recommendations, (layout, workload)
+            for rec in response.recommendations:
+                assert rec.references and rec.explanation and "{" not in rec.explanation
