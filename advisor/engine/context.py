@@ -301,16 +301,60 @@ def _p_ashift(ctx: Context) -> int | None:
     return ctx.pool.ashift or None  # property 0 means auto: unknown here
 
 
+def _worst_aligned_vdev(ctx: Context) -> tuple[Vdev, int, list[Disk]] | None:
+    """The data vdev whose ashift falls furthest short of its own disks' physical sectors.
+
+    Checked per top-level vdev: a pool may hold a 512-byte vdev (ashift=9, fine)
+    next to a 4K one (ashift=12); only a vdev smaller than its own disks misaligns.
+    """
+    worst = None
+    for top in ctx.pool.top_level_vdevs("data") if ctx.pool else []:
+        disks = [ctx.host.disk(leaf.disk) for leaf in top.leaves() if leaf.disk]
+        sizes = [d.physical_block_size for d in disks if d and d.physical_block_size]
+        if top.ashift is None or not sizes:
+            continue
+        needed = int(math.log2(max(sizes)))
+        if worst is None or needed - top.ashift > worst[1] - worst[0].ashift:  # type: ignore[operator]
+            worst = (top, needed, [d for d in disks if d])
+    return worst
+
+
+@fact("pool.vdev_ashift", "int", "ashift of the data vdev least aligned to its disks (zdb -C)")
+def _p_vdev_ashift(ctx: Context) -> int | None:
+    worst = _worst_aligned_vdev(ctx)
+    return worst[0].ashift if worst else None
+
+
+@fact("pool.vdev_physical_shift", "int", "log2 of the largest physical sector size of that vdev's disks")
+def _p_vdev_needed(ctx: Context) -> int | None:
+    worst = _worst_aligned_vdev(ctx)
+    return worst[1] if worst else None
+
+
+@fact("pool.vdev_sector_disks", "str", "that vdev and its disks' physical sector sizes")
+def _p_vdev_disks(ctx: Context) -> str | None:
+    worst = _worst_aligned_vdev(ctx)
+    if not worst:
+        return None
+    return f"{worst[0].name}: " + _describe_sectors(worst[2])
+
+
+def _describe_sectors(disks: list[Disk]) -> str:
+    by_size: dict[int, list[str]] = {}
+    for d in disks:
+        if d.physical_block_size:
+            by_size.setdefault(d.physical_block_size, []).append(d.name)
+    parts = [
+        f"{', '.join(names)} {'reports' if len(names) == 1 else 'report'} {size}-byte"
+        for size, names in sorted(by_size.items())
+    ]
+    return "; ".join(parts) + " physical sectors"
+
+
 @fact("pool.sector_disks", "str", "data disks and their physical sector sizes")
 def _p_sector_disks(ctx: Context) -> str | None:
     disks = [d for d in ctx.data_disks() if d.physical_block_size]
-    if not disks:
-        return None
-    by_size: dict[int, list[str]] = {}
-    for d in disks:
-        by_size.setdefault(d.physical_block_size or 0, []).append(d.name)
-    parts = [f"{', '.join(names)} {'reports' if len(names) == 1 else 'report'} {size}-byte" for size, names in sorted(by_size.items())]
-    return "; ".join(parts) + " physical sectors"
+    return _describe_sectors(disks) if disks else None
 
 
 @fact("pool.capacity_ratio", "ratio", "allocated share of the pool (zpool get capacity)")

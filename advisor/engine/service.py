@@ -177,6 +177,8 @@ def facts_summary(host: Host, pools: list) -> dict[str, Any]:
     summary: dict[str, Any] = {
         "hostname": host.hostname,
         "collected_at": host.collected_at.isoformat(),
+        "zfs_present": host.zfs.present,
+        "zfs_absent_reason": host.zfs.reason,
         "zfs_version": host.zfs.kmod_version,
         "memory_bytes": host.memory_bytes,
         "cpu_count": host.cpu_count,

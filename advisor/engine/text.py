@@ -72,6 +72,8 @@ def recommend_text(response: RecommendResponse) -> str:
         f"{response.generated_at.isoformat(timespec='seconds')}",
         f"{response.summary.change} to change, {response.summary.passed} passed, {response.summary.skipped} skipped",
     ]
+    if facts.get("zfs_present") is False:
+        lines.append(f"ZFS: absent ({facts.get('zfs_absent_reason') or 'no reason given'}); nothing can be checked")
     if target.new_dataset:
         lines += _wrap(
             f"No dataset given: advice is for a new dataset {target.dataset}, judged by what it would inherit "

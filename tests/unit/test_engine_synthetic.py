@@ -304,3 +304,31 @@ def test_every_workload_answers_on_every_layout():
             assert response.recommendations, (layout, workload)
             for rec in response.recommendations:
                 assert rec.references and rec.explanation and "{" not in rec.explanation
+
+
+def _two_vdev_host(second_ashift: int) -> Host:
+    host = synthetic_host("4kn-ashift9")
+    host.disks += [_disk("sdc", True, 512), _disk("sdd", True, 512), _disk("sde", True), _disk("sdf", True)]
+    first = Vdev(name="mirror-0", type="mirror", ashift=9, children=[_leaf("sdc"), _leaf("sdd")])
+    second = Vdev(name="mirror-1", type="mirror", ashift=second_ashift, children=[_leaf("sde"), _leaf("sdf")])
+    host.pools[0].root.children = [first, second]
+    return host
+
+
+def test_ashift_is_judged_per_vdev_against_its_own_disks():
+    ok = by_rule(recommend(_two_vdev_host(12), BOOK, "media"))["ashift-physical-sector"]
+    assert ok.status == "passed"  # 512-byte disks at ashift=9 next to 4K disks at ashift=12
+    bad = by_rule(recommend(_two_vdev_host(9), BOOK, "media"))["ashift-physical-sector"]
+    assert bad.status == "change" and "mirror-1: sde, sdf report 4096-byte physical sectors" in bad.explanation
+
+
+def test_without_zfs_the_answer_says_so_and_skips():
+    host = synthetic_host()
+    host.zfs = ZfsInfo(present=False, reason="ZFS kernel module not loaded")
+    host.pools, host.datasets, host.module_params = [], [], {}
+    response = recommend(host, BOOK, "postgres")
+    assert response.facts["zfs_present"] is False
+    assert all(r.status == "skipped" for r in response.recommendations)
+    from advisor.engine.text import recommend_text
+
+    assert "ZFS: absent (ZFS kernel module not loaded)" in recommend_text(response)
