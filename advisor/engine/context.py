@@ -624,7 +624,7 @@ def _str_prop(name: str) -> Callable[[Context], str | None]:
     return lambda ctx: ctx.prop(name)
 
 
-for _name in ("recordsize", "volblocksize", "special_small_blocks"):
+for _name in ("recordsize", "volblocksize", "special_small_blocks", "logicalused"):
     fact(f"dataset.{_name}", "bytes", f"zfs property {_name}")(_size_prop(_name))
 for _name in ("primarycache", "logbias", "sync", "redundant_metadata", "atime", "relatime", "xattr", "dedup"):
     fact(f"dataset.{_name}", "str", f"zfs property {_name}")(_str_prop(_name))

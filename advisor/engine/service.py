@@ -148,10 +148,12 @@ def _run(rules: list[Rule], ctx: Context) -> list[Recommendation]:
 def merge(results: list[Recommendation], rules: list[Rule]) -> list[Recommendation]:
     """One answer per (parameter, scope, pool, dataset).
 
-    When several rules speak about the same setting, the most specific one
-    (naming workloads rather than `all`) wins, then a rule that could be
-    evaluated over a skipped one, then the more confident. A losing rule that
-    recommends something else is named in the winner's explanation.
+    When several rules speak about the same setting, one that finds something
+    to change wins over one that passes (rules add conditions to find problems
+    the others do not look for), and either over a skipped one; then the most
+    specific (naming workloads rather than `all`), then the more confident. A
+    losing rule that would change the setting to something else is named in
+    the winner's explanation.
     """
     specific = {r.id: r.workloads != "all" for r in rules}
     order = {"change": 0, "passed": 1, "skipped": 2}
@@ -160,7 +162,7 @@ def merge(results: list[Recommendation], rules: list[Rule]) -> list[Recommendati
         groups.setdefault((rec.parameter, rec.scope, rec.pool, rec.dataset, rec.kind), []).append(rec)
     merged = []
     for recs in groups.values():
-        recs.sort(key=lambda r: (not specific.get(r.rule, False), order[r.status], -r.confidence))
+        recs.sort(key=lambda r: (order[r.status], not specific.get(r.rule, False), -r.confidence))
         winner = recs[0]
         others = [
             f"rule {r.rule} would say {r.recommended}"

@@ -332,3 +332,22 @@ def test_without_zfs_the_answer_says_so_and_skips():
     from advisor.engine.text import recommend_text
 
     assert "ZFS: absent (ZFS kernel module not loaded)" in recommend_text(response)
+
+
+@pytest.mark.parametrize(
+    "compression, ratio, used, status",
+    [("zstd-19", "1.01x", 8 << 30, "change"), ("zstd-19", "2.50x", 8 << 30, "passed"), ("gzip-9", "1.00x", 8 << 30, "change"),
+     ("zstd-19", "1.01x", 1 << 20, "passed"), ("lz4", "1.00x", 8 << 30, None)],
+)
+def test_slow_compression_on_incompressible_backups(compression, ratio, used, status):
+    ds = Dataset(name="tank/b", type="filesystem",
+                 properties=props(compression=compression, compressratio=ratio, logicalused=used, recordsize=1 << 20))
+    recs = [r for r in recommend(synthetic_host(extra_datasets=[ds]), BOOK, "backup", dataset="tank/b").recommendations
+            if r.parameter == "compression"]
+    if status is None:  # lz4 on incompressible data: neither rule applies (zstd would not help)
+        assert recs == []
+        return
+    rec = recs[0]
+    assert rec.status == status, rec.explanation
+    if status == "change":
+        assert rec.recommended == "lz4" and "compress only" in rec.explanation
