@@ -249,6 +249,12 @@ def _h_dirty_default(ctx: Context) -> int | None:
     return None if mem is None else min(mem // 10, 4 << 30)
 
 
+@fact("host.dirty_data_max_max_default", "bytes", "the default cap zfs_dirty_data_max_max: 25% of RAM, at most 4 GiB")
+def _h_dirty_cap(ctx: Context) -> int | None:
+    mem = ctx.host.memory_bytes
+    return None if mem is None else min(mem // 4, 4 << 30)
+
+
 # --- pool ---------------------------------------------------------------------
 
 

@@ -232,9 +232,10 @@ def test_dirty_data_uses_measured_txg_bandwidth():
 
 def test_without_busy_txgs_measurement_rules_are_skipped_not_guessed():
     recs = by_rule(recommend(synthetic_host(busy_txgs=1), BOOK, "postgres"))
-    for rule in ("dirty-data-max-vs-bandwidth", "delay-scale-vs-iops"):
-        assert recs[rule].status == "skipped" and recs[rule].current is None
-        assert "pool.txg" in recs[rule].skipped_reason
+    rec = recs["delay-scale-vs-iops"]
+    assert rec.status == "skipped" and rec.current is None and "pool.txg_write_iops_max" in rec.skipped_reason
+    # the bandwidth rule is skipped too; the RAM rule, which needs no measurement, answers for the parameter
+    assert "dirty-data-max-vs-bandwidth" not in recs and recs["dirty-data-max-vs-ram"].status == "passed"
 
 
 def test_delay_scale_within_a_factor_of_ten_passes():
@@ -351,3 +352,10 @@ def test_slow_compression_on_incompressible_backups(compression, ratio, used, st
     assert rec.status == status, rec.explanation
     if status == "change":
         assert rec.recommended == "lz4" and "compress only" in rec.explanation
+
+
+def test_dirty_data_max_above_a_quarter_of_ram_is_flagged_even_without_measurements():
+    host = synthetic_host(busy_txgs=0)
+    host.module_params["zfs_dirty_data_max"] = str(2 << 30)  # 2 GiB of 4 GiB RAM
+    rec = next(r for r in recommend(host, BOOK, "media").recommendations if r.parameter == "zfs_dirty_data_max")
+    assert rec.rule == "dirty-data-max-vs-ram" and rec.status == "change" and rec.recommended == "1G"
