@@ -25,11 +25,13 @@ MAX_PARAMS = 16
 class TargetError(Exception):
     """A request the engine cannot answer; `status` 400 (malformed) or 404 (unknown)."""
 
+    MAX_VALID = 200  # a host with thousands of datasets still answers with a bounded error
+
     def __init__(self, status: int, reason: str, valid: list[str] | None = None):
         super().__init__(reason)
         self.status = status
         self.reason = reason
-        self.valid = valid
+        self.valid = None if valid is None else list(valid)[: self.MAX_VALID]
 
 
 def resolve_workload(book: RuleBook, name: str | None) -> Workload:
