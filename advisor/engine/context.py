@@ -630,8 +630,18 @@ def _str_prop(name: str) -> Callable[[Context], str | None]:
     return lambda ctx: ctx.prop(name)
 
 
-for _name in ("recordsize", "volblocksize", "special_small_blocks", "logicalused"):
+for _name in ("recordsize", "special_small_blocks", "logicalused"):
     fact(f"dataset.{_name}", "bytes", f"zfs property {_name}")(_size_prop(_name))
+
+
+@fact("dataset.volblocksize", "bytes", "zfs property volblocksize (for a new zvol: the version's default)")
+def _d_volblocksize(ctx: Context) -> int | None:
+    if ctx.new_dataset and _d_type(ctx) == "volume":
+        version = ctx.host.zfs.version_tuple
+        if version is None:
+            return None
+        return 16384 if tuple(version[:2]) >= (2, 2) else 8192  # default changed in OpenZFS 2.2
+    return _size_prop("volblocksize")(ctx)
 for _name in ("primarycache", "logbias", "sync", "redundant_metadata", "atime", "relatime", "xattr", "dedup"):
     fact(f"dataset.{_name}", "str", f"zfs property {_name}")(_str_prop(_name))
 

@@ -359,3 +359,13 @@ def test_dirty_data_max_above_a_quarter_of_ram_is_flagged_even_without_measureme
     host.module_params["zfs_dirty_data_max"] = str(2 << 30)  # 2 GiB of 4 GiB RAM
     rec = next(r for r in recommend(host, BOOK, "media").recommendations if r.parameter == "zfs_dirty_data_max")
     assert rec.rule == "dirty-data-max-vs-ram" and rec.status == "change" and rec.recommended == "1G"
+
+
+@pytest.mark.parametrize("version, current, status", [("2.1.11-1", "8K", "change"), ("2.3.1-1", "16K", "passed")])
+def test_a_new_zvol_is_judged_by_the_default_volblocksize_of_its_version(version, current, status):
+    host = synthetic_host(version=version)
+    host.datasets = [d for d in host.datasets if d.name != "tank/vm"]
+    response = recommend(host, BOOK, "vm")
+    assert response.target.dataset == "tank/vm" and response.target.new_dataset
+    rec = by_rule(response)["volblocksize-vm"]
+    assert (rec.current, rec.status) == (current, status)
