@@ -14,13 +14,14 @@ import time
 from contextvars import ContextVar
 from typing import Iterable, Mapping
 
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
 from advisor import __version__
 from advisor.facts import SCHEMA_VERSION
 from exporters import arc, datasets, disks, histograms, kstats, params, pools, txgs, vdevs
 from exporters.base import Collect, Scrape
+from exporters.exposition import text
 
 log = logging.getLogger(__name__)
 
@@ -128,9 +129,9 @@ def create_registry(collector: FactsCollector | None = None) -> CollectorRegistr
 
 
 def render(registry: CollectorRegistry, scrape: Scrape) -> bytes:
-    """The text exposition (format 0.0.4) of `registry` for one scrape."""
+    """The text exposition (format 0.0.4) of `registry` for one scrape: generate_latest()'s bytes."""
     token = SCRAPE.set(scrape)
     try:
-        return generate_latest(registry)
+        return text(registry.collect())
     finally:
         SCRAPE.reset(token)

@@ -4,10 +4,11 @@ Sources: `zfs get -Hp -t filesystem,volume <tuning properties>` and
 /proc/spl/kstat/zfs/<pool>/objset-0x<id> (reads/writes as the applications
 issued them, before compression and the ARC).
 
-Cardinality: at default detail a filesystem costs 17 series (1 properties
-info, 1 block size, 1 compression ratio, 8 space gauges, 6 I/O counters), a
-volume 18 (plus volsize): under the ~26 node_exporter's zfs collector spends per dataset.
-`metrics_per_dataset` adds every other objset counter (per-dataset ZIL
+Cardinality: at default detail a filesystem costs 13 series (1 properties
+info, 1 block size, 1 compression ratio, 4 space gauges: used, available,
+referenced, logicalused; 6 I/O counters), a volume 14 (plus volsize), each
+quota or reservation that is set one more: well under the ~26 series
+node_exporter's zfs collector spends per dataset. `metrics_per_dataset` adds every other objset counter (per-dataset ZIL
 counters on OpenZFS >= 2.2); `metrics_dataset_include/_exclude` select
 datasets by name.
 """
@@ -22,16 +23,19 @@ from advisor.host.zfs_props import TUNING_PROPERTIES
 from exporters.base import CACHED, Scrape
 from exporters.named import KStatFamilies, KStatSpec
 
-# (property, metric, description): numeric space and ratio properties.
+# (property, metric, description): numeric space properties. Limits that are
+# not set (0) get no series: most datasets have none, and each costs a series.
+OPTIONAL = frozenset({"quota", "refquota", "reservation", "refreservation"})
 SPACE = (
     ("used", "zfs_dataset_used_bytes", "Space used by the dataset and its descendants (used)"),
     ("available", "zfs_dataset_available_bytes", "Space available to the dataset (available)"),
     ("referenced", "zfs_dataset_referenced_bytes", "Space referenced by the dataset itself (referenced)"),
     ("logicalused", "zfs_dataset_logical_used_bytes", "Logical space used, before compression (logicalused)"),
-    ("quota", "zfs_dataset_quota_bytes", "Quota (quota), 0 = none"),
-    ("refquota", "zfs_dataset_refquota_bytes", "Quota on referenced space (refquota), 0 = none"),
-    ("reservation", "zfs_dataset_reservation_bytes", "Reservation (reservation), 0 = none"),
-    ("refreservation", "zfs_dataset_refreservation_bytes", "Reservation of referenced space (refreservation)"),
+    ("quota", "zfs_dataset_quota_bytes", "Quota (quota); no series when none"),
+    ("refquota", "zfs_dataset_refquota_bytes", "Quota on referenced space (refquota); no series when none"),
+    ("reservation", "zfs_dataset_reservation_bytes", "Reservation (reservation); no series when none"),
+    ("refreservation", "zfs_dataset_refreservation_bytes", "Reservation of referenced space (refreservation); "
+     "no series when none"),
     ("volsize", "zfs_dataset_volsize_bytes", "Volume size of a zvol (volsize)"),
 )
 # Labels of zfs_dataset_properties_info: every tuning property collected that is not a number above.
@@ -93,7 +97,7 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
         if (r := _compress_ratio(ds)) is not None:
             ratio.add_metric(values, r)
         for prop, family in space.items():
-            if (v := ds.bytes_value(prop)) is not None:
+            if (v := ds.bytes_value(prop)) is not None and (v or prop not in OPTIONAL):
                 family.add_metric(values, v)
         if ds.io is not None:
             io.add(ds.io, values, None if detail else CORE_IO)

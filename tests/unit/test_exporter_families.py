@@ -211,8 +211,8 @@ def test_default_dataset_detail_stays_under_26_series_per_dataset():
         count = lambda fams: sum(len(f.samples) for f in fams.values() if not f.name.startswith("zfs_advisor"))
         return (count(large) - count(small)) / 10
 
-    assert per_dataset() == 17
-    assert per_dataset(per_dataset=True) == 18  # + zil_commit_count
+    assert per_dataset() == 13  # quotas and reservations are 0 (none): no series
+    assert per_dataset(per_dataset=True) == 14  # + zil_commit_count
 
 
 def test_include_and_exclude_regexes_select_pools_and_datasets():

@@ -1,0 +1,78 @@
+"""Text exposition (format 0.0.4) of metric families: the bytes generate_latest() writes, faster.
+
+prometheus_client's generate_latest() re-validates every label name of every
+sample (regexes per label, per sample); at 10,000 datasets (~170,000
+samples) that alone takes seconds. This writer produces byte-for-byte the
+same output (tests/unit/test_exporter_exposition.py compares them) but checks
+each distinct name once and caches value formatting, so rendering scales with
+the number of samples at a few microseconds each.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Iterable
+
+from prometheus_client.core import Metric
+from prometheus_client.openmetrics.exposition import escape_label_name, escape_metric_name
+from prometheus_client.utils import floatToGoString
+
+_TYPES = {"counter": "counter", "info": "gauge", "stateset": "gauge", "gaugehistogram": "histogram", "unknown": "untyped"}
+_SUFFIX = {"counter": "_total", "info": "_info"}
+_OPENMETRICS_ONLY = ("_created", "_gsum", "_gcount")
+
+
+@lru_cache(maxsize=4096)
+def _name(name: str) -> str:
+    return escape_metric_name(name)
+
+
+@lru_cache(maxsize=4096)
+def _label(name: str) -> str:
+    return escape_label_name(name)
+
+
+@lru_cache(maxsize=65536)
+def _value(value: float) -> str:
+    return floatToGoString(value)
+
+
+def _label_value(value: str) -> str:
+    if "\\" in value or "\n" in value or '"' in value:
+        return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
+    return value
+
+
+def _line(name: str, labels: dict[str, str], value: float, timestamp) -> str:
+    if labels:
+        inner = ",".join(f'{_label(k)}="{_label_value(v)}"' for k, v in sorted(labels.items()))
+        text = f"{_name(name)}{{{inner}}} {_value(value)}"
+    else:
+        text = f"{_name(name)} {_value(value)}"
+    if timestamp is not None:
+        text += f" {int(float(timestamp) * 1000):d}"
+    return text + "\n"
+
+
+def _header(name: str, documentation: str, mtype: str) -> str:
+    doc = documentation.replace("\\", r"\\").replace("\n", r"\n")
+    return f"# HELP {_name(name)} {doc}\n# TYPE {_name(name)} {mtype}\n"
+
+
+def text(families: Iterable[Metric]) -> bytes:
+    output: list[str] = []
+    for metric in families:
+        mtype = _TYPES.get(metric.type, metric.type)
+        output.append(_header(metric.name + _SUFFIX.get(metric.type, ""), metric.documentation, mtype))
+        extra: dict[str, list[str]] = {}
+        base = metric.name
+        for s in metric.samples:
+            line = _line(s.name, s.labels, s.value, s.timestamp)
+            suffix = s.name[len(base):]
+            if suffix in _OPENMETRICS_ONLY and s.name.startswith(base):
+                extra.setdefault(suffix, []).append(line)
+            else:
+                output.append(line)
+        for suffix, lines in sorted(extra.items()):
+            output.append(_header(metric.name + suffix, metric.documentation, "gauge"))
+            output.extend(lines)
+    return "".join(output).encode("utf-8")

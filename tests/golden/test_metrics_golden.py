@@ -1,0 +1,93 @@
+"""The whole /metrics output for every recorded lab snapshot, compared with a golden file.
+
+Each snapshot under tests/fixtures/hosts/<zfs version>/<layout>/<idle|load>/
+is served by the real app (`root=` the snapshot, so zpool/zfs output and
+kstats are replayed) and scraped over HTTP; the body must equal
+tests/golden/metrics/<zfs version>/<layout>/<state>.prom (default detail)
+and <state>.detail.prom (per-vdev, per-dataset and all-disk detail).
+Only values that depend on this run, not on the snapshot, are normalised:
+durations measured now, the facts' age and the advisor's version.
+
+    python -m pytest tests/golden --update-golden    # or ZFS_ADVISOR_UPDATE_GOLDEN=1
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from advisor import __version__
+from advisor.app import create_app
+from advisor.settings import Settings
+
+HOSTS = Path(__file__).resolve().parents[1] / "fixtures" / "hosts"
+GOLDEN = Path(__file__).resolve().parent / "metrics"
+SNAPSHOTS = sorted(p.parent for p in HOSTS.glob("*/*/*/manifest.json"))
+VARIANTS = {
+    "": {},
+    ".detail": {"metrics_per_vdev": True, "metrics_per_dataset": True, "metrics_all_disks": True},
+}
+# Families whose values are measured by this run, not recorded in the snapshot.
+VOLATILE = (
+    "zfs_advisor_scrape_collector_duration_seconds",
+    "zfs_advisor_source_duration_seconds",
+    "zfs_advisor_facts_age_seconds",
+)
+_VOLATILE_SAMPLE = re.compile(rf"^((?:{'|'.join(VOLATILE)})(?:\{{[^}}]*\}})?) \S+$", re.MULTILINE)
+
+
+def normalise(text: str) -> str:
+    text = _VOLATILE_SAMPLE.sub(r"\1 0", text)
+    return text.replace(f'version="{__version__}"', 'version="VERSION"')
+
+
+def golden_path(snapshot: Path, variant: str) -> Path:
+    version, layout, state = snapshot.relative_to(HOSTS).parts
+    return GOLDEN / version / layout / f"{state}{variant}.prom"
+
+
+def snapshot_id(path: Path) -> str:
+    return "/".join(path.relative_to(HOSTS).parts)
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS), ids=lambda v: v.lstrip(".") or "default")
+@pytest.mark.parametrize("snapshot", SNAPSHOTS, ids=snapshot_id)
+async def test_metrics_output_matches_golden(http_client, snapshot, variant, update_golden):
+    client = await http_client(create_app(Settings(root=str(snapshot), **VARIANTS[variant])))
+    resp = await client.get("/metrics")
+    assert resp.status == 200
+    text = normalise(await resp.text())
+    assert "zfs_advisor_facts_stale 0.0" in text
+    golden = golden_path(snapshot, variant)
+    if update_golden:
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(text)
+        return
+    assert golden.is_file(), f"no golden file {golden}: run with --update-golden"
+    expected = golden.read_text()
+    if text != expected:
+        import difflib
+
+        diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True), str(golden), "now", n=1))
+        pytest.fail(f"/metrics for {snapshot_id(snapshot)} differs from {golden} (--update-golden if intended):\n"
+                    + diff[:6000])
+
+
+GOLDEN_FILES = sorted(GOLDEN.rglob("*.prom"))
+
+
+@pytest.mark.parametrize("golden", GOLDEN_FILES, ids=lambda p: str(p.relative_to(GOLDEN)))
+def test_promtool_check_metrics_passes(golden):
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool not found: install Debian's `prometheus` package (tests/run does)"
+    result = subprocess.run([promtool, "check", "metrics"], input=golden.read_bytes(), capture_output=True, timeout=60)
+    assert result.returncode == 0, (result.stdout + result.stderr).decode()
+
+
+def test_every_golden_file_has_its_snapshot():
+    expected = {golden_path(s, v) for s in SNAPSHOTS for v in VARIANTS}
+    orphans = [str(p.relative_to(GOLDEN)) for p in GOLDEN_FILES if p not in expected]
+    assert not orphans, f"golden files without a recorded snapshot: {orphans}"
