@@ -17,7 +17,7 @@ from advisor.facts import Disk
 from exporters.base import Scrape
 
 _STATS = "Source: /proc/diskstats."
-_SYS = "Source: /sys/block/<device>"
+_SYS = "/sys/block/<device>"
 # (DiskStats field, metric name, kind, description), node_exporter's names with disk_ for node_disk_.
 STATS = (
     ("reads_completed", "disk_reads_completed", "counter", "Reads completed"),
@@ -60,7 +60,8 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
                 family.add_metric([disk.name], value * scale)
         families.append(family)
     info = InfoMetricFamily(
-        "disk", f"Block device identity and queue settings. {_SYS}/device/{{model,vendor,serial}}, queue/scheduler.",
+        "disk",
+        f"Block device identity and I/O scheduler. Source: {_SYS}/device/{{model,vendor,serial}}, queue/scheduler.",
         labels=["device"],
     )
     gauges = (
