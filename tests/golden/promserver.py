@@ -1,0 +1,102 @@
+"""A real Prometheus (Debian's `prometheus` package) for tests: start, scrape targets, query.
+
+    with PrometheusServer(tmp_path, targets=["127.0.0.1:9135"], scrape_interval="1s") as prom:
+        prom.wait_for("up == 1")
+        prom.query("zfs_pool_health")  # -> list of {"metric": {...}, "value": [t, "v"]}
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+
+class PromQLError(Exception):
+    pass
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class PrometheusServer:
+    def __init__(self, workdir: Path, targets: list[str] = (), scrape_interval: str = "1s"):
+        binary = shutil.which("prometheus")
+        if binary is None:
+            raise FileNotFoundError("prometheus not found: install Debian's `prometheus` package")
+        self.binary = binary
+        self.workdir = Path(workdir)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        targets_yaml = json.dumps(list(targets))
+        self.config = self.workdir / "prometheus.yml"
+        self.config.write_text(
+            f"global:\n  scrape_interval: {scrape_interval}\n  scrape_timeout: {scrape_interval}\n"
+            f"scrape_configs:\n  - job_name: zfs-advisor\n    static_configs:\n      - targets: {targets_yaml}\n"
+        )
+        self.proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> "PrometheusServer":
+        self.log = open(self.workdir / "prometheus.log", "wb")
+        self.proc = subprocess.Popen(
+            [
+                self.binary,
+                f"--config.file={self.config}",
+                f"--storage.tsdb.path={self.workdir / 'data'}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+                "--web.enable-lifecycle",
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"{self.url}/-/ready", timeout=2).read()
+                return self
+            except OSError:
+                if self.proc.poll() is not None:
+                    break
+                time.sleep(0.2)
+        self.__exit__()
+        raise RuntimeError(f"prometheus did not become ready:\n{(self.workdir / 'prometheus.log').read_text()[-3000:]}")
+
+    def __exit__(self, *exc) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+    def query(self, expr: str) -> list[dict]:
+        url = f"{self.url}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+        try:
+            with urllib.request.urlopen(url, timeout=30) as resp:
+                body = json.load(resp)
+        except urllib.error.HTTPError as exc:
+            body = json.load(exc)
+        if body.get("status") != "success":
+            raise PromQLError(f"{expr}: {body.get('errorType')}: {body.get('error')}")
+        return body["data"]["result"]
+
+    def wait_for(self, expr: str, timeout: float = 60) -> list[dict]:
+        """Poll until `expr` returns a non-empty result."""
+        deadline = time.monotonic() + timeout
+        while True:
+            result = self.query(expr)
+            if result:
+                return result
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no result for {expr} within {timeout} s")
+            time.sleep(0.5)
