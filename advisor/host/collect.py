@@ -108,6 +108,8 @@ async def collect(files: HostFiles, runner: CommandRunner, now: datetime | None 
         host.zfs.kmod_version = host.zfs.kmod_version or kmod
 
     host.pools = _pools(pool_props, status, rec)
+    if "-j" in status.argv:
+        _resolve_leaf_names(files, host.pools)
     host.datasets = rec.parse("zfs_get", datasets_out, zfs_props.parse_zfs_get) or []
     vdev_iostat = rec.parse("zpool_iostat", iostat_out, zpool_iostat.parse_vdev_iostat) or {}
     for pool in host.pools:
@@ -160,6 +162,19 @@ def _pools(props_out: CommandResult, status_out: CommandResult, rec: _Recorder) 
     return pools
 
 
+def _resolve_leaf_names(files: HostFiles, pools: list[Pool]) -> None:
+    """Name leaves by their resolved device (/dev/sda1), as `zpool status -L` does.
+
+    The JSON status of OpenZFS 2.3 cannot use -L (it then drops leaf states),
+    so it names leaves by the path they were added with; resolving it here
+    gives both formats the same tree and lets zpool iostat rows attach.
+    """
+    for pool in pools:
+        for leaf in pool.leaves():
+            if leaf.type == "disk" and leaf.path and leaf.path.startswith("/dev/"):
+                leaf.path = leaf.name = files.realpath(leaf.path)
+
+
 async def _attach_histograms(pools: list[Pool], runner: CommandRunner, rec: _Recorder) -> None:
     if not pools:
         return
@@ -179,8 +194,8 @@ async def _attach_ashift(pools: list[Pool], runner: CommandRunner, rec: _Recorde
     results = await asyncio.gather(*(runner.run(list(zdb.zdb_config_argv(p.name))) for p in pools))
     for pool, out in zip(pools, results):
         ashifts = rec.parse(f"zdb:{pool.name}", out, zdb.parse_zdb_ashift)
-        for vdev in pool.top_level_vdevs(group=None):
-            vdev.ashift = (ashifts or {}).get(vdev.name, vdev.ashift)
+        if ashifts:
+            zdb.attach_ashift(pool, ashifts)
 
 
 def _attach_pool_kstats(files: HostFiles, host: Host, rec: _Recorder) -> None:

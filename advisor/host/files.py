@@ -14,11 +14,18 @@ from pathlib import Path
 class HostFiles:
     """Reads host files relative to `root` ('/' is the live host)."""
 
-    def __init__(self, root: str | os.PathLike[str] = "/", listings: dict[str, list[str]] | None = None):
+    def __init__(
+        self,
+        root: str | os.PathLike[str] = "/",
+        listings: dict[str, list[str]] | None = None,
+        links: dict[str, str] | None = None,
+    ):
         self.root = Path(root)
-        # Directory listings recorded by a snapshot (sysfs entries are symlinks
-        # there, plain directories here; the recorded listing is the truth).
+        # Directory listings and resolved symlinks recorded by a snapshot
+        # (sysfs entries are symlinks there, plain directories here, and /dev
+        # is not recorded at all: the recorded answers are the truth).
         self._listings = listings or {}
+        self._links = links or {}
 
     def path(self, host_path: str) -> Path:
         if not host_path.startswith("/"):
@@ -41,6 +48,18 @@ class HostFiles:
             return True
         return os.path.exists(self.path(host_path))
 
+    def realpath(self, host_path: str) -> str:
+        """The host path with symlinks resolved (e.g. /dev/disk/by-id/... -> /dev/sda1)."""
+        if host_path in self._links:
+            return self._links[host_path]
+        resolved = os.path.realpath(self.path(host_path))
+        root = os.path.realpath(self.root)
+        if root == "/":
+            return resolved
+        if resolved != root and not resolved.startswith(root + os.sep):
+            return host_path  # a link leaving the root: keep the name as given
+        return "/" + os.path.relpath(resolved, root) if resolved != root else "/"
+
 
 class RecordingFiles(HostFiles):
     """A live view that remembers what it read, for `zfs-advisor snapshot`."""
@@ -50,6 +69,7 @@ class RecordingFiles(HostFiles):
         self.reads: dict[str, str] = {}
         self.listings: dict[str, list[str]] = {}
         self.missing: set[str] = set()
+        self.links: dict[str, str] = {}
 
     def read_text(self, host_path: str) -> str:
         try:
@@ -74,3 +94,8 @@ class RecordingFiles(HostFiles):
         if not found:
             self.missing.add(host_path)
         return found
+
+    def realpath(self, host_path: str) -> str:
+        resolved = super().realpath(host_path)
+        self.links[host_path] = resolved
+        return resolved

@@ -49,6 +49,7 @@ class Manifest(BaseModel):
     note: str | None = None  # free text: how and why it was recorded
     files: list[str] = Field(default_factory=list)
     listings: dict[str, list[str]] = Field(default_factory=dict)
+    links: dict[str, str] = Field(default_factory=dict)  # symlinks resolved (by-id device paths)
     missing: list[str] = Field(default_factory=list)
     commands: list[RecordedCommand] = Field(default_factory=list)
 
@@ -105,6 +106,7 @@ async def record_snapshot(
         note=note,
         files=sorted(files.reads),
         listings=files.listings,
+        links=files.links,
         missing=sorted(files.missing - set(files.reads)),
         commands=recorded,
     )
@@ -140,7 +142,7 @@ def open_snapshot(directory: str | os.PathLike[str]) -> tuple[HostFiles, ReplayR
         )
         for c in manifest.commands
     ]
-    return HostFiles(base, manifest.listings), ReplayRunner(results), manifest
+    return HostFiles(base, manifest.listings, manifest.links), ReplayRunner(results), manifest
 
 
 def host_view(root: str | os.PathLike[str], command_timeout_seconds: float = 10.0):

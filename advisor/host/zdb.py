@@ -1,57 +1,78 @@
 """Per-vdev ashift from the pool configuration: `zdb -C <pool>`.
 
 `zpool get ashift` reports the pool *property* (0 = auto-detected), not what
-each top-level vdev was created with; the cached config printed by zdb -C
-has the real `ashift` of every top-level vdev (see the lab notes).
+each top-level vdev was created with; the config printed by zdb -C has the
+real `ashift` of every top-level vdev. zdb names disks by the path they were
+added with (often /dev/disk/by-id/...), not as `zpool status -L` does, so
+top-level vdevs are matched by allocation class and order (vdev id), which
+is also the order zpool status lists them in within each class.
 """
 from __future__ import annotations
 
 import re
+
+from advisor.facts import Pool, VdevGroup
 
 
 def zdb_config_argv(pool: str) -> tuple[str, ...]:
     return ("zdb", "-C", pool)
 
 
-def parse_zdb_ashift(stdout: str) -> dict[str, int]:
-    """-> {top-level vdev name as zpool status shows it (mirror-0, /dev/sdb1): ashift}."""
-    result: dict[str, int] = {}
-    in_tree = False
-    tree_indent = None
-    current: dict[str, str] | None = None
-    current_indent = None
-
-    def flush() -> None:
-        if current and "ashift" in current:
-            kind = current.get("type", "")
-            vid = current.get("id", "")
-            if kind in ("mirror", "raidz", "draid"):
-                if kind == "raidz":
-                    kind = f"raidz{current.get('nparity', '1')}"
-                elif kind == "draid":
-                    kind = f"draid{current.get('nparity', '1')}"
-                name = f"{kind}-{vid}"
-            else:
-                name = current.get("path", f"{kind}-{vid}")
-            result[name] = int(current["ashift"])
-
+def parse_zdb_top_level(stdout: str) -> list[dict[str, str]]:
+    """The top-level children of vdev_tree, in id order, as {key: value} (quotes stripped)."""
+    children: list[dict[str, str]] = []
+    tree_indent: int | None = None
+    child_indent: int | None = None
     for line in stdout.splitlines():
         indent = len(line) - len(line.lstrip())
         text = line.strip()
-        if text == "vdev_tree:":
-            in_tree, tree_indent = True, indent
-            continue
-        if not in_tree:
+        if tree_indent is None:
+            if text == "vdev_tree:":
+                tree_indent = indent
             continue
         if text and indent <= tree_indent:
-            break
+            break  # left the vdev_tree block
         if re.fullmatch(r"children\[\d+\]:", text):
-            if current_indent is None or indent == current_indent:
-                flush()
-                current, current_indent = {}, indent
+            if child_indent is None:
+                child_indent = indent
+            if indent == child_indent:
+                children.append({})
             continue
-        if current is not None and current_indent is not None and indent == current_indent + 4:
-            key, _, value = text.partition(": ")
-            current[key] = value.strip("'")
-    flush()
-    return result
+        if children and child_indent is not None and indent > child_indent:
+            # Keys of the current top-level child sit one level deeper than
+            # its `children[i]:` line; deeper levels belong to its leaves.
+            if "key_indent" not in children[-1]:
+                children[-1]["key_indent"] = str(indent)
+            if str(indent) == children[-1]["key_indent"]:
+                key, _, value = text.partition(": ")
+                children[-1][key] = value.strip("'")
+    for child in children:
+        child.pop("key_indent", None)
+    return children
+
+
+def _group(child: dict[str, str]) -> VdevGroup:
+    if child.get("is_log") == "1":
+        return "log"
+    bias = child.get("alloc_bias")
+    return bias if bias in ("special", "dedup") else "data"  # type: ignore[return-value]
+
+
+def parse_zdb_ashift(stdout: str) -> dict[VdevGroup, list[int | None]]:
+    """-> {allocation class: [ashift of each top-level vdev, in id order]}."""
+    by_group: dict[VdevGroup, list[int | None]] = {}
+    for child in parse_zdb_top_level(stdout):
+        if child.get("type") in ("hole", "indirect", "missing"):
+            continue
+        ashift = child.get("ashift")
+        by_group.setdefault(_group(child), []).append(int(ashift) if ashift and ashift.isdigit() else None)
+    return by_group
+
+
+def attach_ashift(pool: Pool, by_group: dict[VdevGroup, list[int | None]]) -> None:
+    for group, ashifts in by_group.items():
+        vdevs = pool.top_level_vdevs(group)
+        if len(vdevs) != len(ashifts):
+            continue  # the trees disagree (a vdev being removed?): attach nothing rather than guess
+        for vdev, ashift in zip(vdevs, ashifts):
+            vdev.ashift = ashift

@@ -97,7 +97,7 @@ def parse_vdev_iostat(stdout: str) -> dict[str, list[tuple[str, VdevIostat]]]:
             read_bytes_per_second=base[4] or 0,
             write_bytes_per_second=base[5] or 0,
             latency_seconds={
-                col: (v * 1e-9 if v is not None else None)
+                col: (v / 1e9 if v is not None else None)
                 for col, v in zip(_LATENCY_COLUMNS, (_number(x) for x in latencies))
             },
             queues={col: int(v) for col, v in zip(_QUEUE_COLUMNS, queues) if v not in ("-", "")},
@@ -145,7 +145,7 @@ def _parse_histograms(stdout: str, unit: str, series: tuple[str, ...]) -> dict[s
         # Bucket j holds [2^j, 2^(j+1)-1]. Latency rows are labelled by that
         # upper bound in ns, size rows by the lower bound 2^j in bytes; both
         # are stored as the inclusive upper bound (a Prometheus `le`).
-        bounds[key].append(bound * 1e-9 if unit == "seconds" else bound * 2 - 1)
+        bounds[key].append(bound / 1e9 if unit == "seconds" else bound * 2 - 1)
         rows[key].append([int(x) for x in fields[1:]])
     for pool_name, vdev in order:
         key = f"{pool_name}\0{vdev}"
