@@ -1,0 +1,98 @@
+"""Facts about the workload asked for, the host and its zfs module parameters."""
+from __future__ import annotations
+
+import math
+
+from advisor.engine.context import Context, fact
+from advisor.engine import facts_pool
+from advisor.engine.units import parse_size
+
+# --- workload -----------------------------------------------------------------
+
+
+@fact("workload.name", "str", "the workload asked for")
+def _w_name(ctx: Context) -> str:
+    return ctx.workload.name
+
+
+@fact("workload.role", "str", "which of the workload's datasets this is (e.g. data or wal)")
+def _w_role(ctx: Context) -> str | None:
+    return ctx.params.get("role") or (ctx.workload.roles[0].name if ctx.workload.roles else None)
+
+
+@fact("workload.page_size", "bytes", "the application's page or record size (workload parameter page_size)")
+def _w_page(ctx: Context) -> int:
+    return parse_size(ctx.params.get("page_size") or ctx.workload.io.block_size)
+
+
+@fact("workload.block_size", "bytes", "typical I/O size of the workload")
+def _w_block(ctx: Context) -> int:
+    return parse_size(ctx.workload.io.block_size)
+
+
+@fact("workload.pattern", "str", "random, sequential or mixed access")
+def _w_pattern(ctx: Context) -> str:
+    return ctx.workload.io.pattern
+
+
+@fact("workload.sync", "str", "share of synchronous writes (fsync/O_DSYNC): none, light or heavy")
+def _w_sync(ctx: Context) -> str:
+    return ctx.workload.io.sync
+
+
+@fact("workload.read_fraction", "ratio", "share of reads in the I/O mix")
+def _w_read(ctx: Context) -> float:
+    return ctx.workload.io.read_fraction
+
+
+# --- host and module ----------------------------------------------------------
+
+
+@fact("host.memory_bytes", "bytes", "physical memory (/proc/meminfo MemTotal)")
+def _h_mem(ctx: Context) -> int | None:
+    return ctx.host.memory_bytes
+
+
+@fact("host.cpu_count", "int", "online CPUs")
+def _h_cpu(ctx: Context) -> int | None:
+    return ctx.host.cpu_count
+
+
+@fact("zfs.version", "str", "OpenZFS kernel module version")
+def _z_version(ctx: Context) -> str | None:
+    v = ctx.host.zfs.version_tuple
+    return ".".join(map(str, v)) if v else None
+
+
+@fact("zfs.xattr_on_is_sa", "bool", "xattr=on means sa (OpenZFS >= 2.3), else it means dir")
+def _z_xattr(ctx: Context) -> bool | None:
+    v = ctx.host.zfs.version_tuple
+    return None if v is None else tuple(v[:2]) >= (2, 3)
+
+
+@fact("host.all_pools_ssd", "bool", "every imported pool is built only from non-rotating disks")
+def _h_all_ssd(ctx: Context) -> bool | None:
+    if not ctx.host.pools:
+        return None
+    media = [facts_pool.pool_media(ctx.host, p) for p in ctx.host.pools]
+    if "unknown" in media:
+        return None
+    return all(m == "ssd" for m in media)
+
+
+@fact("host.physical_shift_max", "int", "log2 of the largest physical sector size of any disk")
+def _h_phys(ctx: Context) -> int | None:
+    sizes = [d.physical_block_size for d in ctx.host.disks if d.physical_block_size]
+    return int(math.log2(max(sizes))) if sizes else None
+
+
+@fact("host.dirty_data_max_default", "bytes", "the default zfs_dirty_data_max: 10% of RAM, at most 4 GiB")
+def _h_dirty_default(ctx: Context) -> int | None:
+    mem = ctx.host.memory_bytes
+    return None if mem is None else min(mem // 10, 4 << 30)
+
+
+@fact("host.dirty_data_max_max_default", "bytes", "the default cap zfs_dirty_data_max_max: 25% of RAM, at most 4 GiB")
+def _h_dirty_cap(ctx: Context) -> int | None:
+    mem = ctx.host.memory_bytes
+    return None if mem is None else min(mem // 4, 4 << 30)

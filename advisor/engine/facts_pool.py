@@ -1,0 +1,231 @@
+"""Facts about one pool: layout, media, alignment and space."""
+from __future__ import annotations
+
+import math
+import re
+
+from advisor.engine.context import Context, fact
+from advisor.facts import Disk, Host, Pool, Vdev
+
+# --- pool ---------------------------------------------------------------------
+
+
+def pool_media(host: Host, pool: Pool) -> str:
+    media = {
+        (host.disk(leaf.disk).media if leaf.disk and host.disk(leaf.disk) else "unknown")
+        for top in pool.top_level_vdevs("data")
+        for leaf in top.leaves()
+    }
+    if not media or "unknown" in media:
+        return "unknown"
+    return media.pop() if len(media) == 1 else "mixed"
+
+
+@fact("pool.name", "str", "pool name")
+def _p_name(ctx: Context) -> str | None:
+    return ctx.pool.name if ctx.pool else None
+
+
+@fact("pool.media", "str", "media of the data vdevs' disks: ssd, hdd, mixed or unknown (sysfs queue/rotational)")
+def _p_media(ctx: Context) -> str | None:
+    return pool_media(ctx.host, ctx.pool) if ctx.pool else None
+
+
+@fact("pool.data_disks", "str", "the disks under the pool's data vdevs")
+def _p_disks(ctx: Context) -> str | None:
+    disks = ctx.data_disks()
+    return ", ".join(d.name for d in disks) if disks else None
+
+
+@fact("pool.physical_sector_max", "bytes", "largest physical sector size reported by a data disk")
+def _p_phys(ctx: Context) -> int | None:
+    sizes = [d.physical_block_size for d in ctx.data_disks() if d.physical_block_size]
+    return max(sizes) if sizes else None
+
+
+@fact("pool.physical_shift_max", "int", "log2 of the largest physical sector size of a data disk")
+def _p_phys_shift(ctx: Context) -> int | None:
+    size = ctx.get("pool.physical_sector_max")
+    return int(math.log2(size)) if size else None
+
+
+@fact("pool.ashift_min", "int", "smallest ashift of the pool's data vdevs (zdb -C)")
+def _p_ashift(ctx: Context) -> int | None:
+    if not ctx.pool:
+        return None
+    shifts = [v.ashift for v in ctx.pool.top_level_vdevs("data") if v.ashift]
+    if shifts:
+        return min(shifts)
+    return ctx.pool.ashift or None  # property 0 means auto: unknown here
+
+
+def _worst_aligned_vdev(ctx: Context) -> tuple[Vdev, int, list[Disk]] | None:
+    """The data vdev whose ashift falls furthest short of its own disks' physical sectors.
+
+    Checked per top-level vdev: a pool may hold a 512-byte vdev (ashift=9, fine)
+    next to a 4K one (ashift=12); only a vdev smaller than its own disks misaligns.
+    """
+    worst = None
+    for top in ctx.pool.top_level_vdevs("data") if ctx.pool else []:
+        disks = [ctx.host.disk(leaf.disk) for leaf in top.leaves() if leaf.disk]
+        sizes = [d.physical_block_size for d in disks if d and d.physical_block_size]
+        if top.ashift is None or not sizes:
+            continue
+        needed = int(math.log2(max(sizes)))
+        if worst is None or needed - top.ashift > worst[1] - worst[0].ashift:  # type: ignore[operator]
+            worst = (top, needed, [d for d in disks if d])
+    return worst
+
+
+@fact("pool.vdev_ashift", "int", "ashift of the data vdev least aligned to its disks (zdb -C)")
+def _p_vdev_ashift(ctx: Context) -> int | None:
+    worst = _worst_aligned_vdev(ctx)
+    return worst[0].ashift if worst else None
+
+
+@fact("pool.vdev_physical_shift", "int", "log2 of the largest physical sector size of that vdev's disks")
+def _p_vdev_needed(ctx: Context) -> int | None:
+    worst = _worst_aligned_vdev(ctx)
+    return worst[1] if worst else None
+
+
+@fact("pool.vdev_sector_disks", "str", "that vdev and its disks' physical sector sizes")
+def _p_vdev_disks(ctx: Context) -> str | None:
+    worst = _worst_aligned_vdev(ctx)
+    if not worst:
+        return None
+    return f"{worst[0].name}: " + _describe_sectors(worst[2])
+
+
+def _describe_sectors(disks: list[Disk]) -> str:
+    by_size: dict[int, list[str]] = {}
+    for d in disks:
+        if d.physical_block_size:
+            by_size.setdefault(d.physical_block_size, []).append(d.name)
+    parts = [
+        f"{', '.join(names)} {'reports' if len(names) == 1 else 'report'} {size}-byte"
+        for size, names in sorted(by_size.items())
+    ]
+    return "; ".join(parts) + " physical sectors"
+
+
+@fact("pool.sector_disks", "str", "data disks and their physical sector sizes")
+def _p_sector_disks(ctx: Context) -> str | None:
+    disks = [d for d in ctx.data_disks() if d.physical_block_size]
+    return _describe_sectors(disks) if disks else None
+
+
+@fact("pool.capacity_ratio", "ratio", "allocated share of the pool (zpool get capacity)")
+def _p_cap(ctx: Context) -> float | None:
+    return ctx.pool.capacity_ratio if ctx.pool else None
+
+
+@fact("pool.fragmentation_ratio", "ratio", "free-space fragmentation (zpool get fragmentation)")
+def _p_frag(ctx: Context) -> float | None:
+    return ctx.pool.fragmentation_ratio if ctx.pool else None
+
+
+@fact("pool.free_bytes", "bytes", "free space in the pool")
+def _p_free(ctx: Context) -> int | None:
+    return ctx.pool.free_bytes if ctx.pool else None
+
+
+@fact("pool.has_slog", "bool", "the pool has a separate intent log (log vdev)")
+def _p_slog(ctx: Context) -> bool | None:
+    return bool(ctx.pool.top_level_vdevs("log")) if ctx.pool and ctx.pool.root else None
+
+
+@fact("pool.has_special", "bool", "the pool has a special allocation class vdev")
+def _p_special(ctx: Context) -> bool | None:
+    return bool(ctx.pool.top_level_vdevs("special")) if ctx.pool and ctx.pool.root else None
+
+
+@fact("pool.layout", "str", "the data vdevs, e.g. 'raidz1-0 (4 disks)' or '5 single-disk vdevs'")
+def _p_layout(ctx: Context) -> str | None:
+    if not ctx.pool or not ctx.pool.root:
+        return None
+    tops = ctx.pool.top_level_vdevs("data")
+    singles = [v for v in tops if v.type in ("disk", "file")]
+    groups = [f"{v.name} ({len(v.leaves())} disks)" for v in tops if v.type not in ("disk", "file")]
+    if singles:
+        groups.append(f"{len(singles)} single-disk vdev{'s' if len(singles) > 1 else ''} (striped)")
+    return ", ".join(groups)
+
+
+@fact("pool.raidz_vdevs", "int", "number of raidz/draid data vdevs")
+def _p_raidz(ctx: Context) -> int | None:
+    if not ctx.pool or not ctx.pool.root:
+        return None
+    return sum(1 for v in ctx.pool.top_level_vdevs("data") if v.type.startswith(("raidz", "draid")))
+
+
+@fact("pool.raidz_max_width", "int", "disks in the widest raidz/draid vdev (0 without raidz)")
+def _p_raidz_width(ctx: Context) -> int | None:
+    if not ctx.pool or not ctx.pool.root:
+        return None
+    widths = [len(v.leaves()) for v in ctx.pool.top_level_vdevs("data") if v.type.startswith(("raidz", "draid"))]
+    return max(widths, default=0)
+
+
+@fact("pool.data_vdevs", "int", "number of top-level data vdevs (IOPS scale with this)")
+def _p_tops(ctx: Context) -> int | None:
+    return len(ctx.pool.top_level_vdevs("data")) if ctx.pool and ctx.pool.root else None
+
+
+@fact("pool.redundant", "bool", "every data vdev survives a disk failure (mirror, raidz or draid)")
+def _p_redundant(ctx: Context) -> bool | None:
+    if not ctx.pool or not ctx.pool.root:
+        return None
+    tops = ctx.pool.top_level_vdevs("data")
+    return bool(tops) and all(v.type == "mirror" or v.type.startswith(("raidz", "draid")) for v in tops)
+
+
+@fact("pool.single_disk_vdevs", "int", "data vdevs that are a single disk (no redundancy)")
+def _p_singles(ctx: Context) -> int | None:
+    if not ctx.pool or not ctx.pool.root:
+        return None
+    return sum(1 for v in ctx.pool.top_level_vdevs("data") if v.type in ("disk", "file"))
+
+
+def _mixed_mirrors(ctx: Context) -> list[str]:
+    found = []
+    for top in ctx.pool.top_level_vdevs("data") if ctx.pool else []:
+        if top.type != "mirror":
+            continue
+        kinds = []
+        for leaf in top.leaves():
+            disk = ctx.host.disk(leaf.disk) if leaf.disk else None
+            kinds.append((disk.name if disk else leaf.name, disk.media if disk else "unknown"))
+        if len({m for _, m in kinds} - {"unknown"}) > 1:
+            found.append(f"{top.name} pairs " + " with ".join(f"{n} ({m})" for n, m in kinds))
+    return found
+
+
+@fact("pool.mixed_media_mirrors", "int", "mirrors whose children mix SSDs and HDDs")
+def _p_mixed(ctx: Context) -> int | None:
+    return len(_mixed_mirrors(ctx)) if ctx.pool and ctx.pool.root else None
+
+
+@fact("pool.mixed_media_mirror_list", "str", "which mirrors mix media, and how")
+def _p_mixed_list(ctx: Context) -> str | None:
+    return "; ".join(_mixed_mirrors(ctx)) or None if ctx.pool else None
+
+
+@fact("pool.vdev_spec", "list", "the data/log/special vdevs as zpool create arguments")
+def _p_spec(ctx: Context) -> list[str] | None:
+    if not ctx.pool or not ctx.pool.root:
+        return None
+    spec: list[str] = []
+    for group in ("data", "special", "log", "cache", "spare"):
+        tops = ctx.pool.top_level_vdevs(group)  # type: ignore[arg-type]
+        if not tops:
+            continue
+        if group != "data":
+            spec.append(group)
+        for top in tops:
+            if top.type in ("disk", "file"):
+                spec.append(top.path or top.name)
+            else:
+                spec.append(re.sub(r"-\d+$", "", top.name) if top.type.startswith(("raidz", "mirror")) else top.type)
+                spec += [leaf.path or leaf.name for leaf in top.leaves()]
+    return spec
