@@ -176,3 +176,22 @@ def test_broken_rules_stop_the_app_from_starting(tmp_path):
     (tmp_path / "workloads").mkdir()
     with pytest.raises(RulesError):
         create_app(Settings(root=str(tmp_path), rules_dir=str(tmp_path)))
+
+
+async def test_random_queries_never_cause_a_500(client):
+    import random
+    from urllib.parse import quote
+
+    rng = random.Random(5)
+    alphabet = "ab/.-_:@#%&=;$`'\" \t\n\x00\u202e\U0001f4a5" + "tankpgpostgres"
+    keys = ["workload", "pool", "dataset", "format", "role", "page_size", "x"]
+    for _ in range(150):
+        parts = []
+        for _ in range(rng.randint(0, 5)):
+            key = rng.choice(keys)
+            value = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+            if rng.random() < 0.5:
+                value = rng.choice(["postgres", "tank", "tank/pg", "text", "wal", "16K"])
+            parts.append(f"{quote(key)}={quote(value)}")
+        resp = await client.get("/recommend?" + "&".join(parts))
+        assert resp.status < 500, parts
