@@ -20,7 +20,7 @@ from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 
 from advisor.facts import Dataset
 from advisor.host.zfs_props import TUNING_PROPERTIES
-from exporters.base import CACHED, Scrape
+from exporters.base import CACHED, Scrape, append
 from exporters.named import KStatFamilies, KStatSpec
 
 # (property, metric, description): numeric space properties. Limits that are
@@ -89,17 +89,20 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
     space = {prop: GaugeMetricFamily(name, f"{doc}. {src}", labels=labels) for prop, name, doc in SPACE}
     io = KStatFamilies(OBJSET, labels)
     detail = scrape.options.per_dataset
+    only = None if detail else CORE_IO
     for ds in scrape.datasets:
-        values = [ds.name, ds.pool]
-        info.add_metric(values, {"type": ds.type, **{p: ds.value(p) or "" for p in INFO_PROPERTIES}})
+        labels = {"dataset": ds.name, "pool": ds.pool}  # shared by the dataset's samples
+        props = ds.properties
+        text = {p: props[p].value if p in props else "" for p in INFO_PROPERTIES}
+        append(info, {**labels, "type": ds.type, **text}, 1.0)
         if (size := _block_size(ds)) is not None:
-            block.add_metric(values, size)
+            append(block, labels, size)
         if (r := _compress_ratio(ds)) is not None:
-            ratio.add_metric(values, r)
+            append(ratio, labels, r)
         for prop, family in space.items():
             if (v := ds.bytes_value(prop)) is not None and (v or prop not in OPTIONAL):
-                family.add_metric(values, v)
+                append(family, labels, v)
         if ds.io is not None:
-            io.add(ds.io, values, None if detail else CORE_IO)
+            io.add(ds.io, (ds.name, ds.pool), only)
     yield from (info, block, ratio, *space.values())
     yield from io

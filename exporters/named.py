@@ -21,6 +21,7 @@ from typing import Container, Iterable, Sequence
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from advisor.facts import KStat
+from exporters.base import append
 
 
 @dataclass(frozen=True)
@@ -70,9 +71,10 @@ class KStatFamilies:
 
     def add(self, kstat: KStat, labelvalues: Sequence[str] = (), only: Container[str] | None = None) -> None:
         """One sample per integer field (only those in `only`, if given)."""
+        labels = dict(zip(self.labelnames, labelvalues))
         for name, value in kstat.values.items():
             if isinstance(value, int) and (only is None or name in only):
-                self._family(name).add_metric(list(labelvalues), value)
+                append(self._family(name), labels, value)
 
     def __iter__(self) -> Iterable[Metric]:
         return iter(self._families.values())
