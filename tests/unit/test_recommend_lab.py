@@ -171,3 +171,47 @@ def test_same_answer_through_the_cli(snap, capsys, monkeypatch):
     cli.main(["verify", "--root", str(snap), "--workload", "postgres", "--dataset", "tank/pg"])
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == len(key) + 1 and lines[-1].startswith("verify: ")
+
+
+# Parameters every answer for a workload must mention (passed or change), whatever the layout.
+MUST_MENTION = {
+    "postgres": {"ashift", "recordsize", "compression", "primarycache", "sync", "atime", "capacity", "zfs_dirty_data_max"},
+    "mysql": {"ashift", "recordsize", "compression", "primarycache", "sync", "capacity"},
+    "sqlite": {"ashift", "recordsize", "compression", "sync", "capacity"},
+    "vm": {"ashift", "volblocksize", "compression", "sync", "capacity"},
+    "media": {"ashift", "recordsize", "compression", "atime", "capacity"},
+    "backup": {"ashift", "recordsize", "capacity"},
+    "fileserver": {"ashift", "recordsize", "compression", "xattr", "atime", "capacity"},
+    "kafka": {"ashift", "recordsize", "compression", "atime", "capacity"},
+}
+
+
+def _size(text: str | None) -> int | None:
+    try:
+        return parse_size(text)
+    except ValueError:
+        return None
+
+
+@pytest.mark.parametrize("snap", SNAPSHOTS, ids=snapshot_id)
+@pytest.mark.parametrize("workload", sorted(MUST_MENTION))
+def test_every_workload_on_every_layout_mentions_its_parameters_with_direction_and_source(snap, workload):
+    host = host_of(snap)
+    response = recommend(host, BOOK, workload)
+    have_tree = all(p.root for p in host.pools)
+    mentioned = {r.parameter for r in response.recommendations if r.status != "skipped" or not have_tree}
+    expected = MUST_MENTION[workload] - (set() if have_tree else {"ashift"})
+    assert expected <= {r.parameter for r in response.recommendations}, expected - mentioned
+    for rec in response.recommendations:
+        assert rec.references and all(ref.startswith("https://") for ref in rec.references)
+        if rec.status != "change":
+            continue
+        assert rec.requirement and rec.explanation
+        current, recommended = _size(rec.current), _size(rec.recommended)
+        if current is not None and recommended is not None:
+            if rec.requirement.startswith(">="):
+                assert current < recommended, rec
+            elif rec.requirement.startswith("<="):
+                assert current > recommended, rec
+            else:
+                assert current != recommended, rec
