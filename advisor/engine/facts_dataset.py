@@ -38,8 +38,13 @@ def _str_prop(name: str) -> Callable[[Context], str | None]:
     return lambda ctx: ctx.prop(name)
 
 
-for _name in ("recordsize", "special_small_blocks", "logicalused"):
+for _name in ("recordsize", "special_small_blocks"):
     fact(f"dataset.{_name}", "bytes", f"zfs property {_name}")(_size_prop(_name))
+
+
+@fact("dataset.logicalused", "bytes", "data written before compression (zfs property logicalused; 0 for a new dataset)")
+def _d_logicalused(ctx: Context) -> int | None:
+    return 0 if ctx.new_dataset else _size_prop("logicalused")(ctx)
 
 
 @fact("dataset.volblocksize", "bytes", "zfs property volblocksize (for a new zvol: the version's default)")
@@ -62,6 +67,8 @@ def _d_comp(ctx: Context) -> str | None:
 
 @fact("dataset.compressratio", "float", "achieved compression ratio (zfs get compressratio)")
 def _d_ratio(ctx: Context) -> float | None:
+    if ctx.new_dataset:
+        return None  # nothing written yet: the pool root's ratio says nothing about this data
     value = ctx.prop("compressratio")
     return float(value.rstrip("x")) if value and value not in ("-",) else None
 

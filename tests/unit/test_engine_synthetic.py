@@ -369,3 +369,12 @@ def test_a_new_zvol_is_judged_by_the_default_volblocksize_of_its_version(version
     assert response.target.dataset == "tank/vm" and response.target.new_dataset
     rec = by_rule(response)["volblocksize-vm"]
     assert (rec.current, rec.status) == (current, status)
+
+
+def test_a_new_backup_dataset_is_advised_zstd_whatever_the_pool_root_holds():
+    host = synthetic_host()
+    root = host.dataset("tank")
+    root.properties["logicalused"] = Property(value=str(50 << 30), source="-")
+    root.properties["compressratio"] = Property(value="1.00x", source="-")
+    rec = by_rule(recommend(host, BOOK, "backup"))["compression-zstd-for-archives"]
+    assert rec.status == "change" and rec.apply == "zfs create -o compression=zstd tank/backup"

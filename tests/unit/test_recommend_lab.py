@@ -180,7 +180,7 @@ MUST_MENTION = {
     "sqlite": {"ashift", "recordsize", "compression", "sync", "capacity"},
     "vm": {"ashift", "volblocksize", "compression", "sync", "capacity"},
     "media": {"ashift", "recordsize", "compression", "atime", "capacity"},
-    "backup": {"ashift", "recordsize", "capacity"},
+    "backup": {"ashift", "recordsize", "compression", "capacity"},
     "fileserver": {"ashift", "recordsize", "compression", "xattr", "atime", "capacity"},
     "kafka": {"ashift", "recordsize", "compression", "atime", "capacity"},
 }
