@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
-HOSTS = FIXTURES / "hosts"
+import os
+HOSTS = Path(os.environ.get("ZFS_ADVISOR_TEST_HOSTS", FIXTURES / "hosts"))
 
 
 def recorded_snapshots() -> list[Path]:

@@ -25,6 +25,18 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
+class CollectCache:
+    """Results of slow sources that only change when the pool layout does.
+
+    `zdb -C` reads the pool's configuration from disk (seconds on a slow
+    host); the ashift of a top-level vdev is fixed at creation, so the answer
+    is kept per pool guid and top-level vdev names.
+    """
+
+    ashift: dict[tuple, dict] = field(default_factory=dict)
+
+
+@dataclass
 class Collection:
     """What one collection pass produced, and how long each source took."""
 
@@ -68,7 +80,9 @@ class _Recorder:
         return None
 
 
-async def collect(files: HostFiles, runner: CommandRunner, now: datetime | None = None) -> Collection:
+async def collect(
+    files: HostFiles, runner: CommandRunner, now: datetime | None = None, cache: CollectCache | None = None
+) -> Collection:
     rec = _Recorder()
     identity = system.read_identity(files)
     zfs = _zfs_presence(files)
@@ -115,7 +129,7 @@ async def collect(files: HostFiles, runner: CommandRunner, now: datetime | None 
     for pool in host.pools:
         zpool_iostat.attach_vdev_iostat(pool, vdev_iostat.get(pool.name, []))
     await _attach_histograms(host.pools, runner, rec)
-    await _attach_ashift(host.pools, runner, rec)
+    await _attach_ashift(host.pools, runner, rec, cache)
     _attach_pool_kstats(files, host, rec)
     _map_leaves_to_disks(host)
     host.sources = rec.sources
@@ -190,12 +204,21 @@ async def _attach_histograms(pools: list[Pool], runner: CommandRunner, rec: _Rec
             setattr(pool, attr, by_pool.get(pool.name, {}))
 
 
-async def _attach_ashift(pools: list[Pool], runner: CommandRunner, rec: _Recorder) -> None:
-    results = await asyncio.gather(*(runner.run(list(zdb.zdb_config_argv(p.name))) for p in pools))
-    for pool, out in zip(pools, results):
-        ashifts = rec.parse(f"zdb:{pool.name}", out, zdb.parse_zdb_ashift)
-        if ashifts:
+async def _attach_ashift(pools: list[Pool], runner: CommandRunner, rec: _Recorder, cache: CollectCache | None) -> None:
+    cache = cache if cache is not None else CollectCache()  # a throwaway one: one code path
+
+    def key(pool: Pool) -> tuple:
+        return (pool.name, pool.guid, tuple(v.name for v in pool.top_level_vdevs(group=None)))
+
+    todo = [p for p in pools if key(p) not in cache.ashift]
+    results = await asyncio.gather(*(runner.run(list(zdb.zdb_config_argv(p.name))) for p in todo))
+    for pool, out in zip(todo, results):
+        if parsed := rec.parse(f"zdb:{pool.name}", out, zdb.parse_zdb_ashift):
+            cache.ashift[key(pool)] = parsed
+    for pool in pools:
+        if (ashifts := cache.ashift.get(key(pool))) is not None:
             zdb.attach_ashift(pool, ashifts)
+            rec.sources.setdefault(f"zdb:{pool.name}", SourceStatus(ok=True))
 
 
 def _attach_pool_kstats(files: HostFiles, host: Host, rec: _Recorder) -> None:

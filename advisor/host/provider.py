@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from advisor.host.collect import Collection
+from advisor.host.collect import CollectCache, Collection
 from advisor.host.snapshot import collect_from_root
 
 
@@ -22,6 +22,7 @@ class FactsProvider:
         self._last: Collection | None = None
         self._last_at = 0.0
         self._inflight: asyncio.Task[Collection] | None = None
+        self._cache = CollectCache()
 
     @property
     def last(self) -> Collection | None:
@@ -43,7 +44,7 @@ class FactsProvider:
 
     async def _collect(self) -> Collection:
         try:
-            collection = await collect_from_root(self.root, self.command_timeout_seconds)
+            collection = await collect_from_root(self.root, self.command_timeout_seconds, self._cache)
             self.collections += 1
             self._last, self._last_at = collection, time.monotonic()
             return collection

@@ -22,7 +22,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from advisor import __version__
-from advisor.host.collect import Collection, collect
+from advisor.host.collect import CollectCache, Collection, collect
 from advisor.host.files import HostFiles, RecordingFiles
 from advisor.host.runner import CommandResult, CommandRunner, RecordingRunner, ReplayRunner
 
@@ -161,6 +161,8 @@ def host_view(root: str | os.PathLike[str], command_timeout_seconds: float = 10.
     return HostFiles(root), ReplayRunner([]), None
 
 
-async def collect_from_root(root: str | os.PathLike[str], command_timeout_seconds: float = 10.0) -> Collection:
+async def collect_from_root(
+    root: str | os.PathLike[str], command_timeout_seconds: float = 10.0, cache: CollectCache | None = None
+) -> Collection:
     files, runner, now = host_view(root, command_timeout_seconds)
-    return await collect(files, runner, now=now)
+    return await collect(files, runner, now=now, cache=cache)
