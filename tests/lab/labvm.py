@@ -29,7 +29,17 @@ from typing import Sequence
 import labimage
 import lablayouts as layouts_mod
 
-BOOT_TIMEOUT = float(os.environ.get("ZFS_ADVISOR_LAB_BOOT_TIMEOUT", "240"))
+BOOT_TIMEOUT = float(os.environ.get("ZFS_ADVISOR_LAB_BOOT_TIMEOUT", "420"))
+# Units that only cost boot time here (ten seconds and more under emulation):
+# no pool exists at boot (pools are created after it), so nothing is imported,
+# and waiting for udev to settle the whole device tree guards nothing.  The
+# zfs module is loaded by /etc/modules-load.d/zfs-lab.conf instead of
+# zfs-load-module.service.  Layout setup runs `udevadm settle` itself.
+BOOT_MASKED_UNITS = ("systemd-udev-settle.service", "zfs-load-module.service",
+                     "zfs-import-cache.service", "zfs-import-scan.service")
+KERNEL_CMDLINE = " ".join(["root=/dev/vda", "rw", "console=ttyS0", "quiet",
+                           "systemd.show_status=false"]
+                          + [f"systemd.mask={u}" for u in BOOT_MASKED_UNITS])
 _LIVE: set["LabVM"] = set()
 
 
@@ -108,7 +118,7 @@ class LabVM:
             "-accel", "tcg,thread=multi", "-cpu", "max", "-smp", str(self.cpus),
             "-m", str(self.memory_mib),
             "-kernel", str(self.image.kernel_file), "-initrd", str(self.image.initrd),
-            "-append", "root=/dev/vda rw console=ttyS0 quiet systemd.show_status=false",
+            "-append", KERNEL_CMDLINE,
             "-serial", f"file:{self.tmp / 'console.log'}",
             "-drive", f"file={self.tmp / 'root.qcow2'},if=none,id=root,format=qcow2,cache=unsafe",
             "-device", "virtio-blk-pci,drive=root",

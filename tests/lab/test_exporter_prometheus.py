@@ -1,0 +1,91 @@
+"""Lab: a real Prometheus on the host scrapes the exporter running in the VM against a real pool.
+
+The daemon runs in the VM (the working copy shared at /project); an ssh
+tunnel exposes its port to the host, where Debian's Prometheus scrapes it.
+PromQL must return the pool, vdev, ARC, txg and histogram series, and the
+counters must lie between what `zpool iostat` and the kstats say just before
+and just after Prometheus read them.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from labparams import lab_params
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "golden"))
+from promserver import PrometheusServer, free_port  # noqa: E402
+
+pytestmark = [
+    pytest.mark.lab,
+    pytest.mark.parametrize("lab_vm", lab_params(["ssd-mirror2x2"]), indirect=True, scope="session"),
+]
+PY = "PYTHONPATH=/project /opt/zfs-advisor-venv/bin/python"
+PORT = 9135
+
+
+def histogram_total(vm, pool: str, flag: str, column: int) -> int:
+    """Sum of one column of the pool's own section of `zpool iostat <flag> -Hp`."""
+    out = vm.exec(["zpool", "iostat", flag, "-Hp", pool], check=True).stdout
+    return sum(int(line.split("\t")[column + 1]) for line in out.splitlines() if line.count("\t") > column)
+
+
+def last_txg(vm, pool: str) -> int:
+    out = vm.exec(f"awk '$3 == \"C\" {{t = $1}} END {{print t}}' /proc/spl/kstat/zfs/{pool}/txgs", check=True)
+    return int(out.stdout)
+
+
+@pytest.fixture
+def exporter_url(lab_vm):
+    vm = lab_vm
+    vm.exec(f"nohup env {PY} -m advisor serve --port {PORT} >/root/advisor.log 2>&1 & echo $! >/root/advisor.pid",
+            check=True)
+    vm.exec(f"{PY} -c 'import time, urllib.request as u\n"
+            f"for _ in range(120):\n"
+            f"    try: u.urlopen(\"http://127.0.0.1:{PORT}/healthz\").read(); break\n"
+            f"    except OSError: time.sleep(1)\n"
+            f"else: raise SystemExit(1)'", timeout=180).check("advisor serve in the VM")
+    local = free_port()
+    ssh = vm._ssh_base()
+    tunnel = subprocess.Popen([*ssh[:-1], "-N", "-L", f"127.0.0.1:{local}:127.0.0.1:{PORT}", ssh[-1]],
+                              stdin=subprocess.DEVNULL)
+    try:
+        yield f"127.0.0.1:{local}"
+    finally:
+        tunnel.terminate()
+        tunnel.wait(timeout=10)
+        vm.exec("kill $(cat /root/advisor.pid)")
+
+
+def test_prometheus_scrapes_the_exporter_in_the_vm(lab_vm, exporter_url, tmp_path):
+    vm = lab_vm
+    vm.exec("dd if=/dev/urandom of=/tank/pg/lab-io bs=1M count=32 conv=fsync status=none && "
+            "dd if=/tank/pg/lab-io of=/dev/null bs=8k status=none", timeout=300, check=True)
+    reads_before = histogram_total(vm, "tank", "-w", 0)
+    txg_before = last_txg(vm, "tank")
+    with PrometheusServer(tmp_path, targets=[exporter_url], scrape_interval="5s") as prom:
+        prom.wait_for('up{job="zfs-advisor"} == 1', timeout=120)
+        prom.wait_for("zfs_pool_latency_seconds_count", timeout=120)
+        reads_after = histogram_total(vm, "tank", "-w", 0)
+        txg_after = last_txg(vm, "tank")
+
+        def one(expr: str) -> float:
+            result = prom.query(expr)
+            assert len(result) == 1, (expr, result)
+            return float(result[0]["value"][1])
+
+        assert one('zfs_pool_health{pool="tank",state="ONLINE"}') == 1
+        reads = one('zfs_pool_latency_seconds_count{pool="tank",queue="total",op="read"}')
+        assert reads_before <= reads <= reads_after and reads > 0
+        p99 = one('histogram_quantile(0.99, zfs_pool_latency_seconds_bucket{pool="tank",queue="total",op="read"})')
+        assert 1e-6 < p99 < 10
+        assert txg_before <= one('zfs_pool_txgs_total{pool="tank"}') <= txg_after
+        assert {r["metric"]["vdev"] for r in prom.query('zfs_vdev_info{pool="tank"}')} >= {"mirror-0", "mirror-1"}
+        assert one("zfs_arc_size_bytes") > 0
+        assert one('zfs_dataset_written_bytes_total{dataset="tank/pg"}') >= 32 << 20
+        assert len(prom.query('disk_reads_completed_total')) == 4
+        assert one("min(zfs_advisor_scrape_collector_success)") == 1
+        assert one("zfs_advisor_facts_stale") == 0
