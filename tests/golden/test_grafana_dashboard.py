@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from promserver import PrometheusServer
+from .promserver import PrometheusServer
 
 REPO = Path(__file__).resolve().parents[2]
 DASHBOARD = REPO / "deploy" / "grafana" / "zfs-advisor.json"

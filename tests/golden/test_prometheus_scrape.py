@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from promserver import PrometheusServer, free_port
+from .promserver import PrometheusServer, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 HOSTS = REPO / "tests" / "fixtures" / "hosts"
