@@ -58,6 +58,20 @@ class _Recorder:
         self.durations[name] = time.monotonic() - started
         log.debug("source %s: no data: %s", name, reason)
 
+    def read(self, name: str, reader, what: str):
+        """Run a file-reading source; record its status. None when it failed."""
+        started = time.monotonic()
+        try:
+            result = reader()
+        except OSError as exc:
+            self.fail(name, started, f"cannot read {what}: {exc.strerror or exc}")
+            return None
+        except ValueError as exc:
+            self.fail(name, started, f"{what}: {exc}")
+            return None
+        self.ok(name, started)
+        return result
+
     def parse(self, name: str, out: CommandResult, parser):
         """Parse a command's output; record the source's status either way.
 
@@ -88,12 +102,7 @@ async def collect(
     zfs = _zfs_presence(files)
     host = Host(collected_at=now or datetime.now(timezone.utc), zfs=zfs, **identity)
 
-    started = time.monotonic()
-    try:
-        host.disks = disks_source.read_disks(files)
-        rec.ok("disks", started)
-    except OSError as exc:
-        rec.fail("disks", started, f"cannot read /sys/block: {exc.strerror or exc}")
+    host.disks = rec.read("disks", lambda: disks_source.read_disks(files), disks_source.SYS_BLOCK) or []
 
     if not zfs.present:
         rec.sources["zfs"] = SourceStatus(ok=False, reason=zfs.reason)
@@ -101,12 +110,7 @@ async def collect(
         return Collection(host, rec.durations)
 
     _read_global_kstats(files, host, rec)
-    started = time.monotonic()
-    try:
-        host.module_params = modparams.read_module_params(files)
-        rec.ok("module_params", started)
-    except OSError as exc:
-        rec.fail("module_params", started, f"cannot read {modparams.PARAMS_DIR}: {exc.strerror or exc}")
+    host.module_params = rec.read("module_params", lambda: modparams.read_module_params(files), modparams.PARAMS_DIR) or {}
 
     version = parse_version(zfs.kmod_version)
     status_argv = zpool_status.STATUS_JSON_ARGV if has_json_output(version) else zpool_status.STATUS_TEXT_ARGV
@@ -145,21 +149,14 @@ def _zfs_presence(files: HostFiles) -> ZfsInfo:
 
 def _read_global_kstats(files: HostFiles, host: Host, rec: _Recorder) -> None:
     for name in ("arcstats", *kstat_source.GLOBAL_KSTATS):
-        started = time.monotonic()
         path = f"{kstat_source.KSTAT_DIR}/{name}"
-        try:
-            kstat = kstat_source.read_named_kstat(files, path)
-        except OSError as exc:
-            rec.fail(f"kstat:{name}", started, f"cannot read {path}: {exc.strerror or exc}")
-            continue
-        except ValueError as exc:
-            rec.fail(f"kstat:{name}", started, f"{path}: {exc}")
+        kstat = rec.read(f"kstat:{name}", lambda: kstat_source.read_named_kstat(files, path), path)
+        if kstat is None:
             continue
         if name == "arcstats":
             host.arc = kstat
         else:
             host.kstats[name] = kstat
-        rec.ok(f"kstat:{name}", started)
 
 
 def _pools(props_out: CommandResult, status_out: CommandResult, rec: _Recorder) -> list[Pool]:
@@ -224,15 +221,10 @@ async def _attach_ashift(pools: list[Pool], runner: CommandRunner, rec: _Recorde
 def _attach_pool_kstats(files: HostFiles, host: Host, rec: _Recorder) -> None:
     by_dataset = {d.name: d for d in host.datasets}
     for pool in host.pools:
-        started = time.monotonic()
-        base = f"{kstat_source.KSTAT_DIR}/{pool.name}"
+        path = f"{kstat_source.KSTAT_DIR}/{pool.name}/txgs"
         pool.kstat_state = pool_kstats.read_state(files, pool.name)
         pool.iostats = pool_kstats.read_iostats(files, pool.name)
-        try:
-            pool.txgs = txgs.parse_txgs(files.read_text(f"{base}/txgs"))
-            rec.ok(f"txgs:{pool.name}", started)
-        except OSError as exc:
-            rec.fail(f"txgs:{pool.name}", started, f"cannot read {base}/txgs: {exc.strerror or exc}")
+        pool.txgs = rec.read(f"txgs:{pool.name}", lambda: txgs.parse_txgs(files.read_text(path)), path) or []
         for name, io in pool_kstats.read_objsets(files, pool.name).items():
             if ds := by_dataset.get(name):
                 ds.io = KStat(values=io.values)
