@@ -34,6 +34,7 @@ class KStatSpec:
     strip: str = ""  # field prefix dropped in the metric name, e.g. "dmu_tx_"
     names: dict[str, str] = field(default_factory=dict)  # field -> metric name (without prefix/suffix)
     help: dict[str, str] = field(default_factory=dict)  # field -> description
+    scale: dict[str, float] = field(default_factory=dict)  # field -> factor to base units
 
     def compiled(self) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
         return re.compile(self.gauges), re.compile(self.counters), re.compile(self.bytes)
@@ -72,9 +73,10 @@ class KStatFamilies:
     def add(self, kstat: KStat, labelvalues: Sequence[str] = (), only: Container[str] | None = None) -> None:
         """One sample per integer field (only those in `only`, if given)."""
         labels = dict(zip(self.labelnames, labelvalues))
+        scale = self.spec.scale
         for name, value in kstat.values.items():
             if isinstance(value, int) and (only is None or name in only):
-                append(self._family(name), labels, value)
+                append(self._family(name), labels, value * scale[name] if name in scale else value)
 
     def __iter__(self) -> Iterable[Metric]:
         return iter(self._families.values())
