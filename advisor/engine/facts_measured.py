@@ -90,6 +90,20 @@ def _p_txg_iops(ctx: Context) -> float | None:
 
 
 @fact(
+    "pool.dirty_peak_ratio",
+    "ratio",
+    "largest dirty data of any recorded txg, as a share of zfs_dirty_data_max (txgs kstat)",
+    needs=("module.zfs_dirty_data_max",),
+)
+def _p_dirty_peak(ctx: Context) -> float | None:
+    limit = ctx.host.module_param_int("zfs_dirty_data_max")
+    txgs = [t for t in ctx.pool.txgs if t.state == "committed"] if ctx.pool else []
+    if not limit or not txgs:
+        return None
+    return max(t.dirty_bytes for t in txgs) / limit
+
+
+@fact(
     "pool.suggested_dirty_data_max",
     "bytes",
     "dirty data the pool can write in 2 x zfs_txg_timeout at its measured txg sync bandwidth",

@@ -83,7 +83,7 @@ def synthetic_host(
     iostat = VdevIostat(latency_seconds={"disk_wait_read": 0.03, "disk_wait_write": 0.01, "asyncq_wait_write": 0.02})
     root = Vdev(name="tank", type="root", children=tops, iostat=iostat)
     txgs = [
-        Txg(txg=i, birth_seconds=i * 5.0, state="committed", dirty_bytes=50 * MIB, read_bytes=0,
+        Txg(txg=i, birth_seconds=i * 5.0, state="committed", dirty_bytes=200 * MIB, read_bytes=0,
             written_bytes=100 * MIB, reads=0, writes=2000, open_seconds=5, quiesce_seconds=0,
             wait_seconds=0, sync_seconds=5)
         for i in range(busy_txgs)
@@ -378,3 +378,11 @@ def test_a_new_backup_dataset_is_advised_zstd_whatever_the_pool_root_holds():
     root.properties["compressratio"] = Property(value="1.00x", source="-")
     rec = by_rule(recommend(host, BOOK, "backup"))["compression-zstd-for-archives"]
     assert rec.status == "change" and rec.apply == "zfs create -o compression=zstd tank/backup"
+
+
+def test_dirty_data_limit_that_is_never_approached_is_not_questioned():
+    host = synthetic_host()
+    for txg in host.pools[0].txgs:
+        txg.dirty_bytes = 10 * MIB  # 2.5% of the 400 MiB limit, as on the lab's throttled HDD raidz
+    recs = by_rule(recommend(host, BOOK, "postgres"))
+    assert "dirty-data-max-vs-bandwidth" not in recs and recs["dirty-data-max-vs-ram"].status == "passed"
