@@ -55,7 +55,7 @@ OBJSET = KStatSpec(
         "nunlinked": "Files deleted",
     },
 )
-CORE_IO = frozenset(OBJSET.help)
+CORE_IO = tuple(OBJSET.help)  # in this order
 
 
 def _block_size(ds: Dataset) -> int | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Container, Iterable, Sequence
+from typing import Iterable, Sequence
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
@@ -70,12 +70,15 @@ class KStatFamilies:
         self._families[name] = family
         return family
 
-    def add(self, kstat: KStat, labelvalues: Sequence[str] = (), only: Container[str] | None = None) -> None:
+    def add(self, kstat: KStat, labelvalues: Sequence[str] = (), only: Iterable[str] | None = None) -> None:
         """One sample per integer field (only those in `only`, if given)."""
         labels = dict(zip(self.labelnames, labelvalues))
         scale = self.spec.scale
-        for name, value in kstat.values.items():
-            if isinstance(value, int) and (only is None or name in only):
+        values = kstat.values
+        names = values if only is None else [n for n in only if n in values]
+        for name in names:
+            value = values[name]
+            if isinstance(value, int):
                 append(self._family(name), labels, value * scale[name] if name in scale else value)
 
     def __iter__(self) -> Iterable[Metric]:
