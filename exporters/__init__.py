@@ -9,7 +9,8 @@
     datasets.py    dataset/zvol properties, space, objset I/O
     disks.py       block devices behind the pools (diskstats, sysfs)
     params.py      module version and tuning parameters
-    collector.py   runs them all per scrape, with self-metrics; base.py, named.py, ioclass.py: shared parts
+    collector.py   runs them all per scrape, with self-metrics; exposition.py writes the text format
+    base.py, named.py (typed kstat families), ioclass.py (zpool iostat column labels): shared parts
 
 docs/metrics.md lists every family.
 """
