@@ -208,7 +208,11 @@ async def _attach_ashift(pools: list[Pool], runner: CommandRunner, rec: _Recorde
         return (pool.name, pool.guid, tuple(v.name for v in pool.top_level_vdevs(group=None)))
 
     todo = [p for p in pools if key(p) not in cache.ashift]
-    results = await asyncio.gather(*(runner.run(list(zdb.zdb_config_argv(p.name))) for p in todo))
+    # zdb -C reads the configuration from disk: slow on a busy or emulated host
+    # (8-10 s seen in the lab) but asked once per pool layout, so it gets a
+    # longer deadline than the listing commands.
+    timeout = max(runner.timeout_seconds, zdb.MIN_TIMEOUT_SECONDS)
+    results = await asyncio.gather(*(runner.run(list(zdb.zdb_config_argv(p.name)), timeout) for p in todo))
     for pool, out in zip(todo, results):
         if parsed := rec.parse(f"zdb:{pool.name}", out, zdb.parse_zdb_ashift):
             cache.ashift[key(pool)] = parsed

@@ -14,6 +14,9 @@ import re
 from advisor.facts import Pool, VdevGroup
 
 
+MIN_TIMEOUT_SECONDS = 60.0
+
+
 def zdb_config_argv(pool: str) -> tuple[str, ...]:
     return ("zdb", "-C", pool)
 
