@@ -1,5 +1,6 @@
 """The command runner runs real processes: argv only, timeouts, stderr kept."""
 import asyncio
+import os
 
 import pytest
 
@@ -34,12 +35,14 @@ async def test_timeout_kills_the_process():
 
 
 async def test_cancelled_run_leaves_no_process_behind():
-    task = asyncio.create_task(CommandRunner().run(["sleep", "30"]))
+    seconds = f"{30 + os.getpid() % 1000 / 1000:.3f}"  # unique among concurrent test runs
+    task = asyncio.create_task(CommandRunner().run(["sleep", seconds]))
     await asyncio.sleep(0.2)
+    assert (await CommandRunner().run(["pgrep", "-f", f"^sleep {seconds}$"])).stdout.strip()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    ps = await CommandRunner().run(["pgrep", "-f", "^sleep 30$"])
+    ps = await CommandRunner().run(["pgrep", "-f", f"^sleep {seconds}$"])
     assert ps.stdout.strip() == ""
 
 
