@@ -89,6 +89,8 @@ class Layout:
     datasets: tuple[Dataset, ...]
     fill: dict | None
     expect: dict = field(default_factory=dict)
+    # zfs module parameters set only around `zpool create`, restored afterwards
+    create_module_params: dict = field(default_factory=dict)
 
     def zpool_create_argv(self) -> list[str]:
         by_name = {d.name: d for d in self.disks}
@@ -103,7 +105,13 @@ class Layout:
         for d in self.disks:
             lines.append(f"for i in $(seq 50); do [ -e {d.by_id} ] && break; sleep 0.2; done; "
                          f"[ -e {d.by_id} ] || {{ echo 'disk {d.name} missing' >&2; exit 1; }}")
+        params = "/sys/module/zfs/parameters"
+        for name, value in self.create_module_params.items():
+            lines.append(f"saved_{name}=$(cat {params}/{name} 2>/dev/null || true); "
+                         f"[ -z \"$saved_{name}\" ] || echo {value} > {params}/{name}")
         lines.append(shlex.join(self.zpool_create_argv()))
+        for name in self.create_module_params:
+            lines.append(f"[ -z \"$saved_{name}\" ] || echo $saved_{name} > {params}/{name}")
         for ds in self.datasets:
             lines.append(shlex.join(ds.create_argv()))
         if self.fill:
@@ -154,6 +162,7 @@ def load(path: Path = LAYOUTS_FILE) -> dict[str, Layout]:
             zpool_create=tuple(spec["zpool_create"]),
             datasets=datasets if spec.get("datasets", True) else (),
             fill=spec.get("fill"), expect=spec.get("expect", {}),
+            create_module_params=spec.get("create_module_params", {}),
         )
         out[name].zpool_create_argv()  # validates the @disk references
     return out
