@@ -1,7 +1,8 @@
 """Which (OpenZFS line, layout) pairs the lab tests run on.
 
 ZFS_ADVISOR_LAB_ZFS=2.3 or =2.1,2.3 limits the lines; ZFS_ADVISOR_LAB_LAYOUTS
-(comma separated names) limits the layouts.  Use lab_params() to parametrize
+(comma separated names) limits the layouts, also for tests written for
+named layouts.  Use lab_params() to parametrize
 the lab_vm fixture indirectly.
 """
 
@@ -27,5 +28,6 @@ def selected_layouts() -> list[str]:
 
 
 def lab_params(layout_names: list[str] | None = None) -> list:
-    names = layout_names or selected_layouts()
+    selected = selected_layouts()
+    names = [n for n in layout_names if n in selected] if layout_names else selected
     return [pytest.param((z, n), id=f"zfs{z}-{n}") for z in selected_lines() for n in names]
