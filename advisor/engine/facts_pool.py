@@ -89,12 +89,18 @@ def _p_vdev_needed(ctx: Context) -> int | None:
     return worst[1] if worst else None
 
 
-@fact("pool.vdev_sector_disks", "str", "that vdev and its disks' physical sector sizes")
+@fact("pool.misaligned_vdev", "str", "name of the data vdev least aligned to its disks")
+def _p_vdev_name(ctx: Context) -> str | None:
+    worst = _worst_aligned_vdev(ctx)
+    return worst[0].name if worst else None
+
+
+@fact("pool.vdev_sector_disks", "str", "that vdev's disks and their physical sector sizes")
 def _p_vdev_disks(ctx: Context) -> str | None:
     worst = _worst_aligned_vdev(ctx)
     if not worst:
         return None
-    return f"{worst[0].name}: " + _describe_sectors(worst[2])
+    return _describe_sectors(worst[2])
 
 
 def _describe_sectors(disks: list[Disk]) -> str:
@@ -224,8 +230,24 @@ def _p_spec(ctx: Context) -> list[str] | None:
             spec.append(group)
         for top in tops:
             if top.type in ("disk", "file"):
-                spec.append(top.path or top.name)
+                spec.append(_device(ctx.host, top))
             else:
                 spec.append(re.sub(r"-\d+$", "", top.name) if top.type.startswith(("raidz", "mirror")) else top.type)
-                spec += [leaf.path or leaf.name for leaf in top.leaves()]
+                spec += [_device(ctx.host, leaf) for leaf in top.leaves()]
     return spec
+
+
+def _device(host: Host, leaf: Vdev) -> str:
+    """The device to name in `zpool create`: the whole disk when ZFS partitioned it itself.
+
+    Given a whole disk, ZFS writes partition 1 (data) and 9 (8 MiB reserved); status
+    then shows the partition, but re-creating on /dev/sda1 would lose the whole-disk
+    handling (partitioning, alignment), so name /dev/sda again.
+    """
+    disk = host.disk(leaf.disk) if leaf.disk else None
+    path = leaf.path or leaf.name
+    if disk is not None and path.startswith("/dev/"):
+        sep = "p" if disk.name[-1].isdigit() else ""  # nvme0n1p1, sda1
+        if sorted(disk.partitions) == [f"{disk.name}{sep}1", f"{disk.name}{sep}9"]:
+            return f"/dev/{disk.name}"
+    return path

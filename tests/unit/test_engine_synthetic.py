@@ -113,7 +113,7 @@ def test_misaligned_ashift_is_explained_with_the_observed_facts():
     rec = by_rule(recommend(synthetic_host("4kn-ashift9"), BOOK, "postgres"))["ashift-physical-sector"]
     assert rec.status == "change" and rec.change
     assert rec.current == "9" and rec.recommended == "12" and rec.scope == "pool-create"
-    assert "sda, sdb report 4096-byte physical sectors but pool tank was created with ashift=9" in rec.explanation
+    assert "sda, sdb report 4096-byte physical sectors but pool tank was created with ashift=9 on mirror-0" in rec.explanation
     assert rec.apply == "zpool create -o ashift=12 tank mirror /dev/sda1 /dev/sdb1"
     assert rec.apply_argv == ["zpool", "create", "-o", "ashift=12", "tank", "mirror", "/dev/sda1", "/dev/sdb1"]
     assert rec.effect == "pool-recreate" and "destroys" in rec.apply_note
@@ -320,7 +320,7 @@ def test_ashift_is_judged_per_vdev_against_its_own_disks():
     ok = by_rule(recommend(_two_vdev_host(12), BOOK, "media"))["ashift-physical-sector"]
     assert ok.status == "passed"  # 512-byte disks at ashift=9 next to 4K disks at ashift=12
     bad = by_rule(recommend(_two_vdev_host(9), BOOK, "media"))["ashift-physical-sector"]
-    assert bad.status == "change" and "mirror-1: sde, sdf report 4096-byte physical sectors" in bad.explanation
+    assert bad.status == "change" and "sde, sdf report 4096-byte physical sectors but pool tank was created with ashift=9 on mirror-1" in bad.explanation
 
 
 def test_without_zfs_the_answer_says_so_and_skips():
@@ -386,3 +386,11 @@ def test_dirty_data_limit_that_is_never_approached_is_not_questioned():
         txg.dirty_bytes = 10 * MIB  # 2.5% of the 400 MiB limit, as on the lab's throttled HDD raidz
     recs = by_rule(recommend(host, BOOK, "postgres"))
     assert "dirty-data-max-vs-bandwidth" not in recs and recs["dirty-data-max-vs-ram"].status == "passed"
+
+
+def test_recreate_command_names_whole_disks_that_zfs_partitioned_itself():
+    host = synthetic_host("4kn-ashift9")
+    host.disk("sda").partitions = ["sda1", "sda9"]  # ZFS's whole-disk layout
+    host.disk("sdb").partitions = ["sdb1"]  # a partition the admin made
+    rec = by_rule(recommend(host, BOOK, "media"))["ashift-physical-sector"]
+    assert rec.apply_argv[-3:] == ["mirror", "/dev/sda", "/dev/sdb1"]
