@@ -69,18 +69,27 @@ def _worst_aligned_vdev(ctx: Context) -> tuple[Vdev, int, list[Disk]] | None:
     for top in ctx.pool.top_level_vdevs("data") if ctx.pool else []:
         disks = [ctx.host.disk(leaf.disk) for leaf in top.leaves() if leaf.disk]
         sizes = [d.physical_block_size for d in disks if d and d.physical_block_size]
-        if top.ashift is None or not sizes:
+        ashift = _vdev_ashift(ctx.pool, top)
+        if ashift is None or not sizes:
             continue
         needed = int(math.log2(max(sizes)))
-        if worst is None or needed - top.ashift > worst[1] - worst[0].ashift:  # type: ignore[operator]
-            worst = (top, needed, [d for d in disks if d])
-    return worst
+        if worst is None or needed - ashift > worst[1] - worst[3]:
+            worst = (top, needed, [d for d in disks if d], ashift)
+    return worst[:3] if worst else None
 
 
-@fact("pool.vdev_ashift", "int", "ashift of the data vdev least aligned to its disks (zdb -C)")
+def _vdev_ashift(pool: Pool, top: Vdev) -> int | None:
+    """The vdev's ashift from zdb -C; failing that, a forced pool ashift property (-o ashift=N),
+    which every vdev created while it was set received."""
+    if top.ashift is not None:
+        return top.ashift
+    return pool.ashift or None
+
+
+@fact("pool.vdev_ashift", "int", "ashift of the data vdev least aligned to its disks (zdb -C, else a forced pool ashift)")
 def _p_vdev_ashift(ctx: Context) -> int | None:
     worst = _worst_aligned_vdev(ctx)
-    return worst[0].ashift if worst else None
+    return _vdev_ashift(ctx.pool, worst[0]) if worst and ctx.pool else None
 
 
 @fact("pool.vdev_physical_shift", "int", "log2 of the largest physical sector size of that vdev's disks")

@@ -394,3 +394,13 @@ def test_recreate_command_names_whole_disks_that_zfs_partitioned_itself():
     host.disk("sdb").partitions = ["sdb1"]  # a partition the admin made
     rec = by_rule(recommend(host, BOOK, "media"))["ashift-physical-sector"]
     assert rec.apply_argv[-3:] == ["mirror", "/dev/sda", "/dev/sdb1"]
+
+
+@pytest.mark.parametrize("property_ashift, status", [(9, "change"), (0, "skipped")])
+def test_without_zdb_a_forced_pool_ashift_stands_in_for_the_vdevs(property_ashift, status):
+    host = synthetic_host("4kn-ashift9")
+    host.pools[0].ashift = property_ashift
+    for top in host.pools[0].top_level_vdevs():
+        top.ashift = None  # zdb -C timed out
+    rec = next(r for r in recommend(host, BOOK, "media").recommendations if r.parameter == "ashift")
+    assert rec.status == status
