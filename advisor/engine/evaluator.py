@@ -107,7 +107,10 @@ def requirement(rule: Rule, type_: str, shown_recommended: str) -> str:
     else:
         text = f"= {shown_recommended}"
     if rule.accept:
-        text += " (or " + ", ".join(render(type_, v) for v in rule.accept) + ")"  # type: ignore[arg-type]
+        shown = [render(type_, v) for v in rule.accept]  # type: ignore[arg-type]
+        if len(shown) > 6:
+            shown = shown[:3] + [f"... {len(shown) - 4} more", shown[-1]]
+        text += " (or " + ", ".join(shown) + ")"
     return text
 
 
