@@ -70,6 +70,14 @@ def recorded(request) -> tuple[Path, Host]:
     return request.param, collection.host
 
 
+def test_fixtures_cover_both_openzfs_lines_and_six_layouts():
+    versions = {p.relative_to(HOSTS).parts[0][:3] for p in SNAPSHOTS}
+    assert {"2.1", "2.3"} <= versions
+    for version in versions:
+        layouts = {p.parent.name for p in SNAPSHOTS if p.relative_to(HOSTS).parts[0].startswith(version)}
+        assert len(layouts) >= 6, f"OpenZFS {version}: only {sorted(layouts)}"
+
+
 def test_replay_is_exact(recorded):
     """The facts replayed from a snapshot equal the facts collected live while recording it."""
     snapshot, host = recorded
