@@ -22,13 +22,26 @@ log = logging.getLogger(__name__)
 def create_app(settings: Settings) -> web.Application:
     app = web.Application(middlewares=[error_middleware])
     app[SETTINGS] = settings
-    app[FACTS] = FactsProvider(settings.root, settings.command_timeout_seconds, settings.facts_max_age_seconds)
+    app[FACTS] = FactsProvider(
+        settings.root, settings.command_timeout_seconds, settings.facts_max_age_seconds,
+        settings.commands_interval_seconds,
+    )
     app.router.add_get("/healthz", health.healthz)
     app.router.add_get("/v1/facts", facts.get_facts)
     recommend.setup(app, settings.rules_dir)  # loads the rules: a broken rule stops start-up here
     metrics.setup(app)
     app.cleanup_ctx.append(_systemd_lifecycle)
+    app.cleanup_ctx.append(_background_refresh)
     return app
+
+
+async def _background_refresh(app: web.Application) -> AsyncIterator[None]:
+    """zpool/zfs run on a timer, not on the scrape path (advisor.host.provider)."""
+    task = asyncio.create_task(app[FACTS].run())
+    yield
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 async def _systemd_lifecycle(app: web.Application) -> AsyncIterator[None]:

@@ -26,7 +26,11 @@ class Settings(BaseSettings):
     root: str = Field("/", description="Host root to read: '/' is the live host, a directory replays a host snapshot.")
     command_timeout_seconds: float = Field(10.0, gt=0, le=600, description="Deadline for each zpool/zfs/zdb call.")
     facts_max_age_seconds: float = Field(
-        5.0, ge=0, le=3600, description="Reuse facts this young instead of forking zpool/zfs again."
+        5.0, ge=0, le=3600, description="Reuse a collection this young instead of reading the kstats again."
+    )
+    commands_interval_seconds: float = Field(
+        15.0, gt=0, le=3600,
+        description="Run zpool/zfs in the background this often; requests use their latest output.",
     )
     state_dir: Path = Field(Path("/var/lib/zfs-advisor"), description="Where probe results and history are stored.")
     api_token: SecretStr | None = Field(None, description="Bearer token required by endpoints that start work.")

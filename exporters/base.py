@@ -21,10 +21,10 @@ from advisor.facts import Dataset, Host, Pool
 
 Collect = Callable[["Scrape"], Iterable[Metric]]
 
-# Appended to the HELP of families built from zpool/zfs command output: those
-# facts are shared between scrapes for a few seconds, and when a collection
-# misses the scrape deadline the previous one is served.
-CACHED = " Cached: see zfs_advisor_facts_age_seconds and zfs_advisor_facts_stale."
+# Appended to the HELP of families built from zpool/zfs command output: the
+# commands run in the background (commands_interval_seconds) and scrapes serve
+# their latest output, which may lag the kstat-based families by that much.
+CACHED = " Refreshed in the background: see zfs_advisor_facts_age_seconds and zfs_advisor_facts_stale."
 
 
 def _compile(pattern: re.Pattern[str] | str | None) -> re.Pattern[str] | None:
@@ -75,7 +75,11 @@ class Scrape:
     options: ExportOptions = field(default_factory=ExportOptions)
     stale: bool = False  # the collection missed the deadline: these are the last good facts
     age_seconds: float | None = None  # None: not known (a replayed or first collection)
-    collections: int = 0  # collections the provider ran since start
+    collections: int = 0  # collections the provider served since start
+    command_runs: int = 0  # sets of zpool/zfs commands the provider ran since start
+    # Identifies the zpool/zfs output in `host` (Collection.commands_finished_at): while it is the
+    # same, collectors built from that output alone render the same text. None: do not reuse.
+    commands_generation: float | None = None
     source_durations: dict[str, float] = field(default_factory=dict)
 
     @cached_property

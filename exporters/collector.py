@@ -34,6 +34,7 @@ COLLECTORS: dict[str, Collect] = {
     "histograms": histograms.collect,
     "txgs": txgs.collect,
     "datasets": datasets.collect,
+    "dataset_io": datasets.collect_io,
     "disks": disks.collect,
     "module": params.collect,
 }
@@ -41,39 +42,76 @@ COLLECTORS: dict[str, Collect] = {
 SCRAPE: ContextVar[Scrape | None] = ContextVar("zfs_advisor_scrape", default=None)
 
 
+# Collectors built from zpool/zfs output alone: their text changes only when the
+# commands run again (every commands_interval_seconds), so render() reuses it
+# between runs. At 10,000 datasets that is most of a scrape's series.
+COMMAND_OUTPUT_ONLY = frozenset({"vdevs", "histograms", "datasets"})
+
+
 class FactsCollector:
     def __init__(self, collectors: Mapping[str, Collect] = COLLECTORS):
         self.collectors = dict(collectors)
+        self._text_cache: dict[str, tuple[tuple, bytes]] = {}
+
+    def _build(self, name: str, collect: Collect, scrape: Scrape) -> tuple[list[Metric], bool]:
+        try:
+            return [f for f in collect(scrape) if f.samples], True
+        except Exception:
+            log.exception("exporter collector %s failed", name)
+            return [], False
 
     def collect(self) -> Iterable[Metric]:
+        """prometheus_client's Collector interface (render() writes the same text, faster)."""
         scrape = SCRAPE.get()
         if scrape is None:  # rendered outside a scrape: nothing to say
             return
-        duration = GaugeMetricFamily(
-            "zfs_advisor_scrape_collector_duration_seconds",
-            "Time each exporter collector took to build its metrics on this scrape.",
-            labels=["collector"],
-        )
-        success = GaugeMetricFamily(
-            "zfs_advisor_scrape_collector_success",
-            "1 if the collector built its metrics on this scrape, 0 if it failed (see the service log).",
-            labels=["collector"],
-        )
+        timings: dict[str, tuple[float, bool]] = {}
         for name, collect in self.collectors.items():
             started = time.perf_counter()
-            try:
-                families = [f for f in collect(scrape) if f.samples]
-            except Exception:
-                log.exception("exporter collector %s failed", name)
-                families, ok = [], 0.0
-            else:
-                ok = 1.0
-            duration.add_metric([name], time.perf_counter() - started)
-            success.add_metric([name], ok)
+            families, ok = self._build(name, collect, scrape)
+            timings[name] = (time.perf_counter() - started, ok)
             yield from families
-        yield duration
-        yield success
+        yield from collector_metrics(timings)
         yield from self_metrics(scrape)
+
+    def render(self, scrape: Scrape) -> bytes:
+        """The text exposition of one scrape: the bytes of render(registry, scrape), with the text
+        of COMMAND_OUTPUT_ONLY collectors reused while the command output is the same."""
+        chunks: list[bytes] = []
+        timings: dict[str, tuple[float, bool]] = {}
+        for name, collect in self.collectors.items():
+            started = time.perf_counter()
+            key = (scrape.commands_generation, scrape.options)
+            cached = self._text_cache.get(name)
+            if cached is not None and cached[0] == key and scrape.commands_generation is not None:
+                chunk, ok = cached[1], True
+            else:
+                families, ok = self._build(name, collect, scrape)
+                chunk = text(families)
+                if ok and name in COMMAND_OUTPUT_ONLY:
+                    self._text_cache[name] = (key, chunk)
+            timings[name] = (time.perf_counter() - started, ok)
+            chunks.append(chunk)
+        chunks.append(text([*collector_metrics(timings), *self_metrics(scrape)]))
+        return b"".join(chunks)
+
+
+def collector_metrics(timings: Mapping[str, tuple[float, bool]]) -> list[Metric]:
+    duration = GaugeMetricFamily(
+        "zfs_advisor_scrape_collector_duration_seconds",
+        "Time each exporter collector took to build its metrics on this scrape (near 0 for vdevs, histograms "
+        "and datasets when the zpool/zfs output has not changed since the last scrape and their text is reused).",
+        labels=["collector"],
+    )
+    success = GaugeMetricFamily(
+        "zfs_advisor_scrape_collector_success",
+        "1 if the collector built its metrics on this scrape, 0 if it failed (see the service log).",
+        labels=["collector"],
+    )
+    for name, (seconds, ok) in timings.items():
+        duration.add_metric([name], seconds)
+        success.add_metric([name], float(ok))
+    return [duration, success]
 
 
 def self_metrics(scrape: Scrape) -> Iterable[Metric]:
@@ -82,9 +120,8 @@ def self_metrics(scrape: Scrape) -> Iterable[Metric]:
     build.add_metric([], {"version": __version__, "facts_schema": str(SCHEMA_VERSION)})
     stale = GaugeMetricFamily(
         "zfs_advisor_facts_stale",
-        "1 if the facts collection (zpool/zfs commands, kstats) missed this scrape's deadline "
-        "(metrics_scrape_deadline_seconds, or the scrape timeout Prometheus sends) and this scrape "
-        "served the last good collection instead; 0 if the facts are fresh.",
+        "1 if the zpool/zfs command output served is overdue: older than commands_interval_seconds plus "
+        "command_timeout_seconds (the background refresh fails or hangs), or not there yet; 0 if it is current.",
     )
     stale.add_metric([], float(scrape.stale))
     collected = GaugeMetricFamily(
@@ -93,10 +130,16 @@ def self_metrics(scrape: Scrape) -> Iterable[Metric]:
     collected.add_metric([], host.collected_at.timestamp())
     collections = CounterMetricFamily(
         "zfs_advisor_facts_collections",
-        "Facts collections run (one set of zpool/zfs processes each): concurrent scrapes share one, and facts "
-        "younger than facts_max_age_seconds are reused.",
+        "Facts collections served (kstats and sysfs read, with the latest zpool/zfs output): concurrent "
+        "scrapes share one, and one younger than facts_max_age_seconds is reused.",
     )
     collections.add_metric([], scrape.collections)
+    command_runs = CounterMetricFamily(
+        "zfs_advisor_command_runs",
+        "Runs of the zpool/zfs commands (one set of processes each), in the background every "
+        "commands_interval_seconds, or on demand when none is recent.",
+    )
+    command_runs.add_metric([], scrape.command_runs)
     sources = GaugeMetricFamily(
         "zfs_advisor_source_up",
         "1 if the source of facts (a command, kstat or sysfs tree) could be read on the collection served.",
@@ -111,11 +154,12 @@ def self_metrics(scrape: Scrape) -> Iterable[Metric]:
     )
     for name, seconds in sorted(scrape.source_durations.items()):
         source_time.add_metric([name], seconds)
-    out: list[Metric] = [build, stale, collected, collections, sources, source_time]
+    out: list[Metric] = [build, stale, collected, collections, command_runs, sources, source_time]
     if scrape.age_seconds is not None:
         age = GaugeMetricFamily(
             "zfs_advisor_facts_age_seconds",
-            "Age of the facts served: up to facts_max_age_seconds when reused, more when stale.",
+            "Age of the zpool/zfs command output served: up to commands_interval_seconds plus a run's time "
+            "when the background refresh keeps up.",
         )
         age.add_metric([], scrape.age_seconds)
         out.append(age)

@@ -71,6 +71,7 @@ def _compress_ratio(ds: Dataset) -> float | None:
 
 
 def collect(scrape: Scrape) -> Iterable[Metric]:
+    """Properties and space, from `zfs get` alone."""
     src = f"Source: zfs get -Hp.{CACHED}"
     labels = ["dataset", "pool"]
     info = InfoMetricFamily(
@@ -87,9 +88,6 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
         "zfs_dataset_compress_ratio", f"Compression ratio achieved (compressratio), >= 1. {src}", labels=labels
     )
     space = {prop: GaugeMetricFamily(name, f"{doc}. {src}", labels=labels) for prop, name, doc in SPACE}
-    io = KStatFamilies(OBJSET, labels)
-    detail = scrape.options.per_dataset
-    only = None if detail else CORE_IO
     for ds in scrape.datasets:
         labels = {"dataset": ds.name, "pool": ds.pool}  # shared by the dataset's samples
         props = ds.properties
@@ -102,7 +100,14 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
         for prop, family in space.items():
             if (v := ds.bytes_value(prop)) is not None and (v or prop not in OPTIONAL):
                 append(family, labels, v)
+    yield from (info, block, ratio, *space.values())
+
+
+def collect_io(scrape: Scrape) -> Iterable[Metric]:
+    """Logical I/O counters, from the objset kstats read for this scrape."""
+    io = KStatFamilies(OBJSET, ["dataset", "pool"])
+    only = None if scrape.options.per_dataset else CORE_IO
+    for ds in scrape.datasets:
         if ds.io is not None:
             io.add(ds.io, (ds.name, ds.pool), only)
-    yield from (info, block, ratio, *space.values())
     yield from io

@@ -1,11 +1,13 @@
 """GET /metrics: the Prometheus exporter (text format 0.0.4), rendered from the app's own registry.
 
-Facts come from the app's coalesced FactsProvider, so N scrapes at once fork
-at most one set of zpool/zfs processes. A scrape waits for fresh facts at
-most `metrics_scrape_deadline_seconds` (or, if shorter, 90% of the timeout
-Prometheus sends in X-Prometheus-Scrape-Timeout-Seconds); past that it serves
-the last good collection and says so (zfs_advisor_facts_stale 1). The
-collection goes on in the background for the next scrape.
+Facts come from the app's FactsProvider: kstats and sysfs read for this
+scrape, with the latest zpool/zfs output (refreshed in the background every
+`commands_interval_seconds`), so a scrape normally forks nothing and N
+concurrent scrapes share one read. When there is no command output yet, a
+scrape waits for it at most `metrics_scrape_deadline_seconds` (or, if
+shorter, 90% of the timeout Prometheus sends in
+X-Prometheus-Scrape-Timeout-Seconds), then serves what there is and says so
+(zfs_advisor_facts_stale 1).
 """
 from __future__ import annotations
 
@@ -14,24 +16,23 @@ import logging
 from datetime import datetime, timezone
 
 from aiohttp import web
-from prometheus_client import CollectorRegistry
 
 from advisor.appkeys import FACTS, SETTINGS
 from advisor.facts import Host, ZfsInfo
 from advisor.host.collect import Collection
 from exporters.base import ExportOptions, Scrape
-from exporters.collector import create_registry, render
+from exporters.collector import FactsCollector
 
 log = logging.getLogger(__name__)
-REGISTRY = web.AppKey("metrics_registry", CollectorRegistry)
+EXPORTER = web.AppKey("metrics_exporter", FactsCollector)
 OPTIONS = web.AppKey("metrics_options", ExportOptions)
 # What generate_latest() writes (legacy names, no UTF-8 escaping): text format 0.0.4.
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 def setup(app: web.Application) -> None:
-    """Route /metrics and give the app its own registry."""
-    app[REGISTRY] = create_registry()
+    """Route /metrics and give the app its exporter."""
+    app[EXPORTER] = FactsCollector()
     app[OPTIONS] = ExportOptions.from_settings(app[SETTINGS])
     app.router.add_get("/metrics", get_metrics)
 
@@ -51,9 +52,10 @@ async def get_metrics(request: web.Request) -> web.Response:
         app[SETTINGS].metrics_scrape_deadline_seconds, request.headers.get("X-Prometheus-Scrape-Timeout-Seconds")
     )
     collection: Collection | None
-    stale = False
     try:
-        collection = await asyncio.wait_for(provider.get(), deadline)
+        # the command wait gets 3/4 of the deadline: the rest is for reading kstats and rendering
+        collection = await asyncio.wait_for(provider.get(wait_seconds=0.75 * deadline), deadline)
+        stale = collection.stale
     except TimeoutError:
         collection, stale = provider.last, True
     except Exception:  # a collection that crashed: serve the last good one
@@ -72,7 +74,9 @@ async def get_metrics(request: web.Request) -> web.Response:
         stale=stale,
         age_seconds=age,
         collections=provider.collections,
+        command_runs=provider.command_runs,
+        commands_generation=collection.commands_finished_at,
         source_durations=collection.durations,
     )
-    body = await asyncio.to_thread(render, app[REGISTRY], scrape)
+    body = await asyncio.to_thread(app[EXPORTER].render, scrape)
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from advisor.facts import Host, KStat, Pool, SourceStatus, ZfsInfo
+from advisor.facts import Dataset, Host, Pool, SourceStatus, ZfsInfo
 from advisor.host import disks as disks_source
 from advisor.host import kstat as kstat_source
 from advisor.host import modparams, pool_kstats, system, txgs, zdb, zfs_props, zpool_iostat, zpool_props, zpool_status
@@ -36,12 +36,36 @@ class CollectCache:
     ashift: dict[tuple, dict] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(repr=False)  # a Host's repr is megabytes at 10,000 datasets (asyncio.run formats it)
 class Collection:
     """What one collection pass produced, and how long each source took."""
 
     host: Host
     durations: dict[str, float] = field(default_factory=dict)
+    # Monotonic time the zpool/zfs/zdb output in `host` was taken (CommandFacts.finished_at).
+    commands_finished_at: float | None = None
+    stale: bool = False  # that output is older than it should be (FactsProvider.commands_overdue)
+
+
+@dataclass(repr=False)
+class CommandFacts:
+    """What the zpool/zfs/zdb commands said: the slow half of a collection.
+
+    Forking zpool and zfs costs tens of milliseconds on a real host and
+    seconds under emulation or with thousands of datasets, so the service runs
+    them in the background (FactsProvider) and every request combines their
+    latest output with kstats and sysfs read fresh (`assemble`). The pools
+    and datasets here are never modified afterwards: `assemble` copies what
+    it changes, so one CommandFacts can serve concurrent requests.
+    """
+
+    pools: list[Pool] = field(default_factory=list)
+    datasets: list[Dataset] = field(default_factory=list)
+    userland_version: str | None = None
+    kmod_version: str | None = None  # as `zfs version` reports it, for hosts without /sys/module/zfs/version
+    sources: dict[str, SourceStatus] = field(default_factory=dict)
+    durations: dict[str, float] = field(default_factory=dict)
+    finished_at: float = field(default_factory=time.monotonic)
 
 
 class _Recorder:
@@ -97,6 +121,51 @@ class _Recorder:
 async def collect(
     files: HostFiles, runner: CommandRunner, now: datetime | None = None, cache: CollectCache | None = None
 ) -> Collection:
+    """Everything at once: the commands, then the files (the CLI, snapshots)."""
+    commands = await run_commands(files, runner, cache)
+    return assemble(files, commands, now)
+
+
+async def run_commands(files: HostFiles, runner: CommandRunner, cache: CollectCache | None = None) -> CommandFacts:
+    """Run zpool/zfs/zdb (concurrently) and parse their output into pools and datasets."""
+    rec = _Recorder()
+    zfs = _zfs_presence(files)
+    if not zfs.present:
+        return CommandFacts()
+    version = parse_version(zfs.kmod_version)
+    status_argv = zpool_status.STATUS_JSON_ARGV if has_json_output(version) else zpool_status.STATUS_TEXT_ARGV
+    zfs_version, pool_props, status, datasets_out, iostat_out = await asyncio.gather(
+        runner.run(["zfs", "version"]),
+        runner.run(list(zpool_props.ZPOOL_GET_ARGV)),
+        runner.run(list(status_argv)),
+        runner.run(list(zfs_props.zfs_get_argv())),
+        runner.run(list(zpool_iostat.IOSTAT_ARGV)),
+    )
+    facts = CommandFacts()
+    if zfs_version.ok:
+        facts.userland_version, facts.kmod_version = parse_zfs_version_command(zfs_version.stdout)
+
+    pools = _pools(pool_props, status, rec)
+    if "-j" in status.argv:
+        _resolve_leaf_names(files, pools)
+    facts.datasets = rec.parse("zfs_get", datasets_out, zfs_props.parse_zfs_get) or []
+    vdev_iostat = rec.parse("zpool_iostat", iostat_out, zpool_iostat.parse_vdev_iostat) or {}
+    for pool in pools:
+        zpool_iostat.attach_vdev_iostat(pool, vdev_iostat.get(pool.name, []))
+    await _attach_histograms(pools, runner, rec)
+    await _attach_ashift(pools, runner, rec, cache)
+    _map_leaves_to_disks(files, pools)
+    facts.pools, facts.sources, facts.durations = pools, rec.sources, rec.durations
+    facts.finished_at = time.monotonic()
+    return facts
+
+
+def assemble(files: HostFiles, commands: CommandFacts | None, now: datetime | None = None) -> Collection:
+    """A Host from `commands` plus what the files say now (kstats, sysfs, module parameters).
+
+    Cheap enough for every scrape: no process is started. Blocking file I/O:
+    the service runs it in a thread.
+    """
     rec = _Recorder()
     identity = system.read_identity(files)
     zfs = _zfs_presence(files)
@@ -111,33 +180,16 @@ async def collect(
 
     _read_global_kstats(files, host, rec)
     host.module_params = rec.read("module_params", lambda: modparams.read_module_params(files), modparams.PARAMS_DIR) or {}
+    if commands is None:  # the first run of the commands has not finished yet
+        host.sources = rec.sources
+        return Collection(host, rec.durations)
 
-    version = parse_version(zfs.kmod_version)
-    status_argv = zpool_status.STATUS_JSON_ARGV if has_json_output(version) else zpool_status.STATUS_TEXT_ARGV
-    zfs_version, pool_props, status, datasets_out, iostat_out = await asyncio.gather(
-        runner.run(["zfs", "version"]),
-        runner.run(list(zpool_props.ZPOOL_GET_ARGV)),
-        runner.run(list(status_argv)),
-        runner.run(list(zfs_props.zfs_get_argv())),
-        runner.run(list(zpool_iostat.IOSTAT_ARGV)),
-    )
-    if zfs_version.ok:
-        host.zfs.userland_version, kmod = parse_zfs_version_command(zfs_version.stdout)
-        host.zfs.kmod_version = host.zfs.kmod_version or kmod
-
-    host.pools = _pools(pool_props, status, rec)
-    if "-j" in status.argv:
-        _resolve_leaf_names(files, host.pools)
-    host.datasets = rec.parse("zfs_get", datasets_out, zfs_props.parse_zfs_get) or []
-    vdev_iostat = rec.parse("zpool_iostat", iostat_out, zpool_iostat.parse_vdev_iostat) or {}
-    for pool in host.pools:
-        zpool_iostat.attach_vdev_iostat(pool, vdev_iostat.get(pool.name, []))
-    await _attach_histograms(host.pools, runner, rec)
-    await _attach_ashift(host.pools, runner, rec, cache)
-    _attach_pool_kstats(files, host, rec)
-    _map_leaves_to_disks(host)
-    host.sources = rec.sources
-    return Collection(host, rec.durations)
+    host.zfs.userland_version = commands.userland_version
+    host.zfs.kmod_version = host.zfs.kmod_version or commands.kmod_version
+    host.pools, host.datasets = _attach_pool_kstats(files, commands.pools, commands.datasets, rec)
+    files_first = {k: v for k, v in rec.sources.items() if not k.startswith("txgs:")}
+    host.sources = {**files_first, **commands.sources, **rec.sources}  # the order a full collection reads them
+    return Collection(host, {**rec.durations, **commands.durations}, commands.finished_at)
 
 
 def _zfs_presence(files: HostFiles) -> ZfsInfo:
@@ -222,20 +274,32 @@ async def _attach_ashift(pools: list[Pool], runner: CommandRunner, rec: _Recorde
             rec.sources.setdefault(f"zdb:{pool.name}", SourceStatus(ok=True))
 
 
-def _attach_pool_kstats(files: HostFiles, host: Host, rec: _Recorder) -> None:
-    by_dataset = {d.name: d for d in host.datasets}
-    for pool in host.pools:
+def _attach_pool_kstats(
+    files: HostFiles, pools: list[Pool], datasets: list[Dataset], rec: _Recorder
+) -> tuple[list[Pool], list[Dataset]]:
+    """Copies of `pools` and `datasets` with their kstats read now (the originals stay as they are)."""
+    fresh_pools, io_by_dataset = [], {}
+    for pool in pools:
         path = f"{kstat_source.KSTAT_DIR}/{pool.name}/txgs"
-        pool.kstat_state = pool_kstats.read_state(files, pool.name)
-        pool.iostats = pool_kstats.read_iostats(files, pool.name)
-        pool.txgs = rec.read(f"txgs:{pool.name}", lambda: txgs.parse_txgs(files.read_text(path)), path) or []
-        for name, io in pool_kstats.read_objsets(files, pool.name).items():
-            if ds := by_dataset.get(name):
-                ds.io = KStat(values=io.values)
+        fresh_pools.append(pool.model_copy(update={
+            "kstat_state": pool_kstats.read_state(files, pool.name),
+            "iostats": pool_kstats.read_iostats(files, pool.name),
+            "txgs": rec.read(f"txgs:{pool.name}", lambda: txgs.parse_txgs(files.read_text(path)), path) or [],
+        }))
+        io_by_dataset.update(pool_kstats.read_objsets(files, pool.name))
+    fresh_datasets = [
+        ds.model_copy(update={"io": io}) if (io := io_by_dataset.get(ds.name)) is not None else ds for ds in datasets
+    ]
+    return fresh_pools, fresh_datasets
 
 
-def _map_leaves_to_disks(host: Host) -> None:
-    for pool in host.pools:
-        for leaf in pool.leaves():
-            if leaf.path and leaf.type == "disk":
-                leaf.disk = disks_source.disk_of_device(leaf.path, host.disks)
+def _map_leaves_to_disks(files: HostFiles, pools: list[Pool]) -> None:
+    leaves = [leaf for pool in pools for leaf in pool.leaves() if leaf.path and leaf.type == "disk"]
+    if not leaves:
+        return
+    try:
+        disks = disks_source.read_disks(files)
+    except (OSError, ValueError):
+        return  # `assemble` reports the disks source
+    for leaf in leaves:
+        leaf.disk = disks_source.disk_of_device(leaf.path, disks)

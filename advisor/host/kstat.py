@@ -7,6 +7,8 @@ ks_data_size ks_crtime ks_snaptime`), a column line `name type data`, then one
 """
 from __future__ import annotations
 
+import re
+
 from advisor.facts import KStat
 from advisor.host.files import HostFiles
 
@@ -20,17 +22,18 @@ class KStatFormatError(ValueError):
     pass
 
 
+# A row: name, type, and the rest of the line (a string value may contain blanks).
+_ROW = re.compile(r"^(\S+)[ \t]+(\d+)[ \t]*(.*?)[ \t]*$", re.M)
+
+
 def parse_named_kstat(text: str) -> KStat:
-    lines = text.splitlines()
-    if len(lines) < 2 or lines[1].split()[:3] != ["name", "type", "data"]:
+    # One regex pass over the file: thousands of objset kstats are read on every scrape.
+    header, sep, rest = text.partition("\n")
+    columns, sep, body = rest.partition("\n")
+    if columns.split()[:3] != ["name", "type", "data"]:
         raise KStatFormatError("not a named kstat (no 'name type data' header)")
     values: dict[str, int | str] = {}
-    for line in lines[2:]:
-        parts = line.split(None, 2)
-        if len(parts) < 2:
-            continue
-        name, kind = parts[0], parts[1]
-        raw = parts[2].strip() if len(parts) == 3 else ""
+    for name, kind, raw in _ROW.findall(body):
         if kind in _STRING_TYPES:
             values[name] = raw
         else:
@@ -38,7 +41,7 @@ def parse_named_kstat(text: str) -> KStat:
                 values[name] = int(raw)
             except ValueError:
                 raise KStatFormatError(f"{name}: value {raw!r} is not an integer") from None
-    return KStat(values=values)
+    return KStat.model_construct(values=values)  # the types are settled above
 
 
 def read_named_kstat(files: HostFiles, path: str) -> KStat:

@@ -1,52 +1,128 @@
-"""Facts on demand for the service: cached briefly and coalesced.
+"""Facts for the service: command output refreshed in the background, kstats read fresh.
 
-However many scrapes or requests arrive at once, at most one collection runs
-(one set of zpool/zfs processes); callers arriving while it runs share its
-result, and a result younger than `max_age_seconds` is served as is.
+A collection has two halves (advisor.host.collect):
+
+* the zpool/zfs/zdb commands (`CommandFacts`): forks, tens of milliseconds
+  on a real host, seconds under emulation or with thousands of datasets.
+  `run()` refreshes them every `commands_interval_seconds` in the
+  background; without it (the CLI, tests) `get()` refreshes them on demand
+  once they are older than that;
+* kstats, sysfs and module parameters: no process, read again for every
+  collection (in a thread, the event loop stays free), so counters are as
+  fresh as the request.
+
+However many scrapes or requests arrive at once, at most one command run
+and one file read are under way; callers arriving meanwhile share the
+result, and a collection younger than `max_age_seconds` is served as is.
 """
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 
-from advisor.host.collect import CollectCache, Collection
-from advisor.host.snapshot import collect_from_root
+from advisor.host.collect import CollectCache, Collection, CommandFacts, assemble, run_commands
+from advisor.host.snapshot import host_view
+
+log = logging.getLogger(__name__)
 
 
 class FactsProvider:
-    def __init__(self, root: str = "/", command_timeout_seconds: float = 10.0, max_age_seconds: float = 5.0):
+    def __init__(
+        self,
+        root: str = "/",
+        command_timeout_seconds: float = 10.0,
+        max_age_seconds: float = 5.0,
+        commands_interval_seconds: float = 15.0,
+    ):
         self.root = root
         self.command_timeout_seconds = command_timeout_seconds
         self.max_age_seconds = max_age_seconds
-        self.collections = 0  # how many collections actually ran (self-metric)
+        self.commands_interval_seconds = commands_interval_seconds
+        self.files, self.runner, self._replayed_at = host_view(root, command_timeout_seconds)
+        self.collections = 0  # collections served: kstats read + latest command output (self-metric)
+        self.command_runs = 0  # sets of zpool/zfs processes run (self-metric)
+        self._cache = CollectCache()
+        self._commands: CommandFacts | None = None
+        self._commands_task: asyncio.Task[CommandFacts] | None = None
         self._last: Collection | None = None
         self._last_at = 0.0
-        self._inflight: asyncio.Task[Collection] | None = None
-        self._cache = CollectCache()
+        self._collecting: asyncio.Task[Collection] | None = None
 
     @property
     def last(self) -> Collection | None:
         return self._last
 
     def age_seconds(self) -> float | None:
-        """Seconds since the last collection finished; None before the first."""
-        return time.monotonic() - self._last_at if self._last is not None else None
+        """Age of the command output in the last collection; None before the first."""
+        if self._last is None or self._last.commands_finished_at is None:
+            return None
+        return time.monotonic() - self._last.commands_finished_at
 
-    async def get(self, max_age_seconds: float | None = None) -> Collection:
+    def commands_overdue(self) -> bool:
+        """True when no command output is younger than one interval plus a command's deadline:
+        the refresh is failing or hanging, and what is served is stale."""
+        if self._commands is None:
+            return True
+        age = time.monotonic() - self._commands.finished_at
+        return age > self.commands_interval_seconds + self.command_timeout_seconds
+
+    def _commands_run(self) -> asyncio.Task[CommandFacts]:
+        """The run under way, or a new one (synchronous: no other caller can slip in between)."""
+        if self._commands_task is None:
+            self._commands_task = asyncio.create_task(self._run_commands())
+        return self._commands_task
+
+    async def refresh_commands(self) -> CommandFacts:
+        """Run the commands now (or join the run under way)."""
+        # shield: a caller giving up must not cancel the run the others wait for
+        return await asyncio.shield(self._commands_run())
+
+    async def _run_commands(self) -> CommandFacts:
+        try:
+            commands = await run_commands(self.files, self.runner, self._cache)
+            self.command_runs += 1
+            self._commands = commands
+            return commands
+        finally:
+            self._commands_task = None
+
+    async def run(self) -> None:
+        """Refresh the command output forever (the service's background task)."""
+        while True:
+            try:
+                await self.refresh_commands()
+            except Exception:  # keep serving the last good output; the log says why
+                log.exception("zpool/zfs command refresh failed")
+            await asyncio.sleep(self.commands_interval_seconds)
+
+    async def get(self, max_age_seconds: float | None = None, wait_seconds: float | None = None) -> Collection:
+        """A collection no older than `max_age_seconds`.
+
+        If the command output is missing or older than the interval, wait for
+        a refresh at most `wait_seconds` (None: as long as it takes), then go
+        on with what there is; `Collection.stale` says when that is old.
+        """
         max_age = self.max_age_seconds if max_age_seconds is None else max_age_seconds
         if self._last is not None and time.monotonic() - self._last_at <= max_age:
             return self._last
-        if self._inflight is None:
-            self._inflight = asyncio.create_task(self._collect())
-        # shield: one caller giving up (a scrape timing out) must not cancel
-        # the collection the other callers are waiting for.
-        return await asyncio.shield(self._inflight)
+        if self._collecting is None:
+            self._collecting = asyncio.create_task(self._collect(wait_seconds))
+        return await asyncio.shield(self._collecting)
 
-    async def _collect(self) -> Collection:
+    async def _collect(self, wait_seconds: float | None) -> Collection:
         try:
-            collection = await collect_from_root(self.root, self.command_timeout_seconds, self._cache)
+            commands = self._commands
+            age = time.monotonic() - commands.finished_at if commands else None
+            if age is None or age > self.commands_interval_seconds:
+                try:
+                    commands = await asyncio.wait_for(asyncio.shield(self._commands_run()), wait_seconds)
+                except TimeoutError:
+                    commands = self._commands  # the run goes on for the next caller
+            collection = await asyncio.to_thread(assemble, self.files, commands, self._replayed_at)
+            collection.stale = self.commands_overdue()
             self.collections += 1
             self._last, self._last_at = collection, time.monotonic()
             return collection
         finally:
-            self._inflight = None
+            self._collecting = None

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -10,6 +11,7 @@ from advisor.api.metrics import deadline_seconds
 from advisor.app import create_app
 from advisor.appkeys import FACTS
 from advisor.settings import Settings
+from tests.unit.test_provider import RECORDING, HangingRunner
 
 
 @pytest.fixture
@@ -49,27 +51,34 @@ async def test_parallel_scrapes_share_one_collection(http_client, root):
     assert {tuple(values(b, "zfs_advisor_facts_collections_total").values()) for b in bodies} == {(1.0,)}
 
 
-async def test_a_slow_collection_serves_the_last_good_one_and_says_so(http_client, root, monkeypatch):
-    app = create_app(Settings(root=str(root), metrics_scrape_deadline_seconds=0.2))
+async def test_a_hung_zpool_serves_the_last_command_output_and_says_so(http_client, tmp_path):
+    host = tmp_path / "host"
+    shutil.copytree(RECORDING, host)
+    app = create_app(Settings(root=str(host), metrics_scrape_deadline_seconds=0.2, command_timeout_seconds=0.3,
+                              commands_interval_seconds=0.3, facts_max_age_seconds=0))
     client = await http_client(app)
     first = await (await client.get("/metrics")).text()
-    provider = app[FACTS]
-    last = provider.last
-
-    async def slow_collection(max_age_seconds=None):
-        await asyncio.sleep(5)
-        return last
-
-    monkeypatch.setattr(provider, "get", slow_collection)
-    resp = await client.get("/metrics")
+    assert values(first, "zfs_advisor_facts_stale") == {(): 0.0}
+    app[FACTS].runner = HangingRunner()
+    await asyncio.sleep(1.0)  # the background refresh hangs past interval + command timeout
+    resp = await client.get("/metrics", headers={"X-Prometheus-Scrape-Timeout-Seconds": "0.1"})
     text = await resp.text()
     assert resp.status == 200
     assert values(text, "zfs_advisor_facts_stale") == {(): 1.0}
-    stamp = "zfs_advisor_facts_collected_timestamp_seconds"
-    assert values(text, stamp) == values(first, stamp)
-    # Prometheus's own scrape timeout shortens the deadline further
-    resp = await client.get("/metrics", headers={"X-Prometheus-Scrape-Timeout-Seconds": "0.05"})
-    assert values(await resp.text(), "zfs_advisor_facts_stale") == {(): 1.0}
+    assert values(text, "zfs_advisor_facts_age_seconds")[()] >= 0.6
+    health = "zfs_pool_health"
+    assert values(text, health) == values(first, health) and values(text, health)  # last good zpool output
+
+
+async def test_scrapes_fork_nothing_while_the_command_output_is_recent(http_client, tmp_path):
+    host = tmp_path / "host"
+    shutil.copytree(RECORDING, host)
+    app = create_app(Settings(root=str(host), facts_max_age_seconds=0, commands_interval_seconds=3600))
+    client = await http_client(app)
+    for _ in range(3):
+        text = await (await client.get("/metrics")).text()
+    assert values(text, "zfs_advisor_command_runs_total") == {(): 1.0}
+    assert values(text, "zfs_advisor_facts_collections_total") == {(): 3.0}
 
 
 def test_deadline_follows_the_prometheus_timeout_header_when_shorter():

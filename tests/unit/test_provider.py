@@ -1,35 +1,129 @@
-"""Facts are collected once for many concurrent callers, and reused while young."""
+"""FactsProvider: zpool/zfs output refreshed by interval (or in the background), kstats read fresh
+for every collection, concurrent callers sharing one collection.
+
+The host is a copy of a lab recording (OpenZFS 2.3.2, ssd-mirror2x2, idle), replayed: its
+commands answer from the recording, its kstat files are real files the tests edit."""
 import asyncio
+import re
+import shutil
+
+import pytest
 
 from advisor.host.provider import FactsProvider
+from advisor.host.runner import ReplayRunner
+from tests.conftest import HOSTS
+
+RECORDING = HOSTS / "2.3.2" / "ssd-mirror2x2" / "idle"
+ARCSTATS = "proc/spl/kstat/zfs/arcstats"
 
 
-def _root(tmp_path):
-    (tmp_path / "proc").mkdir()
-    (tmp_path / "proc" / "meminfo").write_text("MemTotal:  1024 kB\n")
-    return str(tmp_path)
+@pytest.fixture
+def host(tmp_path):
+    root = tmp_path / "host"
+    shutil.copytree(RECORDING, root)
+    return root
 
 
-async def test_concurrent_callers_share_one_collection(tmp_path):
-    provider = FactsProvider(_root(tmp_path), max_age_seconds=0)
+def set_arc_hits(root, hits: int) -> None:
+    path = root / ARCSTATS
+    path.write_text(re.sub(r"^(hits\s+4\s+)\d+$", rf"\g<1>{hits}", path.read_text(), flags=re.M))
+
+
+class HangingRunner(ReplayRunner):
+    """A zpool that never answers (a hung pool, an overloaded host)."""
+
+    def __init__(self):
+        super().__init__([])
+
+    async def run(self, argv, timeout_seconds=None):
+        await asyncio.sleep(3600)
+
+
+async def test_kstats_are_read_for_every_collection_commands_once_per_interval(host):
+    provider = FactsProvider(str(host), max_age_seconds=0, commands_interval_seconds=3600)
+    set_arc_hits(host, 111)
+    first = await provider.get()
+    set_arc_hits(host, 222)
+    second = await provider.get()
+    assert (first.host.arc.values["hits"], second.host.arc.values["hits"]) == (111, 222)
+    assert provider.command_runs == 1 and provider.collections == 2
+    assert [p.name for p in second.host.pools] == ["tank"]
+    assert second.host.pools[0].root == first.host.pools[0].root  # the same zpool status, not re-run
+    assert not first.stale and not second.stale
+
+
+async def test_commands_run_again_once_older_than_the_interval(host):
+    provider = FactsProvider(str(host), max_age_seconds=0, commands_interval_seconds=0.05)
+    await provider.get()
+    await provider.get()
+    assert provider.command_runs == 1
+    await asyncio.sleep(0.1)
+    await provider.get()
+    assert provider.command_runs == 2
+
+
+async def test_the_background_task_refreshes_the_commands(host):
+    provider = FactsProvider(str(host), commands_interval_seconds=0.02)
+    task = asyncio.create_task(provider.run())
+    try:
+        for _ in range(200):
+            if provider.command_runs >= 3:
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        task.cancel()
+    assert provider.command_runs >= 3
+
+
+async def test_concurrent_callers_share_one_collection(host):
+    provider = FactsProvider(str(host), max_age_seconds=0)
     results = await asyncio.gather(*(provider.get() for _ in range(20)))
-    assert provider.collections == 1
+    assert provider.collections == 1 and provider.command_runs == 1
     assert all(r is results[0] for r in results)
 
 
-async def test_young_facts_are_reused_old_ones_refreshed(tmp_path):
-    provider = FactsProvider(_root(tmp_path), max_age_seconds=60)
+async def test_young_collections_are_reused_old_ones_refreshed(host):
+    provider = FactsProvider(str(host), max_age_seconds=60)
     first = await provider.get()
     assert await provider.get() is first and provider.collections == 1
     fresh = await provider.get(max_age_seconds=0)
     assert fresh is not first and provider.collections == 2
 
 
-async def test_a_caller_giving_up_does_not_cancel_the_others(tmp_path):
-    provider = FactsProvider(_root(tmp_path), max_age_seconds=0)
+async def test_a_caller_giving_up_does_not_cancel_the_others(host):
+    provider = FactsProvider(str(host), max_age_seconds=0)
     impatient = asyncio.create_task(provider.get())
     patient = asyncio.create_task(provider.get())
     await asyncio.sleep(0)
     impatient.cancel()
     collection = await patient
-    assert collection.host.memory_bytes == 1024 * 1024
+    assert [p.name for p in collection.host.pools] == ["tank"]
+
+
+async def test_a_collection_leaves_the_command_output_it_used_unchanged(host):
+    provider = FactsProvider(str(host), max_age_seconds=0, commands_interval_seconds=3600)
+    first = await provider.get()
+    (host / "proc/spl/kstat/zfs/tank/txgs").write_text("txg birth state ndirty nread nwritten reads writes otime qtime wtime stime\n")
+    second = await provider.get()
+    assert first.host.pools[0].txgs and not second.host.pools[0].txgs
+
+
+async def test_without_command_output_kstats_are_served_and_marked_stale(host):
+    provider = FactsProvider(str(host), max_age_seconds=0, command_timeout_seconds=0.05)
+    provider.runner = HangingRunner()
+    collection = await provider.get(wait_seconds=0.05)
+    assert collection.stale
+    assert collection.host.arc is not None and collection.host.pools == []
+
+
+async def test_overdue_command_output_is_served_and_marked_stale(host):
+    provider = FactsProvider(str(host), max_age_seconds=0, command_timeout_seconds=0.2,
+                             commands_interval_seconds=0.2)
+    good = await provider.get()
+    assert not good.stale
+    provider.runner = HangingRunner()
+    await asyncio.sleep(0.5)  # past interval + command timeout
+    collection = await provider.get(wait_seconds=0.05)
+    assert collection.stale
+    assert [p.name for p in collection.host.pools] == ["tank"]  # the last good output
+    assert collection.commands_finished_at == good.commands_finished_at
