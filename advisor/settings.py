@@ -11,8 +11,10 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
+
+from advisor.names import check_dataset_name
 
 DEFAULT_CONFIG_FILE = Path("/etc/zfs-advisor/config.toml")
 DEFAULT_PORT = 9135
@@ -46,6 +48,18 @@ class Settings(BaseSettings):
     metrics_per_vdev: bool = Field(False, description="Queues, latencies and histograms per vdev, not only per pool.")
     metrics_per_dataset: bool = Field(False, description="Every objset counter per dataset (per-dataset ZIL stats).")
     metrics_all_disks: bool = Field(False, description="Every block device, not only those behind exported pools.")
+    workloads: dict[str, str] = Field(
+        default_factory=dict,
+        description="Dataset -> workload it serves, e.g. {\"tank/pg\" = \"postgres\"}: the advice for each is "
+        "exported as zfs_advisor_recommendation_info (workloads are checked against the rules at start).",
+    )
+
+    @field_validator("workloads")
+    @classmethod
+    def _dataset_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for dataset in value:
+            check_dataset_name(dataset)  # InvalidName is a ValueError: a validation error naming it
+        return value
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["json", "text"] = "json"
 

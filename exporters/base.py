@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from prometheus_client.core import Metric
 from prometheus_client.samples import Sample
@@ -80,6 +80,8 @@ class Scrape:
     # Identifies the zpool/zfs output in `host` (Collection.commands_finished_at): while it is the
     # same, collectors built from that output alone render the same text. None: do not reuse.
     commands_generation: float | None = None
+    # (workload, Recommendation) for the datasets in the `workloads` setting (exporters/recommendations.py).
+    recommendations: tuple[tuple[str, Any], ...] = ()
     source_durations: dict[str, float] = field(default_factory=dict)
 
     @cached_property

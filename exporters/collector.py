@@ -19,7 +19,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 
 from advisor import __version__
 from advisor.facts import SCHEMA_VERSION
-from exporters import arc, datasets, disks, histograms, kstats, params, pools, txgs, vdevs
+from exporters import arc, datasets, disks, histograms, kstats, params, pools, recommendations, txgs, vdevs
 from exporters.base import Collect, Scrape
 from exporters.exposition import text
 
@@ -37,15 +37,17 @@ COLLECTORS: dict[str, Collect] = {
     "dataset_io": datasets.collect_io,
     "disks": disks.collect,
     "module": params.collect,
+    "recommendations": recommendations.collect,
 }
 
 SCRAPE: ContextVar[Scrape | None] = ContextVar("zfs_advisor_scrape", default=None)
 
 
-# Collectors built from zpool/zfs output alone: their text changes only when the
-# commands run again (every commands_interval_seconds), so render() reuses it
-# between runs. At 10,000 datasets that is most of a scrape's series.
-COMMAND_OUTPUT_ONLY = frozenset({"vdevs", "histograms", "datasets"})
+# Collectors built from zpool/zfs output alone (and the advice computed from it
+# once per command run): their text changes only when the commands run again
+# (every commands_interval_seconds), so render() reuses it between runs. At
+# 10,000 datasets that is most of a scrape's series.
+COMMAND_OUTPUT_ONLY = frozenset({"vdevs", "histograms", "datasets", "recommendations"})
 
 
 class FactsCollector:

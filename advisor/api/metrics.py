@@ -1,4 +1,4 @@
-"""GET /metrics: the Prometheus exporter (text format 0.0.4), rendered from the app's own registry.
+"""GET /metrics: the Prometheus exporter (text format 0.0.4), written by the app's FactsCollector.
 
 Facts come from the app's FactsProvider: kstats and sysfs read for this
 scrape, with the latest zpool/zfs output (refreshed in the background every
@@ -17,9 +17,14 @@ from datetime import datetime, timezone
 
 from aiohttp import web
 
+from advisor.api.recommend import RULEBOOK
 from advisor.appkeys import FACTS, SETTINGS
+from advisor.engine.loader import RuleBook
+from advisor.engine.models import Recommendation
+from advisor.engine.service import recommend
 from advisor.facts import Host, ZfsInfo
 from advisor.host.collect import Collection
+from advisor.settings import SettingsError
 from exporters.base import ExportOptions, Scrape
 from exporters.collector import FactsCollector
 
@@ -31,10 +36,52 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 def setup(app: web.Application) -> None:
-    """Route /metrics and give the app its exporter."""
+    """Route /metrics and give the app its exporter (after recommend.setup: it needs the rules)."""
+    book = app[RULEBOOK]
+    for dataset, workload in app[SETTINGS].workloads.items():
+        if workload not in book.workloads:
+            raise SettingsError(f"workloads: {dataset} = {workload!r} is not a workload; valid: "
+                                + ", ".join(sorted(book.workloads)))
+    app[ADVICE] = Advice()
     app[EXPORTER] = FactsCollector()
     app[OPTIONS] = ExportOptions.from_settings(app[SETTINGS])
     app.router.add_get("/metrics", get_metrics)
+
+
+class Advice:
+    """The engine's advice for the datasets in the `workloads` setting, computed once per command run."""
+
+    def __init__(self) -> None:
+        self._generation: float | None = None
+        self._advice: tuple[tuple[str, Recommendation], ...] = ()
+
+    async def for_collection(
+        self, collection: Collection, book: RuleBook, workloads: dict[str, str]
+    ) -> tuple[tuple[str, Recommendation], ...]:
+        generation = collection.commands_finished_at
+        if not workloads or generation is None:
+            return ()
+        if generation != self._generation:
+            self._advice = await asyncio.to_thread(advise, collection.host, book, workloads)
+            self._generation = generation
+        return self._advice
+
+
+ADVICE = web.AppKey("metrics_advice", Advice)
+
+
+def advise(host: Host, book: RuleBook, workloads: dict[str, str]) -> tuple[tuple[str, Recommendation], ...]:
+    advice: list[tuple[str, Recommendation]] = []
+    for dataset, workload in sorted(workloads.items()):
+        if host.dataset(dataset) is None:
+            continue  # not on this host (yet): nothing to advise
+        try:
+            response = recommend(host, book, workload, dataset=dataset, now=host.collected_at)
+        except Exception:  # the exporter goes on without this dataset's advice; the log says why
+            log.exception("recommendations for %s (%s) failed", dataset, workload)
+            continue
+        advice += [(workload, r) for r in response.recommendations]
+    return tuple(advice)
 
 
 def deadline_seconds(configured: float, header: str | None) -> float:
@@ -77,6 +124,7 @@ async def get_metrics(request: web.Request) -> web.Response:
         command_runs=provider.command_runs,
         commands_generation=collection.commands_finished_at,
         source_durations=collection.durations,
+        recommendations=await app[ADVICE].for_collection(collection, app[RULEBOOK], app[SETTINGS].workloads),
     )
     body = await asyncio.to_thread(app[EXPORTER].render, scrape)
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
