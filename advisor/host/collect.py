@@ -134,12 +134,15 @@ async def run_commands(files: HostFiles, runner: CommandRunner, cache: CollectCa
         return CommandFacts()
     version = parse_version(zfs.kmod_version)
     status_argv = zpool_status.STATUS_JSON_ARGV if has_json_output(version) else zpool_status.STATUS_TEXT_ARGV
-    zfs_version, pool_props, status, datasets_out, iostat_out = await asyncio.gather(
+    # All at once: a run takes as long as its slowest command (at most command_timeout_seconds).
+    zfs_version, pool_props, status, datasets_out, iostat_out, latency, size = await asyncio.gather(
         runner.run(["zfs", "version"]),
         runner.run(list(zpool_props.ZPOOL_GET_ARGV)),
         runner.run(list(status_argv)),
         runner.run(list(zfs_props.zfs_get_argv())),
         runner.run(list(zpool_iostat.IOSTAT_ARGV)),
+        runner.run(list(zpool_iostat.LATENCY_HISTOGRAM_ARGV)),
+        runner.run(list(zpool_iostat.SIZE_HISTOGRAM_ARGV)),
     )
     facts = CommandFacts()
     if zfs_version.ok:
@@ -152,7 +155,7 @@ async def run_commands(files: HostFiles, runner: CommandRunner, cache: CollectCa
     vdev_iostat = rec.parse("zpool_iostat", iostat_out, zpool_iostat.parse_vdev_iostat) or {}
     for pool in pools:
         zpool_iostat.attach_vdev_iostat(pool, vdev_iostat.get(pool.name, []))
-    await _attach_histograms(pools, runner, rec)
+    _attach_histograms(pools, latency, size, rec)
     await _attach_ashift(pools, runner, rec, cache)
     _map_leaves_to_disks(files, pools)
     facts.pools, facts.sources, facts.durations = pools, rec.sources, rec.durations
@@ -238,12 +241,9 @@ def _resolve_leaf_names(files: HostFiles, pools: list[Pool]) -> None:
                 leaf.path = leaf.name = files.realpath(leaf.path)
 
 
-async def _attach_histograms(pools: list[Pool], runner: CommandRunner, rec: _Recorder) -> None:
+def _attach_histograms(pools: list[Pool], latency: CommandResult, size: CommandResult, rec: _Recorder) -> None:
     if not pools:
-        return
-    latency, size = await asyncio.gather(
-        runner.run(list(zpool_iostat.LATENCY_HISTOGRAM_ARGV)), runner.run(list(zpool_iostat.SIZE_HISTOGRAM_ARGV))
-    )
+        return  # nothing to attach them to (and no source to report)
     for name, out, parser, attr in (
         ("zpool_iostat_latency", latency, zpool_iostat.parse_latency_histograms, "latency_histograms"),
         ("zpool_iostat_size", size, zpool_iostat.parse_size_histograms, "size_histograms"),

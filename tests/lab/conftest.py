@@ -7,8 +7,10 @@ Lab tests run only when asked for:
 
 Fixtures:
   * lab_vm — a booted VM with its layout's pool created; parametrize it
-    indirectly with (zfs_line, layout_name).  Session scoped: tests that share
-    a parameter share one VM, and pytest boots one VM at a time.
+    indirectly with (zfs_line, layout_name).  One VM per OpenZFS line boots
+    with the disks of every selected layout attached (a boot costs minutes
+    under emulation); each layout's pool is created when its tests start and
+    destroyed when the next layout's start.  One VM runs at a time.
   * labparams.lab_params(...) gives the (zfs, layout) pairs selected by
     ZFS_ADVISOR_LAB_ZFS (e.g. "2.3") and ZFS_ADVISOR_LAB_LAYOUTS (comma separated).
 """
@@ -24,6 +26,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import labimage  # noqa: E402
+import labparams  # noqa: E402
 from labvm import LabVM  # noqa: E402
 
 
@@ -64,9 +67,44 @@ def _require_lab(config: pytest.Config, zfs: str) -> None:
         pytest.skip(problem)
 
 
+class _Machines:
+    """The one running lab VM, for the OpenZFS line asked for last."""
+
+    def __init__(self) -> None:
+        self.vm: LabVM | None = None
+
+    def for_line(self, zfs: str) -> LabVM:
+        if self.vm is not None and self.vm.image.zfs_line == zfs:
+            return self.vm
+        self.stop()  # one VM at a time: two emulated VMs on 2 cores slow both 3-5x
+        vm = LabVM(zfs, layouts=labparams.selected_layouts())
+        try:
+            vm.start()
+        except BaseException:
+            vm.stop()
+            raise
+        self.vm = vm
+        return vm
+
+    def stop(self) -> None:
+        if self.vm is not None:
+            vm, self.vm = self.vm, None
+            vm.stop()
+
+
 @pytest.fixture(scope="session")
-def lab_vm(request: pytest.FixtureRequest):
+def _lab_machines():
+    machines = _Machines()
+    try:
+        yield machines
+    finally:
+        machines.stop()
+
+
+@pytest.fixture(scope="session")
+def lab_vm(request, _lab_machines):
     zfs, layout = request.param
     _require_lab(request.config, zfs)
-    with LabVM(zfs, layout) as vm:
-        yield vm
+    vm = _lab_machines.for_line(zfs)
+    vm.use_layout(layout)
+    return vm

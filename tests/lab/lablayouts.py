@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import shlex
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 LAYOUTS_FILE = Path(__file__).resolve().parent / "layouts.toml"
@@ -35,10 +35,13 @@ class Disk:
     physical_block_size: int
     iops: int | None
     bps: int | None
+    # The SCSI serial, hence the /dev/disk/by-id name; the disk's name unless
+    # several layouts share one VM (Layout.with_serial_prefix).
+    serial_prefix: str = ""
 
     @property
     def serial(self) -> str:
-        return self.name
+        return self.serial_prefix + self.name
 
     @property
     def by_id(self) -> str:
@@ -91,6 +94,10 @@ class Layout:
     expect: dict = field(default_factory=dict)
     # zfs module parameters set only around `zpool create`, restored afterwards
     create_module_params: dict = field(default_factory=dict)
+
+    def with_serial_prefix(self, prefix: str) -> "Layout":
+        """The same layout with disk serials `<prefix><name>`: unique when layouts share a VM."""
+        return replace(self, disks=tuple(replace(d, serial_prefix=prefix) for d in self.disks))
 
     def zpool_create_argv(self) -> list[str]:
         by_name = {d.name: d for d in self.disks}

@@ -4,6 +4,10 @@
         rc, out, err = vm.exec(["zpool", "status", "-p"])
         vm.exec("fio ... &")                 # a string runs through the guest's shell
 
+    with LabVM(zfs="2.3", layouts=["hdd-raidz1x4", "ssd-mirror2x2"]) as vm:
+        vm.use_layout("hdd-raidz1x4")        # one boot, the disks of every layout
+        vm.use_layout("ssd-mirror2x2")       # destroys the previous pool first
+
 Each VM gets a private temp dir holding its root overlay (qcow2 over the
 cached image), sparse raw data disks and the console log.  The working copy
 of the repository is shared read-only at /project (9p); a writable host dir
@@ -77,11 +81,19 @@ def free_port() -> int:
 
 class LabVM:
     def __init__(self, zfs: str = "2.3", layout: str | None = None, *,
+                 layouts: Sequence[str] = (),
                  create_pool: bool = True, out_dir: Path | str | None = None,
                  memory_mib: int = 4096, cpus: int = 2, project: Path | str | None = None,
                  verbose: bool = False):
+        """`layout`: its disks are attached and its pool created at boot.  `layouts`: the
+        disks of all of them are attached (serials prefixed L<i>), no pool is created;
+        use_layout() creates one pool at a time: one boot for many layouts."""
+        if layout and layouts:
+            raise ValueError("give layout or layouts, not both")
         self.image = labimage.require_image(zfs)
         self.layout = layouts_mod.get(layout) if layout and layout != "none" else None
+        self.attached = ([self.layout] if self.layout else
+                         [layouts_mod.get(n).with_serial_prefix(f"L{i}") for i, n in enumerate(layouts)])
         self.create_pool = create_pool
         self.out_dir = Path(out_dir).resolve() if out_dir else None
         self.memory_mib = memory_mib
@@ -130,20 +142,21 @@ class LabVM:
         ]
         if self.out_dir:
             argv += ["-virtfs", f"local,path={self.out_dir},mount_tag=out,security_model=none"]
-        if self.layout:
-            for i, disk in enumerate(self.layout.disks):
-                argv += disk.qemu_args(self.tmp / f"{disk.name}.raw", i)
+        for i, disk in enumerate(self.disks()):
+            argv += disk.qemu_args(self.tmp / f"{disk.serial}.raw", i)
         return argv
+
+    def disks(self) -> list[layouts_mod.Disk]:
+        return [d for layout in self.attached for d in layout.disks]
 
     def start(self) -> None:
         t0 = time.monotonic()
         self.tmp = Path(tempfile.mkdtemp(prefix="zfs-lab-"))
         subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2",
                         "-b", str(self.image.root), str(self.tmp / "root.qcow2")], check=True)
-        if self.layout:
-            for disk in self.layout.disks:
-                with open(self.tmp / f"{disk.name}.raw", "wb") as f:
-                    f.truncate(disk.size)
+        for disk in self.disks():
+            with open(self.tmp / f"{disk.serial}.raw", "wb") as f:
+                f.truncate(disk.size)
         if self.out_dir:
             self.out_dir.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
@@ -161,11 +174,28 @@ class LabVM:
             mounts.append("mount -t 9p -o trans=virtio,version=9p2000.L,rw,msize=262144 out /out")
         self.exec(" && ".join(mounts)).check("mounting 9p shares")
         if self.layout and self.create_pool:
-            t1 = time.monotonic()
-            self.exec(self.layout.setup_script(), timeout=900).check(
-                f"creating layout {self.layout.name}")
-            self.timings["create_layout"] = time.monotonic() - t1
-            self._log(f"layout {self.layout.name} created in {self.timings['create_layout']:.1f} s")
+            self._create(self.layout)
+
+    def _create(self, layout: layouts_mod.Layout) -> None:
+        t1 = time.monotonic()
+        self.exec(layout.setup_script(), timeout=900).check(f"creating layout {layout.name}")
+        self.timings[f"create_layout {layout.name}"] = time.monotonic() - t1
+        self._log(f"layout {layout.name} created in {time.monotonic() - t1:.1f} s")
+
+    def use_layout(self, name: str) -> layouts_mod.Layout:
+        """Make `name` (one of `layouts`) the VM's pool: destroy the current pool, create this one."""
+        if self.layout is not None and self.layout.name == name:
+            return self.layout
+        layout = next((l for l in self.attached if l.name == name), None)
+        if layout is None:
+            raise LabError(f"layout {name} is not attached to this VM: {[l.name for l in self.attached]}")
+        # also after a failed creation, which may have left a pool behind
+        self.exec("! zpool list -H tank >/dev/null 2>&1 || zpool destroy -f tank", timeout=300).check(
+            f"destroying the pool of {self.layout.name if self.layout else 'a failed layout'}")
+        self.layout = None
+        self._create(layout)
+        self.layout = layout
+        return layout
 
     def _ssh_base(self) -> list[str]:
         assert self.tmp is not None

@@ -4,7 +4,9 @@ The daemon runs in the VM (the working copy shared at /project); an ssh
 tunnel exposes its port to the host, where Debian's Prometheus scrapes it.
 PromQL must return the pool, vdev, ARC, txg and histogram series, and the
 counters must lie between what `zpool iostat` and the kstats say just before
-and just after Prometheus read them.
+and just after Prometheus read them.  The zpool/zfs output refreshes in the
+background (every 5 s here), so the test waits for two command runs after
+its "before" reading: the second of them started after it.
 """
 from __future__ import annotations
 
@@ -25,6 +27,16 @@ pytestmark = [
 ]
 PY = "PYTHONPATH=/project /opt/zfs-advisor-venv/bin/python"
 PORT = 9135
+COMMANDS_INTERVAL = 5  # seconds between the daemon's zpool/zfs runs
+
+
+def command_runs(vm) -> int:
+    """zfs_advisor_command_runs_total, read from the daemon inside the VM."""
+    out = vm.exec(f"{PY} -c 'import urllib.request as u\n"
+                  f"for l in u.urlopen(\"http://127.0.0.1:{PORT}/metrics\").read().decode().splitlines():\n"
+                  f"    if l.startswith(\"zfs_advisor_command_runs_total \"): print(int(float(l.split()[1])))'",
+                  check=True).stdout
+    return int(out)
 
 
 def histogram_total(vm, pool: str, flag: str, column: int) -> int:
@@ -41,8 +53,8 @@ def last_txg(vm, pool: str) -> int:
 @pytest.fixture
 def exporter_url(lab_vm):
     vm = lab_vm
-    vm.exec(f"nohup env {PY} -m advisor serve --port {PORT} >/root/advisor.log 2>&1 & echo $! >/root/advisor.pid",
-            check=True)
+    vm.exec(f"nohup env ZFS_ADVISOR_COMMANDS_INTERVAL_SECONDS={COMMANDS_INTERVAL} {PY} -m advisor serve "
+            f"--port {PORT} >/root/advisor.log 2>&1 & echo $! >/root/advisor.pid", check=True)
     vm.exec(f"{PY} -c 'import time, urllib.request as u\n"
             f"for _ in range(120):\n"
             f"    try: u.urlopen(\"http://127.0.0.1:{PORT}/healthz\").read(); break\n"
@@ -66,26 +78,29 @@ def test_prometheus_scrapes_the_exporter_in_the_vm(lab_vm, exporter_url, tmp_pat
             "dd if=/tank/pg/lab-io of=/dev/null bs=8k status=none", timeout=300, check=True)
     reads_before = histogram_total(vm, "tank", "-w", 0)
     txg_before = last_txg(vm, "tank")
+    runs_before = command_runs(vm)
     with PrometheusServer(tmp_path, targets=[exporter_url], scrape_interval="5s") as prom:
         prom.wait_for('up{job="zfs-advisor"} == 1', timeout=120)
-        prom.wait_for("zfs_pool_latency_seconds_count", timeout=120)
-        reads_after = histogram_total(vm, "tank", "-w", 0)
-        txg_after = last_txg(vm, "tank")
+        prom.wait_for(f"zfs_advisor_command_runs_total >= {runs_before + 2}", timeout=180)
 
         def one(expr: str) -> float:
             result = prom.query(expr)
             assert len(result) == 1, (expr, result)
             return float(result[0]["value"][1])
 
-        assert one('zfs_pool_health{pool="tank",state="ONLINE"}') == 1
         reads = one('zfs_pool_latency_seconds_count{pool="tank",queue="total",op="read"}')
+        txgs = one('zfs_pool_txgs_total{pool="tank"}')
+        reads_after = histogram_total(vm, "tank", "-w", 0)
+        txg_after = last_txg(vm, "tank")
         assert reads_before <= reads <= reads_after and reads > 0
+        assert txg_before <= txgs <= txg_after
+        assert one('zfs_pool_health{pool="tank",state="ONLINE"}') == 1
         p99 = one('histogram_quantile(0.99, zfs_pool_latency_seconds_bucket{pool="tank",queue="total",op="read"})')
         assert 1e-6 < p99 < 10
-        assert txg_before <= one('zfs_pool_txgs_total{pool="tank"}') <= txg_after
         assert {r["metric"]["vdev"] for r in prom.query('zfs_vdev_info{pool="tank"}')} >= {"mirror-0", "mirror-1"}
         assert one("zfs_arc_size_bytes") > 0
         assert one('zfs_dataset_written_bytes_total{dataset="tank/pg"}') >= 32 << 20
         assert len(prom.query('disk_reads_completed_total')) == 4
         assert one("min(zfs_advisor_scrape_collector_success)") == 1
         assert one("zfs_advisor_facts_stale") == 0
+        assert one("zfs_advisor_facts_age_seconds") < COMMANDS_INTERVAL + 10

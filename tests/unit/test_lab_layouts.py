@@ -1,0 +1,32 @@
+"""The lab's layouts sharing one VM (tests/lab/conftest.py): every disk keeps a unique serial, hence a
+unique /dev/disk/by-id name, and each layout's pool is built from its own disks only."""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lab"))
+import lablayouts  # noqa: E402
+
+
+def shared_vm_layouts():
+    return [layout.with_serial_prefix(f"L{i}") for i, layout in enumerate(lablayouts.load().values())]
+
+
+def test_serials_are_unique_when_every_layout_shares_a_vm():
+    serials = [d.serial for layout in shared_vm_layouts() for d in layout.disks]
+    assert len(serials) == len(set(serials)) > len(lablayouts.load())
+    names = [d.name for layout in lablayouts.load().values() for d in layout.disks]
+    assert len(names) > len(set(names))  # without prefixes they would collide
+
+
+def test_each_pool_is_created_from_its_own_prefixed_disks():
+    for layout in shared_vm_layouts():
+        own = {d.by_id for d in layout.disks}
+        devices = {a for a in layout.zpool_create_argv() if a.startswith("/dev/")}
+        assert devices == own, layout.name
+        script = layout.setup_script()
+        assert all(d.by_id in script for d in layout.disks)
+
+
+def test_a_layout_alone_keeps_its_recorded_disk_names():
+    layout = lablayouts.get("ssd-mirror2x2")
+    assert [d.by_id.rsplit("_", 1)[1] for d in layout.disks] == ["ssd0", "ssd1", "ssd2", "ssd3"]
