@@ -32,16 +32,21 @@ def parse_named_kstat(text: str) -> KStat:
     columns, sep, body = rest.partition("\n")
     if columns.split()[:3] != ["name", "type", "data"]:
         raise KStatFormatError("not a named kstat (no 'name type data' header)")
-    values: dict[str, int | str] = {}
-    for name, kind, raw in _ROW.findall(body):
-        if kind in _STRING_TYPES:
-            values[name] = raw
-        else:
-            try:
-                values[name] = int(raw)
-            except ValueError:
-                raise KStatFormatError(f"{name}: value {raw!r} is not an integer") from None
+    rows = _ROW.findall(body)
+    try:
+        values = {name: raw if kind in _STRING_TYPES else int(raw) for name, kind, raw in rows}
+    except ValueError:
+        bad = next((n, r) for n, k, r in rows if k not in _STRING_TYPES and not _is_int(r))
+        raise KStatFormatError(f"{bad[0]}: value {bad[1]!r} is not an integer") from None
     return KStat.model_construct(values=values)  # the types are settled above
+
+
+def _is_int(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
 
 
 def read_named_kstat(files: HostFiles, path: str) -> KStat:
