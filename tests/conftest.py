@@ -1,12 +1,12 @@
 """Shared test helpers: where the recorded host snapshots live."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
-import os
 HOSTS = Path(os.environ.get("ZFS_ADVISOR_TEST_HOSTS", FIXTURES / "hosts"))
 
 

@@ -43,14 +43,35 @@ def _lab_requested(config: pytest.Config) -> tuple[bool, bool]:
     return ("lab" in expr and "not lab" not in expr), False
 
 
+@pytest.hookimpl(trylast=True)  # after pytest's own grouping by fixture parameter
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     run, _ = _lab_requested(config)
     if run:
+        _order_by_vm(items)
         return
     skip = pytest.mark.skip(reason="lab test: set ZFS_ADVISOR_LAB=1 or select -m lab")
     for item in items:
         if "lab" in item.keywords:
             item.add_marker(skip)
+
+
+def _order_by_vm(items: list[pytest.Item]) -> None:
+    """Every test of one OpenZFS line, then the next, layout by layout: each switch of
+    line is a boot (minutes), each switch of layout a pool creation.  Stable: tests
+    keep their order within a (line, layout)."""
+    lines = list(labimage.ZFS_LINES)
+    layouts = labparams.selected_layouts()
+
+    def key(item: pytest.Item) -> tuple[int, int]:
+        spec = getattr(item, "callspec", None)
+        param = spec.params.get("lab_vm") if spec else None
+        if not param:
+            return (-1, -1)  # lab-free tests first
+        zfs, layout = param
+        return (lines.index(zfs) if zfs in lines else len(lines),
+                layouts.index(layout) if layout in layouts else len(layouts))
+
+    items.sort(key=key)
 
 
 def _require_lab(config: pytest.Config, zfs: str) -> None:
