@@ -21,7 +21,7 @@ from advisor import __version__
 from advisor.facts import SCHEMA_VERSION
 from exporters import arc, datasets, disks, histograms, kstats, params, pools, recommendations, txgs, vdevs
 from exporters.base import Collect, Scrape
-from exporters.exposition import text
+from exporters.exposition import has_samples, text
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ class FactsCollector:
 
     def _build(self, name: str, collect: Collect, scrape: Scrape) -> tuple[list[Metric], bool]:
         try:
-            return [f for f in collect(scrape) if f.samples], True
+            return [f for f in collect(scrape) if has_samples(f)], True
         except Exception:
             log.exception("exporter collector %s failed", name)
             return [], False
@@ -165,7 +165,7 @@ def self_metrics(scrape: Scrape) -> Iterable[Metric]:
         )
         age.add_metric([], scrape.age_seconds)
         out.append(age)
-    return [f for f in out if f.samples]
+    return [f for f in out if has_samples(f)]
 
 
 def create_registry(collector: FactsCollector | None = None) -> CollectorRegistry:

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
+from prometheus_client.core import InfoMetricFamily, Metric
 
 from advisor.facts import Dataset
 from advisor.host.zfs_props import TUNING_PROPERTIES
 from exporters.base import CACHED, Scrape, append
+from exporters.exposition import RowsFamily
 from exporters.named import KStatFamilies, KStatSpec
 
 # (property, metric, description): numeric space properties. Limits that are
@@ -79,27 +80,27 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
         f"Tuning properties of a filesystem or volume as labels (values as zfs get -p prints them). {src}",
         labels=labels,
     )
-    block = GaugeMetricFamily(
+    block = RowsFamily(
         "zfs_dataset_block_size_bytes",
         f"recordsize of a filesystem or volblocksize of a volume: the largest block written. {src}",
-        labels=labels,
+        "gauge", labels,
     )
-    ratio = GaugeMetricFamily(
-        "zfs_dataset_compress_ratio", f"Compression ratio achieved (compressratio), >= 1. {src}", labels=labels
+    ratio = RowsFamily(
+        "zfs_dataset_compress_ratio", f"Compression ratio achieved (compressratio), >= 1. {src}", "gauge", labels
     )
-    space = {prop: GaugeMetricFamily(name, f"{doc}. {src}", labels=labels) for prop, name, doc in SPACE}
+    space = {prop: RowsFamily(name, f"{doc}. {src}", "gauge", labels) for prop, name, doc in SPACE}
     for ds in scrape.datasets:
-        labels = {"dataset": ds.name, "pool": ds.pool}  # shared by the dataset's samples
+        key = (ds.name, ds.pool)
         props = ds.properties
         text = {p: props[p].value if p in props else "" for p in INFO_PROPERTIES}
-        append(info, {**labels, "type": ds.type, **text}, 1.0)
+        append(info, {"dataset": ds.name, "pool": ds.pool, "type": ds.type, **text}, 1.0)
         if (size := _block_size(ds)) is not None:
-            append(block, labels, size)
+            block.add(key, size)
         if (r := _compress_ratio(ds)) is not None:
-            append(ratio, labels, r)
+            ratio.add(key, r)
         for prop, family in space.items():
             if (v := ds.bytes_value(prop)) is not None and (v or prop not in OPTIONAL):
-                append(family, labels, v)
+                family.add(key, v)
     yield from (info, block, ratio, *space.values())
 
 

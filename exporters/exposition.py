@@ -10,10 +10,11 @@ so rendering costs a few microseconds per sample.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from prometheus_client.core import Metric
 from prometheus_client.openmetrics.exposition import escape_label_name, escape_metric_name
+from prometheus_client.samples import Sample
 from prometheus_client.utils import floatToGoString
 
 _TYPES = {"counter": "counter", "info": "gauge", "stateset": "gauge", "gaugehistogram": "histogram", "unknown": "untyped"}
@@ -60,6 +61,63 @@ def _line(name: str, labels: dict[str, str], value: float, timestamp, cache: dic
     return text + "\n"
 
 
+class RowsFamily(Metric):
+    """A gauge or counter family kept as rows of (label values, value), not Sample objects.
+
+    Thousands of datasets give tens of thousands of kstat samples a scrape;
+    text() writes rows straight, reusing each label set's text from earlier
+    scrapes. `samples` builds the Sample list on demand, so prometheus_client
+    (generate_latest, a registry) sees an ordinary family.
+    """
+
+    def __init__(self, name: str, documentation: str, typ: str, labelnames: Sequence[str]):
+        super().__init__(name, documentation, typ)
+        self.labelnames = tuple(labelnames)
+        self.rows: list[tuple[tuple[str, ...], float]] = []
+
+    def add(self, labelvalues: tuple[str, ...], value: float) -> None:
+        self.rows.append((labelvalues, value))
+
+    @property  # type: ignore[override]
+    def samples(self) -> list[Sample]:
+        name = self.name + _SUFFIX.get(self.type, "")
+        return [Sample(name, dict(zip(self.labelnames, values)), value) for values, value in self.rows]
+
+    @samples.setter
+    def samples(self, value: list[Sample]) -> None:
+        if value:  # Metric.__init__ sets an empty list
+            raise AttributeError("a RowsFamily takes rows (add), not samples")
+
+
+def has_samples(metric: Metric) -> bool:
+    """Whether a family has anything to write (without building a RowsFamily's samples)."""
+    return bool(metric.rows) if isinstance(metric, RowsFamily) else bool(metric.samples)
+
+
+# (label names, label values) -> the text between the braces; label sets recur
+# every scrape (a dataset's), so their text is kept, up to a bound.
+_ROW_LABELS: dict[tuple[tuple[str, ...], tuple[str, ...]], str] = {}
+_ROW_LABELS_MAX = 500_000
+
+
+def _row_labels(names: tuple[str, ...], values: tuple[str, ...]) -> str:
+    key = (names, values)
+    inner = _ROW_LABELS.get(key)
+    if inner is None:
+        if len(_ROW_LABELS) >= _ROW_LABELS_MAX:
+            _ROW_LABELS.clear()
+        inner = _ROW_LABELS[key] = _labels(dict(zip(names, values)))
+    return inner
+
+
+def _rows(metric: RowsFamily) -> list[str]:
+    name = _name(metric.name + _SUFFIX.get(metric.type, ""))
+    names = metric.labelnames
+    if not names:
+        return [f"{name} {_value(value)}\n" for _, value in metric.rows]
+    return [f"{name}{{{_row_labels(names, values)}}} {_value(value)}\n" for values, value in metric.rows]
+
+
 def _header(name: str, documentation: str, mtype: str) -> str:
     doc = documentation.replace("\\", r"\\").replace("\n", r"\n")
     return f"# HELP {_name(name)} {doc}\n# TYPE {_name(name)} {mtype}\n"
@@ -71,6 +129,9 @@ def text(families: Iterable[Metric]) -> bytes:
     for metric in families:
         mtype = _TYPES.get(metric.type, metric.type)
         output.append(_header(metric.name + _SUFFIX.get(metric.type, ""), metric.documentation, mtype))
+        if isinstance(metric, RowsFamily):
+            output.extend(_rows(metric))
+            continue
         extra: dict[str, list[str]] = {}
         base = metric.name
         for s in metric.samples:

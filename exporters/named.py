@@ -18,10 +18,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import Metric
 
 from advisor.facts import KStat
-from exporters.base import append
+from exporters.exposition import RowsFamily
 
 
 @dataclass(frozen=True)
@@ -65,21 +65,22 @@ class KStatFamilies:
             base = base[: -len("count")] + "entries"
         description = spec.help.get(name) or ("Bytes" if in_bytes else "Level" if is_gauge else "Count")
         doc = f"{description}. Source: {self.source} {name}."
-        cls = GaugeMetricFamily if is_gauge else CounterMetricFamily
-        family = cls(f"{spec.prefix}_{base}", doc, labels=self.labelnames)
+        family = RowsFamily(f"{spec.prefix}_{base}", doc, "gauge" if is_gauge else "counter", self.labelnames)
         self._families[name] = family
         return family
 
     def add(self, kstat: KStat, labelvalues: Sequence[str] = (), only: Iterable[str] | None = None) -> None:
         """One sample per integer field (only those in `only`, if given)."""
-        labels = dict(zip(self.labelnames, labelvalues))
+        labelvalues = tuple(labelvalues)
         scale = self.spec.scale
         values = kstat.values
         names = values if only is None else [n for n in only if n in values]
+        families = self._families
         for name in names:
             value = values[name]
             if isinstance(value, int):
-                append(self._family(name), labels, value * scale[name] if name in scale else value)
+                family = families.get(name) or self._family(name)
+                family.rows.append((labelvalues, value * scale[name] if name in scale else value))
 
     def __iter__(self) -> Iterable[Metric]:
         return iter(self._families.values())

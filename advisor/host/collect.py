@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from advisor.facts import Dataset, Host, Pool, SourceStatus, ZfsInfo
+from advisor.facts import Dataset, Host, KStat, Pool, SourceStatus, ZfsInfo
 from advisor.host import disks as disks_source
 from advisor.host import kstat as kstat_source
 from advisor.host import modparams, pool_kstats, system, txgs, zdb, zfs_props, zpool_iostat, zpool_props, zpool_status
@@ -34,6 +34,12 @@ class CollectCache:
     """
 
     ashift: dict[tuple, dict] = field(default_factory=dict)
+    # Objset kstats as last read, per path: most datasets are idle between
+    # two scrapes, and an unchanged file need not be parsed again.
+    objsets: pool_kstats.ObjsetCache = field(default_factory=dict)
+    # id(dataset from the commands) -> (that dataset, its io, the copy carrying the io),
+    # so an idle dataset is not copied again for every collection.
+    with_io: dict[int, tuple[Dataset, KStat, Dataset]] = field(default_factory=dict)
 
 
 @dataclass(repr=False)  # a Host's repr is megabytes at 10,000 datasets (asyncio.run formats it)
@@ -123,7 +129,7 @@ async def collect(
 ) -> Collection:
     """Everything at once: the commands, then the files (the CLI, snapshots)."""
     commands = await run_commands(files, runner, cache)
-    return assemble(files, commands, now)
+    return assemble(files, commands, now, cache)
 
 
 async def run_commands(files: HostFiles, runner: CommandRunner, cache: CollectCache | None = None) -> CommandFacts:
@@ -163,7 +169,9 @@ async def run_commands(files: HostFiles, runner: CommandRunner, cache: CollectCa
     return facts
 
 
-def assemble(files: HostFiles, commands: CommandFacts | None, now: datetime | None = None) -> Collection:
+def assemble(
+    files: HostFiles, commands: CommandFacts | None, now: datetime | None = None, cache: CollectCache | None = None
+) -> Collection:
     """A Host from `commands` plus what the files say now (kstats, sysfs, module parameters).
 
     Cheap enough for every scrape: no process is started. Blocking file I/O:
@@ -189,7 +197,7 @@ def assemble(files: HostFiles, commands: CommandFacts | None, now: datetime | No
 
     host.zfs.userland_version = commands.userland_version
     host.zfs.kmod_version = host.zfs.kmod_version or commands.kmod_version
-    host.pools, host.datasets = _attach_pool_kstats(files, commands.pools, commands.datasets, rec)
+    host.pools, host.datasets = _attach_pool_kstats(files, commands.pools, commands.datasets, rec, cache)
     files_first = {k: v for k, v in rec.sources.items() if not k.startswith("txgs:")}
     host.sources = {**files_first, **commands.sources, **rec.sources}  # the order a full collection reads them
     return Collection(host, {**rec.durations, **commands.durations}, commands.finished_at)
@@ -275,10 +283,15 @@ async def _attach_ashift(pools: list[Pool], runner: CommandRunner, rec: _Recorde
 
 
 def _attach_pool_kstats(
-    files: HostFiles, pools: list[Pool], datasets: list[Dataset], rec: _Recorder
+    files: HostFiles, pools: list[Pool], datasets: list[Dataset], rec: _Recorder, cache: CollectCache | None
 ) -> tuple[list[Pool], list[Dataset]]:
     """Copies of `pools` and `datasets` with their kstats read now (the originals stay as they are)."""
     fresh_pools, io_by_dataset = [], {}
+    objsets = cache.objsets if cache is not None else None
+    if objsets is not None:  # forget the objsets of pools that are gone
+        live = tuple(f"{kstat_source.KSTAT_DIR}/{p.name}/" for p in pools)
+        for path in [p for p in objsets if not p.startswith(live)]:
+            del objsets[path]
     for pool in pools:
         path = f"{kstat_source.KSTAT_DIR}/{pool.name}/txgs"
         fresh_pools.append(pool.model_copy(update={
@@ -286,10 +299,21 @@ def _attach_pool_kstats(
             "iostats": pool_kstats.read_iostats(files, pool.name),
             "txgs": rec.read(f"txgs:{pool.name}", lambda: txgs.parse_txgs(files.read_text(path)), path) or [],
         }))
-        io_by_dataset.update(pool_kstats.read_objsets(files, pool.name))
-    fresh_datasets = [
-        ds.model_copy(update={"io": io}) if (io := io_by_dataset.get(ds.name)) is not None else ds for ds in datasets
-    ]
+        io_by_dataset.update(pool_kstats.read_objsets(files, pool.name, objsets))
+    previous = cache.with_io if cache is not None else {}
+    copies: dict[int, tuple[Dataset, KStat, Dataset]] = {}
+    fresh_datasets = []
+    for ds in datasets:
+        io = io_by_dataset.get(ds.name)
+        if io is None:
+            fresh_datasets.append(ds)
+            continue
+        known = previous.get(id(ds))
+        copy = known[2] if known is not None and known[0] is ds and known[1] is io else ds.model_copy(update={"io": io})
+        copies[id(ds)] = (ds, io, copy)
+        fresh_datasets.append(copy)
+    if cache is not None:
+        cache.with_io = copies
     return fresh_pools, fresh_datasets
 
 

@@ -25,9 +25,21 @@ def read_iostats(files: HostFiles, pool: str) -> KStat | None:
         return None  # OpenZFS < 2.1 has no iostats kstat
 
 
-def read_objsets(files: HostFiles, pool: str) -> dict[str, KStat]:
-    """-> {dataset name: its objset I/O kstat}."""
+# path -> (the file's text, dataset name, parsed counters) as last read
+ObjsetCache = dict[str, tuple[str, str, KStat]]
+
+
+def read_objsets(files: HostFiles, pool: str, cache: ObjsetCache | None = None) -> dict[str, KStat]:
+    """-> {dataset name: its objset I/O kstat}.
+
+    With a `cache`, a file whose text is unchanged since the last read gives
+    the same KStat object again without parsing (the KStat must not be modified).
+    """
     found: dict[str, KStat] = {}
+    directory = f"{KSTAT_DIR}/{pool}/"
+    # This pool's entries are taken out and put back when still there, so objsets
+    # that are gone (destroyed datasets, an earlier pool of this name) are forgotten.
+    previous = {p: cache.pop(p) for p in [p for p in cache if p.startswith(directory)]} if cache is not None else {}
     try:
         names = files.listdir(f"{KSTAT_DIR}/{pool}")
     except OSError:
@@ -35,11 +47,23 @@ def read_objsets(files: HostFiles, pool: str) -> dict[str, KStat]:
     for entry in names:
         if not entry.startswith("objset-"):
             continue
+        path = directory + entry
         try:
-            kstat = parse_named_kstat(files.read_text(f"{KSTAT_DIR}/{pool}/{entry}"))
-        except (OSError, ValueError):
+            text = files.read_text(path)
+        except OSError:
+            continue
+        cached = previous.get(path)
+        if cached is not None and cached[0] == text:
+            found[cached[1]] = cached[2]
+            cache[path] = cached  # type: ignore[index]  (previous is empty without a cache)
+            continue
+        try:
+            kstat = parse_named_kstat(text)
+        except ValueError:
             continue
         name = kstat.values.pop("dataset_name", None)
         if isinstance(name, str) and name:
             found[name] = kstat
+            if cache is not None:
+                cache[path] = (text, name, kstat)
     return found

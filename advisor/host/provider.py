@@ -119,7 +119,7 @@ class FactsProvider:
                     commands = await asyncio.wait_for(asyncio.shield(self._commands_run()), wait_seconds)
                 except TimeoutError:
                     commands = self._commands  # the run goes on for the next caller
-            collection = await asyncio.to_thread(assemble, self.files, commands, self._replayed_at)
+            collection = await asyncio.to_thread(assemble, self.files, commands, self._replayed_at, self._cache)
             collection.stale = self.commands_overdue()
             self.collections += 1
             self._last, self._last_at = collection, time.monotonic()

@@ -45,3 +45,18 @@ def test_same_bytes_as_generate_latest_for_every_collector_and_odd_values():
 
 def test_empty_registry_is_empty_output():
     assert text(CollectorRegistry().collect()) == generate_latest(CollectorRegistry()) == b""
+
+
+def test_a_rows_family_writes_what_the_same_samples_would():
+    from exporters.exposition import RowsFamily, has_samples
+
+    rows = RowsFamily("zfs_rows_test", "rows \\ with\nhelp", "counter", ["pool", "dataset"])
+    assert not has_samples(rows)
+    for i, value in enumerate([0, 7, 2**60, 1e-9]):
+        rows.add((f'tank"{i}', f"tank/ds\\{i}"), value)
+    plain = CounterMetricFamily("zfs_rows_test", "rows \\ with\nhelp", labels=["pool", "dataset"])
+    for values, value in rows.rows:
+        plain.add_metric(list(values), value)
+    assert has_samples(rows)
+    assert text([rows]) == text([plain]) == generate_latest(_Fixed([plain])) == generate_latest(_Fixed([rows]))
+    assert text([rows]) == text([rows])  # the second time from the kept label text

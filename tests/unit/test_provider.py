@@ -127,3 +127,37 @@ async def test_overdue_command_output_is_served_and_marked_stale(host):
     assert collection.stale
     assert [p.name for p in collection.host.pools] == ["tank"]  # the last good output
     assert collection.commands_finished_at == good.commands_finished_at
+
+
+def objset_of(root, dataset: str):
+    for path in (root / "proc/spl/kstat/zfs/tank").glob("objset-*"):
+        if re.search(rf"^dataset_name\s+7\s+{re.escape(dataset)}$", path.read_text(), re.M):
+            return path
+    raise AssertionError(f"no objset kstat for {dataset}")
+
+
+def set_objset_field(path, field: str, value: int) -> None:
+    path.write_text(re.sub(rf"^({field}\s+4\s+)\d+$", rf"\g<1>{value}", path.read_text(), flags=re.M))
+
+
+async def test_objset_counters_are_fresh_and_idle_datasets_are_not_parsed_again(host):
+    provider = FactsProvider(str(host), max_age_seconds=0, commands_interval_seconds=3600)
+    set_objset_field(objset_of(host, "tank/pg"), "nwritten", 1000)
+    first = await provider.get()
+    set_objset_field(objset_of(host, "tank/pg"), "nwritten", 2000)
+    second = await provider.get()
+    pg = [c.host.dataset("tank/pg") for c in (first, second)]
+    assert [d.io.values["nwritten"] for d in pg] == [1000, 2000]
+    assert pg[1] is not pg[0]
+    logs = [c.host.dataset("tank/logs") for c in (first, second)]
+    assert logs[1] is logs[0] and logs[0].io is not None  # unchanged file: the same facts, not re-read into new ones
+
+
+async def test_a_destroyed_dataset_is_forgotten(host):
+    provider = FactsProvider(str(host), max_age_seconds=0, commands_interval_seconds=3600)
+    await provider.get()
+    gone = objset_of(host, "tank/media")
+    gone.unlink()
+    collection = await provider.get()
+    assert collection.host.dataset("tank/media").io is None  # still listed by the last zfs get, no counters
+    assert not [p for p in provider._cache.objsets if p.endswith(gone.name)]
