@@ -43,11 +43,11 @@ COLLECTORS: dict[str, Collect] = {
 SCRAPE: ContextVar[Scrape | None] = ContextVar("zfs_advisor_scrape", default=None)
 
 
-# Collectors built from zpool/zfs output alone (and the advice computed from it
-# once per command run): their text changes only when the commands run again
+# Collectors built from zpool/zfs output alone (and module parameters, read with
+# it, and the advice computed from it once per command run): their text changes only when the commands run again
 # (every commands_interval_seconds), so render() reuses it between runs. At
 # 10,000 datasets that is most of a scrape's series.
-COMMAND_OUTPUT_ONLY = frozenset({"vdevs", "histograms", "datasets", "recommendations"})
+COMMAND_OUTPUT_ONLY = frozenset({"vdevs", "histograms", "datasets", "module", "recommendations"})
 
 
 class FactsCollector:

@@ -14,7 +14,7 @@ from typing import Iterable
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
 from advisor.facts import Disk
-from exporters.base import Scrape
+from exporters.base import CACHED, Scrape
 
 _STATS = "Source: /proc/diskstats."
 _SYS = "/sys/block/<device>"
@@ -61,7 +61,8 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
         families.append(family)
     info = InfoMetricFamily(
         "disk",
-        f"Block device identity and I/O scheduler. Source: {_SYS}/device/{{model,vendor,serial}}, queue/scheduler.",
+        f"Block device identity and I/O scheduler. Source: {_SYS}/device/{{model,vendor,serial}}, queue/scheduler."
+        f"{CACHED}",
         labels=["device"],
     )
     gauges = (
@@ -88,7 +89,7 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
         )
     families.append(info)
     for name, doc, source, value in gauges:
-        family = GaugeMetricFamily(name, f"{doc}. Source: {source}.", labels=["device"])
+        family = GaugeMetricFamily(name, f"{doc}. Source: {source}.{CACHED}", labels=["device"])
         for disk in disks:
             if (v := value(disk)) is not None:
                 family.add_metric([disk.name], v)

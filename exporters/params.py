@@ -12,7 +12,7 @@ from typing import Iterable
 
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 
-from exporters.base import Scrape
+from exporters.base import CACHED, Scrape
 
 _Q = ("sync_read", "sync_write", "async_read", "async_write", "scrub", "trim", "rebuild", "initializing", "removal")
 # parameter -> unit: "bytes", "seconds", "percent" or "" (a count, a flag, a scale).
@@ -98,7 +98,8 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
             continue
         family = GaugeMetricFamily(
             metric_name(parameter, unit),
-            f"ZFS module parameter {parameter} ({_UNIT_DOC[unit]}). Source: /sys/module/zfs/parameters/{parameter}.",
+            f"ZFS module parameter {parameter} ({_UNIT_DOC[unit]}). Source: /sys/module/zfs/parameters/{parameter}."
+            f"{CACHED}",
         )
         family.add_metric([], value / 100 if unit == "percent" else value)
         yield family
@@ -110,7 +111,7 @@ def _version(scrape: Scrape) -> Iterable[Metric]:
         return ()
     info = InfoMetricFamily(
         "zfs_module",
-        "Loaded OpenZFS: kernel module and userland versions. Source: /sys/module/zfs/version, zfs version.",
+        f"Loaded OpenZFS: kernel module and userland versions. Source: /sys/module/zfs/version, zfs version.{CACHED}",
     )
     info.add_metric([], {"version": zfs.kmod_version or "", "userland_version": zfs.userland_version or ""})
     return (info,)

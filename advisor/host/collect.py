@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from advisor.facts import Dataset, Host, KStat, Pool, SourceStatus, ZfsInfo
+from advisor.facts import Dataset, Disk, Host, KStat, Pool, SourceStatus, ZfsInfo
 from advisor.host import disks as disks_source
 from advisor.host import kstat as kstat_source
 from advisor.host import modparams, pool_kstats, system, txgs, zdb, zfs_props, zpool_iostat, zpool_props, zpool_status
@@ -67,6 +67,11 @@ class CommandFacts:
 
     pools: list[Pool] = field(default_factory=list)
     datasets: list[Dataset] = field(default_factory=list)
+    # Slow-changing files read with the commands rather than per scrape:
+    # /sys/module/zfs/parameters (hundreds of files) and the sysfs attributes
+    # of the block devices (their /proc/diskstats counters are read per scrape).
+    module_params: dict[str, str] = field(default_factory=dict)
+    disks: list[Disk] = field(default_factory=list)
     userland_version: str | None = None
     kmod_version: str | None = None  # as `zfs version` reports it, for hosts without /sys/module/zfs/version
     sources: dict[str, SourceStatus] = field(default_factory=dict)
@@ -133,11 +138,17 @@ async def collect(
 
 
 async def run_commands(files: HostFiles, runner: CommandRunner, cache: CollectCache | None = None) -> CommandFacts:
-    """Run zpool/zfs/zdb (concurrently) and parse their output into pools and datasets."""
+    """Run zpool/zfs/zdb (concurrently) and parse their output into pools and datasets;
+    read the slow-changing files (module parameters, block device attributes)."""
     rec = _Recorder()
+    facts = CommandFacts()
+    facts.disks = rec.read("disks", lambda: disks_source.read_disks(files), disks_source.SYS_BLOCK) or []
     zfs = _zfs_presence(files)
     if not zfs.present:
-        return CommandFacts()
+        facts.sources, facts.durations = rec.sources, rec.durations
+        return facts
+    facts.module_params = rec.read(
+        "module_params", lambda: modparams.read_module_params(files), modparams.PARAMS_DIR) or {}
     version = parse_version(zfs.kmod_version)
     status_argv = zpool_status.STATUS_JSON_ARGV if has_json_output(version) else zpool_status.STATUS_TEXT_ARGV
     # All at once: a run takes as long as its slowest command (at most command_timeout_seconds).
@@ -150,7 +161,6 @@ async def run_commands(files: HostFiles, runner: CommandRunner, cache: CollectCa
         runner.run(list(zpool_iostat.LATENCY_HISTOGRAM_ARGV)),
         runner.run(list(zpool_iostat.SIZE_HISTOGRAM_ARGV)),
     )
-    facts = CommandFacts()
     if zfs_version.ok:
         facts.userland_version, facts.kmod_version = parse_zfs_version_command(zfs_version.stdout)
 
@@ -163,7 +173,7 @@ async def run_commands(files: HostFiles, runner: CommandRunner, cache: CollectCa
         zpool_iostat.attach_vdev_iostat(pool, vdev_iostat.get(pool.name, []))
     _attach_histograms(pools, latency, size, rec)
     await _attach_ashift(pools, runner, rec, cache)
-    _map_leaves_to_disks(files, pools)
+    _map_leaves_to_disks(pools, facts.disks)
     facts.pools, facts.sources, facts.durations = pools, rec.sources, rec.durations
     facts.finished_at = time.monotonic()
     return facts
@@ -172,34 +182,40 @@ async def run_commands(files: HostFiles, runner: CommandRunner, cache: CollectCa
 def assemble(
     files: HostFiles, commands: CommandFacts | None, now: datetime | None = None, cache: CollectCache | None = None
 ) -> Collection:
-    """A Host from `commands` plus what the files say now (kstats, sysfs, module parameters).
+    """A Host from `commands` plus what the files say now: kstats, /proc/diskstats, host identity.
 
-    Cheap enough for every scrape: no process is started. Blocking file I/O:
-    the service runs it in a thread.
+    Cheap enough for every scrape: no process is started, and the slow-changing
+    files (module parameters, block device attributes) come with `commands`.
+    Blocking file I/O: the service runs it in a thread.
     """
     rec = _Recorder()
     identity = system.read_identity(files)
     zfs = _zfs_presence(files)
     host = Host(collected_at=now or datetime.now(timezone.utc), zfs=zfs, **identity)
 
-    host.disks = rec.read("disks", lambda: disks_source.read_disks(files), disks_source.SYS_BLOCK) or []
+    if commands is None:  # the first run has not finished: read the block devices whole
+        host.disks = rec.read("disks", lambda: disks_source.read_disks(files), disks_source.SYS_BLOCK) or []
+    else:
+        host.disks = disks_source.with_fresh_stats(files, commands.disks)
 
     if not zfs.present:
         rec.sources["zfs"] = SourceStatus(ok=False, reason=zfs.reason)
-        host.sources = rec.sources
-        return Collection(host, rec.durations)
+        if commands is None:
+            host.sources = rec.sources
+            return Collection(host, rec.durations)
+        host.sources = {**commands.sources, **rec.sources}
+        return Collection(host, {**commands.durations, **rec.durations}, commands.finished_at)
 
     _read_global_kstats(files, host, rec)
-    host.module_params = rec.read("module_params", lambda: modparams.read_module_params(files), modparams.PARAMS_DIR) or {}
-    if commands is None:  # the first run of the commands has not finished yet
+    if commands is None:
         host.sources = rec.sources
         return Collection(host, rec.durations)
 
+    host.module_params = commands.module_params
     host.zfs.userland_version = commands.userland_version
     host.zfs.kmod_version = host.zfs.kmod_version or commands.kmod_version
     host.pools, host.datasets = _attach_pool_kstats(files, commands.pools, commands.datasets, rec, cache)
-    files_first = {k: v for k, v in rec.sources.items() if not k.startswith("txgs:")}
-    host.sources = {**files_first, **commands.sources, **rec.sources}  # the order a full collection reads them
+    host.sources = {**commands.sources, **rec.sources}
     return Collection(host, {**rec.durations, **commands.durations}, commands.finished_at)
 
 
@@ -317,13 +333,8 @@ def _attach_pool_kstats(
     return fresh_pools, fresh_datasets
 
 
-def _map_leaves_to_disks(files: HostFiles, pools: list[Pool]) -> None:
-    leaves = [leaf for pool in pools for leaf in pool.leaves() if leaf.path and leaf.type == "disk"]
-    if not leaves:
-        return
-    try:
-        disks = disks_source.read_disks(files)
-    except (OSError, ValueError):
-        return  # `assemble` reports the disks source
-    for leaf in leaves:
-        leaf.disk = disks_source.disk_of_device(leaf.path, disks)
+def _map_leaves_to_disks(pools: list[Pool], disks: list[Disk]) -> None:
+    for pool in pools:
+        for leaf in pool.leaves():
+            if leaf.path and leaf.type == "disk":
+                leaf.disk = disks_source.disk_of_device(leaf.path, disks)

@@ -108,6 +108,15 @@ def read_disks(files: HostFiles) -> list[Disk]:
     return [read_disk(files, n, stats) for n in names]
 
 
+def with_fresh_stats(files: HostFiles, disks: list[Disk]) -> list[Disk]:
+    """Copies of `disks` (read earlier) with their /proc/diskstats counters read now."""
+    try:
+        stats = parse_diskstats(files.read_text(DISKSTATS))
+    except OSError:
+        stats = {}
+    return [d.model_copy(update={"stats": stats.get(d.name)}) for d in disks]
+
+
 def disk_of_device(device_path: str, disks: list[Disk]) -> str | None:
     """'/dev/sda1' or '/dev/sda' -> 'sda', if that block device is known."""
     dev = device_path.rsplit("/", 1)[-1]
