@@ -40,6 +40,9 @@ class KStatSpec:
         return re.compile(self.gauges), re.compile(self.counters), re.compile(self.bytes)
 
 
+_DESCRIBED: dict[tuple[int, str, str], tuple[str, str, str]] = {}
+
+
 class KStatFamilies:
     """Families for one kstat kind, filled from one or more kstats (e.g. one per pool)."""
 
@@ -47,13 +50,22 @@ class KStatFamilies:
         self.spec = spec
         self.labelnames = list(labelnames)
         self.source = source or spec.path
-        self._gauges, self._counters, self._bytes = spec.compiled()
+        self._gauges, self._counters, self._bytes = _compiled(spec)
         self._families: dict[str, Metric] = {}
 
     def _family(self, name: str) -> Metric:
         family = self._families.get(name)
-        if family is not None:
-            return family
+        if family is None:
+            metric, doc, typ = self._describe(name)
+            family = self._families[name] = RowsFamily.unchecked(metric, doc, typ, self.labelnames)
+        return family
+
+    def _describe(self, name: str) -> tuple[str, str, str]:
+        """(metric name, HELP, type) of a field: worked out once per process (a scrape asks ~300 times)."""
+        key = (id(self.spec), self.source, name)  # specs are module constants
+        known = _DESCRIBED.get(key)
+        if known is not None:
+            return known
         spec = self.spec
         is_gauge = bool(self._gauges.fullmatch(name)) and not self._counters.fullmatch(name)
         in_bytes = bool(self._bytes.fullmatch(name))
@@ -65,9 +77,9 @@ class KStatFamilies:
             base = base[: -len("count")] + "entries"
         description = spec.help.get(name) or ("Bytes" if in_bytes else "Level" if is_gauge else "Count")
         doc = f"{description}. Source: {self.source} {name}."
-        family = RowsFamily(f"{spec.prefix}_{base}", doc, "gauge" if is_gauge else "counter", self.labelnames)
-        self._families[name] = family
-        return family
+        RowsFamily(f"{spec.prefix}_{base}", doc, "gauge", ())  # validates the name, once
+        described = _DESCRIBED[key] = (f"{spec.prefix}_{base}", doc, "gauge" if is_gauge else "counter")
+        return described
 
     def add(self, kstat: KStat, labelvalues: Sequence[str] = (), only: Iterable[str] | None = None) -> None:
         """One sample per integer field (only those in `only`, if given)."""
@@ -84,6 +96,15 @@ class KStatFamilies:
 
     def __iter__(self) -> Iterable[Metric]:
         return iter(self._families.values())
+
+
+_COMPILED: dict[int, tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]] = {}
+
+
+def _compiled(spec: KStatSpec) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    if (patterns := _COMPILED.get(id(spec))) is None:
+        patterns = _COMPILED[id(spec)] = spec.compiled()
+    return patterns
 
 
 def kstat_families(spec: KStatSpec, kstat: KStat | None) -> Iterable[Metric]:
