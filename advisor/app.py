@@ -36,8 +36,9 @@ def create_app(settings: Settings) -> web.Application:
 
 
 async def _background_refresh(app: web.Application) -> AsyncIterator[None]:
-    """zpool/zfs run on a timer, not on the scrape path (advisor.host.provider)."""
-    task = asyncio.create_task(app[FACTS].run())
+    """zpool/zfs run on a timer, not on the scrape path (advisor.host.provider); after each
+    run the exporter renders what it builds from their output."""
+    task = asyncio.create_task(app[FACTS].run(after_refresh=lambda commands: metrics.warm(app, commands)))
     yield
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):

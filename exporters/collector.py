@@ -98,6 +98,20 @@ class FactsCollector:
         return b"".join(chunks)
 
 
+    def warm(self, scrape: Scrape) -> None:
+        """Render the COMMAND_OUTPUT_ONLY collectors (but recommendations, which need the
+        whole facts) into the reuse cache, so the first scrape after a command run does not."""
+        key = (scrape.commands_generation, scrape.options)
+        for name in COMMAND_OUTPUT_ONLY - {"recommendations"}:
+            collect = self.collectors.get(name)
+            cached = self._text_cache.get(name)
+            if collect is None or scrape.commands_generation is None or (cached is not None and cached[0] == key):
+                continue
+            families, ok = self._build(name, collect, scrape)
+            if ok:
+                self._text_cache[name] = (key, text(families))
+
+
 def collector_metrics(timings: Mapping[str, tuple[float, bool]]) -> list[Metric]:
     duration = GaugeMetricFamily(
         "zfs_advisor_scrape_collector_duration_seconds",

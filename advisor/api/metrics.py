@@ -23,7 +23,7 @@ from advisor.engine.loader import RuleBook
 from advisor.engine.models import Recommendation
 from advisor.engine.service import recommend
 from advisor.facts import Host, ZfsInfo
-from advisor.host.collect import Collection
+from advisor.host.collect import Collection, CommandFacts, command_host
 from advisor.settings import SettingsError
 from exporters.base import ExportOptions, Scrape
 from exporters.collector import FactsCollector
@@ -82,6 +82,13 @@ def advise(host: Host, book: RuleBook, workloads: dict[str, str]) -> tuple[tuple
             continue
         advice += [(workload, r) for r in response.recommendations]
     return tuple(advice)
+
+
+async def warm(app: web.Application, commands: CommandFacts) -> None:
+    """Render the command-built families of a new command output now, in a thread."""
+    host = command_host(app[FACTS].files, commands)
+    scrape = Scrape(host=host, options=app[OPTIONS], commands_generation=commands.finished_at)
+    await asyncio.to_thread(app[EXPORTER].warm, scrape)
 
 
 def deadline_seconds(configured: float, header: str | None) -> float:

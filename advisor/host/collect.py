@@ -167,7 +167,8 @@ async def run_commands(files: HostFiles, runner: CommandRunner, cache: CollectCa
     pools = _pools(pool_props, status, rec)
     if "-j" in status.argv:
         _resolve_leaf_names(files, pools)
-    facts.datasets = rec.parse("zfs_get", datasets_out, zfs_props.parse_zfs_get) or []
+    # thousands of datasets take a while to parse: not on the event loop
+    facts.datasets = await asyncio.to_thread(rec.parse, "zfs_get", datasets_out, zfs_props.parse_zfs_get) or []
     vdev_iostat = rec.parse("zpool_iostat", iostat_out, zpool_iostat.parse_vdev_iostat) or {}
     for pool in pools:
         zpool_iostat.attach_vdev_iostat(pool, vdev_iostat.get(pool.name, []))
@@ -212,11 +213,24 @@ def assemble(
         return Collection(host, rec.durations)
 
     host.module_params = commands.module_params
-    host.zfs.userland_version = commands.userland_version
-    host.zfs.kmod_version = host.zfs.kmod_version or commands.kmod_version
+    _set_versions(host.zfs, commands)
     host.pools, host.datasets = _attach_pool_kstats(files, commands.pools, commands.datasets, rec, cache)
     host.sources = {**commands.sources, **rec.sources}
     return Collection(host, {**rec.durations, **commands.durations}, commands.finished_at)
+
+
+def command_host(files: HostFiles, commands: CommandFacts) -> Host:
+    """A Host holding only `commands` (no kstats, no diskstats): what the exporter's
+    command-built families need, to render them before the next scrape asks."""
+    zfs = _zfs_presence(files)
+    _set_versions(zfs, commands)
+    return Host(collected_at=datetime.now(timezone.utc), zfs=zfs, pools=commands.pools, datasets=commands.datasets,
+                disks=commands.disks, module_params=commands.module_params)
+
+
+def _set_versions(zfs: ZfsInfo, commands: CommandFacts) -> None:
+    zfs.userland_version = commands.userland_version
+    zfs.kmod_version = zfs.kmod_version or commands.kmod_version
 
 
 def _zfs_presence(files: HostFiles) -> ZfsInfo:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import Awaitable, Callable
 
 from advisor.host.collect import CollectCache, Collection, CommandFacts, assemble, run_commands
 from advisor.host.snapshot import host_view
@@ -87,11 +88,14 @@ class FactsProvider:
         finally:
             self._commands_task = None
 
-    async def run(self) -> None:
-        """Refresh the command output forever (the service's background task)."""
+    async def run(self, after_refresh: Callable[[CommandFacts], Awaitable[None]] | None = None) -> None:
+        """Refresh the command output forever (the service's background task); `after_refresh`
+        gets each new output (the exporter renders its command-built text ahead of the scrape)."""
         while True:
             try:
-                await self.refresh_commands()
+                commands = await self.refresh_commands()
+                if after_refresh is not None:
+                    await after_refresh(commands)
             except Exception:  # keep serving the last good output; the log says why
                 log.exception("zpool/zfs command refresh failed")
             await asyncio.sleep(self.commands_interval_seconds)

@@ -66,3 +66,19 @@ def test_options_are_part_of_what_is_reused():
     only_root = exporter.render(Scrape(host=host, options=ExportOptions(dataset_include="tank"), commands_generation=1.0))
     names = lambda text: {dict(k)["dataset"] for k in samples(text, "zfs_dataset_properties_info")}  # noqa: E731
     assert names(only_root) == {"tank"} and len(names(everything)) > 1
+
+
+@pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: "/".join(p.parts[-3:]))
+def test_text_rendered_ahead_from_the_command_output_alone_is_what_a_scrape_writes(path):
+    from advisor.host.collect import CollectCache, assemble, command_host, run_commands
+    from advisor.host.snapshot import host_view
+
+    files, runner, now = host_view(str(path))
+    commands = asyncio.run(run_commands(files, runner, CollectCache()))
+    collection = assemble(files, commands, now)
+    options = ExportOptions(per_vdev=True, per_dataset=True)
+    warmed = FactsCollector()
+    warmed.warm(Scrape(host=command_host(files, commands), options=options, commands_generation=commands.finished_at))
+    assert set(warmed._text_cache) == {"vdevs", "histograms", "datasets", "module"}
+    scrape = Scrape(host=collection.host, options=options, commands_generation=collection.commands_finished_at)
+    assert without_durations(warmed.render(scrape)) == without_durations(FactsCollector().render(scrape))
