@@ -26,7 +26,11 @@ class Settings(BaseSettings):
     listen_address: str = Field("127.0.0.1", description="Address to listen on; loopback by default (read-only API).")
     port: int = Field(DEFAULT_PORT, ge=1, le=65535)
     root: str = Field("/", description="Host root to read: '/' is the live host, a directory replays a host snapshot.")
-    command_timeout_seconds: float = Field(10.0, gt=0, le=600, description="Deadline for each zpool/zfs/zdb call.")
+    command_timeout_seconds: float = Field(
+        30.0, gt=0, le=600,
+        description="Deadline for each zpool/zfs call (they run in the background: zfs get of thousands of "
+        "datasets takes seconds on a loaded host).",
+    )
     facts_max_age_seconds: float = Field(
         5.0, ge=0, le=3600, description="Reuse a collection this young instead of reading the kstats again."
     )

@@ -137,9 +137,16 @@ async def collect(
     return assemble(files, commands, now, cache)
 
 
-async def run_commands(files: HostFiles, runner: CommandRunner, cache: CollectCache | None = None) -> CommandFacts:
+async def run_commands(
+    files: HostFiles, runner: CommandRunner, cache: CollectCache | None = None, previous: CommandFacts | None = None
+) -> CommandFacts:
     """Run zpool/zfs/zdb (concurrently) and parse their output into pools and datasets;
-    read the slow-changing files (module parameters, block device attributes)."""
+    read the slow-changing files (module parameters, block device attributes).
+
+    When a source fails this time (a zfs get past its deadline on a loaded host)
+    and `previous` had it, its part is taken from `previous`: the last good
+    value is served, and the source's status says it failed and was reused.
+    """
     rec = _Recorder()
     facts = CommandFacts()
     facts.disks = rec.read("disks", lambda: disks_source.read_disks(files), disks_source.SYS_BLOCK) or []
@@ -176,8 +183,24 @@ async def run_commands(files: HostFiles, runner: CommandRunner, cache: CollectCa
     await _attach_ashift(pools, runner, rec, cache)
     _map_leaves_to_disks(pools, facts.disks)
     facts.pools, facts.sources, facts.durations = pools, rec.sources, rec.durations
+    if previous is not None:
+        _reuse_failed_parts(facts, previous)
     facts.finished_at = time.monotonic()
     return facts
+
+
+# A failed source -> the part of CommandFacts it provides (pools need both zpool get and status).
+_PARTS = {"disks": "disks", "module_params": "module_params", "zfs_get": "datasets",
+          "zpool_get": "pools", "zpool_status": "pools"}
+
+
+def _reuse_failed_parts(facts: CommandFacts, previous: CommandFacts) -> None:
+    for source, part in _PARTS.items():
+        status = facts.sources.get(source)
+        if status is None or status.ok or not getattr(previous, part):
+            continue
+        setattr(facts, part, getattr(previous, part))
+        facts.sources[source] = SourceStatus(ok=False, reason=f"{status.reason}; serving the last good output")
 
 
 def assemble(

@@ -81,7 +81,7 @@ class FactsProvider:
 
     async def _run_commands(self) -> CommandFacts:
         try:
-            commands = await run_commands(self.files, self.runner, self._cache)
+            commands = await run_commands(self.files, self.runner, self._cache, previous=self._commands)
             self.command_runs += 1
             self._commands = commands
             return commands

@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from advisor.host.provider import FactsProvider
-from advisor.host.runner import ReplayRunner
+from advisor.host.runner import EXIT_TIMEOUT, CommandResult, ReplayRunner
 from tests.conftest import HOSTS
 
 RECORDING = HOSTS / "2.3.2" / "ssd-mirror2x2" / "idle"
@@ -161,3 +161,36 @@ async def test_a_destroyed_dataset_is_forgotten(host):
     collection = await provider.get()
     assert collection.host.dataset("tank/media").io is None  # still listed by the last zfs get, no counters
     assert not [p for p in provider._cache.objsets if p.endswith(gone.name)]
+
+
+class TimingOut(ReplayRunner):
+    """The recording's answers, but `zfs get` (or whatever `fails` matches) misses its deadline."""
+
+    def __init__(self, recorded: ReplayRunner, fails=("zfs", "get")):
+        super().__init__([])
+        self.recorded, self.fails = recorded, fails
+
+    async def run(self, argv, timeout_seconds=None):
+        if tuple(argv[: len(self.fails)]) == self.fails:
+            return CommandResult(tuple(argv), EXIT_TIMEOUT, "", "")
+        return await self.recorded.run(argv, timeout_seconds)
+
+
+async def test_a_source_failing_in_one_run_serves_its_last_good_output(host):
+    provider = FactsProvider(str(host), max_age_seconds=0, commands_interval_seconds=3600)
+    good = await provider.get()
+    provider.runner = TimingOut(provider.runner)
+    await provider.refresh_commands()
+    collection = await provider.get()
+    assert [d.name for d in collection.host.datasets] == [d.name for d in good.host.datasets]
+    status = collection.host.sources["zfs_get"]
+    assert not status.ok and "serving the last good output" in status.reason
+    assert collection.host.sources["zpool_get"].ok
+
+
+async def test_without_a_good_run_before_a_failing_source_has_no_data(host):
+    provider = FactsProvider(str(host), max_age_seconds=0)
+    provider.runner = TimingOut(provider.runner)
+    collection = await provider.get()
+    assert collection.host.datasets == [] and not collection.host.sources["zfs_get"].ok
+    assert "last good" not in collection.host.sources["zfs_get"].reason
