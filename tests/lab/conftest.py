@@ -65,8 +65,8 @@ def _order_by_vm(items: list[pytest.Item]) -> None:
     def key(item: pytest.Item) -> tuple[int, int]:
         spec = getattr(item, "callspec", None)
         param = spec.params.get("lab_vm") if spec else None
-        if not param:
-            return (-1, -1)  # lab-free tests first
+        if not isinstance(param, tuple):
+            return (-1, -1)  # lab-free tests, and those whose layouts are all deselected (skipped), first
         zfs, layout = param
         return (lines.index(zfs) if zfs in lines else len(lines),
                 layouts.index(layout) if layout in layouts else len(layouts))
