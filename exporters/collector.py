@@ -83,33 +83,30 @@ class FactsCollector:
         timings: dict[str, tuple[float, bool]] = {}
         for name, collect in self.collectors.items():
             started = time.perf_counter()
-            key = (scrape.commands_generation, scrape.options)
-            cached = self._text_cache.get(name)
-            if cached is not None and cached[0] == key and scrape.commands_generation is not None:
-                chunk, ok = cached[1], True
-            else:
-                families, ok = self._build(name, collect, scrape)
-                chunk = text(families)
-                if ok and name in COMMAND_OUTPUT_ONLY:
-                    self._text_cache[name] = (key, chunk)
+            chunk, ok = self._text(name, collect, scrape)
             timings[name] = (time.perf_counter() - started, ok)
             chunks.append(chunk)
         chunks.append(text([*collector_metrics(timings), *self_metrics(scrape)]))
         return b"".join(chunks)
 
-
     def warm(self, scrape: Scrape) -> None:
         """Render the COMMAND_OUTPUT_ONLY collectors (but recommendations, which need the
         whole facts) into the reuse cache, so the first scrape after a command run does not."""
-        key = (scrape.commands_generation, scrape.options)
         for name in COMMAND_OUTPUT_ONLY - {"recommendations"}:
-            collect = self.collectors.get(name)
-            cached = self._text_cache.get(name)
-            if collect is None or scrape.commands_generation is None or (cached is not None and cached[0] == key):
-                continue
-            families, ok = self._build(name, collect, scrape)
-            if ok:
-                self._text_cache[name] = (key, text(families))
+            if (collect := self.collectors.get(name)) is not None:
+                self._text(name, collect, scrape)
+
+    def _text(self, name: str, collect: Collect, scrape: Scrape) -> tuple[bytes, bool]:
+        """One collector's text: reused when it is built from command output that has not changed."""
+        reusable = name in COMMAND_OUTPUT_ONLY and scrape.commands_generation is not None
+        key = (scrape.commands_generation, scrape.options)
+        if reusable and (cached := self._text_cache.get(name)) is not None and cached[0] == key:
+            return cached[1], True
+        families, ok = self._build(name, collect, scrape)
+        chunk = text(families)
+        if ok and reusable:
+            self._text_cache[name] = (key, chunk)
+        return chunk, ok
 
 
 def collector_metrics(timings: Mapping[str, tuple[float, bool]]) -> list[Metric]:

@@ -7,9 +7,11 @@ A collection has two halves (advisor.host.collect):
   `run()` refreshes them every `commands_interval_seconds` in the
   background; without it (the CLI, tests) `get()` refreshes them on demand
   once they are older than that;
-* kstats, sysfs and module parameters: no process, read again for every
-  collection (in a thread, the event loop stays free), so counters are as
-  fresh as the request.
+  The slow-changing files (module parameters, block device attributes) are
+  read with them;
+* kstats and /proc/diskstats: no process, read again for every collection
+  (in a thread, the event loop stays free), so counters are as fresh as the
+  request.
 
 However many scrapes or requests arrive at once, at most one command run
 and one file read are under way; callers arriving meanwhile share the
@@ -32,7 +34,7 @@ class FactsProvider:
     def __init__(
         self,
         root: str = "/",
-        command_timeout_seconds: float = 10.0,
+        command_timeout_seconds: float = 30.0,  # Settings.command_timeout_seconds
         max_age_seconds: float = 5.0,
         commands_interval_seconds: float = 15.0,
     ):
