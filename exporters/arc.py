@@ -11,8 +11,8 @@ from typing import Iterable
 
 from prometheus_client.core import Metric
 
-from exporters.base import Scrape
-from exporters.named import KStatSpec, kstat_families
+from advisor.exporters.base import Scrape
+from advisor.exporters.named import KStatSpec, kstat_families
 
 _SIZES = (
     r"size|c|c_min|c_max|p|.*_size|.*_asize|.*_(data|metadata)"

@@ -19,9 +19,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 
 from advisor import __version__
 from advisor.facts import SCHEMA_VERSION
-from exporters import arc, datasets, disks, histograms, kstats, params, pools, recommendations, txgs, vdevs
-from exporters.base import Collect, Scrape
-from exporters.exposition import has_samples, text
+from advisor.exporters import arc, datasets, disks, histograms, kstats, params, pools, recommendations, txgs, vdevs
+from advisor.exporters.base import Collect, Scrape
+from advisor.exporters.exposition import has_samples, text
 
 log = logging.getLogger(__name__)
 

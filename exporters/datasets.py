@@ -20,9 +20,9 @@ from prometheus_client.core import InfoMetricFamily, Metric
 
 from advisor.facts import Dataset
 from advisor.host.zfs_props import TUNING_PROPERTIES
-from exporters.base import CACHED, Scrape, append
-from exporters.exposition import RowsFamily
-from exporters.named import KStatFamilies, KStatSpec
+from advisor.exporters.base import CACHED, Scrape, append
+from advisor.exporters.exposition import RowsFamily
+from advisor.exporters.named import KStatFamilies, KStatSpec
 
 # (property, metric, description): numeric space properties. Limits that are
 # not set (0) get no series: most datasets have none, and each costs a series.

@@ -14,7 +14,7 @@ from typing import Iterable
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
 from advisor.facts import Disk
-from exporters.base import CACHED, Scrape
+from advisor.exporters.base import CACHED, Scrape
 
 _STATS = "Source: /proc/diskstats."
 _SYS = "/sys/block/<device>"

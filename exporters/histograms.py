@@ -24,8 +24,8 @@ from typing import Iterable
 from prometheus_client.core import HistogramMetricFamily, Metric
 
 from advisor.facts import Histogram
-from exporters.base import CACHED, Scrape, le
-from exporters.ioclass import latency_labels, size_labels
+from advisor.exporters.base import CACHED, Scrape, le
+from advisor.exporters.ioclass import latency_labels, size_labels
 
 MIN_LATENCY_LE_SECONDS = 1e-6  # first latency bucket emitted: 2^10-1 ns (1.023 us)
 

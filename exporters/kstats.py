@@ -11,8 +11,8 @@ from typing import Iterable
 
 from prometheus_client.core import Metric
 
-from exporters.base import Scrape
-from exporters.named import KStatSpec, kstat_families
+from advisor.exporters.base import Scrape
+from advisor.exporters.named import KStatSpec, kstat_families
 
 _DIR = "/proc/spl/kstat/zfs"
 SPECS = {

@@ -21,7 +21,7 @@ from typing import Iterable, Sequence
 from prometheus_client.core import Metric
 
 from advisor.facts import KStat
-from exporters.exposition import RowsFamily
+from advisor.exporters.exposition import RowsFamily
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Iterable
 
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 
-from exporters.base import CACHED, Scrape
+from advisor.exporters.base import CACHED, Scrape
 
 _Q = ("sync_read", "sync_write", "async_read", "async_write", "scrub", "trim", "rebuild", "initializing", "removal")
 # parameter -> unit: "bytes", "seconds", "percent" or "" (a count, a flag, a scale).

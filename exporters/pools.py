@@ -13,8 +13,8 @@ from typing import Iterable
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 
 from advisor.facts import Pool
-from exporters.base import CACHED, Scrape
-from exporters.named import KStatFamilies, KStatSpec
+from advisor.exporters.base import CACHED, Scrape
+from advisor.exporters.named import KStatFamilies, KStatSpec
 
 # zpool_state_to_name() / vdev_state_t: every health a pool can report.
 HEALTH_STATES = ("ONLINE", "DEGRADED", "FAULTED", "OFFLINE", "UNAVAIL", "REMOVED", "SUSPENDED")

@@ -13,7 +13,7 @@ from typing import Iterable
 
 from prometheus_client.core import InfoMetricFamily, Metric
 
-from exporters.base import CACHED, Scrape, append
+from advisor.exporters.base import CACHED, Scrape, append
 
 LABELS = ("workload", "pool", "dataset", "scope", "parameter", "current", "recommended", "rule")
 

@@ -18,8 +18,8 @@ from typing import Iterable
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
 from advisor.facts import Pool, Vdev, VdevIostat
-from exporters.base import CACHED, Scrape
-from exporters.ioclass import latency_labels, queue_labels
+from advisor.exporters.base import CACHED, Scrape
+from advisor.exporters.ioclass import latency_labels, queue_labels
 
 _IOSTAT = f"Source: zpool iostat -vlq -Hp.{CACHED}"
 _STATUS = f"Source: zpool status.{CACHED}"

@@ -25,8 +25,8 @@ from advisor.engine.service import recommend
 from advisor.facts import Host, ZfsInfo
 from advisor.host.collect import Collection, CommandFacts, command_host
 from advisor.settings import SettingsError
-from exporters.base import ExportOptions, Scrape
-from exporters.collector import FactsCollector
+from advisor.exporters.base import ExportOptions, Scrape
+from advisor.exporters.collector import FactsCollector
 
 log = logging.getLogger(__name__)
 EXPORTER = web.AppKey("metrics_exporter", FactsCollector)

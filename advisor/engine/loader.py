@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from rules import RULES_DIR
+from advisor.rules import RULES_DIR
 from advisor.engine.schema import Rule, Workload
 
 MAX_FILE_BYTES = 1 << 20

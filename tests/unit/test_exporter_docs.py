@@ -4,8 +4,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from exporters.base import ExportOptions, Scrape
-from exporters.collector import create_registry, render
+from advisor.exporters.base import ExportOptions, Scrape
+from advisor.exporters.collector import create_registry, render
 from test_exporter_families import make_host
 
 REPO = Path(__file__).resolve().parents[2]

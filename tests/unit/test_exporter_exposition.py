@@ -4,9 +4,9 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from exporters.base import ExportOptions, Scrape
-from exporters.collector import SCRAPE, create_registry
-from exporters.exposition import text
+from advisor.exporters.base import ExportOptions, Scrape
+from advisor.exporters.collector import SCRAPE, create_registry
+from advisor.exporters.exposition import text
 from test_exporter_families import make_host
 
 
@@ -48,7 +48,7 @@ def test_empty_registry_is_empty_output():
 
 
 def test_a_rows_family_writes_what_the_same_samples_would():
-    from exporters.exposition import RowsFamily, has_samples
+    from advisor.exporters.exposition import RowsFamily, has_samples
 
     rows = RowsFamily("zfs_rows_test", "rows \\ with\nhelp", "counter", ["pool", "dataset"])
     assert not has_samples(rows)

@@ -8,11 +8,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from advisor.facts import Dataset, Disk, DiskStats, Host, KStat, Pool, Property, Vdev, ZfsInfo
 from advisor.host import kstat, txgs, zpool_iostat
-from exporters.base import ExportOptions, Scrape
-from exporters.collector import COLLECTORS, create_registry, render
-from exporters.histograms import buckets
-from exporters.ioclass import latency_labels, queue_labels, size_labels
-from exporters.params import metric_name
+from advisor.exporters.base import ExportOptions, Scrape
+from advisor.exporters.collector import COLLECTORS, create_registry, render
+from advisor.exporters.histograms import buckets
+from advisor.exporters.ioclass import latency_labels, queue_labels, size_labels
+from advisor.exporters.params import metric_name
 
 # zpool iostat -vw -Hp for one pool: 38 rows (1 ns .. 137 s), 11 columns.
 LATENCY_ROWS = [[0] * 11 for _ in range(38)]
@@ -258,7 +258,7 @@ def test_every_family_names_its_source_and_names_are_unique_across_collectors():
 
 
 def test_a_failing_collector_costs_only_its_own_families():
-    from exporters.collector import FactsCollector
+    from advisor.exporters.collector import FactsCollector
 
     def broken(scrape):
         raise RuntimeError("boom")

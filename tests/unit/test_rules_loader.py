@@ -8,7 +8,7 @@ import pytest
 
 from advisor.engine.context import CATALOGUE
 from advisor.engine.loader import RulesError, load_rulebook
-from rules import RULES_DIR
+from advisor.rules import RULES_DIR
 
 WORKLOADS = {"postgres", "mysql", "sqlite", "vm", "media", "backup", "fileserver", "kafka"}
 

@@ -1,0 +1,54 @@
+"""What `pip install .` puts on a user's path: one `advisor` package, nothing else.
+
+exporters/ and rules/ are top-level folders of the source tree but install as
+advisor.exporters and advisor.rules (pyproject.toml); a top-level package
+called `exporters` or `rules` would collide with anything else of that name.
+The package list is read the way the build reads it (setuptools applying
+pyproject.toml), which takes a fraction of a second, not a wheel build.
+"""
+from __future__ import annotations
+
+import ast
+import warnings
+from pathlib import Path
+
+from setuptools.config.pyprojecttoml import apply_configuration
+from setuptools.dist import Distribution
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _distribution() -> Distribution:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # older setuptools call [tool.setuptools] "beta"
+        return apply_configuration(Distribution(), REPO / "pyproject.toml")
+
+
+def test_only_the_advisor_namespace_is_installed():
+    packages = set(_distribution().packages)
+    assert {p.split(".")[0] for p in packages} == {"advisor"}, sorted(packages)
+    assert {"advisor.exporters", "advisor.rules", "advisor.rules.workloads"} <= packages
+
+
+def test_rules_data_ships_with_the_package():
+    data = _distribution().package_data["advisor.rules"]
+    assert "*.yaml" in data and "workloads/*.yaml" in data
+
+
+def test_scikit_learn_is_not_a_base_dependency():
+    dist = _distribution()
+    assert not [r for r in dist.install_requires if r.lower().startswith("scikit-learn")]
+    assert any(r.startswith("scikit-learn") for r in dist.extras_require["model"])
+
+
+def test_no_module_imports_the_top_level_names():
+    """From a checkout `import exporters` would still work (the folder is there),
+    but installed it does not: every import goes through `advisor.`."""
+    offenders = []
+    for path in sorted([*REPO.glob("advisor/**/*.py"), *REPO.glob("tests/**/*.py"), REPO / "tests/bench/run"]):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            offenders += [f"{path.relative_to(REPO)}: {n}" for n in names if n.split(".")[0] in ("exporters", "rules")]
+    assert not offenders
