@@ -1,22 +1,10 @@
-"""Shared test helpers: where the recorded host snapshots live."""
+"""Fixtures for every tier (the helpers they share are in tests/support/)."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-
-FIXTURES = Path(__file__).parent / "fixtures"
-HOSTS = Path(os.environ.get("ZFS_ADVISOR_TEST_HOSTS", FIXTURES / "hosts"))
-
-
-def recorded_snapshots() -> list[Path]:
-    """Every host snapshot recorded by the lab: hosts/<zfs version>/<layout>/<state>/."""
-    return sorted(p.parent for p in HOSTS.glob("*/*/*/manifest.json"))
-
-
-def snapshot_id(path: Path) -> str:
-    return "/".join(path.relative_to(HOSTS).parts)
+from support import HOSTS, recorded_snapshots
 
 
 @pytest.fixture(scope="session")

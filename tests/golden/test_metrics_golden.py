@@ -18,14 +18,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support import HOSTS, check_golden, recorded_snapshots, snapshot_id
 
 from advisor import __version__
 from advisor.app import create_app
 from advisor.settings import Settings
 
-HOSTS = Path(__file__).resolve().parents[1] / "fixtures" / "hosts"
 GOLDEN = Path(__file__).resolve().parent / "metrics"
-SNAPSHOTS = sorted(p.parent for p in HOSTS.glob("*/*/*/manifest.json"))
+SNAPSHOTS = recorded_snapshots()
 VARIANTS = {
     "": {},
     ".detail": {"metrics_per_vdev": True, "metrics_per_dataset": True, "metrics_all_disks": True},
@@ -49,10 +49,6 @@ def golden_path(snapshot: Path, variant: str) -> Path:
     return GOLDEN / version / layout / f"{state}{variant}.prom"
 
 
-def snapshot_id(path: Path) -> str:
-    return "/".join(path.relative_to(HOSTS).parts)
-
-
 @pytest.mark.parametrize("variant", list(VARIANTS), ids=lambda v: v.lstrip(".") or "default")
 @pytest.mark.parametrize("snapshot", SNAPSHOTS, ids=snapshot_id)
 async def test_metrics_output_matches_golden(http_client, snapshot, variant, update_golden):
@@ -61,19 +57,7 @@ async def test_metrics_output_matches_golden(http_client, snapshot, variant, upd
     assert resp.status == 200
     text = normalise(await resp.text())
     assert "zfs_advisor_facts_stale 0.0" in text
-    golden = golden_path(snapshot, variant)
-    if update_golden:
-        golden.parent.mkdir(parents=True, exist_ok=True)
-        golden.write_text(text)
-        return
-    assert golden.is_file(), f"no golden file {golden}: run with --update-golden"
-    expected = golden.read_text()
-    if text != expected:
-        import difflib
-
-        diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True), str(golden), "now", n=1))
-        pytest.fail(f"/metrics for {snapshot_id(snapshot)} differs from {golden} (--update-golden if intended):\n"
-                    + diff[:6000])
+    check_golden(golden_path(snapshot, variant), text, update_golden, f"/metrics for {snapshot_id(snapshot)}")
 
 
 GOLDEN_FILES = sorted(GOLDEN.rglob("*.prom"))

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from support import recorded_snapshots
 
 from advisor.app import create_app
 from advisor.settings import Settings
 
-HOSTS = Path(__file__).resolve().parents[1] / "fixtures" / "hosts"
-SNAPSHOTS = sorted(p.parent for p in HOSTS.glob("*/*/*/manifest.json"))
+SNAPSHOTS = recorded_snapshots()
 # zpool iostat -r columns (zpool-iostat(8)) and the labels the exporter gives them
 SIZE_COLUMNS = [(io, q, op) for q, op in (("syncq", "read"), ("syncq", "write"), ("asyncq", "read"),
                                          ("asyncq", "write"), ("scrubq", "read"), ("trimq", "trim"),

@@ -18,13 +18,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from support import REPO, recorded_snapshots
 
 from .promserver import PrometheusServer, free_port
 
-REPO = Path(__file__).resolve().parents[2]
-HOSTS = REPO / "tests" / "fixtures" / "hosts"
 # One snapshot under load per OpenZFS line: the I/O counters are non-zero there.
-SNAPSHOTS = sorted({p.parent.parent.parent.name: p.parent for p in sorted(HOSTS.glob("*/*/load/manifest.json"))}.values())
+SNAPSHOTS = sorted({p.parent.parent.name: p for p in recorded_snapshots("load")}.values())
 
 
 def raw_command(snapshot: Path, flag: str) -> str:

@@ -7,7 +7,7 @@ test_recommend_lab.py.
 from __future__ import annotations
 
 import pytest
-from test_engine_synthetic import synthetic_host
+from support.hosts import synthetic_host
 
 from advisor.api.openapi import build_openapi
 from advisor.app import create_app

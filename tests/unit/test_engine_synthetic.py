@@ -6,103 +6,15 @@ used by the API tests.
 """
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
 import pytest
+from support.hosts import MIB, disk, leaf, props, synthetic_host
 
 from advisor.engine.context import Context
 from advisor.engine.loader import load_rulebook
 from advisor.engine.service import TargetError, recommend
-from advisor.facts import Dataset, Disk, Host, Pool, Property, Txg, Vdev, VdevIostat, ZfsInfo
+from advisor.facts import Dataset, Host, Property, Vdev, ZfsInfo
 
-MIB = 1 << 20
 BOOK = load_rulebook()
-PARAMS = {
-    "zfs_txg_timeout": "5",
-    "zfs_dirty_data_max": str(400 * MIB),
-    "zfs_delay_scale": "500000",
-    "zfs_vdev_async_write_min_active": "2",
-    "zfs_vdev_async_write_max_active": "10",
-    "zfs_vdev_max_auto_ashift": "14",
-    "zfs_vdev_mirror_rotating_seek_inc": "5",
-    "zfs_vdev_mirror_non_rotating_seek_inc": "1",
-    "metaslab_lba_weighting_enabled": "1",
-}
-
-
-def _disk(name: str, rotational: bool, physical: int = 4096) -> Disk:
-    return Disk(name=name, rotational=rotational, physical_block_size=physical, logical_block_size=512)
-
-
-def _leaf(name: str) -> Vdev:
-    return Vdev(name=f"/dev/{name}1", type="disk", path=f"/dev/{name}1", disk=name)
-
-
-def props(**overrides: object) -> dict[str, Property]:
-    base: dict[str, object] = dict(
-        type="filesystem", recordsize=131072, volblocksize="-", compression="off", compressratio="1.00x",
-        primarycache="all", logbias="latency", sync="standard", atime="on", relatime="off", xattr="on",
-        redundant_metadata="all", special_small_blocks=0,
-    )
-    base.update(overrides)
-    return {k: Property(value=str(v), source="local") for k, v in base.items()}
-
-
-def synthetic_host(
-    layout: str = "4kn-ashift9",
-    version: str = "2.1.11-1",
-    capacity: float = 0.3,
-    busy_txgs: int = 10,
-    extra_datasets: list[Dataset] | None = None,
-    log: bool = False,
-) -> Host:
-    """A one-pool host ('tank') of a named layout, with tank/pg, tank/vm and a txg history."""
-    if layout == "4kn-ashift9":
-        disks = [_disk("sda", True), _disk("sdb", True)]
-        tops = [Vdev(name="mirror-0", type="mirror", ashift=9, children=[_leaf("sda"), _leaf("sdb")])]
-    elif layout == "hdd-raidz1x4":
-        disks = [_disk(f"sd{c}", True) for c in "abcd"]
-        tops = [Vdev(name="raidz1-0", type="raidz1", nparity=1, ashift=12, children=[_leaf(d.name) for d in disks])]
-    elif layout == "ssd-mirror2x2":
-        disks = [_disk(f"sd{c}", False, 512) for c in "abcd"]
-        tops = [
-            Vdev(name="mirror-0", type="mirror", ashift=12, children=[_leaf("sda"), _leaf("sdb")]),
-            Vdev(name="mirror-1", type="mirror", ashift=12, children=[_leaf("sdc"), _leaf("sdd")]),
-        ]
-    elif layout == "mixed-mirror-ssd-hdd":
-        disks = [_disk("sda", False, 512), _disk("sdb", True)]
-        tops = [Vdev(name="mirror-0", type="mirror", ashift=12, children=[_leaf("sda"), _leaf("sdb")])]
-    elif layout == "hdd-stripe5":
-        disks = [_disk(f"sd{c}", True) for c in "abcde"]
-        tops = [Vdev(name=f"/dev/{d.name}1", type="disk", path=f"/dev/{d.name}1", disk=d.name, ashift=12) for d in disks]
-    else:
-        raise ValueError(layout)
-    if log:
-        disks.append(_disk("nvme0n1", False, 512))
-        tops.append(Vdev(name="/dev/nvme0n1", type="disk", group="log", path="/dev/nvme0n1", disk="nvme0n1"))
-    iostat = VdevIostat(latency_seconds={"disk_wait_read": 0.03, "disk_wait_write": 0.01, "asyncq_wait_write": 0.02})
-    root = Vdev(name="tank", type="root", children=tops, iostat=iostat)
-    txgs = [
-        Txg(txg=i, birth_seconds=i * 5.0, state="committed", dirty_bytes=200 * MIB, read_bytes=0,
-            written_bytes=100 * MIB, reads=0, writes=2000, open_seconds=5, quiesce_seconds=0,
-            wait_seconds=0, sync_seconds=5)
-        for i in range(busy_txgs)
-    ]
-    pool = Pool(name="tank", health="ONLINE", capacity_ratio=capacity, fragmentation_ratio=0.1,
-                free_bytes=100 * MIB, root=root, txgs=txgs)
-    datasets = [
-        Dataset(name="tank", type="filesystem", properties=props()),
-        Dataset(name="tank/pg", type="filesystem",
-                properties=props(recordsize=8192, logbias="throughput", primarycache="metadata", atime="off")),
-        Dataset(name="tank/vm", type="volume",
-                properties=props(type="volume", recordsize="-", volblocksize=16384, compression="lz4")),
-        *(extra_datasets or []),
-    ]
-    return Host(
-        collected_at=datetime(2026, 1, 1, tzinfo=timezone.utc), hostname="synthetic", memory_bytes=4 << 30,
-        cpu_count=4, zfs=ZfsInfo(present=True, kmod_version=version), pools=[pool], datasets=datasets,
-        disks=disks, module_params=dict(PARAMS),
-    )
 
 
 def by_rule(response) -> dict:
@@ -309,9 +221,9 @@ def test_every_workload_answers_on_every_layout():
 
 def _two_vdev_host(second_ashift: int) -> Host:
     host = synthetic_host("4kn-ashift9")
-    host.disks += [_disk("sdc", True, 512), _disk("sdd", True, 512), _disk("sde", True), _disk("sdf", True)]
-    first = Vdev(name="mirror-0", type="mirror", ashift=9, children=[_leaf("sdc"), _leaf("sdd")])
-    second = Vdev(name="mirror-1", type="mirror", ashift=second_ashift, children=[_leaf("sde"), _leaf("sdf")])
+    host.disks += [disk("sdc", True, 512), disk("sdd", True, 512), disk("sde", True), disk("sdf", True)]
+    first = Vdev(name="mirror-0", type="mirror", ashift=9, children=[leaf("sdc"), leaf("sdd")])
+    second = Vdev(name="mirror-1", type="mirror", ashift=second_ashift, children=[leaf("sde"), leaf("sdf")])
     host.pools[0].root.children = [first, second]
     return host
 

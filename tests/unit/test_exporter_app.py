@@ -11,7 +11,7 @@ from advisor.api.metrics import deadline_seconds
 from advisor.app import create_app
 from advisor.appkeys import FACTS
 from advisor.settings import Settings
-from tests.unit.test_provider import RECORDING, HangingRunner
+from support import RECORDING, HangingRunner
 
 
 @pytest.fixture

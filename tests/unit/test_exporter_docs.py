@@ -4,9 +4,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from support.hosts import make_host
+
 from advisor.exporters.base import ExportOptions, Scrape
 from advisor.exporters.collector import create_registry, render
-from test_exporter_families import make_host
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "metrics.md"

@@ -4,10 +4,11 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from support.hosts import make_host
+
 from advisor.exporters.base import ExportOptions, Scrape
 from advisor.exporters.collector import SCRAPE, create_registry
 from advisor.exporters.exposition import text
-from test_exporter_families import make_host
 
 
 class _Fixed:

@@ -5,109 +5,15 @@ from datetime import datetime, timezone
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from support.hosts import LATENCY_ROWS, LATENCY_TEXT, SIZE_TEXT, make_host
 
-from advisor.facts import Dataset, Disk, DiskStats, Host, KStat, Pool, Property, Vdev, ZfsInfo
-from advisor.host import kstat, txgs, zpool_iostat
+from advisor.facts import Host, ZfsInfo
+from advisor.host import zpool_iostat
 from advisor.exporters.base import ExportOptions, Scrape
 from advisor.exporters.collector import COLLECTORS, create_registry, render
 from advisor.exporters.histograms import buckets
 from advisor.exporters.ioclass import latency_labels, queue_labels, size_labels
 from advisor.exporters.params import metric_name
-
-# zpool iostat -vw -Hp for one pool: 38 rows (1 ns .. 137 s), 11 columns.
-LATENCY_ROWS = [[0] * 11 for _ in range(38)]
-for column in range(11):
-    LATENCY_ROWS[12][column] = 10 + column  # 4.096-8.191 us
-    LATENCY_ROWS[20][column] = 5  # 1.048-2.097 ms
-LATENCY_ROWS[3][0] = 2  # 8-15 ns: below the first emitted bucket, folded into it
-LATENCY_TEXT = "tank\n" + "".join(
-    f"{(1 << (j + 1)) - 1}\t" + "\t".join(map(str, row)) + "\n" for j, row in enumerate(LATENCY_ROWS)
-)
-SIZE_TEXT = "tank\n" + "".join(
-    f"{1 << j}\t" + "\t".join(str(3 if j == 12 else 0) for _ in range(14)) + "\n" for j in range(9, 25)
-)
-# zpool iostat -vlq -Hp (OpenZFS 2.1 layout: 10 latency and 12 queue columns).
-IOSTAT_TEXT = (
-    "tank\t1000\t9000\t10\t20\t4096\t8192\t" + "\t".join(["1000000"] * 10) + "\t" + "\t".join(["2"] * 12) + "\n"
-    "mirror-0\t1000\t9000\t10\t20\t4096\t8192\t" + "\t".join(["-"] * 10) + "\t" + "\t".join(["0"] * 12) + "\n"
-    "/dev/sda1\t0\t0\t5\t10\t2048\t4096\t" + "\t".join(["-"] * 10) + "\t" + "\t".join(["0"] * 12) + "\n"
-)
-TXGS_TEXT = (
-    "txg      birth            state ndirty       nread        nwritten     reads    writes   otime        qtime"
-    "        wtime        stime\n"
-    "100      1000000000000    C     1048576      0            2097152      0        20       5000000000   10000"
-    "        20000        300000000\n"
-    "101      1005000000000    C     3145728      0            4194304      0        40       5000000000   30000"
-    "        10000        500000000\n"
-    "102      1010000000000    O     65536        0            0            0        0        0            0"
-    "            0            0\n"
-)
-
-
-def make_host(datasets: int = 2) -> Host:
-    root = Vdev(
-        name="tank",
-        type="root",
-        state="ONLINE",
-        children=[
-            Vdev(
-                name="mirror-0",
-                type="mirror",
-                state="ONLINE",
-                children=[
-                    Vdev(name="/dev/sda1", type="disk", state="ONLINE", disk="sda", read_errors=2),
-                    Vdev(name="/dev/sdb1", type="disk", state="ONLINE", disk="sdb"),
-                ],
-            )
-        ],
-    )
-    pool = Pool(
-        name="tank",
-        health="DEGRADED",
-        size_bytes=10_000,
-        allocated_bytes=1_000,
-        free_bytes=9_000,
-        capacity_ratio=0.1,
-        root=root,
-        latency_histograms=zpool_iostat.parse_latency_histograms(LATENCY_TEXT)["tank"],
-        size_histograms=zpool_iostat.parse_size_histograms(SIZE_TEXT)["tank"],
-        txgs=txgs.parse_txgs(TXGS_TEXT),
-        errors="No known data errors",
-    )
-    zpool_iostat.attach_vdev_iostat(pool, zpool_iostat.parse_vdev_iostat(IOSTAT_TEXT)["tank"])
-    other = Pool(name="scratch", health="ONLINE", size_bytes=1)
-    objset = "x\nname type data\ndataset_name 7 {}\nwrites 4 3\nnwritten 4 12288\nreads 4 1\nnread 4 4096\n" \
-             "nunlinks 4 0\nnunlinked 4 0\nzil_commit_count 4 9\n"
-    sets = [
-        Dataset(
-            name=name,
-            type="filesystem",
-            properties={
-                "recordsize": Property(value="131072", source="default"),
-                "compressratio": Property(value="1.50", source="-"),
-                **{p: Property(value="1000", source="-") for p in ("used", "available", "referenced", "logicalused")},
-                **{p: Property(value="0", source="default") for p in ("quota", "refquota", "reservation",
-                                                                     "refreservation")},
-            },
-            io=kstat.parse_named_kstat(objset.format(name)),
-        )
-        for name in ["tank"] + [f"tank/ds{i}" for i in range(datasets - 1)] + ["scratch"]
-    ]
-    stats = DiskStats(
-        reads_completed=1, reads_merged=0, sectors_read=8, read_seconds=0.5, writes_completed=2, writes_merged=0,
-        sectors_written=16, write_seconds=0.25, ios_in_progress=0, io_seconds=1.0, weighted_io_seconds=1.5,
-    )
-    return Host(
-        collected_at=datetime(2026, 11, 22, tzinfo=timezone.utc),
-        zfs=ZfsInfo(present=True, kmod_version="2.1.11-1"),
-        pools=[pool, other],
-        datasets=sets,
-        disks=[Disk(name=n, rotational=True, stats=stats) for n in ("sda", "sdb", "vda")],
-        arc=kstat.parse_named_kstat("x\nname type data\nhits 4 10\nmisses 4 2\nsize 4 4096\nc 4 8192\n"),
-        kstats={"dmu_tx": KStat(values={"dmu_tx_assigned": 5, "dmu_tx_dirty_delay": 1})},
-        module_params={"zfs_txg_timeout": "5", "zfs_dirty_data_max_percent": "10", "zfs_vdev_scheduler": "noop"},
-    )
-
 
 def scrape_families(host: Host, **options) -> dict:
     text = render(create_registry(), Scrape(host=host, options=ExportOptions(**options))).decode()

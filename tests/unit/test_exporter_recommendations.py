@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 from advisor.app import create_app
 from advisor.settings import Settings, SettingsError
-from tests.unit.test_provider import RECORDING
+from support import RECORDING
 
 INFO = "zfs_advisor_recommendation_info"
 

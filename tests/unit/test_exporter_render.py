@@ -10,7 +10,7 @@ from advisor.facts import KStat, Property
 from advisor.host.snapshot import collect_from_root
 from advisor.exporters.base import ExportOptions, Scrape
 from advisor.exporters.collector import FactsCollector, create_registry, render
-from tests.conftest import HOSTS
+from support import HOSTS
 
 RECORDINGS = [HOSTS / "2.1.11" / "hdd-raidz1x4" / "load", HOSTS / "2.3.2" / "ssd-mirror2x2" / "idle"]
 

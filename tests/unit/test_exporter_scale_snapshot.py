@@ -2,17 +2,16 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
+from support import REPO, recorded_snapshots
 
 from advisor.host.snapshot import collect_from_root
 
-REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "bench"))
 import scale_snapshot  # noqa: E402
 
-SNAPSHOTS = sorted(p.parent for p in (REPO / "tests" / "fixtures" / "hosts").glob("*/*/idle/manifest.json"))
+SNAPSHOTS = recorded_snapshots("idle")
 
 
 @pytest.mark.skipif(not SNAPSHOTS, reason="no recorded lab snapshot yet")

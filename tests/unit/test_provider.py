@@ -11,9 +11,8 @@ import pytest
 
 from advisor.host.provider import FactsProvider
 from advisor.host.runner import EXIT_TIMEOUT, CommandResult, ReplayRunner
-from tests.conftest import HOSTS
+from support import RECORDING, HangingRunner
 
-RECORDING = HOSTS / "2.3.2" / "ssd-mirror2x2" / "idle"
 ARCSTATS = "proc/spl/kstat/zfs/arcstats"
 
 
@@ -27,16 +26,6 @@ def host(tmp_path):
 def set_arc_hits(root, hits: int) -> None:
     path = root / ARCSTATS
     path.write_text(re.sub(r"^(hits\s+4\s+)\d+$", rf"\g<1>{hits}", path.read_text(), flags=re.M))
-
-
-class HangingRunner(ReplayRunner):
-    """A zpool that never answers (a hung pool, an overloaded host)."""
-
-    def __init__(self):
-        super().__init__([])
-
-    async def run(self, argv, timeout_seconds=None):
-        await asyncio.sleep(3600)
 
 
 async def test_kstats_are_read_for_every_collection_commands_once_per_interval(host):

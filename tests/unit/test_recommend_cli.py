@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_engine_synthetic import synthetic_host
+from support.hosts import synthetic_host
 
 from advisor import cli
 from advisor.engine.loader import load_rulebook

@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import pytest
-from conftest import recorded_snapshots, snapshot_id
+from support import recorded_snapshots, snapshot_id
 
 from advisor import cli
 from advisor.app import create_app

@@ -19,7 +19,7 @@ import pytest
 from advisor.facts import Host
 from advisor.host.kstat import GLOBAL_KSTATS
 from advisor.host.snapshot import collect_from_root, load_manifest
-from conftest import HOSTS, recorded_snapshots, snapshot_id
+from support import HOSTS, recorded_snapshots, snapshot_id
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lab"))
 import lablayouts  # noqa: E402  (the lab's own layout definitions: the datasets it created)

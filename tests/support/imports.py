@@ -1,0 +1,114 @@
+"""The project's import graph, read from the source (no module is imported).
+
+Every `import` and `from ... import` counts, also those inside functions: an
+import moved into a function still ties the two modules together, it only
+hides the knot from the interpreter. `from a import b` counts as an import of
+`a.b` when that is a module of the project, else of `a`.
+"""
+from __future__ import annotations
+
+import ast
+import os
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGE = "advisor"  # exporters/ and rules/ are advisor.exporters and advisor.rules (symlinks)
+
+
+def python_files(root: Path = REPO) -> list[Path]:
+    """The package's Python files, through the advisor/exporters and advisor/rules symlinks."""
+    return sorted(
+        Path(d) / f for d, _, files in os.walk(root / PACKAGE, followlinks=True) for f in files if f.endswith(".py")
+    )
+
+
+def project_modules(root: Path = REPO) -> dict[str, Path]:
+    """Dotted module name -> file, for every Python file of the installed package."""
+    modules: dict[str, Path] = {}
+    for path in python_files(root):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+    return modules
+
+
+def _imported(node: ast.AST, module: str, is_package: bool) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if isinstance(node, ast.ImportFrom):
+        base = node.module or ""
+        if node.level:
+            anchor = module.split(".") if is_package else module.split(".")[:-1]
+            anchor = anchor[: len(anchor) - (node.level - 1)]
+            base = ".".join(anchor + ([base] if base else []))
+        return [base] + [f"{base}.{a.name}" for a in node.names]
+    return []
+
+
+def _with_parents(module: str) -> list[str]:
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def import_graph(root: Path = REPO) -> dict[str, set[str]]:
+    """Module -> the project modules it imports (anywhere in its body)."""
+    modules = project_modules(root)
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        targets: set[str] = set()
+        is_package = path.name == "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            for target in _imported(node, name, is_package):
+                targets |= {t for t in _with_parents(target) if t in modules}
+        # importing a.b.c runs a/__init__ and a/b/__init__ first; the importer's own
+        # packages have run already
+        graph[name] = targets - set(_with_parents(name))
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+def reaches(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every module `start` imports, directly or through others."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for w in graph.get(todo.pop(), ()):
+            if w not in seen:
+                seen.add(w)
+                todo.append(w)
+    return seen
