@@ -19,9 +19,7 @@ from aiohttp import web
 
 from advisor.api.recommend import RULEBOOK
 from advisor.appkeys import FACTS, SETTINGS
-from advisor.engine.loader import RuleBook
-from advisor.engine.models import Recommendation
-from advisor.engine.service import recommend
+from advisor.engine.advice import Advice
 from advisor.facts import Host, ZfsInfo
 from advisor.host.collect import Collection, CommandFacts, command_host
 from advisor.settings import SettingsError
@@ -42,46 +40,13 @@ def setup(app: web.Application) -> None:
         if workload not in book.workloads:
             raise SettingsError(f"workloads: {dataset} = {workload!r} is not a workload; valid: "
                                 + ", ".join(sorted(book.workloads)))
-    app[ADVICE] = Advice()
+    app[ADVICE] = Advice(book, app[SETTINGS].workloads)
     app[EXPORTER] = FactsCollector()
     app[OPTIONS] = ExportOptions.from_settings(app[SETTINGS])
     app.router.add_get("/metrics", get_metrics)
 
 
-class Advice:
-    """The engine's advice for the datasets in the `workloads` setting, computed once per command run."""
-
-    def __init__(self) -> None:
-        self._generation: float | None = None
-        self._advice: tuple[tuple[str, Recommendation], ...] = ()
-
-    async def for_collection(
-        self, collection: Collection, book: RuleBook, workloads: dict[str, str]
-    ) -> tuple[tuple[str, Recommendation], ...]:
-        generation = collection.commands_finished_at
-        if not workloads or generation is None:
-            return ()
-        if generation != self._generation:
-            self._advice = await asyncio.to_thread(advise, collection.host, book, workloads)
-            self._generation = generation
-        return self._advice
-
-
 ADVICE = web.AppKey("metrics_advice", Advice)
-
-
-def advise(host: Host, book: RuleBook, workloads: dict[str, str]) -> tuple[tuple[str, Recommendation], ...]:
-    advice: list[tuple[str, Recommendation]] = []
-    for dataset, workload in sorted(workloads.items()):
-        if host.dataset(dataset) is None:
-            continue  # not on this host (yet): nothing to advise
-        try:
-            response = recommend(host, book, workload, dataset=dataset, now=host.collected_at)
-        except Exception:  # the exporter goes on without this dataset's advice; the log says why
-            log.exception("recommendations for %s (%s) failed", dataset, workload)
-            continue
-        advice += [(workload, r) for r in response.recommendations]
-    return tuple(advice)
 
 
 async def warm(app: web.Application, commands: CommandFacts) -> None:
@@ -131,7 +96,8 @@ async def get_metrics(request: web.Request) -> web.Response:
         command_runs=provider.command_runs,
         commands_generation=collection.commands_finished_at,
         source_durations=collection.durations,
-        recommendations=await app[ADVICE].for_collection(collection, app[RULEBOOK], app[SETTINGS].workloads),
+        # the engine runs in a worker thread, as for /recommend (docs/architecture.md)
+        recommendations=await asyncio.to_thread(app[ADVICE].for_host, collection.host, collection.commands_finished_at),
     )
     body = await asyncio.to_thread(app[EXPORTER].render, scrape)
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})

@@ -6,6 +6,8 @@ valid, never a 500. The rule book is loaded once, when the app is created.
 """
 from __future__ import annotations
 
+import asyncio
+
 from aiohttp import web
 
 from advisor.api.errors import json_error
@@ -58,7 +60,9 @@ async def get_recommend(request: web.Request) -> web.Response:
     params = {k: v for k, v in args.items() if k not in RESERVED}
     host = (await request.app[FACTS].get()).host
     try:
-        response = recommend(
+        # the engine runs in a worker thread: the event loop stays free for scrapes (docs/architecture.md)
+        response = await asyncio.to_thread(
+            recommend,
             host,
             request.app[RULEBOOK],
             args.get("workload"),

@@ -1,0 +1,35 @@
+"""What every subcommand takes: a settings file and a host root (live, or a recorded snapshot)."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+from advisor.facts import Host
+from advisor.host.snapshot import collect_from_root
+from advisor.logs import setup_logging
+from advisor.settings import Settings, load_settings
+
+
+def add_subcommand(sub: argparse._SubParsersAction, name: str, help_text: str) -> argparse.ArgumentParser:
+    """A subcommand with --config and --root."""
+    p = sub.add_parser(name, help=help_text)
+    p.add_argument("--config", metavar="FILE", help="TOML settings file (default: /etc/zfs-advisor/config.toml)")
+    p.add_argument("--root", metavar="DIR", help="read this host snapshot instead of the live host")
+    return p
+
+
+def settings(args: argparse.Namespace, **overrides: object) -> Settings:
+    """The settings for one command: file and environment, then its flags."""
+    return load_settings(args.config, root=args.root, **overrides)
+
+
+def command_settings(args: argparse.Namespace) -> Settings:
+    """The settings of a command that prints and exits; its log goes to stderr as text."""
+    config = settings(args)
+    setup_logging(config.log_level, "text")
+    return config
+
+
+def read_host(settings: Settings) -> Host:
+    """Every fact about the host (or the snapshot) once."""
+    return asyncio.run(collect_from_root(settings.root, settings.command_timeout_seconds)).host

@@ -1,0 +1,63 @@
+"""`zfs-advisor recommend`: exactly what GET /recommend computes, as text or (--json) the same JSON.
+
+Exit codes: 0 success, 2 bad usage (unknown workload, pool, dataset or parameter; broken rules).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from advisor.cli.common import add_subcommand, command_settings, read_host
+from advisor.engine.loader import load_rulebook
+from advisor.engine.models import RecommendResponse
+from advisor.engine.service import TargetError, recommend
+from advisor.engine.text import recommend_text
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = add_target_arguments(add_subcommand(sub, "recommend", "what to set for a workload, why, and the commands"))
+    p.set_defaults(func=run)
+
+
+def add_target_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """What `recommend` and `verify` both take: the workload, its parameters and the target."""
+    p.add_argument("--workload", required=True, help="workload profile, e.g. postgres (GET /v1/workloads lists them)")
+    p.add_argument("--pool", help="pool to advise on (default: every pool)")
+    p.add_argument("--dataset", help="dataset to advise on (default: a new <pool>/<workload> dataset)")
+    p.add_argument("--role", help="which of the workload's datasets, e.g. data or wal")
+    p.add_argument("--param", type=_param, action="append", default=[], metavar="NAME=VALUE",
+                   help="workload parameter, e.g. page_size=16K (repeatable)")
+    p.add_argument("--rules", metavar="DIR", help="rules directory (default: the shipped rules)")
+    p.add_argument("--json", action="store_true", help="the JSON document GET /recommend returns")
+    return p
+
+
+def _param(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name, value
+
+
+def compute(args: argparse.Namespace) -> RecommendResponse | None:
+    """The engine's answer for the arguments; None (after saying why on stderr) for a bad target."""
+    config = command_settings(args)
+    book = load_rulebook(args.rules or config.rules_dir)
+    params = dict(args.param)
+    if args.role:
+        params["role"] = args.role
+    host = read_host(config)
+    try:
+        return recommend(host, book, args.workload, params=params, pool=args.pool, dataset=args.dataset)
+    except TargetError as exc:
+        valid = f" (valid: {', '.join(exc.valid)})" if exc.valid else ""
+        print(f"zfs-advisor: {exc.reason}{valid}", file=sys.stderr)
+        return None
+
+
+def run(args: argparse.Namespace) -> int:
+    response = compute(args)
+    if response is None:
+        return 2
+    sys.stdout.write(response.model_dump_json(indent=2) + "\n" if args.json else recommend_text(response))
+    return 0
