@@ -5,7 +5,10 @@ from aiohttp import web
 
 from advisor.appkeys import FACTS
 
+routes = web.RouteTableDef()
 
+
+@routes.get("/v1/facts")
 async def get_facts(request: web.Request) -> web.Response:
     collection = await request.app[FACTS].get()
     return web.Response(text=collection.host.model_dump_json(), content_type="application/json")

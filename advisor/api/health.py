@@ -6,7 +6,10 @@ from aiohttp import web
 from advisor import __version__
 from advisor.appkeys import FACTS
 
+routes = web.RouteTableDef()
 
+
+@routes.get("/healthz")
 async def healthz(request: web.Request) -> web.Response:
     provider = request.app[FACTS]
     body: dict[str, object] = {"status": "ok", "version": __version__, "root": provider.root}

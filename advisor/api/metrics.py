@@ -17,42 +17,21 @@ from datetime import datetime, timezone
 
 from aiohttp import web
 
-from advisor.api.recommend import RULEBOOK
-from advisor.appkeys import FACTS, SETTINGS
-from advisor.engine.advice import Advice
+from advisor.appkeys import ADVICE, EXPORT_OPTIONS, EXPORTER, FACTS, SETTINGS
+from advisor.exporters.base import Scrape
 from advisor.facts import Host, ZfsInfo
 from advisor.host.collect import Collection, CommandFacts, command_host
-from advisor.settings import SettingsError
-from advisor.exporters.base import ExportOptions, Scrape
-from advisor.exporters.collector import FactsCollector
 
 log = logging.getLogger(__name__)
-EXPORTER = web.AppKey("metrics_exporter", FactsCollector)
-OPTIONS = web.AppKey("metrics_options", ExportOptions)
+routes = web.RouteTableDef()
 # What generate_latest() writes (legacy names, no UTF-8 escaping): text format 0.0.4.
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-
-
-def setup(app: web.Application) -> None:
-    """Route /metrics and give the app its exporter (after recommend.setup: it needs the rules)."""
-    book = app[RULEBOOK]
-    for dataset, workload in app[SETTINGS].workloads.items():
-        if workload not in book.workloads:
-            raise SettingsError(f"workloads: {dataset} = {workload!r} is not a workload; valid: "
-                                + ", ".join(sorted(book.workloads)))
-    app[ADVICE] = Advice(book, app[SETTINGS].workloads)
-    app[EXPORTER] = FactsCollector()
-    app[OPTIONS] = ExportOptions.from_settings(app[SETTINGS])
-    app.router.add_get("/metrics", get_metrics)
-
-
-ADVICE = web.AppKey("metrics_advice", Advice)
 
 
 async def warm(app: web.Application, commands: CommandFacts) -> None:
     """Render the command-built families of a new command output now, in a thread."""
     host = command_host(app[FACTS].files, commands)
-    scrape = Scrape(host=host, options=app[OPTIONS], commands_generation=commands.finished_at)
+    scrape = Scrape(host=host, options=app[EXPORT_OPTIONS], commands_generation=commands.finished_at)
     await asyncio.to_thread(app[EXPORTER].warm, scrape)
 
 
@@ -64,6 +43,7 @@ def deadline_seconds(configured: float, header: str | None) -> float:
     return min(configured, 0.9 * timeout) if timeout and timeout > 0 else configured
 
 
+@routes.get("/metrics")
 async def get_metrics(request: web.Request) -> web.Response:
     app = request.app
     provider = app[FACTS]
@@ -89,7 +69,7 @@ async def get_metrics(request: web.Request) -> web.Response:
     age = provider.age_seconds()
     scrape = Scrape(
         host=collection.host,
-        options=app[OPTIONS],
+        options=app[EXPORT_OPTIONS],
         stale=stale,
         age_seconds=age,
         collections=provider.collections,

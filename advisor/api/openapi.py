@@ -12,8 +12,10 @@ from aiohttp import web
 from pydantic.json_schema import models_json_schema
 
 from advisor import __version__
+from advisor.appkeys import RULEBOOK
 from advisor.engine.models import ErrorResponse, PoolList, RecommendResponse, WorkloadInfo, WorkloadList
 
+routes = web.RouteTableDef()
 REF = "#/components/schemas/{model}"
 _MODELS = (RecommendResponse, WorkloadList, WorkloadInfo, PoolList, ErrorResponse)
 
@@ -85,7 +87,6 @@ def build_openapi(workloads: list[str] | None = None) -> dict[str, Any]:
     }
 
 
+@routes.get("/openapi.json")
 async def get_openapi(request: web.Request) -> web.Response:
-    from advisor.api.recommend import RULEBOOK
-
     return web.json_response(build_openapi(sorted(request.app[RULEBOOK].workloads)))

@@ -4,9 +4,12 @@ from __future__ import annotations
 from aiohttp import web
 
 from advisor.appkeys import FACTS
+from advisor.engine import facts_catalogue  # noqa: F401  (the pool.* facts below)
 from advisor.engine.context import Context
 from advisor.engine.models import PoolInfo, PoolList
 from advisor.facts import Host
+
+routes = web.RouteTableDef()
 
 
 def pool_list(host: Host) -> PoolList:
@@ -29,6 +32,7 @@ def pool_list(host: Host) -> PoolList:
     return PoolList(pools=pools)
 
 
+@routes.get("/v1/pools")
 async def list_pools(request: web.Request) -> web.Response:
     host = (await request.app[FACTS].get()).host
     return web.Response(text=pool_list(host).model_dump_json(), content_type="application/json")

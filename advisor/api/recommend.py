@@ -1,8 +1,9 @@
 """GET /recommend?workload=NAME[&pool=P][&dataset=P/D][&<param>=V][&format=text]
 
-JSON by default (the contract in DESIGN.md); readable text for `format=text`
-or `Accept: text/plain`. Bad input is a 400/404 JSON error listing what is
-valid, never a 500. The rule book is loaded once, when the app is created.
+JSON by default (the contract in docs/architecture.md); readable text for
+`format=text` or `Accept: text/plain`. Bad input is a 400/404 JSON error
+listing what is valid, never a 500. The rule book is loaded once, by the app
+factory.
 """
 from __future__ import annotations
 
@@ -11,26 +12,13 @@ import asyncio
 from aiohttp import web
 
 from advisor.api.errors import json_error
-from advisor.appkeys import FACTS
-from advisor.engine.loader import RuleBook, load_rulebook
+from advisor.appkeys import FACTS, RULEBOOK
 from advisor.engine.service import TargetError, recommend
 from advisor.engine.text import recommend_text
 
-RULEBOOK = web.AppKey("rulebook", RuleBook)
+routes = web.RouteTableDef()
 RESERVED = ("workload", "pool", "dataset", "format")
 MAX_VALUE_LENGTH = 256
-
-
-def setup(app: web.Application, rules_dir: str | None = None) -> None:
-    """Load and validate the rules (raises RulesError: a broken rule stops start-up) and add the routes."""
-    from advisor.api import openapi, pools, workloads
-
-    app[RULEBOOK] = load_rulebook(rules_dir)
-    app.router.add_get("/recommend", get_recommend)
-    app.router.add_get("/v1/workloads", workloads.list_workloads)
-    app.router.add_get("/v1/workloads/{name}", workloads.get_workload)
-    app.router.add_get("/v1/pools", pools.list_pools)
-    app.router.add_get("/openapi.json", openapi.get_openapi)
 
 
 def query_args(request: web.Request) -> dict[str, str]:
@@ -54,6 +42,7 @@ def wants_text(request: web.Request, fmt: str | None) -> bool:
     return "text/plain" in accept and "application/json" not in accept
 
 
+@routes.get("/recommend")
 async def get_recommend(request: web.Request) -> web.Response:
     args = query_args(request)
     text = wants_text(request, args.get("format"))

@@ -4,8 +4,11 @@ from __future__ import annotations
 from aiohttp import web
 
 from advisor.api.errors import json_error
+from advisor.appkeys import RULEBOOK
 from advisor.engine.models import WorkloadInfo, WorkloadList, WorkloadParameter
 from advisor.engine.schema import Workload
+
+routes = web.RouteTableDef()
 
 
 def workload_info(workload: Workload) -> WorkloadInfo:
@@ -25,17 +28,15 @@ def workload_info(workload: Workload) -> WorkloadInfo:
     )
 
 
+@routes.get("/v1/workloads")
 async def list_workloads(request: web.Request) -> web.Response:
-    from advisor.api.recommend import RULEBOOK
-
     book = request.app[RULEBOOK]
     body = WorkloadList(workloads=[workload_info(w) for _, w in sorted(book.workloads.items())])
     return web.Response(text=body.model_dump_json(), content_type="application/json")
 
 
+@routes.get("/v1/workloads/{name}")
 async def get_workload(request: web.Request) -> web.Response:
-    from advisor.api.recommend import RULEBOOK
-
     book = request.app[RULEBOOK]
     name = request.match_info["name"]
     workload = book.workloads.get(name)

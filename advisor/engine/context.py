@@ -1,115 +1,16 @@
-"""The facts a rule may name: a flat catalogue of dotted names computed from `Host`.
+"""The Context one rule is evaluated in: the host, one pool, one dataset, one workload.
 
-Rules never see Python objects. They name facts from this catalogue
-(`pool.ashift_min`, `dataset.recordsize`, `workload.sync`, `module.zfs_txg_timeout`)
-and the loader refuses a rule that names anything else. Each fact has a type
-(how rule constants are coerced and how values are printed) and a one-line
-description (used in evidence and in docs/rules.md). A fact the host did not
-report is None; a rule that needs it is reported as skipped, never guessed.
+Facts are computed on demand from the catalogue (advisor.engine.catalogue) and
+cached for the evaluation; helpers here are what the facts_* modules share.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any
 
+from advisor.engine.catalogue import fact_def, render
+from advisor.engine.schema import Workload
 from advisor.facts import Dataset, Disk, Host, Pool, Vdev
-from advisor.engine.units import format_size, parse_size
-
-FactType = Literal["bytes", "int", "float", "ratio", "seconds", "bool", "str", "list"]
-MODULE_PREFIX = "module."
-_MODULE_PARAM = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
-# Module parameters measured in bytes (zfs(4)); the rest are counts, seconds or flags.
-_BYTE_PARAMS = frozenset(
-    {"zfs_dirty_data_max", "zfs_dirty_data_max_max", "zfs_arc_max", "zfs_arc_min", "zfs_arc_meta_limit",
-     "zfs_vdev_aggregation_limit", "zfs_vdev_aggregation_limit_non_rotating", "zfs_vdev_mirror_rotating_seek_offset",
-     "zfs_max_recordsize", "zil_slog_bulk", "zfs_immediate_write_sz"}
-)
-
-
-@dataclass(frozen=True)
-class FactDef:
-    name: str
-    type: FactType
-    description: str
-    compute: Callable[["Context"], Any]
-    needs: tuple[str, ...] = ()  # facts a derived fact is computed from (to explain why it is unknown)
-
-
-CATALOGUE: dict[str, FactDef] = {}
-
-
-def fact(name: str, type_: FactType, description: str, needs: tuple[str, ...] = ()):
-    def register(fn: Callable[["Context"], Any]) -> Callable[["Context"], Any]:
-        CATALOGUE[name] = FactDef(name, type_, description, fn, needs)
-        return fn
-
-    return register
-
-
-def fact_def(name: str) -> FactDef | None:
-    """The definition of a fact name; `module.<param>` names any zfs module parameter."""
-    if name in CATALOGUE:
-        return CATALOGUE[name]
-    if name.startswith(MODULE_PREFIX) and _MODULE_PARAM.match(name[len(MODULE_PREFIX) :]):
-        param = name[len(MODULE_PREFIX) :]
-        type_: FactType = "bytes" if param in _BYTE_PARAMS or param.endswith("_bytes") else "int"
-        return FactDef(
-            name, type_, f"zfs module parameter {param} (/sys/module/zfs/parameters/{param})", _module_param(param)
-        )
-    return None
-
-
-def _module_param(param: str) -> Callable[["Context"], Any]:
-    return lambda ctx: ctx.host.module_param_int(param)
-
-
-def coerce(type_: FactType, value: Any) -> Any:
-    """A rule constant converted to a fact's type ('32K' for bytes -> 32768); ValueError if it cannot be."""
-    if value is None:
-        return None
-    if type_ == "bytes":
-        return parse_size(value)
-    if type_ == "int":
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"expected an integer, got {value!r}")
-        return value
-    if type_ in ("float", "ratio", "seconds"):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ValueError(f"expected a number, got {value!r}")
-        return float(value)
-    if type_ == "bool":
-        if not isinstance(value, bool):
-            raise ValueError(f"expected true or false, got {value!r}")
-        return value
-    if type_ == "str":
-        if not isinstance(value, str):
-            raise ValueError(f"expected a string, got {value!r}")
-        return value
-    if type_ == "list":
-        if not isinstance(value, list):
-            raise ValueError(f"expected a list, got {value!r}")
-        return value
-    raise ValueError(f"unknown fact type {type_}")  # pragma: no cover
-
-
-def render(type_: FactType, value: Any) -> str:
-    """A fact value as a person reads it (and as ZFS spells sizes)."""
-    if value is None:
-        return "unknown"
-    if type_ == "bytes":
-        return format_size(value)
-    if type_ == "ratio":
-        return f"{value * 100:.0f}%"
-    if type_ == "seconds":
-        return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.1f} s"
-    if type_ == "float":
-        return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
-    if type_ == "bool":
-        return "yes" if value else "no"
-    if type_ == "list":
-        return " ".join(map(str, value))
-    return str(value)
 
 
 @dataclass
@@ -117,7 +18,7 @@ class Context:
     """What one evaluation looks at: the host, one pool, one dataset, one workload."""
 
     host: Host
-    workload: Any = None  # advisor.engine.schema.Workload (loose: schema imports this module)
+    workload: Workload | None = None
     params: dict[str, str] = field(default_factory=dict)
     pool: Pool | None = None
     dataset: Dataset | None = None
@@ -128,7 +29,7 @@ class Context:
         if name not in self._cache:
             definition = fact_def(name)
             if definition is None:
-                raise KeyError(f"unknown fact {name!r}")
+                raise KeyError(f"unknown fact {name!r} (the catalogue is complete once advisor.engine.facts_catalogue is imported)")
             try:
                 self._cache[name] = definition.compute(self)
             except (ValueError, ZeroDivisionError, TypeError):
@@ -162,6 +63,3 @@ class Context:
     def prop(self, name: str) -> str | None:
         return self.dataset.value(name) if self.dataset else None
 
-
-# The fact definitions register themselves in CATALOGUE when imported.
-from advisor.engine import facts_dataset, facts_host, facts_measured, facts_pool  # noqa: E402,F401

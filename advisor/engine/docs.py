@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import sys
 
-from advisor.engine.context import CATALOGUE, fact_def
+from advisor.engine.catalogue import fact_def
+from advisor.engine.facts_catalogue import CATALOGUE
 from advisor.engine.loader import RuleBook, load_rulebook
 from advisor.engine.schema import Aggregate, Clause, FactRef, Rule
 from advisor.engine.units import format_size

@@ -11,7 +11,8 @@ import shlex
 import string
 from typing import Any
 
-from advisor.engine.context import Context, fact_def, render
+from advisor.engine.catalogue import fact_def, render
+from advisor.engine.context import Context
 from advisor.engine.models import Evidence, Recommendation, Status
 from advisor.engine.schema import Aggregate, Clause, FactRef, Rule, template_fields
 

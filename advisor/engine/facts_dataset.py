@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from advisor.engine.context import Context, fact
+from advisor.engine.catalogue import fact
+from advisor.engine.context import Context
 from advisor.engine.units import parse_size
 
 # --- dataset ------------------------------------------------------------------

@@ -5,7 +5,8 @@ groups; with too few they are unknown and the rules that use them are skipped.
 """
 from __future__ import annotations
 
-from advisor.engine.context import Context, fact
+from advisor.engine.catalogue import fact
+from advisor.engine.context import Context
 
 
 def _root_latency(ctx: Context, column: str) -> float | None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 import math
 import re
 
-from advisor.engine.context import Context, fact
+from advisor.engine.catalogue import fact
+from advisor.engine.context import Context
 from advisor.facts import Disk, Host, Pool, Vdev
 
 # --- pool ---------------------------------------------------------------------

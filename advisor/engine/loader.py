@@ -13,8 +13,9 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from advisor.rules import RULES_DIR
+from advisor.engine import facts_catalogue  # noqa: F401  (rules are validated against the whole catalogue)
 from advisor.engine.schema import Rule, Workload
+from advisor.rules import RULES_DIR
 
 MAX_FILE_BYTES = 1 << 20
 # libyaml's safe loader when PyYAML was built with it (about 10x faster); both build plain data only.

@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator, model_validator
 
-from advisor.engine.context import FactType, coerce, fact_def
+from advisor.engine.catalogue import FactType, coerce, fact_def
 from advisor.engine.units import parse_size
 
 SLUG = r"^[a-z0-9][a-z0-9-]{1,62}$"
@@ -51,7 +51,7 @@ class Strict(BaseModel):
 def _known_fact(name: str) -> FactType:
     definition = fact_def(name)
     if definition is None:
-        raise ValueError(f"unknown fact {name!r} (see advisor/engine/context.py for the catalogue)")
+        raise ValueError(f"unknown fact {name!r} (docs/rules.md lists the facts rules may name)")
     return definition.type
 
 

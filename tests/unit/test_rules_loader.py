@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.engine.context import CATALOGUE
+from advisor.engine.facts_catalogue import CATALOGUE
 from advisor.engine.loader import RulesError, load_rulebook
 from advisor.rules import RULES_DIR
 
