@@ -1,0 +1,62 @@
+"""The modules import one another in one direction: no cycle, the engine below the CLI and the API.
+
+Read from the source (tests/support/imports.py), imports inside functions
+included, so a cycle cannot hide in a function body.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from support import REPO
+from support.imports import cycles, import_graph, python_files, reaches
+
+GRAPH = import_graph()
+ENGINE = sorted(m for m in GRAPH if m == "advisor.engine" or m.startswith("advisor.engine."))
+
+
+def test_the_graph_covers_the_whole_package():
+    assert {"advisor.app", "advisor.cli", "advisor.engine.service", "advisor.exporters.collector",
+            "advisor.rules"} <= GRAPH.keys()
+    assert "advisor.engine.catalogue" in GRAPH["advisor.engine.facts_pool"]
+
+
+def test_no_import_cycles():
+    found = cycles(GRAPH)
+    assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_the_cycle_finder_names_a_cycle_through_a_function_body(tmp_path):
+    """The check above can fail: a cycle made by an import inside a function is found."""
+    package = tmp_path / "advisor"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from advisor import b\n")
+    (package / "b.py").write_text("def later():\n    from advisor.a import x\n")
+    (package / "c.py").write_text("import advisor.a\n")
+    assert cycles(import_graph(tmp_path)) == [["advisor.a", "advisor.b"]]
+
+
+def test_the_engine_imports_neither_the_cli_nor_the_api_nor_aiohttp():
+    below = {m for e in ENGINE for m in reaches(GRAPH, e)}
+    assert not {m for m in below if m.startswith(("advisor.cli", "advisor.api")) or m == "advisor.app"}
+    imported = {
+        name
+        for path in python_files()
+        if "/engine/" in str(path)
+        for node in ast.walk(ast.parse(path.read_text()))
+        for name in ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+    }
+    assert not [n for n in imported if n.split(".")[0] in ("aiohttp", "argparse")], sorted(imported)
+
+
+def test_tests_import_helpers_from_support_not_from_other_test_modules():
+    test_modules = {p.stem for p in Path(REPO, "tests").rglob("*.py") if p.stem.startswith("test_")} | {"conftest"}
+    offenders = []
+    for path in sorted(Path(REPO, "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                if node.module.split(".")[-1] in test_modules:
+                    offenders.append(f"{path.relative_to(REPO)}: from {node.module}")
+    assert not offenders
