@@ -64,7 +64,8 @@ def _requirement(rule: Rule) -> str:
 
 
 def rule_section(rule: Rule) -> list[str]:
-    workloads = "all" if rule.workloads == "all" else ", ".join(rule.workloads)
+    workloads = rule.workloads if isinstance(rule.workloads, str) else (
+        ", ".join(rule.workloads) if isinstance(rule.workloads, list) else rule.workloads.describe())
     lines = [
         f"### `{rule.id}` — {rule.title}",
         "",
@@ -104,7 +105,9 @@ def render(book: RuleBook) -> str:
         "",
         "A rule file is `rules/<topic>.yaml` with a `rules:` list (and an optional `about:`). Each rule has:",
         "`id`, `title`, `parameter`, `scope` (pool-create, pool, dataset, module), `kind` (setting or",
-        "warning), `workloads` (a list, or `all`), optional `roles`, `when` (clauses that must all hold),",
+        "warning), `workloads` (`all`, a list of names, or traits of the profiles' `io:` — `pattern`, `sync`,",
+        "`read_fraction_at_least`, `read_fraction_below` — so a new profile gets the rules its I/O calls for;",
+        "the loader warns about a profile no such rule selects), optional `roles`, `when` (clauses that must all hold),",
         "`current` (`{fact: ...}`), `recommended` (a constant, `{fact: ...}`, or `{max: [...]}` / `{min: [...]}`),",
         "`compare` (equal, at_least, at_most, within_factor with `factor`), `accept` (other passing values),",
         "`confidence` (0..1), `explanation` (`change` and `ok` texts), optional `sources_disagree`, `evidence`",

@@ -6,6 +6,7 @@ rule, so a broken rule stops start-up instead of silently vanishing.
 """
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,8 @@ from pydantic import ValidationError
 from advisor.engine import facts_catalogue  # noqa: F401  (rules are validated against the whole catalogue)
 from advisor.engine.schema import Rule, Workload
 from advisor.rules import RULES_DIR
+
+log = logging.getLogger(__name__)
 
 MAX_FILE_BYTES = 1 << 20
 # libyaml's safe loader when PyYAML was built with it (about 10x faster); both build plain data only.
@@ -35,8 +38,8 @@ class RuleBook:
     def rule(self, rule_id: str) -> Rule | None:
         return next((r for r in self.rules if r.id == rule_id), None)
 
-    def rules_for(self, workload: str) -> list[Rule]:
-        return [r for r in self.rules if r.workloads == "all" or workload in r.workloads]
+    def rules_for(self, workload: Workload) -> list[Rule]:
+        return [r for r in self.rules if r.selects(workload)]
 
 
 def _read_yaml(path: Path) -> object:
@@ -86,13 +89,12 @@ def load_rules(directory: Path, workloads: dict[str, Workload]) -> list[Rule]:
             if rule.id in seen:
                 raise RulesError(f"{path}: rule {rule.id}: id already used in {seen[rule.id]}")
             seen[rule.id] = path
-            if rule.workloads != "all":
+            if isinstance(rule.workloads, list):
                 unknown = sorted(set(rule.workloads) - set(workloads))
                 if unknown:
                     raise RulesError(f"{path}: rule {rule.id}: unknown workloads {unknown}; known: {sorted(workloads)}")
             if rule.roles is not None:
-                names = rule.workloads if rule.workloads != "all" else list(workloads)
-                known_roles = {r.name for w in names for r in workloads[w].roles}
+                known_roles = {r.name for w in workloads.values() if rule.selects(w) for r in w.roles}
                 unknown = sorted(set(rule.roles) - known_roles)
                 if unknown:
                     raise RulesError(f"{path}: rule {rule.id}: unknown roles {unknown}; known: {sorted(known_roles)}")
@@ -107,4 +109,14 @@ def load_rulebook(directory: str | os.PathLike[str] | None = None) -> RuleBook:
     if not base.is_dir():
         raise RulesError(f"rules directory {base} does not exist")
     workloads = load_workloads(base)
-    return RuleBook(tuple(load_rules(base, workloads)), workloads, base)
+    book = RuleBook(tuple(load_rules(base, workloads)), workloads, base)
+    for name in unmatched_workloads(book):
+        log.warning("workload %s matches no workload-specific rule: it gets only the rules for all workloads "
+                    "(select it by name or by its io traits in a rule's `workloads:`)", name)
+    return book
+
+
+def unmatched_workloads(book: RuleBook) -> list[str]:
+    """Workloads that no rule selects by name or by trait (only the `all` rules apply to them)."""
+    specific = [r for r in book.rules if r.workload_specific]
+    return [name for name, w in sorted(book.workloads.items()) if not any(r.selects(w) for r in specific)]

@@ -136,13 +136,48 @@ class Explanation(Strict):
     ok: str = Field(description="why the current setting is right (the 'passed' line)")
 
 
+class WorkloadTraits(Strict):
+    """The workloads a rule is for, by what their profiles say under `io:` rather than by name,
+    so that a new profile gets the rules its I/O calls for. Every trait given must hold."""
+
+    pattern: list[Literal["random", "sequential", "mixed"]] | None = None
+    sync: list[Literal["none", "light", "heavy"]] | None = None
+    read_fraction_at_least: float | None = Field(None, ge=0, le=1)
+    read_fraction_below: float | None = Field(None, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _some_trait(self) -> "WorkloadTraits":
+        if not self.model_dump(exclude_none=True):
+            raise ValueError("name at least one trait: pattern, sync, read_fraction_at_least, read_fraction_below")
+        return self
+
+    def matches(self, workload: "Workload") -> bool:
+        io = workload.io
+        return (
+            (self.pattern is None or io.pattern in self.pattern)
+            and (self.sync is None or io.sync in self.sync)
+            and (self.read_fraction_at_least is None or io.read_fraction >= self.read_fraction_at_least)
+            and (self.read_fraction_below is None or io.read_fraction < self.read_fraction_below)
+        )
+
+    def describe(self) -> str:
+        parts = [f"{name} {' or '.join(values)}" for name, values in (("pattern", self.pattern), ("sync", self.sync)) if values]
+        if self.read_fraction_at_least is not None:
+            parts.append(f"read fraction at least {self.read_fraction_at_least:g}")
+        if self.read_fraction_below is not None:
+            parts.append(f"read fraction below {self.read_fraction_below:g}")
+        return "those with " + " and ".join(parts)
+
+
 class Rule(Strict):
     id: Annotated[str, Field(pattern=SLUG)]
     title: str = Field(min_length=5, max_length=120)
     parameter: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{1,63}$")]
     scope: Scope
     kind: Literal["setting", "warning"] = "setting"
-    workloads: list[str] | Literal["all"] = "all"
+    workloads: list[str] | Literal["all"] | WorkloadTraits = Field(
+        "all", description="`all`, workload names, or traits of their io profiles (WorkloadTraits)"
+    )
     roles: list[str] | None = None
     when: list[Clause] = Field(default_factory=list)
     current: FactRef
@@ -160,6 +195,17 @@ class Rule(Strict):
     effect: Effect
     reversible: str = Field(min_length=3)
     references: list[HttpUrl] = Field(min_length=1)
+
+    @property
+    def workload_specific(self) -> bool:
+        return self.workloads != "all"
+
+    def selects(self, workload: "Workload") -> bool:
+        if self.workloads == "all":
+            return True
+        if isinstance(self.workloads, WorkloadTraits):
+            return self.workloads.matches(workload)
+        return workload.name in self.workloads
 
     @field_validator("references")
     @classmethod

@@ -90,7 +90,7 @@ def recommend(
             raise TargetError(400, f"dataset {dataset!r} is not in pool {pool!r}", [d.name for d in host.datasets if d.pool == pool])
         pool = ds.pool
 
-    rules = book.rules_for(workload.name)
+    rules = book.rules_for(workload)
     results: list[Recommendation] = []
     pools = [host.pool(pool)] if pool else list(host.pools)
     # Module parameters are host-wide; pool measurements inform them when the
@@ -153,11 +153,11 @@ def merge(results: list[Recommendation], rules: list[Rule]) -> list[Recommendati
     When several rules speak about the same setting, one that finds something
     to change wins over one that passes (rules add conditions to find problems
     the others do not look for), and either over a skipped one; then the most
-    specific (naming workloads rather than `all`), then the more confident. A
+    specific (selecting workloads by name or trait rather than `all`), then the more confident. A
     losing rule that would change the setting to something else is named in
     the winner's explanation.
     """
-    specific = {r.id: r.workloads != "all" for r in rules}
+    specific = {r.id: r.workload_specific for r in rules}
     order = {"change": 0, "passed": 1, "skipped": 2}
     groups: dict[tuple, list[Recommendation]] = {}
     for rec in results:

@@ -1,6 +1,8 @@
 """The shipped rules and workloads load; broken ones stop start-up with a clear message."""
 from __future__ import annotations
 
+import logging
+import re
 import shutil
 from pathlib import Path
 
@@ -164,3 +166,44 @@ def test_missing_directory():
 
 def test_catalogue_descriptions_are_present():
     assert all(d.description for d in CATALOGUE.values())
+
+
+def _add_workload(rules_copy: Path, name: str, **io: object) -> None:
+    """A new profile: the postgres one renamed, with other io traits."""
+    text = (rules_copy / "workloads" / "postgres.yaml").read_text().replace("name: postgres", f"name: {name}", 1)
+    for key, value in io.items():
+        text = re.sub(rf"^  {key}: .*$", f"  {key}: {value}", text, count=1, flags=re.M)
+    (rules_copy / "workloads" / f"{name}.yaml").write_text(text)
+
+
+def test_a_new_workload_gets_the_rules_its_io_traits_select(rules_copy):
+    _add_workload(rules_copy, "oltp", pattern="random", sync="light", read_fraction=0.9)
+    book = load_rulebook(rules_copy)
+    ids = {r.id for r in book.rules_for(book.workloads["oltp"])}
+    assert {"geometry-raidz-random-io", "async-write-min-active-hdd", "compression-lz4"} <= ids
+    assert not ids & {"recordsize-sequential", "compression-zstd-for-archives", "recordsize-postgres"}
+
+
+def test_a_workload_no_specific_rule_selects_is_named_in_a_warning(rules_copy, caplog):
+    for path in rules_copy.glob("*.yaml"):
+        path.unlink()
+    (rules_copy / "only.yaml").write_text("rules:\n" + GOOD.replace("recommended: 32K", "workloads: [postgres]\n    recommended: 32K"))
+    _add_workload(rules_copy, "newcomer")
+    with caplog.at_level(logging.WARNING, logger="advisor.engine.loader"):
+        book = load_rulebook(rules_copy)
+    warned = [r.getMessage() for r in caplog.records]
+    assert [w.split()[1] for w in warned] == [n for n in sorted(book.workloads) if n != "postgres"]
+    assert "newcomer" in book.workloads and "matches no workload-specific rule" in warned[0]
+
+
+def test_the_shipped_workloads_each_have_workload_specific_rules(caplog):
+    with caplog.at_level(logging.WARNING, logger="advisor.engine.loader"):
+        load_rulebook()
+    assert not caplog.records
+
+
+@pytest.mark.parametrize("traits", ["{}", "{pattern: [diagonal]}", "{read_fraction_below: 2}"])
+def test_trait_selectors_are_validated(rules_copy, traits):
+    _append_rule(rules_copy, GOOD.replace("recommended: 32K", f"workloads: {traits}\n    recommended: 32K"))
+    with pytest.raises(RulesError, match="zz-broken.yaml: rule test-rule: workloads"):
+        load_rulebook(rules_copy)
