@@ -1,21 +1,11 @@
 """Human-readable text of facts (for `zfs-advisor facts`)."""
 from __future__ import annotations
 
+from advisor.engine.units import format_size
 from advisor.facts import Disk, Host, Pool, Vdev
 
 # The dataset properties worth a glance in a summary.
 SUMMARY_PROPERTIES = ("recordsize", "volblocksize", "compression", "atime", "sync", "logbias", "primarycache", "xattr")
-
-
-def human_bytes(n: int | float | None) -> str:
-    if n is None:
-        return "-"
-    value = float(n)
-    for unit in ("B", "K", "M", "G", "T", "P"):
-        if abs(value) < 1024 or unit == "P":
-            return f"{value:.0f}{unit}" if unit == "B" or value >= 100 else f"{value:.1f}{unit}"
-        value /= 1024
-    return f"{value:.1f}E"
 
 
 def _percent(ratio: float | None) -> str:
@@ -43,8 +33,8 @@ def _vdev_lines(host: Host, vdev: Vdev, depth: int) -> list[str]:
 
 def _pool_lines(host: Host, pool: Pool) -> list[str]:
     lines = [
-        f"pool {pool.name}: {pool.health}, size {human_bytes(pool.size_bytes)}, "
-        f"allocated {human_bytes(pool.allocated_bytes)} ({_percent(pool.capacity_ratio)}), "
+        f"pool {pool.name}: {pool.health}, size {format_size(pool.size_bytes)}, "
+        f"allocated {format_size(pool.allocated_bytes)} ({_percent(pool.capacity_ratio)}), "
         f"fragmentation {_percent(pool.fragmentation_ratio)}, ashift property {pool.ashift}"
     ]
     if pool.scan.function != "none":
@@ -57,7 +47,7 @@ def _pool_lines(host: Host, pool: Pool) -> list[str]:
 def facts_text(host: Host) -> str:
     lines = [
         f"host {host.hostname or '?'}, kernel {host.kernel or '?'}, "
-        f"{host.cpu_count or '?'} CPUs, {human_bytes(host.memory_bytes)} RAM"
+        f"{host.cpu_count or '?'} CPUs, {format_size(host.memory_bytes)} RAM"
     ]
     if not host.zfs.present:
         lines.append(f"ZFS: absent ({host.zfs.reason})")
@@ -65,7 +55,7 @@ def facts_text(host: Host) -> str:
         lines.append(f"ZFS: kernel module {host.zfs.kmod_version or '?'}, userland {host.zfs.userland_version or '?'}")
         if host.arc:
             lines.append(
-                f"ARC: size {human_bytes(host.arc.int('size'))} of max {human_bytes(host.arc.int('c_max'))}, "
+                f"ARC: size {format_size(host.arc.int('size'))} of max {format_size(host.arc.int('c_max'))}, "
                 f"hits {host.arc.int('hits')}, misses {host.arc.int('misses')}"
             )
     lines.append("")
@@ -82,7 +72,7 @@ def facts_text(host: Host) -> str:
     lines.append("disks:")
     for disk in host.disks:
         lines.append(
-            f"  {disk.name}: {disk.media}, {human_bytes(disk.size_bytes)}, logical {disk.logical_block_size}B, "
+            f"  {disk.name}: {disk.media}, {format_size(disk.size_bytes)}, logical {disk.logical_block_size}B, "
             f"physical {disk.physical_block_size}B, scheduler {disk.scheduler or '-'}, {disk.model or 'unknown model'}"
         )
     failed = {n: s.reason for n, s in host.sources.items() if not s.ok}

@@ -6,20 +6,15 @@ so the reference never drifts from the rules that actually run.
 from __future__ import annotations
 
 import sys
+from typing import get_args
 
 from advisor.engine.catalogue import fact_def
 from advisor.engine.facts_catalogue import CATALOGUE
 from advisor.engine.loader import RuleBook, load_rulebook
+from advisor.engine.models import EFFECT_TEXT, Effect, Scope
 from advisor.engine.schema import Aggregate, Clause, FactRef, Rule
 from advisor.engine.units import format_size
 
-_EFFECT = {
-    "runtime": "at once",
-    "new-writes": "for newly written data only",
-    "dataset-recreate": "only on a re-created dataset",
-    "pool-recreate": "only on pool re-creation",
-    "pool-change": "when vdevs are added, attached or replaced",
-}
 _OPS = {"eq": "=", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "in": "in", "not_in": "not in"}
 
 
@@ -77,7 +72,7 @@ def rule_section(rule: Rule) -> list[str]:
     lines += [
         f"- **Checks:** `{rule.current.fact}` {_requirement(rule)}",
         f"- **Confidence:** {rule.confidence:.2f}",
-        f"- **Takes effect:** {_EFFECT[rule.effect]}; **reversible:** {rule.reversible}",
+        f"- **Takes effect:** {EFFECT_TEXT[rule.effect]}; **reversible:** {rule.reversible}",
     ]
     if rule.apply:
         lines.append(f"- **Apply:** `{' '.join(rule.apply)}`")
@@ -104,7 +99,7 @@ def render(book: RuleBook) -> str:
         "## Writing a rule",
         "",
         "A rule file is `rules/<topic>.yaml` with a `rules:` list (and an optional `about:`). Each rule has:",
-        "`id`, `title`, `parameter`, `scope` (pool-create, pool, dataset, module), `kind` (setting or",
+        f"`id`, `title`, `parameter`, `scope` ({', '.join(get_args(Scope))}), `kind` (setting or",
         "warning), `workloads` (`all`, a list of names, or traits of the profiles' `io:` — `pattern`, `sync`,",
         "`read_fraction_at_least`, `read_fraction_below` — so a new profile gets the rules its I/O calls for;",
         "the loader warns about a profile no such rule selects), optional `roles`, `when` (clauses that must all hold),",
@@ -112,7 +107,7 @@ def render(book: RuleBook) -> str:
         "`compare` (equal, at_least, at_most, within_factor with `factor`), `accept` (other passing values),",
         "`confidence` (0..1), `explanation` (`change` and `ok` texts), optional `sources_disagree`, `evidence`",
         "(extra facts to show), `apply` (argv template; `apply_shell: true` for sysfs writes), `apply_note`,",
-        "`effect` (runtime, new-writes, dataset-recreate, pool-recreate, pool-change), `reversible` and",
+        f"`effect` ({', '.join(get_args(Effect))}), `reversible` and",
         "`references` (https URLs of the OpenZFS docs or the application's own docs).",
         "",
         "A clause is `{fact: F, op: OP, value: V}` or `{fact: F, op: OP, other: G}` with OP one of",
@@ -142,7 +137,7 @@ def render(book: RuleBook) -> str:
         "dataset": "Dataset properties",
         "module": "Module parameters",
     }
-    for scope in ("pool-create", "pool", "dataset", "module"):
+    for scope in get_args(Scope):
         lines += ["", f"## {titles[scope]}", ""]
         for rule in sorted(by_scope.get(scope, []), key=lambda r: r.id):
             lines += rule_section(rule)

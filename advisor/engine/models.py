@@ -1,4 +1,4 @@
-"""What the engine answers: the JSON contract of /recommend (DESIGN.md, "Contract the API keeps").
+"""What the engine answers: the JSON contract of /recommend (docs/architecture.md, "The /recommend contract").
 
 Field names here are the contract; add fields, never rename. The OpenAPI
 document (/openapi.json) is generated from these models.
@@ -11,6 +11,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Status = Literal["change", "passed", "skipped"]
+# Where a setting lives, and when a change to it takes effect (rules declare both; schema.Rule).
+Scope = Literal["pool-create", "pool", "dataset", "module"]
+Effect = Literal["runtime", "new-writes", "dataset-recreate", "pool-recreate", "pool-change"]
+EFFECT_TEXT: dict[str, str] = {  # "takes effect ..." in the text answer and in docs/rules.md
+    "runtime": "immediately",
+    "new-writes": "for newly written data only",
+    "dataset-recreate": "only on a newly created dataset",
+    "pool-recreate": "only when the pool is re-created",
+    "pool-change": "when the pool's vdevs are changed",
+}
 
 
 class Out(BaseModel):
@@ -32,7 +42,7 @@ class ExpectedEffect(Out):
 
 class Recommendation(Out):
     parameter: str
-    scope: Literal["pool-create", "pool", "dataset", "module"]
+    scope: Scope
     current: str | None = Field(description="current value as ZFS prints it; null when unknown")
     recommended: str | None
     requirement: str | None = Field(None, description="what passes, e.g. '>= 12' or '= lz4 (or zstd)'")
@@ -50,7 +60,7 @@ class Recommendation(Out):
     apply: str | None = Field(description="the exact command, or null for advisories without one")
     apply_argv: list[str] | None = Field(None, description="the same command as an argv list (no shell)")
     apply_note: str | None = None
-    effect: Literal["runtime", "new-writes", "dataset-recreate", "pool-recreate", "pool-change"]
+    effect: Effect
     reversible: str
     references: list[str]
     pool: str | None = None

@@ -24,11 +24,10 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator, model_validator
 
 from advisor.engine.catalogue import FactType, coerce, fact_def
+from advisor.engine.models import Effect, Scope
 from advisor.engine.units import parse_size
 
 SLUG = r"^[a-z0-9][a-z0-9-]{1,62}$"
-Scope = Literal["pool-create", "pool", "dataset", "module"]
-Effect = Literal["runtime", "new-writes", "dataset-recreate", "pool-recreate", "pool-change"]
 Op = Literal["eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "known", "unknown"]
 Compare = Literal["equal", "at_least", "at_most", "within_factor"]
 # Placeholders a template may use besides fact names.

@@ -7,16 +7,9 @@ from __future__ import annotations
 
 import textwrap
 
-from advisor.engine.models import Recommendation, RecommendResponse
+from advisor.engine.models import EFFECT_TEXT, Recommendation, RecommendResponse
 
 WIDTH = 100
-_EFFECT = {
-    "runtime": "immediately",
-    "new-writes": "for newly written data only",
-    "dataset-recreate": "only on a newly created dataset",
-    "pool-recreate": "only when the pool is re-created",
-    "pool-change": "when the pool's vdevs are changed",
-}
 _LABEL = {"change": "CHANGE", "passed": "passed", "skipped": "skipped"}
 
 
@@ -49,7 +42,7 @@ def recommendation_lines(rec: Recommendation) -> list[str]:
             lines += _wrap("apply: " + rec.apply)
         if rec.apply_note:
             lines += _wrap("note: " + rec.apply_note)
-        lines += _wrap(f"takes effect {_EFFECT[rec.effect]}; reversible: {rec.reversible}")
+        lines += _wrap(f"takes effect {EFFECT_TEXT[rec.effect]}; reversible: {rec.reversible}")
     if rec.evidence and rec.status != "skipped":
         lines += _wrap("evidence: " + "; ".join(f"{e.fact}={e.display}" for e in rec.evidence))
     lines += [f"        see: {ref}" for ref in rec.references]
