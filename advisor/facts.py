@@ -12,6 +12,8 @@ from typing import Iterator, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from advisor.host.versions import parse_version
+
 SCHEMA_VERSION = 1
 
 
@@ -35,8 +37,6 @@ class ZfsInfo(Model):
     @property
     def version_tuple(self) -> tuple[int, ...] | None:
         """(major, minor, patch) of the kernel module (what behaviour depends on)."""
-        from advisor.host.versions import parse_version
-
         return parse_version(self.kmod_version or self.userland_version)
 
 
