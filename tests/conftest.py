@@ -1,18 +1,14 @@
 """Fixtures for every tier (the helpers they share are in tests/support/)."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from support import HOSTS, recorded_snapshots
 
 
-@pytest.fixture(scope="session")
-def snapshots() -> list[Path]:
-    found = recorded_snapshots()
-    if not found:
-        pytest.fail(f"no recorded host snapshots under {HOSTS}")
-    return found
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tables of tests over the recorded snapshots would silently be empty without them."""
+    if not recorded_snapshots():
+        raise pytest.UsageError(f"no recorded host snapshots under {HOSTS}")
 
 
 @pytest.fixture
