@@ -18,7 +18,7 @@ from advisor.engine.loader import RulesError
 from advisor.host.snapshot import SnapshotError, collect_from_root, record_snapshot
 from advisor.logs import setup_logging
 from advisor.report import facts_text
-from advisor.settings import Settings, SettingsError, load_settings
+from advisor.settings import DEFAULT_PORT, Settings, SettingsError, load_settings
 
 log = logging.getLogger("advisor")
 
@@ -98,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("serve", help="run the HTTP service (/metrics, /recommend, /healthz, /v1/...)")
     common(p)
-    p.add_argument("--port", type=int, help="TCP port (default 9135)")
+    p.add_argument("--port", type=int, help=f"TCP port (default {DEFAULT_PORT})")
     p.add_argument("--listen", metavar="ADDRESS", help="address to bind (default 127.0.0.1)")
     p.set_defaults(func=cmd_serve)
 

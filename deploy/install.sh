@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install zfs-advisor from this checkout and start it on its embedded defaults
-# (127.0.0.1:9135, read-only API). Run as root on Debian/Ubuntu:
+# (127.0.0.1:21134, read-only API). Run as root on Debian/Ubuntu:
 #
 #   sudo deploy/install.sh
 #
@@ -10,7 +10,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PREFIX=${ZFS_ADVISOR_PREFIX:-/opt/zfs-advisor}
-PORT=${ZFS_ADVISOR_PORT:-9135}
 
 if [ "$(id -u)" != 0 ]; then
     echo "install.sh: run as root (it writes $PREFIX and the systemd unit)" >&2
@@ -23,6 +22,8 @@ fi
 python3 -m venv "$PREFIX/venv"
 "$PREFIX/venv/bin/python" -m pip install -q --disable-pip-version-check .
 install -d -m 0755 /etc/zfs-advisor /var/lib/zfs-advisor
+# The port the service will really listen on: its settings as the unit sees them (no ZFS_ADVISOR_* from this shell).
+PORT=$(env -i "$PREFIX/venv/bin/python" -c "from advisor.settings import load_settings; print(load_settings().port)")
 
 if [ -d /run/systemd/system ]; then
     install -m 0644 deploy/systemd/zfs-advisor.service /etc/systemd/system/zfs-advisor.service

@@ -18,6 +18,8 @@ import pytest
 
 from labparams import lab_params
 
+from advisor.settings import DEFAULT_PORT
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "golden"))
 from promserver import PrometheusServer, free_port  # noqa: E402
 
@@ -26,7 +28,7 @@ pytestmark = [
     pytest.mark.parametrize("lab_vm", lab_params(["ssd-mirror2x2"]), indirect=True, scope="session"),
 ]
 PY = "PYTHONPATH=/project /opt/zfs-advisor-venv/bin/python"
-PORT = 9135
+PORT = DEFAULT_PORT
 COMMANDS_INTERVAL = 5  # seconds between the daemon's zpool/zfs runs
 
 
