@@ -96,13 +96,13 @@ def test_prometheus_scrapes_the_exporter_in_the_vm(lab_vm, exporter_url, tmp_pat
         txg_after = last_txg(vm, "tank")
         assert reads_before <= reads <= reads_after and reads > 0
         assert txg_before <= txgs <= txg_after
-        assert one('zfs_pool_health{pool="tank",state="ONLINE"}') == 1
+        assert one('zfs_pool_health_state{pool="tank",state="ONLINE"}') == 1
         p99 = one('histogram_quantile(0.99, zfs_pool_latency_seconds_bucket{pool="tank",queue="total",op="read"})')
         assert 1e-6 < p99 < 10
         assert {r["metric"]["vdev"] for r in prom.query('zfs_vdev_info{pool="tank"}')} >= {"mirror-0", "mirror-1"}
         assert one("zfs_arc_size_bytes") > 0
-        assert one('zfs_dataset_written_bytes_total{dataset="tank/pg"}') >= 32 << 20
-        assert len(prom.query('disk_reads_completed_total')) == 4
+        assert one('zfs_dataset_logical_written_bytes_total{name="tank/pg"}') >= 32 << 20
+        assert len(prom.query('zfs_advisor_disk_reads_completed_total')) == 4
         assert one("min(zfs_advisor_scrape_collector_success)") == 1
         assert one("zfs_advisor_facts_stale") == 0
         assert one("zfs_advisor_facts_age_seconds") < COMMANDS_INTERVAL + 10
