@@ -33,9 +33,10 @@ ZFS_EXPORTER = {
 
 
 def exported() -> dict[str, set[str]]:
-    """Family (as Prometheus stores it: counters with _total) -> its label names, over every golden and a full scrape."""
+    """Family (counters with _total, as Prometheus stores them) -> label names, in every golden and a full scrape."""
     texts = [p.read_text() for p in (REPO / "tests" / "golden" / "metrics").rglob("*.prom")]
-    texts.append(render(create_registry(), Scrape(make_host(), ExportOptions(per_vdev=True, per_dataset=True))).decode())
+    detail = ExportOptions(per_vdev=True, per_dataset=True)
+    texts.append(render(create_registry(), Scrape(make_host(), detail)).decode())
     families: dict[str, set[str]] = {}
     for text in texts:
         for name, labels in re.findall(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{([^}]*)\})? ", text, re.MULTILINE):
