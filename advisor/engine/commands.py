@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction, common: Callable[[argparse.Argumen
     ):
         p = sub.add_parser(name, help=help_text)
         common(p)
-        p.add_argument("--workload", required=True, help="workload profile, e.g. postgres (see `recommend --list`)")
+        p.add_argument("--workload", required=True, help="workload profile, e.g. postgres (an unknown name lists the valid ones)")
         p.add_argument("--pool", help="pool to advise on (default: every pool)")
         p.add_argument("--dataset", help="dataset to advise on (default: a new <pool>/<workload> dataset)")
         p.add_argument("--role", help="which of the workload's datasets, e.g. data or wal")
