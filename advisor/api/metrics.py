@@ -7,7 +7,8 @@ concurrent scrapes share one read. When there is no command output yet, a
 scrape waits for it at most `metrics_scrape_deadline_seconds` (or, if
 shorter, 90% of the timeout Prometheus sends in
 X-Prometheus-Scrape-Timeout-Seconds), then serves what there is and says so
-(zfs_advisor_facts_stale 1).
+(zfs_advisor_facts_stale 1). exporters/negotiation.py turns the text into
+OpenMetrics and gzips it when the scrape asks for that.
 """
 from __future__ import annotations
 
@@ -27,12 +28,11 @@ from advisor.host.collect import Collection, CommandFacts, command_host
 from advisor.settings import SettingsError
 from exporters.base import ExportOptions, Scrape
 from exporters.collector import FactsCollector
+from exporters.negotiation import negotiate
 
 log = logging.getLogger(__name__)
 EXPORTER = web.AppKey("metrics_exporter", FactsCollector)
 OPTIONS = web.AppKey("metrics_options", ExportOptions)
-# What generate_latest() writes (legacy names, no UTF-8 escaping): text format 0.0.4.
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 def setup(app: web.Application) -> None:
@@ -133,5 +133,6 @@ async def get_metrics(request: web.Request) -> web.Response:
         source_durations=collection.durations,
         recommendations=await app[ADVICE].for_collection(collection, app[RULEBOOK], app[SETTINGS].workloads),
     )
-    body = await asyncio.to_thread(app[EXPORTER].render, scrape)
-    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
+    render = app[EXPORTER].render
+    body, headers = await asyncio.to_thread(lambda: negotiate(render(scrape), request.headers))  # format, gzip
+    return web.Response(body=body, headers=headers)
