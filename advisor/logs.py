@@ -33,5 +33,19 @@ def setup_logging(level: str = "info", fmt: str = "json") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    # aiohttp's access log is one line per request: keep it, at info.
-    logging.getLogger("aiohttp.access").setLevel(max(root.level, logging.INFO))
+    # aiohttp's access log is one line per request: kept at info, except for successful
+    # scrapes and health checks (one every few seconds), which only log_level=debug shows.
+    access = logging.getLogger("aiohttp.access")
+    access.setLevel(max(root.level, logging.INFO))
+    access.filters[:] = [] if root.level <= logging.DEBUG else [quiet_polls]
+
+
+POLLED = frozenset({"/metrics", "/healthz"})
+
+
+def quiet_polls(record: logging.LogRecord) -> bool:
+    """False (drop) for an access-log record of a successful scrape or health check."""
+    method, _, rest = str(getattr(record, "first_request_line", "")).partition(" ")
+    path = rest.split(" ", 1)[0].split("?", 1)[0]
+    status = getattr(record, "response_status", 500)
+    return not (method == "GET" and path in POLLED and isinstance(status, int) and status < 400)

@@ -17,7 +17,9 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from advisor.names import check_dataset_name
 
 DEFAULT_CONFIG_FILE = Path("/etc/zfs-advisor/config.toml")
-DEFAULT_PORT = 9135
+# Outside the Prometheus wiki's "Default port allocations" (9090-9999 is fully allocated and new
+# exporters are given ports upward from 10000; 9134 is zfs_exporter's, 9135 rTorrent's).
+DEFAULT_PORT = 21134
 
 
 class Settings(BaseSettings):

@@ -4,10 +4,15 @@ Sources: `zfs get -Hp -t filesystem,volume <tuning properties>` and
 /proc/spl/kstat/zfs/<pool>/objset-0x<id> (reads/writes as the applications
 issued them, before compression and the ARC).
 
-Cardinality: at default detail a filesystem costs 13 series (1 properties
-info, 1 block size, 1 compression ratio, 4 space gauges: used, available,
-referenced, logicalused; 6 I/O counters), a volume 14 (plus volsize), each
-quota or reservation that is set one more: well under the ~26 series
+Names and labels (`name`, `pool`, `type`) of the space gauges are
+pdf/zfs_exporter's, with the same meaning (zfs get -p values), so its dataset
+dashboards and alerts keep working (docs/metrics.md lists the families).
+
+Cardinality: at default detail a filesystem costs 14 series (1 properties
+info, 1 block size, 1 compression ratio, 5 space gauges: used, available,
+referenced, logicalused, quota (0: none, as zfs_exporter has it); 6 I/O
+counters), a volume 14 (volsize instead of quota), each refquota or
+reservation that is set one more: well under the ~26 series
 node_exporter's zfs collector spends per dataset. `metrics_per_dataset` adds every other objset counter (per-dataset ZIL
 counters on OpenZFS >= 2.2); `metrics_dataset_include/_exclude` select
 datasets by name.
@@ -26,18 +31,18 @@ from advisor.exporters.named import KStatFamilies, KStatSpec
 
 # (property, metric, description): numeric space properties. Limits that are
 # not set (0) get no series: most datasets have none, and each costs a series.
-OPTIONAL = frozenset({"quota", "refquota", "reservation", "refreservation"})
+OPTIONAL = frozenset({"refquota", "reservation", "refreservation"})
 SPACE = (
     ("used", "zfs_dataset_used_bytes", "Space used by the dataset and its descendants (used)"),
     ("available", "zfs_dataset_available_bytes", "Space available to the dataset (available)"),
     ("referenced", "zfs_dataset_referenced_bytes", "Space referenced by the dataset itself (referenced)"),
     ("logicalused", "zfs_dataset_logical_used_bytes", "Logical space used, before compression (logicalused)"),
-    ("quota", "zfs_dataset_quota_bytes", "Quota (quota); no series when none"),
-    ("refquota", "zfs_dataset_refquota_bytes", "Quota on referenced space (refquota); no series when none"),
+    ("quota", "zfs_dataset_quota_bytes", "Quota of a filesystem (quota), 0 when none"),
+    ("refquota", "zfs_dataset_referenced_quota_bytes", "Quota on referenced space (refquota); no series when none"),
     ("reservation", "zfs_dataset_reservation_bytes", "Reservation (reservation); no series when none"),
-    ("refreservation", "zfs_dataset_refreservation_bytes", "Reservation of referenced space (refreservation); "
+    ("refreservation", "zfs_dataset_referenced_reservation_bytes", "Reservation of referenced space (refreservation); "
      "no series when none"),
-    ("volsize", "zfs_dataset_volsize_bytes", "Volume size of a zvol (volsize)"),
+    ("volsize", "zfs_dataset_volume_size_bytes", "Volume size of a zvol (volsize)"),
 )
 # Labels of zfs_dataset_properties_info: every tuning property collected that is not a number above.
 INFO_PROPERTIES = tuple(
@@ -46,7 +51,9 @@ INFO_PROPERTIES = tuple(
 OBJSET = KStatSpec(
     prefix="zfs_dataset",
     path="/proc/spl/kstat/zfs/<pool>/objset-0x<id>",
-    names={"nread": "read_bytes", "nwritten": "written_bytes", "nunlinks": "unlinks", "nunlinked": "unlinked"},
+    # logical_*: zfs_exporter's zfs_dataset_written_bytes is the `written` property (space since the last snapshot)
+    names={"nread": "logical_read_bytes", "nwritten": "logical_written_bytes", "nunlinks": "unlinks",
+           "nunlinked": "unlinked"},
     help={
         "reads": "Read calls on the dataset (logical, as applications issue them)",
         "nread": "Bytes read from the dataset (logical)",
@@ -74,7 +81,7 @@ def _compress_ratio(ds: Dataset) -> float | None:
 def collect(scrape: Scrape) -> Iterable[Metric]:
     """Properties and space, from `zfs get` alone."""
     src = f"Source: zfs get -Hp.{CACHED}"
-    labels = ["dataset", "pool"]
+    labels = ["name", "pool", "type"]
     info = InfoMetricFamily(
         "zfs_dataset_properties",
         f"Tuning properties of a filesystem or volume as labels (values as zfs get -p prints them). {src}",
@@ -86,14 +93,14 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
         "gauge", labels,
     )
     ratio = RowsFamily(
-        "zfs_dataset_compress_ratio", f"Compression ratio achieved (compressratio), >= 1. {src}", "gauge", labels
+        "zfs_dataset_compression_ratio", f"Compression ratio achieved (compressratio), >= 1. {src}", "gauge", labels
     )
     space = {prop: RowsFamily(name, f"{doc}. {src}", "gauge", labels) for prop, name, doc in SPACE}
     for ds in scrape.datasets:
-        key = (ds.name, ds.pool)
+        key = (ds.name, ds.pool, ds.type)
         props = ds.properties
         text = {p: props[p].value if p in props else "" for p in INFO_PROPERTIES}
-        append(info, {"dataset": ds.name, "pool": ds.pool, "type": ds.type, **text}, 1.0)
+        append(info, {"name": ds.name, "pool": ds.pool, "type": ds.type, **text}, 1.0)
         if (size := _block_size(ds)) is not None:
             block.add(key, size)
         if (r := _compress_ratio(ds)) is not None:
@@ -106,9 +113,9 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
 
 def collect_io(scrape: Scrape) -> Iterable[Metric]:
     """Logical I/O counters, from the objset kstats read for this scrape."""
-    io = KStatFamilies(OBJSET, ["dataset", "pool"])
+    io = KStatFamilies(OBJSET, ["name", "pool", "type"])
     only = None if scrape.options.per_dataset else CORE_IO
     for ds in scrape.datasets:
         if ds.io is not None:
-            io.add(ds.io, (ds.name, ds.pool), only)
+            io.add(ds.io, (ds.name, ds.pool, ds.type), only)
     yield from io

@@ -1,9 +1,10 @@
 """Block devices behind the pools: /proc/diskstats and /sys/block/<dev>/queue, device.
 
-Prefix `disk_`, not `node_disk_`: the counters keep node_exporter's diskstats
-names and meaning (disk_reads_completed_total <-> node_disk_reads_completed_total,
-label `device`), so dashboards carry over, but a host that also runs
-node_exporter gets no two series with one name from two exporters. Only the
+Prefix `zfs_advisor_disk_`: the counters keep node_exporter's diskstats names,
+units and label (zfs_advisor_disk_reads_completed_total <->
+node_disk_reads_completed_total, label `device`), so a PromQL expression carries
+over by changing the prefix; but this exporter owns neither `node_disk_` nor
+the bare `disk_` other exporters use, so no name here means something else there. Only the
 disks behind the selected pools' leaf vdevs are exported unless
 metrics_all_disks is set; zfs_vdev_info{disk} joins a vdev to its disk.
 """
@@ -18,25 +19,26 @@ from advisor.exporters.base import CACHED, Scrape
 
 _STATS = "Source: /proc/diskstats."
 _SYS = "/sys/block/<device>"
-# (DiskStats field, metric name, kind, description), node_exporter's names with disk_ for node_disk_.
+# (DiskStats field, metric name, kind, description), node_exporter's names, zfs_advisor_disk_ for node_disk_.
 STATS = (
-    ("reads_completed", "disk_reads_completed", "counter", "Reads completed"),
-    ("reads_merged", "disk_reads_merged", "counter", "Reads merged"),
-    ("sectors_read", "disk_read_bytes", "counter", "Bytes read (sectors x 512)"),
-    ("read_seconds", "disk_read_time_seconds", "counter", "Time spent reading"),
-    ("writes_completed", "disk_writes_completed", "counter", "Writes completed"),
-    ("writes_merged", "disk_writes_merged", "counter", "Writes merged"),
-    ("sectors_written", "disk_written_bytes", "counter", "Bytes written (sectors x 512)"),
-    ("write_seconds", "disk_write_time_seconds", "counter", "Time spent writing"),
-    ("ios_in_progress", "disk_io_now", "gauge", "I/Os in progress"),
-    ("io_seconds", "disk_io_time_seconds", "counter", "Time the device had I/O in flight (utilisation)"),
-    ("weighted_io_seconds", "disk_io_time_weighted_seconds", "counter", "I/O time weighted by I/Os in flight"),
-    ("discards_completed", "disk_discards_completed", "counter", "Discards completed"),
-    ("discards_merged", "disk_discards_merged", "counter", "Discards merged"),
-    ("sectors_discarded", "disk_discarded_sectors", "counter", "Sectors discarded"),
-    ("discard_seconds", "disk_discard_time_seconds", "counter", "Time spent discarding"),
-    ("flushes_completed", "disk_flush_requests", "counter", "Flush requests completed"),
-    ("flush_seconds", "disk_flush_requests_time_seconds", "counter", "Time spent flushing"),
+    ("reads_completed", "zfs_advisor_disk_reads_completed", "counter", "Reads completed"),
+    ("reads_merged", "zfs_advisor_disk_reads_merged", "counter", "Reads merged"),
+    ("sectors_read", "zfs_advisor_disk_read_bytes", "counter", "Bytes read (sectors x 512)"),
+    ("read_seconds", "zfs_advisor_disk_read_time_seconds", "counter", "Time spent reading"),
+    ("writes_completed", "zfs_advisor_disk_writes_completed", "counter", "Writes completed"),
+    ("writes_merged", "zfs_advisor_disk_writes_merged", "counter", "Writes merged"),
+    ("sectors_written", "zfs_advisor_disk_written_bytes", "counter", "Bytes written (sectors x 512)"),
+    ("write_seconds", "zfs_advisor_disk_write_time_seconds", "counter", "Time spent writing"),
+    ("ios_in_progress", "zfs_advisor_disk_io_now", "gauge", "I/Os in progress"),
+    ("io_seconds", "zfs_advisor_disk_io_time_seconds", "counter", "Time the device had I/O in flight (utilisation)"),
+    ("weighted_io_seconds", "zfs_advisor_disk_io_time_weighted_seconds", "counter",
+     "I/O time weighted by I/Os in flight"),
+    ("discards_completed", "zfs_advisor_disk_discards_completed", "counter", "Discards completed"),
+    ("discards_merged", "zfs_advisor_disk_discards_merged", "counter", "Discards merged"),
+    ("sectors_discarded", "zfs_advisor_disk_discarded_sectors", "counter", "Sectors discarded"),
+    ("discard_seconds", "zfs_advisor_disk_discard_time_seconds", "counter", "Time spent discarding"),
+    ("flushes_completed", "zfs_advisor_disk_flush_requests", "counter", "Flush requests completed"),
+    ("flush_seconds", "zfs_advisor_disk_flush_requests_time_seconds", "counter", "Time spent flushing"),
 )
 _BYTES_PER_SECTOR = 512  # diskstats counts 512-byte sectors whatever the device's sector size
 
@@ -60,21 +62,23 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
                 family.add_metric([disk.name], value * scale)
         families.append(family)
     info = InfoMetricFamily(
-        "disk",
+        "zfs_advisor_disk",
         f"Block device identity and I/O scheduler. Source: {_SYS}/device/{{model,vendor,serial}}, queue/scheduler."
         f"{CACHED}",
         labels=["device"],
     )
     gauges = (
-        ("disk_size_bytes", "Device size", f"{_SYS}/size x 512", lambda d: d.size_bytes),
-        ("disk_logical_block_size_bytes", "Logical sector size", f"{_SYS}/queue/logical_block_size",
+        ("zfs_advisor_disk_size_bytes", "Device size", f"{_SYS}/size x 512", lambda d: d.size_bytes),
+        ("zfs_advisor_disk_logical_block_size_bytes", "Logical sector size", f"{_SYS}/queue/logical_block_size",
          lambda d: d.logical_block_size),
-        ("disk_physical_block_size_bytes", "Physical sector size (what ashift should cover)",
+        ("zfs_advisor_disk_physical_block_size_bytes", "Physical sector size (what ashift should cover)",
          f"{_SYS}/queue/physical_block_size", lambda d: d.physical_block_size),
-        ("disk_rotational", "1 for rotating media (HDD), 0 for SSD", f"{_SYS}/queue/rotational",
+        ("zfs_advisor_disk_rotational", "1 for rotating media (HDD), 0 for SSD", f"{_SYS}/queue/rotational",
          lambda d: None if d.rotational is None else float(d.rotational)),
-        ("disk_queue_nr_requests", "Block layer queue size", f"{_SYS}/queue/nr_requests", lambda d: d.nr_requests),
-        ("disk_queue_depth", "Device (SCSI/SATA) queue depth", f"{_SYS}/device/queue_depth", lambda d: d.queue_depth),
+        ("zfs_advisor_disk_queue_nr_requests", "Block layer queue size", f"{_SYS}/queue/nr_requests",
+         lambda d: d.nr_requests),
+        ("zfs_advisor_disk_queue_depth", "Device (SCSI/SATA) queue depth", f"{_SYS}/device/queue_depth",
+         lambda d: d.queue_depth),
     )
     for disk in disks:
         info.add_metric(

@@ -16,8 +16,10 @@ from advisor.facts import Pool
 from advisor.exporters.base import CACHED, Scrape
 from advisor.exporters.named import KStatFamilies, KStatSpec
 
-# zpool_state_to_name() / vdev_state_t: every health a pool can report.
+# zpool_state_to_name() / vdev_state_t: every health a pool can report, in the order of
+# pdf/zfs_exporter's zfs_pool_health codes (0 ONLINE .. 6 SUSPENDED), which this family keeps.
 HEALTH_STATES = ("ONLINE", "DEGRADED", "FAULTED", "OFFLINE", "UNAVAIL", "REMOVED", "SUSPENDED")
+HEALTH_CODES = ", ".join(f"{code}: {state}" for code, state in enumerate(HEALTH_STATES))
 SCAN_STATES = ("scanning", "paused", "finished", "canceled", "none")
 # Pool properties that matter for tuning, exported as labels of zfs_pool_properties_info.
 INFO_PROPERTIES = ("ashift", "autotrim", "autoexpand", "autoreplace", "failmode", "guid")
@@ -103,7 +105,7 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
             lambda p: p.fragmentation_ratio,
         ),
         ("zfs_pool_capacity_ratio", "Allocated / size (zpool get capacity), 0..1", lambda p: p.capacity_ratio),
-        ("zfs_pool_dedup_ratio", "Deduplication ratio (zpool get dedupratio), >= 1", lambda p: p.dedup_ratio),
+        ("zfs_pool_deduplication_ratio", "Deduplication ratio (zpool get dedupratio), >= 1", lambda p: p.dedup_ratio),
         ("zfs_pool_readonly", "1 if the pool is imported read-only", lambda p: float(p.readonly)),
     )
     for name, doc, value in numeric:
@@ -115,6 +117,12 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
 
     health = GaugeMetricFamily(
         "zfs_pool_health",
+        f"Pool health code [{HEALTH_CODES}] (zpool get health), as zfs_exporter exports it; "
+        f"no series for a state not in this list. {src}",
+        labels=["pool"],
+    )
+    health_state = GaugeMetricFamily(
+        "zfs_pool_health_state",
         f"Pool health as a state set: one series per state, 1 for the current one (zpool get health). {src}",
         labels=["pool", "state"],
     )
@@ -129,11 +137,13 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
     for pool in pools:
         states = HEALTH_STATES if pool.health in HEALTH_STATES else (*HEALTH_STATES, pool.health)
         for state in states:
-            health.add_metric([pool.name, state], 1.0 if pool.health == state else 0.0)
+            health_state.add_metric([pool.name, state], 1.0 if pool.health == state else 0.0)
+        if pool.health in HEALTH_STATES:
+            health.add_metric([pool.name], HEALTH_STATES.index(pool.health))
         info.add_metric([pool.name], {k: pool.properties.get(k, "") for k in INFO_PROPERTIES})
         if (n := _data_errors(pool.errors)) is not None:
             errors.add_metric([pool.name], n)
-    yield from (health, info, errors)
+    yield from (health, health_state, info, errors)
     yield from _scan(scrape, pools)
 
     iostats = KStatFamilies(IOSTATS, ["pool"])

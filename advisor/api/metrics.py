@@ -7,7 +7,8 @@ concurrent scrapes share one read. When there is no command output yet, a
 scrape waits for it at most `metrics_scrape_deadline_seconds` (or, if
 shorter, 90% of the timeout Prometheus sends in
 X-Prometheus-Scrape-Timeout-Seconds), then serves what there is and says so
-(zfs_advisor_facts_stale 1).
+(zfs_advisor_facts_stale 1). exporters/negotiation.py turns the text into
+OpenMetrics and gzips it when the scrape asks for that.
 """
 from __future__ import annotations
 
@@ -19,13 +20,12 @@ from aiohttp import web
 
 from advisor.appkeys import ADVICE, EXPORT_OPTIONS, EXPORTER, FACTS, SETTINGS
 from advisor.exporters.base import Scrape
+from advisor.exporters.negotiation import negotiate
 from advisor.facts import Host, ZfsInfo
 from advisor.host.collect import Collection, CommandFacts, command_host
 
 log = logging.getLogger(__name__)
 routes = web.RouteTableDef()
-# What generate_latest() writes (legacy names, no UTF-8 escaping): text format 0.0.4.
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 async def warm(app: web.Application, commands: CommandFacts) -> None:
@@ -79,5 +79,6 @@ async def get_metrics(request: web.Request) -> web.Response:
         # the engine runs in a worker thread, as for /recommend (docs/architecture.md)
         recommendations=await asyncio.to_thread(app[ADVICE].for_host, collection.host, collection.commands_finished_at),
     )
-    body = await asyncio.to_thread(app[EXPORTER].render, scrape)
-    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
+    render = app[EXPORTER].render
+    body, headers = await asyncio.to_thread(lambda: negotiate(render(scrape), request.headers))  # format, gzip
+    return web.Response(body=body, headers=headers)

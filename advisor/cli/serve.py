@@ -12,6 +12,7 @@ from advisor import __version__, systemd
 from advisor.app import create_app
 from advisor.cli.common import add_subcommand, settings
 from advisor.logs import setup_logging
+from advisor.settings import DEFAULT_PORT
 from advisor.settings import Settings
 
 log = logging.getLogger("advisor")
@@ -19,7 +20,7 @@ log = logging.getLogger("advisor")
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = add_subcommand(sub, "serve", "run the HTTP service (/metrics, /recommend, /healthz, /v1/...)")
-    p.add_argument("--port", type=int, help="TCP port (default 9135)")
+    p.add_argument("--port", type=int, help=f"TCP port (default {DEFAULT_PORT})")
     p.add_argument("--listen", metavar="ADDRESS", help="address to bind (default 127.0.0.1)")
     p.set_defaults(func=run)
 

@@ -33,8 +33,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests" / "lab"))
+sys.path[:0] = [str(REPO), str(REPO / "tests" / "lab")]
 from labvm import LabVM  # noqa: E402
+
+from advisor.settings import DEFAULT_PORT  # noqa: E402
 
 PY = "PYTHONPATH=/project /opt/zfs-advisor-venv/bin/python"
 MEASURE = r"""
@@ -98,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         vm.exec("dd if=/dev/urandom of=/tank/pg/bench-io bs=1M count=64 conv=fsync status=none && "
                 "dd if=/tank/pg/bench-io of=/dev/null bs=8k status=none && zfs create tank/bench",
                 timeout=900, check=True)
-        advisor = start(vm, "advisor", f"env ZFS_ADVISOR_FACTS_MAX_AGE_SECONDS=0 {PY} -m advisor serve --port 9135")
+        advisor = start(vm, "advisor", f"env ZFS_ADVISOR_FACTS_MAX_AGE_SECONDS=0 {PY} -m advisor serve --port {DEFAULT_PORT}")
         node = start(vm, "node", "prometheus-node-exporter --collector.disable-defaults --collector.zfs "
                                  "--web.listen-address=127.0.0.1:9100")
         existing = int(vm.exec("zfs list -H -o name -t filesystem,volume | wc -l", check=True).stdout)
@@ -111,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[bench] {n} datasets created ({time.monotonic() - t0:.0f} s)", file=sys.stderr, flush=True)
             time.sleep(COMMANDS_INTERVAL + 5)  # zfs-advisor's background run sees the new datasets
             for name, url, pid, idle in (
-                ("zfs-advisor", "http://127.0.0.1:9135/metrics", advisor, IDLE_RUNS * COMMANDS_INTERVAL),
+                ("zfs-advisor", f"http://127.0.0.1:{DEFAULT_PORT}/metrics", advisor, IDLE_RUNS * COMMANDS_INTERVAL),
                 ("node_exporter zfs", "http://127.0.0.1:9100/metrics", node, 0),
             ):
                 r = measure(vm, url, pid, args.scrapes, idle)

@@ -1,8 +1,8 @@
 """A real Prometheus (Debian's `prometheus` package) for tests: start, scrape targets, query.
 
-    with PrometheusServer(tmp_path, targets=["127.0.0.1:9135"], scrape_interval="1s") as prom:
+    with PrometheusServer(tmp_path, targets=["127.0.0.1:21134"], scrape_interval="1s") as prom:
         prom.wait_for("up == 1")
-        prom.query("zfs_pool_health")  # -> list of {"metric": {...}, "value": [t, "v"]}
+        prom.query("zfs_pool_health_state")  # -> list of {"metric": {...}, "value": [t, "v"]}
 """
 from __future__ import annotations
 

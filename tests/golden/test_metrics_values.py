@@ -56,8 +56,8 @@ async def samples(request, http_client):
     return request.param, out
 
 
-def get(samples: dict, name: str, **labels) -> float:
-    return samples[(name, tuple(sorted(labels.items())))]
+def get(samples: dict, family: str, **labels) -> float:
+    return samples[(family, tuple(sorted(labels.items())))]
 
 
 @pytest.mark.parametrize("samples", SNAPSHOTS, ids=lambda p: "/".join(p.parts[-3:]), indirect=True)
@@ -86,15 +86,17 @@ def test_values_equal_the_raw_recorded_outputs(samples):
             assert get(values, "zfs_pool_txgs_total", pool=pool) == max(committed)
     arcstats = (snapshot / "proc/spl/kstat/zfs/arcstats").read_text()
     assert get(values, "zfs_arc_size_bytes") == int(re.search(r"^size\s+\d+\s+(\d+)$", arcstats, re.M).group(1))
-    for line in command_output(snapshot, "zfs", "get").splitlines():
-        name, prop, value, _ = line.split("\t")
-        if prop == "used":
-            assert get(values, "zfs_dataset_used_bytes", dataset=name, pool=name.split("/")[0]) == int(value)
+    rows = [line.split("\t")[:3] for line in command_output(snapshot, "zfs", "get").splitlines()]
+    kinds = {name: value for name, prop, value in rows if prop == "type"}
+    for name, prop, value in rows:
+        if prop == "used":  # zfs_exporter's labels: name, pool, type
+            labels = {"name": name, "pool": name.split("/")[0], "type": kinds[name]}
+            assert get(values, "zfs_dataset_used_bytes", **labels) == int(value)
     disks = 0
     for line in (snapshot / "proc/diskstats").read_text().splitlines():
         f = line.split()
-        key = ("disk_read_bytes_total", (("device", f[2]),))
+        key = ("zfs_advisor_disk_read_bytes_total", (("device", f[2]),))
         if key in values:
             assert values[key] == int(f[5]) * 512
             disks += 1
-    assert disks == len({labels for (name, labels) in values if name == "disk_read_bytes_total"}) > 0
+    assert disks == len({labels for (name, labels) in values if name == "zfs_advisor_disk_read_bytes_total"}) > 0

@@ -39,3 +39,19 @@ def test_alerts_only_use_documented_metrics():
     doc = DOC.read_text()
     documented = {n for n in names if n in doc or n.removesuffix("_total") in doc}
     assert names and names == documented, f"undocumented: {sorted(names - documented)}"
+
+
+def test_every_alert_has_a_promtool_case_that_fires_it():
+    import yaml
+
+    rules = yaml.safe_load((DEPLOY / "alerts.yml").read_text())
+    alerts = {r["alert"] for group in rules["groups"] for r in group["rules"] if "alert" in r}
+    fired = {
+        case["alertname"]
+        for path in DEPLOY.glob("*_test.yml")
+        for test in yaml.safe_load(path.read_text())["tests"]
+        for case in test.get("alert_rule_test", [])
+        if case.get("exp_alerts")
+    }
+    assert len(alerts) >= 10
+    assert sorted(alerts - fired) == [], "alerts without a promtool test case in which they fire"

@@ -85,8 +85,8 @@ def test_prometheus_scrapes_consistent_series(service, tmp_path):
     snapshot, target = service
     with PrometheusServer(tmp_path, targets=[target]) as prom:
         prom.wait_for('up{job="zfs-advisor"} == 1')
-        prom.wait_for("zfs_pool_health")
-        pools = {r["metric"]["pool"] for r in prom.query('zfs_pool_health == 1')}
+        prom.wait_for("zfs_pool_health_state")
+        pools = {r["metric"]["pool"] for r in prom.query('zfs_pool_health_state == 1')}
         assert pools
         assert value(prom.query("max(zfs_advisor_scrape_collector_success) - min(zfs_advisor_scrape_collector_success)")) == 0
         assert value(prom.query("min(zfs_advisor_scrape_collector_success)")) == 1
@@ -111,4 +111,4 @@ def test_prometheus_scrapes_consistent_series(service, tmp_path):
             # vdev tree and txgs
             assert prom.query(f"zfs_vdev_info{{{sel}}}")
             assert prom.query(f"zfs_pool_txgs_total{{{sel}}}")
-        assert prom.query("disk_reads_completed_total")
+        assert prom.query("zfs_advisor_disk_reads_completed_total")

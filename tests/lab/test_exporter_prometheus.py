@@ -18,6 +18,8 @@ import pytest
 
 from labparams import lab_params
 
+from advisor.settings import DEFAULT_PORT
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "golden"))
 from promserver import PrometheusServer, free_port  # noqa: E402
 
@@ -26,7 +28,7 @@ pytestmark = [
     pytest.mark.parametrize("lab_vm", lab_params(["ssd-mirror2x2"]), indirect=True, scope="session"),
 ]
 PY = "PYTHONPATH=/project /opt/zfs-advisor-venv/bin/python"
-PORT = 9135
+PORT = DEFAULT_PORT
 COMMANDS_INTERVAL = 5  # seconds between the daemon's zpool/zfs runs
 
 
@@ -94,13 +96,13 @@ def test_prometheus_scrapes_the_exporter_in_the_vm(lab_vm, exporter_url, tmp_pat
         txg_after = last_txg(vm, "tank")
         assert reads_before <= reads <= reads_after and reads > 0
         assert txg_before <= txgs <= txg_after
-        assert one('zfs_pool_health{pool="tank",state="ONLINE"}') == 1
+        assert one('zfs_pool_health_state{pool="tank",state="ONLINE"}') == 1
         p99 = one('histogram_quantile(0.99, zfs_pool_latency_seconds_bucket{pool="tank",queue="total",op="read"})')
         assert 1e-6 < p99 < 10
         assert {r["metric"]["vdev"] for r in prom.query('zfs_vdev_info{pool="tank"}')} >= {"mirror-0", "mirror-1"}
         assert one("zfs_arc_size_bytes") > 0
-        assert one('zfs_dataset_written_bytes_total{dataset="tank/pg"}') >= 32 << 20
-        assert len(prom.query('disk_reads_completed_total')) == 4
+        assert one('zfs_dataset_logical_written_bytes_total{name="tank/pg"}') >= 32 << 20
+        assert len(prom.query('zfs_advisor_disk_reads_completed_total')) == 4
         assert one("min(zfs_advisor_scrape_collector_success)") == 1
         assert one("zfs_advisor_facts_stale") == 0
         assert one("zfs_advisor_facts_age_seconds") < COMMANDS_INTERVAL + 10

@@ -85,11 +85,12 @@ def test_column_names_map_to_queue_and_op_labels():
         queue_labels("nonsense")
 
 
-def test_pool_health_is_a_state_set_and_vdev_errors_are_counters():
+def test_pool_health_is_zfs_exporters_code_and_a_state_set_and_vdev_errors_are_counters():
     families = scrape_families(make_host())
-    health = samples(families, "zfs_pool_health", pool="tank")
+    assert samples(families, "zfs_pool_health", pool="tank") == {("zfs_pool_health", (("pool", "tank"),)): 1.0}
+    health = samples(families, "zfs_pool_health_state", pool="tank")
     assert sum(health.values()) == 1 and len(health) == 7
-    assert health[("zfs_pool_health", (("pool", "tank"), ("state", "DEGRADED")))] == 1
+    assert health[("zfs_pool_health_state", (("pool", "tank"), ("state", "DEGRADED")))] == 1
     errors = samples(families, "zfs_vdev_errors", vdev="/dev/sda1", error="read")
     assert list(errors) == [("zfs_vdev_errors_total", (("error", "read"), ("pool", "tank"), ("vdev", "/dev/sda1")))]
     assert list(errors.values()) == [2.0]
@@ -117,8 +118,8 @@ def test_default_dataset_detail_stays_under_26_series_per_dataset():
         count = lambda fams: sum(len(f.samples) for f in fams.values() if not f.name.startswith("zfs_advisor"))
         return (count(large) - count(small)) / 10
 
-    assert per_dataset() == 13  # quotas and reservations are 0 (none): no series
-    assert per_dataset(per_dataset=True) == 14  # + zil_commit_count
+    assert per_dataset() == 14  # quota 0 (none) is a series, as in zfs_exporter; unset reservations are not
+    assert per_dataset(per_dataset=True) == 15  # + zil_commit_count
 
 
 def test_include_and_exclude_regexes_select_pools_and_datasets():
@@ -127,16 +128,17 @@ def test_include_and_exclude_regexes_select_pools_and_datasets():
     families = scrape_families(make_host(datasets=3), pool_exclude=re.compile("scratch"), dataset_include="tank/.*")
     pools = {s.labels["pool"] for f in families.values() for s in f.samples if "pool" in s.labels}
     assert pools == {"tank"}
-    datasets = {s.labels["dataset"] for s in families["zfs_dataset_properties_info"].samples}
+    datasets = {s.labels["name"] for s in families["zfs_dataset_properties_info"].samples}
     assert datasets == {"tank/ds0", "tank/ds1"}
 
 
 def test_disks_are_those_behind_pools_unless_all_disks():
-    assert {s.labels["device"] for s in scrape_families(make_host())["disk_reads_completed"].samples} == {"sda", "sdb"}
+    reads = scrape_families(make_host())["zfs_advisor_disk_reads_completed"]
+    assert {s.labels["device"] for s in reads.samples} == {"sda", "sdb"}
     everything = scrape_families(make_host(), all_disks=True)
-    assert {s.labels["device"] for s in everything["disk_read_bytes"].samples} == {"sda", "sdb", "vda"}
-    assert samples(everything, "disk_read_bytes", device="sda") == {
-        ("disk_read_bytes_total", (("device", "sda"),)): 8 * 512.0
+    assert {s.labels["device"] for s in everything["zfs_advisor_disk_read_bytes"].samples} == {"sda", "sdb", "vda"}
+    assert samples(everything, "zfs_advisor_disk_read_bytes", device="sda") == {
+        ("zfs_advisor_disk_read_bytes_total", (("device", "sda"),)): 8 * 512.0
     }
 
 

@@ -9,10 +9,10 @@ def _clean_env(monkeypatch):
         monkeypatch.delenv(key, raising=False)
 
 
-def test_embedded_defaults_listen_on_loopback_9135(monkeypatch, tmp_path):
+def test_embedded_defaults_listen_on_loopback_21134(monkeypatch, tmp_path):
     monkeypatch.setattr("advisor.settings.DEFAULT_CONFIG_FILE", tmp_path / "absent.toml")
     s = load_settings()
-    assert (s.listen_address, s.port, s.root) == ("127.0.0.1", 9135, "/")
+    assert (s.listen_address, s.port, s.root) == ("127.0.0.1", 21134, "/")
     assert s.api_token is None
 
 
@@ -33,7 +33,7 @@ def test_precedence_file_then_env_then_cli(monkeypatch, tmp_path):
     [
         ("port = 0\n", "port"),
         ("port = 'abc'\n", "port"),
-        ("prot = 9135\n", "prot"),  # a typo is an error, not a silent default
+        ("prot = 21134\n", "prot"),  # a typo is an error, not a silent default
         ("log_level = 'loud'\n", "log_level"),
         ("port = [\n", "cannot read"),
     ],
