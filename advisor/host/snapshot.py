@@ -136,8 +136,8 @@ def open_snapshot(directory: str | os.PathLike[str]) -> tuple[HostFiles, ReplayR
         CommandResult(
             argv=tuple(c.argv),
             returncode=c.returncode,
-            stdout=(base / c.stdout_file).read_text(encoding="utf-8"),
-            stderr=(base / c.stderr_file).read_text(encoding="utf-8"),
+            stdout=(base / c.stdout_file).read_text(encoding="utf-8", errors="replace"),
+            stderr=(base / c.stderr_file).read_text(encoding="utf-8", errors="replace"),
             duration_seconds=c.duration_seconds,
         )
         for c in manifest.commands
