@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from advisor.facts import Histogram, Pool, VdevIostat
-from advisor.host.parsing import ParseError, shown, to_float, to_int
+from advisor.host.parsing import INT_MAX, ParseError, shown, to_float, to_int
 
 # -P full paths and -L resolved links: leaf names match `zpool status -pPL`.
 IOSTAT_ARGV = ("zpool", "iostat", "-vlq", "-HpPL")
@@ -66,7 +66,10 @@ def is_vdev_name(name: str) -> bool:
 def _number(text: str) -> float | None:
     if text in ("-", ""):
         return None
-    return to_float(text, "zpool iostat")
+    value = to_float(text, "zpool iostat")
+    if abs(value) > INT_MAX:  # every column is a uint64 in the kernel (vdev_stat_t)
+        raise ParseError(f"zpool iostat: {shown(text)} is out of the 64-bit range")
+    return value
 
 
 def parse_vdev_iostat(stdout: str) -> dict[str, list[tuple[str, VdevIostat]]]:

@@ -185,7 +185,7 @@ def parse_status_text(stdout: str) -> list[PoolStatus]:
                 sections[key] = [m.group(2)]
             elif key:
                 sections[key].append(line)
-        name = sections["pool"][0].strip()
+        name = (sections.get("pool") or [""])[0].strip()
         if not name:
             raise ParseError("a `pool:` line without a name")
         if "errors" not in sections:
