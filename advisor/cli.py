@@ -15,6 +15,7 @@ from aiohttp import web
 from advisor import __version__, systemd
 from advisor.engine import commands as engine_commands
 from advisor.engine.loader import RulesError
+from advisor.api.errors import JsonErrorAppRunner
 from advisor.host.snapshot import SnapshotError, collect_from_root, record_snapshot
 from advisor.logs import setup_logging
 from advisor.report import facts_text
@@ -36,7 +37,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 async def _serve(app: web.Application, settings: Settings) -> int:
-    runner = web.AppRunner(app, handle_signals=False)
+    runner = JsonErrorAppRunner(app, handle_signals=False)  # aiohttp's parser errors as JSON 4xx too
     await runner.setup()
     site = web.TCPSite(runner, settings.listen_address, settings.port)
     try:
