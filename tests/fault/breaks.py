@@ -117,7 +117,8 @@ def broken_copy(snapshot: Path, fault: Fault, into: Path) -> Path:
     elif fault.source in TREE_SOURCES:
         host_path = TREE_SOURCES[fault.source]
         shutil.rmtree(into / host_path.lstrip("/"))
-        manifest["listings"].pop(host_path, None)
+        manifest["listings"] = {k: v for k, v in manifest["listings"].items() if not k.startswith(host_path)}
+        manifest["files"] = [f for f in manifest["files"] if not f.startswith(host_path + "/")]
     else:
         raise KeyError(fault.source)
     manifest_path.write_text(json.dumps(manifest))

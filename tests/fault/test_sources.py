@@ -5,7 +5,8 @@ copy of a recorded lab host gets that one fault and the real app serves it:
 /recommend, /v1/facts, /v1/pools and /metrics must answer 200, the broken source
 must report `source_up` 0 with a reason, and every other source that was up on
 the intact copy must still be up (else: data lost). The unit tier runs one
-recorded snapshot (OpenZFS 2.1, text zpool status); FAULT_SUITE=full runs all of them.
+recorded snapshot (OpenZFS 2.1, text zpool status); FAULT_SUITE=full runs every layout of
+both OpenZFS lines at rest plus one under load.
 """
 from __future__ import annotations
 
@@ -20,7 +21,10 @@ from tests.fault.breaks import Fault, all_faults, broken_copy
 from tests.fault.conftest import FULL
 
 QUICK = ("2.1.11/ssd-mirror2x2/idle",)  # text zpool status, the format that broke silently
-SNAPSHOTS = [p for p in recorded_snapshots() if FULL or snapshot_id(p) in QUICK]
+# Full: every layout of both OpenZFS lines at rest, and one under load whose zdb -C timed out.
+FULL_SET = ("/idle", "2.1.11/hdd-raidz1x4/load")
+SNAPSHOTS = [p for p in recorded_snapshots()
+             if snapshot_id(p) in QUICK or FULL and any(k in snapshot_id(p) for k in FULL_SET)]
 ENDPOINTS = ("/recommend?workload=postgres", "/recommend?workload=postgres&dataset=tank/pg", "/v1/facts",
              "/v1/pools", "/metrics")
 
