@@ -149,7 +149,7 @@ def check(name: str, text: str) -> None:
     assert _fits(result), f"{name} returned a value that cannot be exported (huge or not finite): {result!r}"
 
 
-_SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=not FULL,
+_SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=not FULL, database=None,
                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 

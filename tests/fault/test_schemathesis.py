@@ -54,7 +54,7 @@ def test_schemathesis_finds_nothing(tmp_path, tally):
             [str(st) if st.exists() else "st", "run", f"http://127.0.0.1:{port}/openapi.json", "--checks", "all",
              "--exclude-checks", EXCLUDED_CHECKS, "--max-examples", str(EXAMPLES_PER_OPERATION), "--seed", "14",
              "--no-color"],
-            capture_output=True, text=True, timeout=600)
+            capture_output=True, text=True, timeout=600, cwd=tmp_path)  # its caches stay out of the tree
     finally:
         serve.terminate()
         serve.wait(timeout=30)
