@@ -130,7 +130,6 @@ class _Recorder:
         self.durations[name] = out.duration_seconds
         return result
 
-
     def step(self, name: str, action) -> None:
         """Run what combines a source's output with the rest, behind the same guard."""
         try:
