@@ -19,7 +19,7 @@ from advisor.api.errors import JsonErrorAppRunner
 from advisor.app import create_app
 from advisor.settings import Settings
 from tests.conftest import HOSTS
-from tests.fault.conftest import FULL
+from tests.fault.tally import FULL
 
 SNAPSHOT = HOSTS / "2.1.11" / "ssd-mirror2x2" / "idle"
 RANDOM_CASES = 400 if FULL else 40

@@ -22,7 +22,7 @@ from advisor.host import disks, kstat, system, txgs, versions, zdb, zfs_props, z
 from advisor.host.collect import _pools_from_properties
 from advisor.host.parsing import ParseError
 from tests.conftest import FIXTURES, HOSTS
-from tests.fault.conftest import FULL, Tally
+from tests.fault.tally import FULL, Tally
 
 EXAMPLES = int(os.environ.get("PARSER_EXAMPLES", 0)) or (150 if FULL else 25)
 SNAP = HOSTS / "2.1.11" / "ssd-mirror2x2" / "idle"

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import HOSTS
-from tests.fault.conftest import FULL
+from tests.fault.tally import FULL
 
 SNAPSHOT = HOSTS / "2.1.11" / "ssd-mirror2x2" / "idle"
 EXAMPLES_PER_OPERATION = 200

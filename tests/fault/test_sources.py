@@ -18,7 +18,7 @@ from advisor.app import create_app
 from advisor.settings import Settings
 from tests.conftest import recorded_snapshots, snapshot_id
 from tests.fault.breaks import Fault, all_faults, broken_copy
-from tests.fault.conftest import FULL
+from tests.fault.tally import FULL
 
 QUICK = ("2.1.11/ssd-mirror2x2/idle",)  # text zpool status, the format that broke silently
 # Full: every layout of both OpenZFS lines at rest, and one under load whose zdb -C timed out.
