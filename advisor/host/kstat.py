@@ -36,7 +36,9 @@ def parse_named_kstat(text: str) -> KStat:
     rows = _ROW.findall(body)
     if not rows:
         raise KStatFormatError("a named kstat without any row")
-    lines = sum(1 for line in body.split("\n") if line.strip())
+    # one row per line is the usual case (cheap to see); otherwise count the non-blank lines
+    lines = len(rows) if body.endswith("\n") and body.count("\n") == len(rows) else \
+        sum(1 for line in body.split("\n") if line.strip())
     if lines != len(rows):  # a line that is no `name type value` row: not understood
         bad = next((line for line in body.split("\n") if line.strip() and not _ROW.fullmatch(line)), "?")
         raise KStatFormatError(f"not a `name type value` row: {shown(bad)}")
