@@ -10,7 +10,9 @@ both OpenZFS lines at rest plus one under load.
 """
 from __future__ import annotations
 
+import json
 import re
+import shutil
 
 import pytest
 
@@ -92,3 +94,44 @@ async def test_dataset_advice_when_zpool_get_fails_and_zfs_get_works(http_client
     scopes = {r["scope"] for r in body["recommendations"]}
     assert "dataset" in scopes and not scopes & {"pool", "pool-create"}
     assert any(r["parameter"] == "recordsize" for r in body["recommendations"])
+
+
+def _module_absent(root) -> str:
+    """The zfs module unloaded (or never loaded): no /sys/module/zfs, no /proc/spl/kstat/zfs."""
+    for tree in ("sys/module/zfs", "proc/spl"):
+        shutil.rmtree(root / tree)
+    manifest = json.loads((root / "manifest.json").read_text())
+    gone = ("/sys/module/zfs", "/proc/spl")
+    manifest["files"] = [f for f in manifest["files"] if not f.startswith(gone)]
+    manifest["listings"] = {k: v for k, v in manifest["listings"].items() if not k.startswith(gone)}
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    return "zfs"
+
+
+def _pool_exported(root) -> str:
+    """The pool exported between the zpool commands and the kstat reads: its kstat directory is gone."""
+    shutil.rmtree(root / "proc/spl/kstat/zfs/tank")
+    manifest = json.loads((root / "manifest.json").read_text())
+    manifest["files"] = [f for f in manifest["files"] if not f.startswith("/proc/spl/kstat/zfs/tank/")]
+    manifest["listings"].pop("/proc/spl/kstat/zfs/tank", None)
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    return "txgs:tank"
+
+
+@pytest.mark.parametrize("damage", [_module_absent, _pool_exported], ids=lambda f: f.__name__.lstrip("_"))
+async def test_host_changes_under_the_advisor(http_client, tmp_path, damage, tally):
+    """Whole-host faults on a replayed snapshot: the module absent (no data, not an error, every
+    endpoint answers) and a pool exported mid-collection (its kstat sources say so)."""
+    snapshot = next(p for p in recorded_snapshots() if snapshot_id(p) == QUICK[0])
+    root = tmp_path / "host"
+    shutil.copytree(snapshot, root)
+    source = damage(root)
+    statuses, facts, metrics = await _serve(http_client, root)
+    status = facts["sources"].get(source)
+    survived = all(s in (200, 404) for s in statuses.values()) and status is not None and not status["ok"] \
+        and f'zfs_advisor_source_up{{source="{source}"}} 0.0' in metrics
+    tally.cases()
+    tally.fault(survived)
+    assert all(s < 500 for s in statuses.values()), statuses
+    assert status is not None and not status["ok"] and status["reason"], facts["sources"]
+    assert f'zfs_advisor_source_up{{source="{source}"}} 0.0' in metrics
