@@ -13,9 +13,9 @@ import sys
 from aiohttp import web
 
 from advisor import __version__, systemd
+from advisor.api.errors import JsonErrorAppRunner
 from advisor.engine import commands as engine_commands
 from advisor.engine.loader import RulesError
-from advisor.api.errors import JsonErrorAppRunner
 from advisor.host.snapshot import SnapshotError, collect_from_root, record_snapshot
 from advisor.logs import setup_logging
 from advisor.report import facts_text
