@@ -2,14 +2,17 @@
 
 Follows zpool(8) "Pool names" / zfs(8) "Dataset names" and module/zcommon/
 zfs_namecheck.c: components of alphanumerics and `_ - : .` (and space); pool
-names start with a letter and may not be a vdev keyword; at most 255 bytes.
+names start with a letter and may not be a vdev keyword. A dataset name is at
+most 255 bytes (ZFS_MAX_DATASET_NAME_LEN 256 with its NUL); a pool name at most
+239, room for "<pool>/$ORIGIN@$ORIGIN" (zfs_namecheck.c, pool_namecheck).
 """
 from __future__ import annotations
 
 import re
 
 MAX_NAME_LEN = 255  # ZFS_MAX_DATASET_NAME_LEN - 1
-_COMPONENT = re.compile(r"^[A-Za-z0-9_.: -]+$")
+MAX_POOL_NAME_LEN = 239  # ZFS_MAX_DATASET_NAME_LEN - 2 - 2 * strlen("$ORIGIN") - 1
+_COMPONENT = re.compile(r"[A-Za-z0-9_.: -]+")  # fullmatch: no newline slips past a `$`
 _RESERVED_POOL_PREFIXES = ("mirror", "raidz", "draid", "spare", "log")
 _RESERVED_POOL_NAMES = ("cache", "special", "dedup")
 
@@ -21,11 +24,11 @@ class InvalidName(ValueError):
 def check_pool_name(name: str) -> str:
     if not isinstance(name, str) or not name:
         raise InvalidName("pool name is empty")
-    if len(name.encode()) > MAX_NAME_LEN:
-        raise InvalidName(f"pool name longer than {MAX_NAME_LEN} bytes")
+    if len(name.encode()) > MAX_POOL_NAME_LEN:
+        raise InvalidName(f"pool name longer than {MAX_POOL_NAME_LEN} bytes")
     if not name[0].isascii() or not name[0].isalpha():
         raise InvalidName(f"pool name {name!r} must begin with a letter")
-    if not _COMPONENT.match(name) or name.strip() != name:
+    if not _COMPONENT.fullmatch(name) or name.strip() != name:
         raise InvalidName(f"pool name {name!r} may contain only letters, digits and _ - : . (no leading/trailing space)")
     if name.startswith(_RESERVED_POOL_PREFIXES) or name in _RESERVED_POOL_NAMES:
         raise InvalidName(f"pool name {name!r} is a reserved vdev keyword")
@@ -50,7 +53,7 @@ def check_dataset_name(name: str) -> str:
                 raise InvalidName(f"dataset name {name!r} has an empty component")
             if component in (".", ".."):
                 raise InvalidName(f"dataset name {name!r} has a '.' or '..' component")
-            if not _COMPONENT.match(component):
+            if not _COMPONENT.fullmatch(component):
                 raise InvalidName(
                     f"dataset name {name!r}: components may contain only letters, digits and _ - : . and space"
                 )

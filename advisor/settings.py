@@ -97,8 +97,25 @@ def config_file_path(explicit: str | os.PathLike[str] | None = None) -> Path | N
     return DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.exists() else None
 
 
+# ZFS_ADVISOR_* variables that are not settings: the config file's path, and those of
+# the project's own tooling (install script, test and lab tiers).
+_NOT_SETTINGS = ("ZFS_ADVISOR_CONFIG", "ZFS_ADVISOR_PREFIX", "ZFS_ADVISOR_UPDATE_GOLDEN")
+_TOOLING_PREFIXES = ("ZFS_ADVISOR_LAB", "ZFS_ADVISOR_TEST_")
+
+
+def unknown_environment(environ: dict[str, str] | os._Environ[str] = os.environ) -> list[str]:
+    """ZFS_ADVISOR_* variables that name no setting: a typo must not leave a default in place."""
+    prefix = Settings.model_config["env_prefix"]
+    known = {prefix + name.upper() for name in Settings.model_fields}
+    return sorted(k for k in environ if k.upper().startswith(prefix) and k.upper() not in known
+                  and k.upper() not in _NOT_SETTINGS and not k.upper().startswith(_TOOLING_PREFIXES))
+
+
 def load_settings(config_file: str | os.PathLike[str] | None = None, **overrides: Any) -> Settings:
     """Settings from defaults, the TOML file, the environment and `overrides` (CLI)."""
+    if unknown := unknown_environment():
+        valid = ", ".join(sorted(Settings.model_config["env_prefix"] + n.upper() for n in Settings.model_fields))
+        raise SettingsError(f"unknown environment variable(s) {', '.join(unknown)}; settings are {valid}")
     path = config_file_path(config_file)
     if path is not None and not path.is_file():
         raise SettingsError(f"config file {path} does not exist")

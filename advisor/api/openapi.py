@@ -13,7 +13,9 @@ from pydantic.json_schema import models_json_schema
 
 from advisor import __version__
 from advisor.appkeys import RULEBOOK
+from advisor.engine.loader import RuleBook
 from advisor.engine.models import ErrorResponse, PoolList, RecommendResponse, WorkloadInfo, WorkloadList
+from advisor.names import MAX_NAME_LEN, MAX_POOL_NAME_LEN
 
 routes = web.RouteTableDef()
 REF = "#/components/schemas/{model}"
@@ -28,22 +30,41 @@ def _error(description: str) -> dict[str, Any]:
     return _json(ErrorResponse, description)
 
 
-def _query(name: str, description: str, required: bool = False, enum: list[str] | None = None) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "string", "maxLength": 256}
+def _query(name: str, description: str, required: bool = False, enum: list[str] | None = None,
+           max_length: int = 256) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string", "maxLength": max_length}
     if enum:
         schema["enum"] = enum
     return {"name": name, "in": "query", "required": required, "description": description, "schema": schema}
 
 
-def build_openapi(workloads: list[str] | None = None) -> dict[str, Any]:
+def workload_parameters(book: RuleBook) -> list[dict[str, Any]]:
+    """One query parameter per workload parameter (role, page_size, ...), saying which workloads
+    take it and its values: a workload that does not declare a parameter answers 400 to it."""
+    takers: dict[str, dict[str, list[str]]] = {}
+    for name in sorted(book.workloads):
+        for param, declared in book.workloads[name].all_parameters().items():
+            takers.setdefault(param, {})[name] = list(declared.values)
+    params = []
+    for param, by_workload in sorted(takers.items()):
+        values = sorted({v for vs in by_workload.values() for v in vs})
+        per = "; ".join(f"{w}: {', '.join(vs)}" for w, vs in by_workload.items())
+        others = sorted(set(book.workloads) - set(by_workload))
+        note = f" Not accepted by {', '.join(others)} (400)." if others else ""
+        params.append(_query(param, f"workload parameter, values by workload: {per}.{note}", enum=values))
+    return params
+
+
+def build_openapi(book: RuleBook | None = None) -> dict[str, Any]:
     _, schemas = models_json_schema([(m, "serialization") for m in _MODELS], ref_template=REF)
     recommend_params = [
-        _query("workload", "workload profile (GET /v1/workloads lists them)", True, workloads),
-        _query("pool", "pool to advise on (default: every pool)"),
-        _query("dataset", "dataset to advise on, pool/name (default: a new <pool>/<workload> dataset)"),
+        _query("workload", "workload profile (GET /v1/workloads lists them)", True,
+               sorted(book.workloads) if book else None),
+        _query("pool", "pool to advise on (default: every pool)", max_length=MAX_POOL_NAME_LEN),
+        _query("dataset", "dataset to advise on, pool/name (default: a new <pool>/<workload> dataset)",
+               max_length=MAX_NAME_LEN),
         _query("format", "json (default) or text; Accept: text/plain also selects text", enum=["json", "text"]),
-        _query("role", "which of the workload's datasets, e.g. data or wal (see the workload's parameters)"),
-        _query("page_size", "the application's page size, e.g. 8K or 16K (see the workload's parameters)"),
+        *(workload_parameters(book) if book else []),
     ]
     paths: dict[str, Any] = {
         "/recommend": {
@@ -89,4 +110,4 @@ def build_openapi(workloads: list[str] | None = None) -> dict[str, Any]:
 
 @routes.get("/openapi.json")
 async def get_openapi(request: web.Request) -> web.Response:
-    return web.json_response(build_openapi(sorted(request.app[RULEBOOK].workloads)))
+    return web.json_response(build_openapi(request.app[RULEBOOK]))

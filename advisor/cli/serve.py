@@ -9,6 +9,7 @@ import signal
 from aiohttp import web
 
 from advisor import __version__, systemd
+from advisor.api.errors import JsonErrorAppRunner
 from advisor.app import create_app
 from advisor.cli.common import add_subcommand, settings
 from advisor.logs import setup_logging
@@ -32,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _serve(app: web.Application, settings: Settings) -> int:
-    runner = web.AppRunner(app, handle_signals=False)
+    runner = JsonErrorAppRunner(app, handle_signals=False)  # aiohttp's parser errors as JSON 4xx too
     await runner.setup()
     site = web.TCPSite(runner, settings.listen_address, settings.port)
     try:

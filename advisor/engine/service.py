@@ -79,27 +79,31 @@ def recommend(
     if pool:
         _check("pool", pool, check_pool_name)
         if host.pool(pool) is None:
-            raise TargetError(404, f"no pool {pool!r} on this host", [p.name for p in host.pools])
+            raise TargetError(404, f"no pool {pool!r} on this host{_no_data(host, 'zpool_get')}",
+                              [p.name for p in host.pools])
     if dataset:
         _check("dataset", dataset, check_dataset_name)
         ds = host.dataset(dataset)
         if ds is None:
             in_pool = [d.name for d in host.datasets if not pool or d.pool == pool]
-            raise TargetError(404, f"no dataset {dataset!r} on this host", in_pool)
+            raise TargetError(404, f"no dataset {dataset!r} on this host{_no_data(host, 'zfs_get')}", in_pool)
         if pool and ds.pool != pool:
             raise TargetError(400, f"dataset {dataset!r} is not in pool {pool!r}", [d.name for d in host.datasets if d.pool == pool])
         pool = ds.pool
 
     rules = book.rules_for(workload)
     results: list[Recommendation] = []
-    pools = [host.pool(pool)] if pool else list(host.pools)
+    # A dataset's pool is unknown when zpool get failed while zfs get worked: dataset advice only.
+    pools = [p for p in [host.pool(pool)] if p is not None] if pool else list(host.pools)
     # Module parameters are host-wide; pool measurements inform them when the
     # answer is about one pool.
     module_ctx = Context(host=host, workload=workload, params=resolved, pool=pools[0] if len(pools) == 1 else None)
     results += _run([r for r in rules if r.scope == "module"], module_ctx)
     target = Target(pool=pool, dataset=dataset)
+    if dataset and not pools:
+        ds_ctx = _dataset_context(host, workload, resolved, pool, dataset)
+        results += _run([r for r in rules if r.scope == "dataset"], ds_ctx)
     for p in pools:
-        assert p is not None
         ctx = Context(host=host, workload=workload, params=resolved, pool=p)
         results += _run([r for r in rules if r.scope in ("pool-create", "pool")], ctx)
         ds_ctx = _dataset_context(host, workload, resolved, p.name, dataset)
@@ -122,6 +126,12 @@ def recommend(
         generated_at=now or datetime.now(timezone.utc),
         facts=facts_summary(host, pools),
     )
+
+
+def _no_data(host: Host, source: str) -> str:
+    """Why a name may be missing: its source had no data on this collection."""
+    status = host.sources.get(source)
+    return f" (its source {source} has no data: {status.reason})" if status is not None and not status.ok else ""
 
 
 def _dataset_context(host: Host, workload: Workload, params: dict[str, str], pool: str, dataset: str | None) -> Context | None:

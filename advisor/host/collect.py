@@ -18,6 +18,7 @@ from advisor.host import disks as disks_source
 from advisor.host import kstat as kstat_source
 from advisor.host import modparams, pool_kstats, system, txgs, zdb, zfs_props, zpool_iostat, zpool_props, zpool_status
 from advisor.host.files import HostFiles
+from advisor.host.parsing import ParseError
 from advisor.host.runner import CommandResult, CommandRunner
 from advisor.host.versions import has_json_output, parse_version, parse_zfs_version_command
 
@@ -80,6 +81,10 @@ class CommandFacts:
 
 
 class _Recorder:
+    """Runs each source behind one guard: whatever goes wrong in a source (unreadable
+    file, output its parser did not understand, a bug) becomes that source's
+    `SourceStatus(ok=False, reason=...)`, and the other sources still report."""
+
     def __init__(self) -> None:
         self.sources: dict[str, SourceStatus] = {}
         self.durations: dict[str, float] = {}
@@ -88,9 +93,9 @@ class _Recorder:
         self.sources[name] = SourceStatus(ok=True)
         self.durations[name] = time.monotonic() - started
 
-    def fail(self, name: str, started: float, reason: str) -> None:
+    def fail(self, name: str, reason: str, duration: float) -> None:
         self.sources[name] = SourceStatus(ok=False, reason=reason)
-        self.durations[name] = time.monotonic() - started
+        self.durations[name] = duration
         log.debug("source %s: no data: %s", name, reason)
 
     def read(self, name: str, reader, what: str):
@@ -99,10 +104,10 @@ class _Recorder:
         try:
             result = reader()
         except OSError as exc:
-            self.fail(name, started, f"cannot read {what}: {exc.strerror or exc}")
+            self.fail(name, f"cannot read {what}: {exc.strerror or exc}", time.monotonic() - started)
             return None
-        except ValueError as exc:
-            self.fail(name, started, f"{what}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - one source's failure must not take the others
+            self.fail(name, _failure(what, exc, name), time.monotonic() - started)
             return None
         self.ok(name, started)
         return result
@@ -113,20 +118,33 @@ class _Recorder:
         Returns the parser's result, or None when the command failed or its
         output could not be parsed (the reason is kept for `Host.sources`).
         """
-        self.durations[name] = out.duration_seconds
         if not out.ok:
-            reason = out.error()
-        else:
-            try:
-                result = parser(out.stdout)
-            except (ValueError, KeyError, IndexError) as exc:
-                reason = f"unparseable output of {' '.join(out.argv)}: {exc}"
-            else:
-                self.sources[name] = SourceStatus(ok=True)
-                return result
-        self.sources[name] = SourceStatus(ok=False, reason=reason)
-        log.debug("source %s: no data: %s", name, reason)
-        return None
+            self.fail(name, out.error(), out.duration_seconds)
+            return None
+        try:
+            result = parser(out.stdout)
+        except Exception as exc:  # noqa: BLE001 - see read()
+            self.fail(name, _failure(f"output of {' '.join(out.argv)}", exc, name), out.duration_seconds)
+            return None
+        self.sources[name] = SourceStatus(ok=True)
+        self.durations[name] = out.duration_seconds
+        return result
+
+    def step(self, name: str, action) -> None:
+        """Run what combines a source's output with the rest, behind the same guard."""
+        try:
+            action()
+        except Exception as exc:  # noqa: BLE001 - see read()
+            self.fail(name, _failure("combining it", exc, name), self.durations.get(name, 0.0))
+
+
+def _failure(what: str, exc: Exception, source: str) -> str:
+    """One line for a source that failed: the parser's reason, or the unexpected error."""
+    if isinstance(exc, ParseError):
+        return f"{what} not understood: {exc}"
+    # Not a documented parser error: a bug in a source, logged so that it gets fixed.
+    log.warning("source %s failed unexpectedly: %s: %s", source, type(exc).__name__, exc)
+    return f"{what}: internal error: {type(exc).__name__}: {exc}"
 
 
 async def collect(
@@ -173,15 +191,17 @@ async def run_commands(
 
     pools = _pools(pool_props, status, rec)
     if "-j" in status.argv:
-        _resolve_leaf_names(files, pools)
+        rec.step("zpool_status", lambda: _resolve_leaf_names(files, pools))
     # thousands of datasets take a while to parse: not on the event loop
     facts.datasets = await asyncio.to_thread(rec.parse, "zfs_get", datasets_out, zfs_props.parse_zfs_get) or []
+    _check_covers(rec, "zfs_get", datasets_out, pools, {d.name for d in facts.datasets}, "the root dataset of")
     vdev_iostat = rec.parse("zpool_iostat", iostat_out, zpool_iostat.parse_vdev_iostat) or {}
+    _check_covers(rec, "zpool_iostat", iostat_out, pools, vdev_iostat)
     for pool in pools:
-        zpool_iostat.attach_vdev_iostat(pool, vdev_iostat.get(pool.name, []))
+        rec.step("zpool_iostat", lambda: zpool_iostat.attach_vdev_iostat(pool, vdev_iostat.get(pool.name, [])))
     _attach_histograms(pools, latency, size, rec)
     await _attach_ashift(pools, runner, rec, cache)
-    _map_leaves_to_disks(pools, facts.disks)
+    rec.step("disks", lambda: _map_leaves_to_disks(pools, facts.disks))
     facts.pools, facts.sources, facts.durations = pools, rec.sources, rec.durations
     if previous is not None:
         _reuse_failed_parts(facts, previous)
@@ -213,14 +233,23 @@ def assemble(
     Blocking file I/O: the service runs it in a thread.
     """
     rec = _Recorder()
-    identity = system.read_identity(files)
     zfs = _zfs_presence(files)
-    host = Host(collected_at=now or datetime.now(timezone.utc), zfs=zfs, **identity)
+    host = Host(
+        collected_at=now or datetime.now(timezone.utc), zfs=zfs, **system.read_names(files),
+        memory_bytes=rec.read("meminfo", lambda: system.read_memory_bytes(files), system.MEMINFO),
+        cpu_count=rec.read("cpus_online", lambda: system.read_cpu_count(files), system.CPUS_ONLINE),
+    )
 
     if commands is None:  # the first run has not finished: read the block devices whole
-        host.disks = rec.read("disks", lambda: disks_source.read_disks(files), disks_source.SYS_BLOCK) or []
+        disks = rec.read("disks", lambda: disks_source.read_disks(files), disks_source.SYS_BLOCK) or []
     else:
-        host.disks = disks_source.with_fresh_stats(files, commands.disks)
+        disks = commands.disks
+    stats = rec.read("diskstats", lambda: disks_source.read_diskstats(files), disks_source.DISKSTATS) or {}
+    if rec.sources["diskstats"].ok and (unlisted := [d.name for d in disks if d.name not in stats]):
+        # every block device has a line there: a file without them was cut short or is not diskstats
+        rec.fail("diskstats", f"{disks_source.DISKSTATS} has no line for {', '.join(unlisted[:5])}",
+                 rec.durations["diskstats"])
+    host.disks = disks_source.with_stats(disks, stats)
 
     if not zfs.present:
         rec.sources["zfs"] = SourceStatus(ok=False, reason=zfs.reason)
@@ -276,17 +305,36 @@ def _read_global_kstats(files: HostFiles, host: Host, rec: _Recorder) -> None:
 
 
 def _pools(props_out: CommandResult, status_out: CommandResult, rec: _Recorder) -> list[Pool]:
-    props = rec.parse("zpool_get", props_out, zpool_props.parse_zpool_get)
-    if props is None:
+    pools = rec.parse("zpool_get", props_out, _pools_from_properties)
+    if pools is None:
         return []
-    pools = [zpool_props.pool_from_properties(name, p) for name, p in props.items()]
     parser = zpool_status.parse_status_json if "-j" in status_out.argv else zpool_status.parse_status_text
-    statuses = rec.parse("zpool_status", status_out, parser) or []
+    statuses = rec.parse("zpool_status", status_out, parser)
+    if statuses is None:
+        return pools
     by_name = {s.name: s for s in statuses}
+    _check_covers(rec, "zpool_status", status_out, pools, by_name)
+    if unlisted := sorted(set(by_name) - {p.name for p in pools}):
+        rec.fail("zpool_get", f"{' '.join(props_out.argv)} did not list pool(s) {', '.join(unlisted)} "
+                 "that zpool status describes", props_out.duration_seconds)
     for pool in pools:
         if st := by_name.get(pool.name):
             pool.root, pool.scan, pool.errors, pool.status = st.root, st.scan, st.errors, st.status
     return pools
+
+
+def _check_covers(rec: _Recorder, name: str, out: CommandResult, pools: list[Pool], found, what: str = "") -> None:
+    """A command that answered but said nothing about a pool zpool get listed has not told
+    the whole story (cut short, or garbage that parsed as nothing): its source says so."""
+    if not rec.sources.get(name, SourceStatus(ok=False)).ok:
+        return
+    if missing := [p.name for p in pools if p.name not in found]:
+        rec.fail(name, f"{' '.join(out.argv)} said nothing about {what + ' ' if what else ''}pool(s) "
+                 f"{', '.join(missing)}", out.duration_seconds)
+
+
+def _pools_from_properties(stdout: str) -> list[Pool]:
+    return [zpool_props.pool_from_properties(name, p) for name, p in zpool_props.parse_zpool_get(stdout).items()]
 
 
 def _resolve_leaf_names(files: HostFiles, pools: list[Pool]) -> None:
@@ -310,6 +358,7 @@ def _attach_histograms(pools: list[Pool], latency: CommandResult, size: CommandR
         ("zpool_iostat_size", size, zpool_iostat.parse_size_histograms, "size_histograms"),
     ):
         by_pool = rec.parse(name, out, parser) or {}
+        _check_covers(rec, name, out, pools, by_pool)
         for pool in pools:
             setattr(pool, attr, by_pool.get(pool.name, {}))
 
@@ -331,8 +380,8 @@ async def _attach_ashift(pools: list[Pool], runner: CommandRunner, rec: _Recorde
             cache.ashift[key(pool)] = parsed
     for pool in pools:
         if (ashifts := cache.ashift.get(key(pool))) is not None:
-            zdb.attach_ashift(pool, ashifts)
             rec.sources.setdefault(f"zdb:{pool.name}", SourceStatus(ok=True))
+            rec.step(f"zdb:{pool.name}", lambda: zdb.attach_ashift(pool, ashifts))
 
 
 def _attach_pool_kstats(
@@ -347,12 +396,18 @@ def _attach_pool_kstats(
             del objsets[path]
     for pool in pools:
         path = f"{kstat_source.KSTAT_DIR}/{pool.name}/txgs"
+        kstats = rec.read(f"pool_kstats:{pool.name}", lambda: pool_kstats.read_pool_kstats(files, pool.name, objsets),
+                          f"{kstat_source.KSTAT_DIR}/{pool.name}") or pool_kstats.PoolKStats()
+        if kstats.errors:  # the files understood are served, the source says which were not
+            rec.fail(f"pool_kstats:{pool.name}", "; ".join(kstats.errors[:3]) + (
+                f" (and {len(kstats.errors) - 3} more)" if len(kstats.errors) > 3 else ""),
+                rec.durations.get(f"pool_kstats:{pool.name}", 0.0))
         fresh_pools.append(pool.model_copy(update={
-            "kstat_state": pool_kstats.read_state(files, pool.name),
-            "iostats": pool_kstats.read_iostats(files, pool.name),
+            "kstat_state": kstats.state,
+            "iostats": kstats.iostats,
             "txgs": rec.read(f"txgs:{pool.name}", lambda: txgs.parse_txgs(files.read_text(path)), path) or [],
         }))
-        io_by_dataset.update(pool_kstats.read_objsets(files, pool.name, objsets))
+        io_by_dataset.update(kstats.objsets)
     previous = cache.with_io if cache is not None else {}
     copies: dict[int, tuple[Dataset, KStat, Dataset]] = {}
     fresh_datasets = []

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from advisor.facts import Disk, DiskStats
 from advisor.host.files import HostFiles
+from advisor.host.parsing import ParseError, shown, to_int
 
 SYS_BLOCK = "/sys/block"
 DISKSTATS = "/proc/diskstats"
@@ -17,13 +18,16 @@ _MS = 1e-3
 
 
 def parse_diskstats(text: str) -> dict[str, DiskStats]:
+    """-> {device: counters}; ParseError on any line that is not a diskstats line."""
     stats: dict[str, DiskStats] = {}
     for line in text.splitlines():
         f = line.split()
-        if len(f) < 14:
+        if not f:
             continue
+        if len(f) < 14:  # major minor name and at least 11 counters (kernel 2.6)
+            raise ParseError(f"{DISKSTATS}: not a diskstats line: {shown(line)}")
         name = f[2]
-        n = [int(x) for x in f[3:]]
+        n = [to_int(x, f"{DISKSTATS} {name}") for x in f[3:]]
         extra: dict[str, float | int] = {}
         if len(n) >= 15:  # kernel >= 4.18: discards
             extra.update(
@@ -100,20 +104,17 @@ def read_disk(files: HostFiles, name: str, stats: dict[str, DiskStats]) -> Disk:
 
 
 def read_disks(files: HostFiles) -> list[Disk]:
-    try:
-        stats = parse_diskstats(files.read_text(DISKSTATS))
-    except OSError:
-        stats = {}
+    """The block devices from sysfs, without counters (`with_stats` adds them)."""
     names = [n for n in files.listdir(SYS_BLOCK) if not n.startswith(_IGNORED_PREFIXES)]
-    return [read_disk(files, n, stats) for n in names]
+    return [read_disk(files, n, {}) for n in names]
 
 
-def with_fresh_stats(files: HostFiles, disks: list[Disk]) -> list[Disk]:
-    """Copies of `disks` (read earlier) with their /proc/diskstats counters read now."""
-    try:
-        stats = parse_diskstats(files.read_text(DISKSTATS))
-    except OSError:
-        stats = {}
+def read_diskstats(files: HostFiles) -> dict[str, DiskStats]:
+    return parse_diskstats(files.read_text(DISKSTATS))
+
+
+def with_stats(disks: list[Disk], stats: dict[str, DiskStats]) -> list[Disk]:
+    """Copies of `disks` (read earlier) carrying the /proc/diskstats counters in `stats`."""
     return [d.model_copy(update={"stats": stats.get(d.name)}) for d in disks]
 
 

@@ -11,6 +11,7 @@ import re
 
 from advisor.facts import KStat
 from advisor.host.files import HostFiles
+from advisor.host.parsing import INT_MAX, INT_MIN, ParseError, shown
 
 KSTAT_DIR = "/proc/spl/kstat/zfs"
 _STRING_TYPES = {"0", "7"}
@@ -18,7 +19,7 @@ _STRING_TYPES = {"0", "7"}
 GLOBAL_KSTATS = ("zil", "dmu_tx", "zfetchstats", "abdstats", "dbufstats", "vdev_mirror_stats")
 
 
-class KStatFormatError(ValueError):
+class KStatFormatError(ParseError):
     pass
 
 
@@ -33,11 +34,26 @@ def parse_named_kstat(text: str) -> KStat:
     if columns.split()[:3] != ["name", "type", "data"]:
         raise KStatFormatError("not a named kstat (no 'name type data' header)")
     rows = _ROW.findall(body)
+    if not rows:
+        raise KStatFormatError("a named kstat without any row")
+    # one row per line is the usual case (cheap to see); otherwise count the non-blank lines
+    lines = len(rows) if body.endswith("\n") and body.count("\n") == len(rows) else \
+        sum(1 for line in body.split("\n") if line.strip())
+    if lines != len(rows):  # a line that is no `name type value` row: not understood
+        bad = next((line for line in body.split("\n") if line.strip() and not _ROW.fullmatch(line)), "?")
+        raise KStatFormatError(f"not a `name type value` row: {shown(bad)}")
     try:
         values = {name: raw if kind in _STRING_TYPES else int(raw) for name, kind, raw in rows}
     except ValueError:
         bad = next((n, r) for n, k, r in rows if k not in _STRING_TYPES and not _is_int(r))
-        raise KStatFormatError(f"{bad[0]}: value {bad[1]!r} is not an integer") from None
+        raise KStatFormatError(f"{bad[0]}: value {shown(bad[1])} is not an integer") from None
+    numbers = [v for v in values.values() if type(v) is int]
+    if numbers and not (INT_MIN <= min(numbers) and max(numbers) <= INT_MAX):
+        bad = next((n, v) for n, v in values.items() if type(v) is int and not INT_MIN <= v <= INT_MAX)
+        raise KStatFormatError(f"{bad[0]}: value {bad[1]} is out of the 64-bit range of a kstat")
+    declared = header.split()[3:4]  # ks_ndata: how many rows follow
+    if not declared or not declared[0].isdigit() or int(declared[0]) != len(rows):
+        raise KStatFormatError(f"header {shown(header)} does not announce the {len(rows)} rows that follow (cut short?)")
     return KStat.model_construct(values=values)  # the types are settled above
 
 

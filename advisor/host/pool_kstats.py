@@ -6,9 +6,32 @@ writes, nwritten, nunlinks, nunlinked) with its name in `dataset_name`.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from advisor.facts import KStat
 from advisor.host.files import HostFiles
 from advisor.host.kstat import KSTAT_DIR, parse_named_kstat
+from advisor.host.parsing import ParseError
+
+
+@dataclass
+class PoolKStats:
+    state: str | None = None
+    iostats: KStat | None = None
+    objsets: dict[str, KStat] = field(default_factory=dict)  # dataset name -> its I/O counters
+    # Files that were there but not understood: the rest is kept, the source reports these.
+    errors: list[str] = field(default_factory=list)
+
+
+def read_pool_kstats(files: HostFiles, pool: str, cache: ObjsetCache | None = None) -> PoolKStats:
+    """Everything under /proc/spl/kstat/zfs/<pool>/ but txgs (a source of its own)."""
+    found = PoolKStats(state=read_state(files, pool))
+    try:
+        found.iostats = read_iostats(files, pool)
+    except ParseError as exc:
+        found.errors.append(f"iostats: {exc}")
+    found.objsets = read_objsets(files, pool, cache, found.errors)
+    return found
 
 
 def read_state(files: HostFiles, pool: str) -> str | None:
@@ -20,16 +43,19 @@ def read_state(files: HostFiles, pool: str) -> str | None:
 
 def read_iostats(files: HostFiles, pool: str) -> KStat | None:
     try:
-        return parse_named_kstat(files.read_text(f"{KSTAT_DIR}/{pool}/iostats"))
-    except (OSError, ValueError):
+        text = files.read_text(f"{KSTAT_DIR}/{pool}/iostats")
+    except OSError:
         return None  # OpenZFS < 2.1 has no iostats kstat
+    return parse_named_kstat(text)
 
 
 # path -> (the file's text, dataset name, parsed counters) as last read
 ObjsetCache = dict[str, tuple[str, str, KStat]]
 
 
-def read_objsets(files: HostFiles, pool: str, cache: ObjsetCache | None = None) -> dict[str, KStat]:
+def read_objsets(
+    files: HostFiles, pool: str, cache: ObjsetCache | None = None, errors: list[str] | None = None
+) -> dict[str, KStat]:
     """-> {dataset name: its objset I/O kstat}.
 
     With a `cache`, a file whose text is unchanged since the last read gives
@@ -59,7 +85,9 @@ def read_objsets(files: HostFiles, pool: str, cache: ObjsetCache | None = None) 
             continue
         try:
             kstat = parse_named_kstat(text)
-        except ValueError:
+        except ParseError as exc:
+            if errors is not None:
+                errors.append(f"{entry}: {exc}")
             continue
         name = kstat.values.pop("dataset_name", None)
         if isinstance(name, str) and name:

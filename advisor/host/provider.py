@@ -125,6 +125,9 @@ class FactsProvider:
                     commands = await asyncio.wait_for(asyncio.shield(self._commands_run()), wait_seconds)
                 except TimeoutError:
                     commands = self._commands  # the run goes on for the next caller
+                except Exception:  # a bug in a source: serve the last good output, the log says why
+                    log.exception("zpool/zfs command run failed")
+                    commands = self._commands
             collection = await asyncio.to_thread(assemble, self.files, commands, self._replayed_at, self._cache)
             collection.stale = self.commands_overdue()
             self.collections += 1

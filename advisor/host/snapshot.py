@@ -19,11 +19,11 @@ import platform
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from advisor import __version__
 from advisor.host.collect import CollectCache, Collection, collect
-from advisor.host.files import HostFiles, RecordingFiles
+from advisor.host.files import HostFiles, RecordingFiles, is_confined_host_path
 from advisor.host.runner import CommandResult, CommandRunner, RecordingRunner, ReplayRunner
 
 FORMAT = "zfs-advisor-host-snapshot"
@@ -121,7 +121,14 @@ def load_manifest(directory: str | os.PathLike[str]) -> Manifest:
         manifest = Manifest.model_validate_json(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise SnapshotError(f"{directory} is not a host snapshot (no manifest.json)") from None
-    except ValueError as exc:
+    except OSError as exc:
+        raise SnapshotError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except ValidationError as exc:  # its text is many lines: the first problem, and how many
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "document"
+        raise SnapshotError(f"{path}: invalid manifest: {where}: {first['msg']} "
+                            f"({exc.error_count()} problem(s))") from None
+    except ValueError as exc:  # not UTF-8
         raise SnapshotError(f"{path}: invalid manifest: {exc}") from None
     if manifest.format != FORMAT or manifest.format_version > FORMAT_VERSION:
         raise SnapshotError(f"{path}: unsupported format {manifest.format} v{manifest.format_version}")
@@ -129,20 +136,58 @@ def load_manifest(directory: str | os.PathLike[str]) -> Manifest:
 
 
 def open_snapshot(directory: str | os.PathLike[str]) -> tuple[HostFiles, ReplayRunner, Manifest]:
-    """The file view and command runner that replay a recorded host."""
+    """The file view and command runner that replay a recorded host.
+
+    A snapshot is data from elsewhere: every path its manifest names must stay
+    inside it, and a file it names must be there (SnapshotError, one line, otherwise).
+    """
     base = Path(directory)
     manifest = load_manifest(base)
+    _check_confined(base, manifest)
     results = [
         CommandResult(
             argv=tuple(c.argv),
             returncode=c.returncode,
-            stdout=(base / c.stdout_file).read_text(encoding="utf-8"),
-            stderr=(base / c.stderr_file).read_text(encoding="utf-8"),
+            stdout=_recorded_output(base, c.stdout_file),
+            stderr=_recorded_output(base, c.stderr_file),
             duration_seconds=c.duration_seconds,
         )
         for c in manifest.commands
     ]
     return HostFiles(base, manifest.listings, manifest.links), ReplayRunner(results), manifest
+
+
+def _recorded_output(base: Path, name: str) -> str:
+    try:
+        # undecodable bytes as the live runner treats them (U+FFFD), not an exception
+        return (base / name).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise SnapshotError(f"{base}: {name}, named by manifest.json, cannot be read: {exc.strerror or exc}") from None
+
+
+def _check_confined(base: Path, manifest: Manifest) -> None:
+    """Refuse a manifest that names anything outside the snapshot (`../../etc/hostname`)
+    and a snapshot holding a symlink that leads out of it."""
+    root = base.resolve()
+    for c in manifest.commands:
+        for name in (c.stdout_file, c.stderr_file):
+            if Path(name).is_absolute() or not (root / name).resolve().is_relative_to(root):
+                raise SnapshotError(f"{base}: manifest.json names {name!r}, outside the snapshot")
+    host_paths = [*manifest.files, *manifest.listings, *manifest.missing]
+    for host_path in host_paths:
+        if not is_confined_host_path(host_path):
+            raise SnapshotError(f"{base}: manifest.json names host path {host_path!r}, which leaves the snapshot")
+    for host_path, names in manifest.listings.items():
+        if bad := [n for n in names if n in ("", ".", "..") or "/" in n or "\0" in n]:
+            raise SnapshotError(f"{base}: manifest.json lists {bad[0]!r} in {host_path}, not a file name")
+    for host_path in manifest.files:
+        if not (root / host_path.lstrip("/")).is_file():
+            raise SnapshotError(f"{base}: {host_path}, named by manifest.json, is missing from the snapshot")
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = Path(dirpath) / name
+            if path.is_symlink() and not path.resolve().is_relative_to(root):
+                raise SnapshotError(f"{base}: {path.relative_to(root)} is a symlink out of the snapshot")
 
 
 def host_view(root: str | os.PathLike[str], command_timeout_seconds: float = 10.0):

@@ -7,30 +7,34 @@ many rows are kept is `zfs_txg_history` (zfs(4)); 0 means none.
 from __future__ import annotations
 
 from advisor.facts import Txg
+from advisor.host.parsing import ParseError, shown, to_int
 
 _STATES = {"O": "open", "Q": "quiescing", "W": "waiting", "S": "syncing", "C": "committed"}
 _NS = 1e-9
 
 
 def parse_txgs(text: str) -> list[Txg]:
+    """-> the rows in file order; ParseError when there is no header or a row is not a txg row."""
     rows: list[Txg] = []
     header_seen = False
     for line in text.splitlines():
         fields = line.split()
         if not fields:
             continue
-        if fields[0] == "txg":
+        if fields[0] == "txg" and not header_seen:
             header_seen = True
             continue
-        if not header_seen or len(fields) < 12:
-            continue
+        if not header_seen:
+            raise ParseError(f"no txgs header before {shown(line)}")
+        if len(fields) < 12 or fields[2] not in _STATES:
+            raise ParseError(f"not a txg row: {shown(line)}")
         txg, birth, state, *nums = fields[:12]
-        n = [int(x) for x in nums]
+        n = [to_int(x, "txgs") for x in nums]
         rows.append(
             Txg(
-                txg=int(txg),
-                birth_seconds=int(birth) * _NS,
-                state=_STATES.get(state, "committed"),
+                txg=to_int(txg, "txg"),
+                birth_seconds=to_int(birth, "txg birth") * _NS,
+                state=_STATES[state],
                 dirty_bytes=n[0],
                 read_bytes=n[1],
                 written_bytes=n[2],
@@ -42,4 +46,6 @@ def parse_txgs(text: str) -> list[Txg]:
                 sync_seconds=n[8] * _NS,
             )
         )
+    if not header_seen:
+        raise ParseError("no txgs header (txg birth state ...)")
     return rows

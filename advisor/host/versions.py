@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
+_VERSION = re.compile(r"(?<!\d)(\d{1,6})\.(\d{1,6})(?:\.(\d{1,6}))?(?!\d)")
 
 
 def parse_version(text: str | None) -> tuple[int, int, int] | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from advisor.facts import Pool, VdevGroup
+from advisor.host.parsing import ParseError
 
 
 MIN_TIMEOUT_SECONDS = 60.0
@@ -49,6 +50,10 @@ def parse_zdb_top_level(stdout: str) -> list[dict[str, str]]:
             if str(indent) == children[-1]["key_indent"]:
                 key, _, value = text.partition(": ")
                 children[-1][key] = value.strip("'")
+    if tree_indent is None:
+        raise ParseError("no vdev_tree in zdb -C output")
+    if not children:
+        raise ParseError("no top-level vdev (children[N]) under vdev_tree in zdb -C output")
     for child in children:
         child.pop("key_indent", None)
     return children
@@ -68,14 +73,21 @@ def parse_zdb_ashift(stdout: str) -> dict[VdevGroup, list[int | None]]:
         if child.get("type") in ("hole", "indirect", "missing"):
             continue
         ashift = child.get("ashift")
-        by_group.setdefault(_group(child), []).append(int(ashift) if ashift and ashift.isdigit() else None)
+        by_group.setdefault(_group(child), []).append(int(ashift) if ashift and ashift.isascii() and ashift.isdigit() and len(ashift) < 4 else None)
+    if by_group and all(a is None for ashifts in by_group.values() for a in ashifts):
+        raise ParseError("no ashift on any top-level vdev in zdb -C output")
     return by_group
 
 
 def attach_ashift(pool: Pool, by_group: dict[VdevGroup, list[int | None]]) -> None:
+    """Put each ashift on its top-level vdev; ParseError when zdb and zpool status disagree."""
+    if pool.root is None:
+        return  # no vdev tree (zpool status failed): nothing to attach to
     for group, ashifts in by_group.items():
         vdevs = pool.top_level_vdevs(group)
         if len(vdevs) != len(ashifts):
-            continue  # the trees disagree (a vdev being removed?): attach nothing rather than guess
-        for vdev, ashift in zip(vdevs, ashifts):
+            # a vdev being removed, or output cut short: attach nothing rather than guess, and say so
+            raise ParseError(f"zdb -C lists {len(ashifts)} top-level {group} vdev(s), zpool status {len(vdevs)}")
+    for group, ashifts in by_group.items():
+        for vdev, ashift in zip(pool.top_level_vdevs(group), ashifts):
             vdev.ashift = ashift

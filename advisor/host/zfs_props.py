@@ -6,6 +6,7 @@ One call for every filesystem and volume, a fixed property list (asking for
 from __future__ import annotations
 
 from advisor.facts import Dataset, Property
+from advisor.host.parsing import INT_MAX, ParseError, shown
 
 # Present in every OpenZFS >= 2.1 (an unknown name fails the whole call).
 TUNING_PROPERTIES = (
@@ -57,9 +58,13 @@ def parse_zfs_get(stdout: str) -> list[Dataset]:
     construct = Property.model_construct
     for line in stdout.splitlines():
         parts = line.split("\t")
-        if len(parts) != 4:
-            continue
-        name, prop, value, source = parts
+        if len(parts) < 4 or not parts[0] or not parts[1]:
+            if not line.strip():
+                continue
+            raise ParseError(f"not a `name<TAB>property<TAB>value<TAB>source` row: {shown(line)}")
+        name, prop, value, source = parts if len(parts) == 4 else (*parts[:2], "\t".join(parts[2:-1]), parts[-1])
+        if len(value) >= 20 and value.isdigit() and int(value) > INT_MAX:  # -p numbers are uint64
+            raise ParseError(f"{name} {prop}: {shown(value)} is out of the 64-bit range")
         prop_value = shared.get((value, source))
         if prop_value is None:
             prop_value = shared[(value, source)] = construct(value=value, source=source)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from advisor.facts import Histogram, Pool, VdevIostat
+from advisor.host.parsing import INT_MAX, ParseError, shown, to_float, to_int
 
 # -P full paths and -L resolved links: leaf names match `zpool status -pPL`.
 IOSTAT_ARGV = ("zpool", "iostat", "-vlq", "-HpPL")
@@ -65,7 +66,10 @@ def is_vdev_name(name: str) -> bool:
 def _number(text: str) -> float | None:
     if text in ("-", ""):
         return None
-    return float(text)
+    value = to_float(text, "zpool iostat")
+    if abs(value) > INT_MAX:  # every column is a uint64 in the kernel (vdev_stat_t)
+        raise ParseError(f"zpool iostat: {shown(text)} is out of the 64-bit range")
+    return value
 
 
 def parse_vdev_iostat(stdout: str) -> dict[str, list[tuple[str, VdevIostat]]]:
@@ -75,16 +79,18 @@ def parse_vdev_iostat(stdout: str) -> dict[str, list[tuple[str, VdevIostat]]]:
     for line in stdout.splitlines():
         fields = line.split("\t")
         if len(fields) < 2:
-            continue
+            if not line.strip():
+                continue
+            raise ParseError(f"not a scripted zpool iostat row: {shown(line)}")
         name, values = fields[0], fields[1:]
         layout = _LAYOUTS.get(len(values))
         if layout is None:
-            raise ValueError(f"{len(values)} columns after the name; known layouts have {sorted(_LAYOUTS)}")
+            raise ParseError(f"{len(values)} columns after the name; known layouts have {sorted(_LAYOUTS)}")
         if not is_vdev_name(name):
             pool = name
             result[pool] = []
         if pool is None:
-            raise ValueError(f"vdev {name!r} before any pool row")
+            raise ParseError(f"vdev {shown(name)} before any pool row")
         n_lat, n_queue = layout
         base = [_number(v) for v in values[:6]]
         latencies = values[6 : 6 + n_lat]
@@ -100,7 +106,7 @@ def parse_vdev_iostat(stdout: str) -> dict[str, list[tuple[str, VdevIostat]]]:
                 col: (v / 1e9 if v is not None else None)
                 for col, v in zip(_LATENCY_COLUMNS, (_number(x) for x in latencies))
             },
-            queues={col: int(v) for col, v in zip(_QUEUE_COLUMNS, queues) if v not in ("-", "")},
+            queues={col: to_int(v, "zpool iostat queue") for col, v in zip(_QUEUE_COLUMNS, queues) if v not in ("-", "")},
         )
         result[pool].append((name, stats))
     return result
@@ -132,31 +138,35 @@ def _parse_histograms(stdout: str, unit: str, series: tuple[str, ...]) -> dict[s
             if not is_vdev_name(current):
                 pool = current
             if pool is None:
-                raise ValueError(f"histogram for {current!r} before any pool")
+                raise ParseError(f"histogram for {shown(current)} before any pool")
             key = (pool, current)
             order.append(key)
             rows[f"{pool}\0{current}"] = []
             bounds[f"{pool}\0{current}"] = []
             continue
         if current is None or pool is None:
-            raise ValueError("histogram row before any vdev name")
+            raise ParseError("histogram row before any vdev name")
         key = f"{pool}\0{current}"
-        bound = float(fields[0])
+        bound = to_float(fields[0], "histogram bucket")
         # Bucket j holds [2^j, 2^(j+1)-1]. Latency rows are labelled by that
         # upper bound in ns, size rows by the lower bound 2^j in bytes; both
         # are stored as the inclusive upper bound (a Prometheus `le`).
         bounds[key].append(bound / 1e9 if unit == "seconds" else bound * 2 - 1)
-        rows[key].append([int(x) for x in fields[1:]])
+        rows[key].append([to_int(x, "histogram count") for x in fields[1:]])
     for pool_name, vdev in order:
         key = f"{pool_name}\0{vdev}"
         table = rows[key]
         if not table:
             continue
         width = len(table[0])
+        if any(len(r) != width for r in table):
+            raise ParseError(f"histogram of {shown(vdev)}: rows of different widths")
         if width > len(series):
-            raise ValueError(f"{width} histogram columns, expected at most {len(series)}")
+            raise ParseError(f"{width} histogram columns, expected at most {len(series)}")
         counts = {series[i]: [r[i] for r in table] for i in range(width)}
         result.setdefault(pool_name, {})[vdev] = Histogram(unit=unit, bounds=bounds[key], counts=counts)
+    if order and not result:  # names without a single bucket row: not histogram output
+        raise ParseError(f"no histogram rows in output starting {shown(stdout.strip())}")
     return result
 
 

@@ -5,19 +5,24 @@ property; -p gives exact numbers (bytes, percent without '%').
 """
 from __future__ import annotations
 
+import math
+
 from advisor.facts import Pool
+from advisor.host.parsing import INT_MAX, INT_MIN, ParseError, shown
 
 ZPOOL_GET_ARGV = ("zpool", "get", "-Hp", "all")
 
 
 def parse_zpool_get(stdout: str) -> dict[str, dict[str, str]]:
-    """-> {pool: {property: value}}."""
+    """-> {pool: {property: value}}; empty output is no pools, a line that is no row a ParseError."""
     pools: dict[str, dict[str, str]] = {}
     for line in stdout.splitlines():
         parts = line.split("\t")
-        if len(parts) < 3:
-            continue
-        pools.setdefault(parts[0], {})[parts[1]] = parts[2]
+        if len(parts) < 4 or not parts[0] or not parts[1]:
+            if not line.strip():
+                continue
+            raise ParseError(f"not a `pool<TAB>property<TAB>value<TAB>source` row: {shown(line)}")
+        pools.setdefault(parts[0], {})[parts[1]] = "\t".join(parts[2:-1])  # a value may hold a tab
     return pools
 
 
@@ -25,9 +30,12 @@ def _int(value: str | None) -> int | None:
     if value is None:
         return None
     try:
-        return int(value.rstrip("%"))
+        number = int(value.rstrip("%"))
     except ValueError:
-        return None
+        return None  # "-": not applicable
+    if not INT_MIN <= number <= INT_MAX:
+        raise ParseError(f"zpool get: {shown(value)} is out of the 64-bit range")
+    return number
 
 
 def _ratio(value: str | None, percent: bool) -> float | None:
@@ -38,6 +46,8 @@ def _ratio(value: str | None, percent: bool) -> float | None:
         number = float(value.rstrip("%x"))
     except ValueError:
         return None
+    if not math.isfinite(number):
+        raise ParseError(f"zpool get: {shown(value)} is not a finite ratio")
     return number / 100 if percent else number
 
 

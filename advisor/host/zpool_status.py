@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from advisor.facts import ScanStatus, Vdev, VdevGroup
+from advisor.host.parsing import ParseError, shown, to_int
 
 # -p exact numbers, -P full device paths, -L symlinks resolved (so /dev/sda1,
 # which maps to /sys/block); the same flags as our `zpool iostat` call.
@@ -61,7 +62,7 @@ def _nparity(kind: str) -> int | None:
 def _count(word: str) -> int:
     """Error counters: exact with -p; '1.2K' style without it."""
     if word.isdigit():
-        return int(word)
+        return to_int(word, "error counter")
     return parse_size(word) or 0
 
 
@@ -70,7 +71,10 @@ def parse_size(text: str) -> int | None:
     m = _SIZE.fullmatch(text.strip())
     if not m:
         return None
-    return int(float(m.group(1)) * _SIZE_SUFFIX[m.group(2).upper()])
+    try:
+        return int(float(m.group(1)) * _SIZE_SUFFIX[m.group(2).upper()])
+    except (ValueError, OverflowError):  # '1.2.3', or beyond float range
+        return None
 
 
 def _date(text: str) -> datetime | None:
@@ -89,7 +93,7 @@ def parse_scan(text: str) -> ScanStatus:
     function = "resilver" if first.startswith("resilver") else "scrub"
     scan = ScanStatus(function=function)
     if m := re.search(r"with (\d+) errors on (.+)$", first):
-        scan.state, scan.errors, scan.ended = "finished", int(m.group(1)), _date(m.group(2))
+        scan.state, scan.errors, scan.ended = "finished", to_int(m.group(1), "scan errors"), _date(m.group(2))
     elif m := re.search(r"in progress since (.+)$", first):
         scan.state, scan.started = "scanning", _date(m.group(1))
     elif m := re.search(r"paused since (.+)$", first):
@@ -148,7 +152,7 @@ def _parse_config(lines: list[str], pool_name: str) -> Vdev:
         parent.children.append(vdev)
         stack.append((depth, vdev))
     if root is None:
-        raise ValueError(f"pool {pool_name}: no config section in zpool status")
+        raise ParseError(f"pool {shown(pool_name)}: no vdev tree in the config section")
     return root
 
 
@@ -158,6 +162,11 @@ def _counts(vdev: Vdev, words: list[str]) -> None:
 
 
 def parse_status_text(stdout: str) -> list[PoolStatus]:
+    """-> one PoolStatus per `pool:` block; empty output is no pools.
+
+    Each block must hold a vdev tree and end with its `errors:` line (printed
+    after the config by every OpenZFS): a block without one was cut short.
+    """
     pools: list[PoolStatus] = []
     # Split into per-pool blocks at each "pool:" line.
     blocks: list[list[str]] = []
@@ -176,7 +185,11 @@ def parse_status_text(stdout: str) -> list[PoolStatus]:
                 sections[key] = [m.group(2)]
             elif key:
                 sections[key].append(line)
-        name = sections["pool"][0].strip()
+        name = (sections.get("pool") or [""])[0].strip()
+        if not name:
+            raise ParseError("a `pool:` line without a name")
+        if "errors" not in sections:
+            raise ParseError(f"pool {shown(name)}: no `errors:` line after the config (output cut short?)")
         root = _parse_config(sections.get("config", []), name)
         pools.append(
             PoolStatus(
@@ -188,8 +201,9 @@ def parse_status_text(stdout: str) -> list[PoolStatus]:
                 status=" ".join(s.strip() for s in sections.get("status", [])).strip() or None,
             )
         )
+    if not pools and stdout.strip():
+        raise ParseError(f"no `pool:` block in zpool status output starting {shown(stdout.strip())}")
     return pools
-
 
 
 # JSON (OpenZFS >= 2.3). Note: 2.3.2 drops vdev_type, state and path of leaf
@@ -218,15 +232,19 @@ def _json_vdev(node: dict, group: VdevGroup) -> Vdev:
         type=kind if kind != "raidz" else vdev_type(name),
         group=group,
         state=node.get("state"),
-        read_errors=int(node.get("read_errors", 0)),
-        write_errors=int(node.get("write_errors", 0)),
-        checksum_errors=int(node.get("checksum_errors", 0)),
+        read_errors=_json_int(node.get("read_errors", 0)),
+        write_errors=_json_int(node.get("write_errors", 0)),
+        checksum_errors=_json_int(node.get("checksum_errors", 0)),
         path=node.get("path") or (name if kind in ("disk", "file") else None),
     )
     vdev.nparity = _nparity(vdev.type)
     for child in (node.get("vdevs") or {}).values():
         vdev.children.append(_json_vdev(child, group))
     return vdev
+
+
+def _json_int(value) -> int:
+    return to_int(str(value), "zpool status JSON")
 
 
 def _json_scan(stats: dict | None) -> ScanStatus:
@@ -246,10 +264,10 @@ def _json_scan(stats: dict | None) -> ScanStatus:
     return ScanStatus(
         function=function,
         state=state,
-        errors=int(stats.get("errors", 0)),
-        examined_bytes=int(stats.get("examined", 0)),
-        to_examine_bytes=int(stats.get("to_examine", 0)),
-        issued_bytes=int(stats.get("issued", 0)),
+        errors=_json_int(stats.get("errors", 0)),
+        examined_bytes=_json_int(stats.get("examined", 0)),
+        to_examine_bytes=_json_int(stats.get("to_examine", 0)),
+        issued_bytes=_json_int(stats.get("issued", 0)),
         started=when("start_time"),
         ended=when("end_time") if state != "scanning" else None,
     )
@@ -257,12 +275,27 @@ def _json_scan(stats: dict | None) -> ScanStatus:
 
 def parse_status_json(stdout: str) -> list[PoolStatus]:
     """`zpool status -j --json-int` (OpenZFS >= 2.3) -> the same PoolStatus as text."""
-    document = json.loads(stdout)
+    try:
+        document = json.loads(stdout)
+    except ValueError as exc:
+        raise ParseError(f"zpool status JSON: {exc}") from None
+    except RecursionError:  # deeply nested garbage
+        raise ParseError("zpool status JSON nested too deeply") from None
+    if not isinstance(document, dict) or not isinstance(document.get("pools", {}), dict):
+        raise ParseError("zpool status JSON: no `pools` object")
+    try:
+        return _json_pools(document)
+    except (AttributeError, TypeError, KeyError, ValueError, OverflowError, OSError, RecursionError) as exc:
+        # a value of the wrong type somewhere in the tree
+        raise ParseError(f"zpool status JSON not understood: {type(exc).__name__}: {exc}") from None
+
+
+def _json_pools(document: dict) -> list[PoolStatus]:
     pools = []
     for name, pool in (document.get("pools") or {}).items():
         tree = (pool.get("vdevs") or {}).get(name)
         if tree is None:
-            raise ValueError(f"pool {name}: no vdev tree in JSON")
+            raise ParseError(f"pool {shown(name)}: no vdev tree in JSON")
         root = _json_vdev(tree, "data")
         root.type = "root"
         for key, group in (("logs", "log"), ("special", "special"), ("dedup", "dedup"),

@@ -162,7 +162,7 @@ def make_host(datasets: int = 2) -> Host:
     )
     zpool_iostat.attach_vdev_iostat(pool, zpool_iostat.parse_vdev_iostat(IOSTAT_TEXT)["tank"])
     other = Pool(name="scratch", health="ONLINE", size_bytes=1)
-    objset = "x\nname type data\ndataset_name 7 {}\nwrites 4 3\nnwritten 4 12288\nreads 4 1\nnread 4 4096\n" \
+    objset = "25 1 0x01 8 2160 1 2\nname type data\ndataset_name 7 {}\nwrites 4 3\nnwritten 4 12288\nreads 4 1\nnread 4 4096\n" \
              "nunlinks 4 0\nnunlinked 4 0\nzil_commit_count 4 9\n"
     sets = [
         Dataset(
@@ -189,7 +189,7 @@ def make_host(datasets: int = 2) -> Host:
         pools=[pool, other],
         datasets=sets,
         disks=[Disk(name=n, rotational=True, stats=stats) for n in ("sda", "sdb", "vda")],
-        arc=kstat.parse_named_kstat("x\nname type data\nhits 4 10\nmisses 4 2\nsize 4 4096\nc 4 8192\n"),
+        arc=kstat.parse_named_kstat("9 1 0x01 4 0 1 2\nname type data\nhits 4 10\nmisses 4 2\nsize 4 4096\nc 4 8192\n"),
         kstats={"dmu_tx": KStat(values={"dmu_tx_assigned": 5, "dmu_tx_dirty_delay": 1})},
         module_params={"zfs_txg_timeout": "5", "zfs_dirty_data_max_percent": "10", "zfs_vdev_scheduler": "noop"},
     )

@@ -159,8 +159,25 @@ async def test_openapi_documents_every_route_and_only_those(client):
     assert doc["openapi"].startswith("3.1")
     routed = {r.resource.canonical for r in client.app.router.routes() if r.method == "GET"}
     assert set(doc["paths"]) == routed
-    assert doc == build_openapi(sorted(load_rulebook().workloads))
+    assert doc == build_openapi(load_rulebook())
     assert "postgres" in doc["paths"]["/recommend"]["get"]["parameters"][0]["schema"]["enum"]
+
+
+async def test_openapi_workload_parameters_are_what_each_workload_accepts(client):
+    """Every documented workload parameter value is accepted by each workload the document says
+    takes it, and refused (400) by the ones it says do not."""
+    doc = await (await client.get("/openapi.json")).json()
+    book = load_rulebook()
+    for param in doc["paths"]["/recommend"]["get"]["parameters"]:
+        if param["name"] in ("workload", "pool", "dataset", "format"):
+            continue
+        for workload in sorted(book.workloads):
+            declared = book.workloads[workload].all_parameters().get(param["name"])
+            documented = f"{workload}: " in param["description"].split("Not accepted")[0]
+            assert documented == (declared is not None), (param["name"], workload)
+            value = declared.values[0] if declared else param["schema"]["enum"][0]
+            resp = await client.get("/recommend", params={"workload": workload, param["name"]: value})
+            assert resp.status == (200 if declared else 400), (param["name"], workload, await resp.text())
 
 
 def test_openapi_schemas_are_the_models_schemas():

@@ -41,3 +41,4 @@ async def test_wrong_method_is_json_405(client):
     resp = await client.delete("/healthz")
     assert resp.status == 405
     assert (await resp.json())["error"]["valid"] == ["GET", "HEAD"]
+    assert resp.headers["Allow"] == "GET, HEAD"  # RFC 9110: a 405 names the allowed methods

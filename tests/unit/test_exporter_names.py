@@ -12,7 +12,7 @@ from pathlib import Path
 
 from advisor.exporters.base import ExportOptions, Scrape
 from advisor.exporters.collector import create_registry, render
-from test_exporter_families import make_host
+from support.hosts import make_host
 
 REPO = Path(__file__).resolve().parents[2]
 _POOL = {"pool"}

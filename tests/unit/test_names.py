@@ -3,7 +3,7 @@ import pytest
 from advisor.names import InvalidName, check_dataset_name, check_pool_name
 
 
-@pytest.mark.parametrize("name", ["tank", "tank_2", "a", "pool.with:colon-and_dash", "T" * 255])
+@pytest.mark.parametrize("name", ["tank", "tank_2", "a", "pool.with:colon-and_dash", "T" * 239])
 def test_valid_pool_names(name):
     assert check_pool_name(name) == name
 
@@ -22,7 +22,7 @@ def test_valid_pool_names(name):
         ("tank$(id)", "may contain only"),
         ("tank\nx", "may contain only"),
         ("tank/ds", "may contain only"),
-        ("T" * 256, "longer than"),
+        ("T" * 240, "longer than 239"),  # zfs_namecheck.c: room for <pool>/$ORIGIN@$ORIGIN
     ],
 )
 def test_invalid_pool_names_say_why(name, why):
@@ -30,7 +30,8 @@ def test_invalid_pool_names_say_why(name, why):
         check_pool_name(name)
 
 
-@pytest.mark.parametrize("name", ["tank", "tank/pg", "tank/pg/wal", "tank/with space", "tank/a.b:c-d_e"])
+@pytest.mark.parametrize("name", ["tank", "tank/pg", "tank/pg/wal", "tank/with space", "tank/a.b:c-d_e",
+                                  "tank/" + "x" * 250])
 def test_valid_dataset_names(name):
     assert check_dataset_name(name) == name
 
@@ -48,6 +49,9 @@ def test_valid_dataset_names(name):
         ("/tank", "pool name is empty"),
         ("-o/x", "begin with a letter"),
         ("tank/" + "x" * 260, "longer than"),
+        ("tank/" + "x" * 251, "longer than 255"),
+        ("tank/pg\n", "components may contain only"),  # `$` matches before a final newline: fullmatch
+        ("tank\n/pg", "may contain only"),
     ],
 )
 def test_invalid_dataset_names_say_why(name, why):

@@ -5,6 +5,7 @@ import pytest
 
 from advisor.host import disks, kstat, txgs, zdb, zpool_iostat, zpool_status
 from advisor.host.versions import has_json_output, parse_version, parse_zfs_version_command
+from advisor.host.parsing import ParseError
 
 RAW = Path(__file__).resolve().parents[1] / "fixtures" / "raw" / "2.3.2-ssd-mirror2x2"
 
@@ -78,7 +79,8 @@ def test_size_histogram_buckets_start_at_512_bytes():
 
 def test_zdb_ashift_per_top_level_vdev():
     assert zdb.parse_zdb_ashift(raw("zdb-C-tank.txt")) == {"data": [12, 12]}
-    assert zdb.parse_zdb_ashift("no config here") == {}
+    with pytest.raises(ParseError, match="no vdev_tree"):  # understood nothing: says so
+        zdb.parse_zdb_ashift("no config here")
 
 
 def test_txgs_rows_and_units():

@@ -48,3 +48,15 @@ def test_bad_settings_are_clear_errors(tmp_path, content, message):
 def test_missing_config_file_is_an_error(tmp_path):
     with pytest.raises(SettingsError, match="does not exist"):
         load_settings(tmp_path / "nope.toml")
+
+
+def test_unknown_environment_variable_is_an_error(monkeypatch, tmp_path):
+    """A typo in the environment (ZFS_ADVISOR_API_TOKNE) must not leave the token unset silently."""
+    monkeypatch.setattr("advisor.settings.DEFAULT_CONFIG_FILE", tmp_path / "absent.toml")
+    monkeypatch.setenv("ZFS_ADVISOR_API_TOKNE", "s3cret")
+    with pytest.raises(SettingsError, match="ZFS_ADVISOR_API_TOKNE.*ZFS_ADVISOR_API_TOKEN"):
+        load_settings()
+    monkeypatch.delenv("ZFS_ADVISOR_API_TOKNE")
+    monkeypatch.setenv("zfs_advisor_api_token", "s3cret")  # names are case-insensitive, as pydantic reads them
+    monkeypatch.setenv("ZFS_ADVISOR_LAB_ZFS", "2.3")  # the lab tier's own variables are not settings
+    assert load_settings().api_token.get_secret_value() == "s3cret"

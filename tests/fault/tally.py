@@ -1,0 +1,70 @@
+"""The fault suite's tally, shared by the tests and the conftest hooks (one module, one state):
+every test says how many faults it injected, how many the service survived and how much
+data was lost; `table()` is the one table `python -m tests.fault` prints."""
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from dataclasses import dataclass
+
+FULL = os.environ.get("FAULT_SUITE") == "full"
+
+
+@dataclass
+class Row:
+    cases: int = 0
+    errors: int = 0
+    injected: int = 0
+    survived: int = 0
+    lost: int = 0
+
+
+_ROWS: dict[str, Row] = defaultdict(Row)
+# Fewest cases each group must run in a full run (a suite that silently ran nothing passes nothing).
+MINIMUM_CASES = {"parsers": 1000, "sources": 500, "snapshots": 10, "hostile_http": 100, "schemathesis": 1000}
+
+
+class Tally:
+    def __init__(self, group: str):
+        self.row = _ROWS[group]
+
+    def cases(self, n: int = 1) -> None:
+        self.row.cases += n
+
+    def fault(self, survived: bool, lost: int = 0) -> None:
+        """One fault injected; whether the service survived it, how many sources it took along."""
+        self.row.injected += 1
+        self.row.survived += bool(survived)
+        self.row.lost += lost
+
+
+def group(nodeid: str) -> str:
+    module = nodeid.split("::")[0].rsplit("/", 1)[-1]
+    return module.removeprefix("test_").removesuffix(".py")
+
+
+def count_error(nodeid: str) -> None:
+    _ROWS[group(nodeid)].errors += 1
+
+
+def table() -> tuple[str, list[str]]:
+    """The table's text, and what is off in it."""
+    head = ("test", "cases", "errors", "faults injected", "faults survived", "data lost")
+    lines = [head] + [(g, r.cases, r.errors, r.injected, r.survived, r.lost) for g, r in sorted(_ROWS.items())]
+    widths = [max(len(str(line[i])) for line in lines) for i in range(len(head))]
+    text = "\n".join("  ".join(str(v).ljust(w) if i == 0 else str(v).rjust(w) for i, (v, w) in enumerate(zip(line, widths)))
+                     for line in lines)
+    off = []
+    for name, r in sorted(_ROWS.items()):
+        if r.errors:
+            off.append(f"{name}: {r.errors} error(s)")
+        if r.survived != r.injected:
+            off.append(f"{name}: {r.injected - r.survived} fault(s) not survived")
+        if r.lost:
+            off.append(f"{name}: {r.lost} source(s) of data lost")
+        if FULL and r.cases < MINIMUM_CASES.get(name, 1):
+            off.append(f"{name}: {r.cases} cases, fewer than {MINIMUM_CASES.get(name, 1)}")
+    for name in MINIMUM_CASES:
+        if FULL and name not in _ROWS:
+            off.append(f"{name}: did not run")
+    return text, off
