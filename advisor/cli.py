@@ -114,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_snapshot)
 
     engine_commands.register(sub, common)  # recommend, verify
+    from advisor.probe import cli as probe_cli
+
+    probe_cli.add_parser(sub)  # probe
     return parser
 
 
