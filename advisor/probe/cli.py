@@ -43,13 +43,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--repeats", type=int, default=2, help="fio runs per candidate (>= 2)")
     p.add_argument("--ramp", type=int, default=5, help="seconds of warm-up discarded per run")
     p.add_argument("--file-size", default="256M", help="largest file per fio job (default 256M)")
-    p.add_argument("--space", default="4G", help="quota of each candidate's scratch dataset (default 4G)")
+    p.add_argument("--space", default="4G", help="quota of each candidate's scratch dataset, >= 4 x its files (default 4G)")
     p.add_argument("--scratch-name", default=None, help="scratch dataset under the pool (default zfs-advisor-probe)")
+    p.add_argument("--layout-rate", default="50M", help="assumed bytes/s of laying out files, for the estimate")
     p.add_argument("--no-arc-cap", action="store_true", help="leave zfs_arc_max alone (results may come from memory)")
     p.add_argument("--plan-only", action="store_true", help="print the plan and stop")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--list", action="store_true", help="list stored probe runs")
     p.add_argument("--show", type=int, metavar="ID", help="show one stored run and its results")
+    p.add_argument("--efficiency", action="store_true",
+                   help="raw-disk read baseline (read-only) and pool throughput vs what the layout should give")
     p.add_argument("--recover", action="store_true", help="remove leftover scratch datasets, restore module parameters")
     p.set_defaults(func=run)
     return p
@@ -59,6 +62,7 @@ def _service(args: argparse.Namespace) -> ProbeService:
     state_dir = args.state_dir or load_settings(args.config).state_dir
     config = ProbeConfig(state_dir=state_dir, repeats=args.repeats, ramp_seconds=args.ramp,
                          max_file_bytes=parse_size(args.file_size), cap_arc=not args.no_arc_cap,
+                         layout_bytes_per_second=float(parse_size(args.layout_rate)),
                          **({"scratch_name": args.scratch_name} if args.scratch_name else {}))
     return ProbeService(config, load_rulebook(load_settings(args.config).rules_dir))
 
@@ -74,6 +78,13 @@ def run(args: argparse.Namespace) -> int:
             return _show(service, args.show, args.json)
         if args.recover:
             print(json.dumps(asyncio.run(service.recover([args.pool] if args.pool else None)), indent=2))
+            return 0
+        if args.efficiency:
+            if not args.pool:
+                raise PlanError("--efficiency needs --pool")
+            report = asyncio.run(service.efficiency(args.pool, int(parse_budget(args.budget) // 4) or 5,
+                                                    parse_size(args.file_size)))
+            print(json.dumps(report, indent=2) if args.json else _efficiency_text(report))
             return 0
         if not args.pool or not args.workload:
             raise PlanError("--pool and --workload are required (or --list, --show, --recover)")
@@ -102,6 +113,7 @@ def _plan_text(plan: Plan) -> str:
              f"working set {format_size(plan.working_set_bytes)}, quota {format_size(plan.quota_bytes)}, "
              f"ARC cap {format_size(plan.arc_max_bytes) if plan.arc_max_bytes else 'none'}; "
              f"about {plan.estimated_seconds:.0f} s of {plan.budget.seconds:g} s"]
+    lines += [f"  note: {n}" for n in plan.notes]
     if plan.dropped:
         lines.append("  no room in the budget for: " + ", ".join(f"{c.parameter}={c.value}" for c in plan.dropped))
     return "\n".join(lines)
@@ -121,6 +133,20 @@ def _progress(plan: Plan):
             detail = {"candidate": "creating scratch dataset", "layout": "laying out files"}.get(p.event, p.event)
         print(f"[{bar}] {p.elapsed_seconds:5.0f} s  {p.index}/{p.total} {what}: {detail}", file=sys.stderr, flush=True)
     return show
+
+
+def _efficiency_text(report: dict) -> str:
+    mb = lambda v: f"{v / 1e6:,.0f} MB/s"  # noqa: E731
+    pool = report["pool"]
+    lines = [f"pool {pool['pool']}: {pool['layout']}, ashift {pool['ashift']}, {pool['media']}",
+             "raw disks (read-only sequential 1M): " + ", ".join(
+                 f"{d} {mb(v)}" for d, v in report["raw_read_bytes_per_second"].items())]
+    for r in report["results"]:
+        lines.append(f"{r['direction']:5s}: measured {mb(r['measured_bytes_per_second'])}, layout should give "
+                     f"{mb(r['expected_bytes_per_second'])} ({r['expectation']}): {r['ratio']:.0%}")
+        lines += [f"       - {d}" for d in r["diagnosis"]]
+    lines.append(f"note: {report['note']}")
+    return "\n".join(lines)
 
 
 def _print_runs(runs: list[RunRow], as_json: bool) -> int:
@@ -159,7 +185,8 @@ def _show(service: ProbeService, run_id: int, as_json: bool) -> int:
         by_param.setdefault(r.parameter, []).append(r)
     evidence = [summarize(p, rows) for p, rows in by_param.items()]
     if as_json:
-        print(json.dumps({"run": run_row.model_dump(), "evidence": [e.model_dump() for e in evidence]}, indent=2))
+        print(json.dumps({"run": run_row.model_dump(), "evidence": [e.model_dump() for e in evidence],
+                          "results": [r.model_dump() for r in results]}, indent=2))
     else:
         print(f"run {run_row.id}: {run_row.status}" + (f" ({run_row.reason})" if run_row.reason else ""))
         for ev in evidence:

@@ -39,22 +39,24 @@ class Plan(BaseModel):
     budget: Budget
     estimated_seconds: float
     dropped: list[Candidate] = Field(default_factory=list, description="candidates the budget had no room for")
+    notes: list[str] = Field(default_factory=list, description="what may make the numbers less telling")
 
 
-def layout_seconds(working_set_bytes: int) -> float:
-    return working_set_bytes / ASSUMED_LAYOUT_BYTES_PER_SECOND
+def layout_seconds(working_set_bytes: int, rate: float = ASSUMED_LAYOUT_BYTES_PER_SECOND) -> float:
+    return working_set_bytes / rate
 
 
 def fit_runtime(budget_seconds: float, candidates: int, repeats: int, ramp: int, working_set_bytes: int,
-                longest: int) -> int | None:
+                longest: int, layout_rate: float = ASSUMED_LAYOUT_BYTES_PER_SECOND) -> int | None:
     """The longest fio runtime (<= `longest`) that lets every candidate run `repeats` times
     within the budget; None when even the shortest does not fit."""
-    per_candidate = budget_seconds / candidates - OVERHEAD_SECONDS - layout_seconds(working_set_bytes)
+    per_candidate = budget_seconds / candidates - OVERHEAD_SECONDS - layout_seconds(working_set_bytes, layout_rate)
     runtime = int(per_candidate / repeats) - ramp
     if runtime < MIN_RUNTIME_SECONDS:
         return None
     return min(runtime, longest, MAX_RUNTIME_SECONDS)
 
 
-def estimate_seconds(candidates: int, repeats: int, runtime: int, ramp: int, working_set_bytes: int) -> float:
-    return candidates * (OVERHEAD_SECONDS + layout_seconds(working_set_bytes) + repeats * (runtime + ramp))
+def estimate_seconds(candidates: int, repeats: int, runtime: int, ramp: int, working_set_bytes: int,
+                     layout_rate: float = ASSUMED_LAYOUT_BYTES_PER_SECOND) -> float:
+    return candidates * (OVERHEAD_SECONDS + layout_seconds(working_set_bytes, layout_rate) + repeats * (runtime + ramp))

@@ -159,39 +159,45 @@ class PlanRunner:
                                f"more than {self.plan.budget.bytes >> 20} MiB")
 
     async def _fio(self, jobfile: Path) -> str:
-        """Run fio while watching for foreground I/O; kill it within one poll when some appears."""
-        output = jobfile.with_suffix(".json")
+        return await run_watched_fio(self.runner, jobfile, self.watch, self.thresholds, self.deadline,
+                                     self.plan.pool, self.plan.budget.seconds)
+
+
+async def run_watched_fio(runner: CommandRunner, jobfile: Path, watch: ForegroundWatch, t: Thresholds,
+                          deadline: float, pool: str, budget_seconds: float) -> str:
+    """Run fio on `jobfile` while watching for foreground I/O; kill it within one poll when
+    some appears or the deadline (time.monotonic()) passes.  -> fio's JSON output."""
+    output = jobfile.with_suffix(".json")
+    output.unlink(missing_ok=True)
+    argv = [*FIO_ARGV, "--output-format=json", f"--output={output}", str(jobfile)]
+    timeout = max(1.0, deadline - time.monotonic()) + 30.0
+    task = asyncio.ensure_future(runner.run(argv, timeout))
+    previous, _ = watch.counters()
+    reason = None
+    try:
+        while not task.done():
+            await asyncio.wait({task}, timeout=t.abort_poll_seconds)
+            current, _ = watch.counters()
+            ops, nbytes = current.ops - previous.ops, current.bytes - previous.bytes
+            if ops >= t.abort_min_ops or nbytes >= t.abort_min_bytes:
+                reason = (f"foreground I/O on pool {pool}: {ops} operations, {nbytes} bytes "
+                          f"outside the scratch datasets in {current.at - previous.at:.2f} s")
+                break
+            previous = current
+            if time.monotonic() > deadline:
+                reason = f"time budget of {budget_seconds:g} s spent"
+                break
+    finally:
+        if not task.done():
+            task.cancel()  # CommandRunner kills fio (SIGKILL) and reaps it
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    if reason:
+        raise ProbeAborted(reason, at=time.time())
+    result = task.result()
+    if not result.ok:
+        raise ProbeFailed(f"fio: {result.error()}")
+    try:
+        return output.read_text(encoding="utf-8", errors="replace")
+    finally:
         output.unlink(missing_ok=True)
-        argv = [*FIO_ARGV, "--output-format=json", f"--output={output}", str(jobfile)]
-        timeout = max(1.0, self.deadline - time.monotonic()) + 30.0
-        task = asyncio.ensure_future(self.runner.run(argv, timeout))
-        t = self.thresholds
-        previous, _ = self.watch.counters()
-        reason = None
-        try:
-            while not task.done():
-                await asyncio.wait({task}, timeout=t.abort_poll_seconds)
-                current, _ = self.watch.counters()
-                ops, nbytes = current.ops - previous.ops, current.bytes - previous.bytes
-                if ops >= t.abort_min_ops or nbytes >= t.abort_min_bytes:
-                    reason = (f"foreground I/O on pool {self.plan.pool}: {ops} operations, {nbytes} bytes "
-                              f"outside the scratch datasets in {current.at - previous.at:.2f} s")
-                    break
-                previous = current
-                if time.monotonic() > self.deadline:
-                    reason = f"time budget of {self.plan.budget.seconds:g} s spent"
-                    break
-        finally:
-            if not task.done():
-                task.cancel()  # CommandRunner kills fio (SIGKILL) and reaps it
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-        if reason:
-            raise ProbeAborted(reason, at=time.time())
-        result = task.result()
-        if not result.ok:
-            raise ProbeFailed(f"fio: {result.error()}")
-        try:
-            return output.read_text(encoding="utf-8", errors="replace")
-        finally:
-            output.unlink(missing_ok=True)

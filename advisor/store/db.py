@@ -67,8 +67,17 @@ MIGRATIONS: tuple[str, ...] = (
         run_id INTEGER NOT NULL,
         name TEXT NOT NULL,
         original TEXT NOT NULL,
+        effective TEXT,
         saved_at REAL NOT NULL,
         PRIMARY KEY (run_id, name)
+    );
+    """,
+    """
+    CREATE TABLE efficiency_reports (
+        id INTEGER PRIMARY KEY,
+        pool TEXT NOT NULL,
+        measured_at REAL NOT NULL,
+        report_json TEXT NOT NULL
     );
     """,
 )

@@ -132,18 +132,32 @@ class ProbeStore:
         return [_result(r) for r in rows]
 
     # --- module parameters saved before a change ----------------------------------------
-    def save_module_param(self, run_id: int, name: str, original: str) -> None:
-        """Written (and committed) BEFORE the parameter is changed; the first value saved wins."""
-        self.conn.execute("INSERT OR IGNORE INTO saved_module_params (run_id, name, original, saved_at) VALUES (?, ?, ?, ?)",
-                          (run_id, name, original, time.time()))
+    def save_module_param(self, run_id: int, name: str, original: str, effective: str | None = None) -> None:
+        """Written (and committed) BEFORE the parameter is changed; the first value saved wins.
+        `effective`: the value the kernel actually used when `original` means "default" (0)."""
+        self.conn.execute(
+            "INSERT OR IGNORE INTO saved_module_params (run_id, name, original, effective, saved_at) VALUES (?, ?, ?, ?, ?)",
+            (run_id, name, original, effective, time.time()))
 
     def forget_module_param(self, run_id: int, name: str) -> None:
         self.conn.execute("DELETE FROM saved_module_params WHERE run_id = ? AND name = ?", (run_id, name))
 
-    def saved_module_params(self) -> list[tuple[int, str, str]]:
-        """(run id, name, original) of parameters not yet restored, oldest save first per name."""
-        return [(r[0], r[1], r[2]) for r in self.conn.execute(
-            "SELECT run_id, name, original FROM saved_module_params ORDER BY saved_at, run_id")]
+    def saved_module_params(self) -> list[tuple[int, str, str, str | None]]:
+        """(run id, name, original, effective) of parameters not yet restored, oldest save first."""
+        return [(r[0], r[1], r[2], r[3]) for r in self.conn.execute(
+            "SELECT run_id, name, original, effective FROM saved_module_params ORDER BY saved_at, run_id")]
+
+
+    # --- pool efficiency reports --------------------------------------------------------
+    def add_efficiency(self, pool: str, report: dict[str, Any]) -> int:
+        cur = self.conn.execute("INSERT INTO efficiency_reports (pool, measured_at, report_json) VALUES (?, ?, ?)",
+                                (pool, time.time(), json.dumps(report)))
+        return int(cur.lastrowid)
+
+    def efficiency(self, pool: str) -> dict[str, Any] | None:
+        row = self.conn.execute("SELECT report_json FROM efficiency_reports WHERE pool = ? ORDER BY id DESC LIMIT 1",
+                                (pool,)).fetchone()
+        return json.loads(row[0]) if row else None
 
 
 def _run(row: sqlite3.Row) -> RunRow:

@@ -95,15 +95,20 @@ def test_original_is_saved_before_the_change_and_restored(tmp_path, store):
     guard.set("zfs_txg_timeout", "1")
     guard.set("zfs_txg_timeout", "2")  # the first original is kept
     assert (d / "zfs_txg_timeout").read_text() == "2"
-    assert store.saved_module_params() == [(run, "zfs_txg_timeout", "5")]
+    assert store.saved_module_params() == [(run, "zfs_txg_timeout", "5", None)]
     assert guard.restore() == []
     assert (d / "zfs_txg_timeout").read_text() == "5" and store.saved_module_params() == []
 
 
 def test_leftovers_of_a_killed_run_are_restored_to_the_oldest_original(tmp_path, store):
     files, d = _params_root(tmp_path, zfs_arc_max=0)
+    kstat = tmp_path / "root/proc/spl/kstat/zfs"
+    kstat.mkdir(parents=True)
+    (kstat / "arcstats").write_text("13 1 0x01 3 144 1 1\nname type data\nc_min 4 128227456\nc_max 4 2051638272\n")
     first = store.start_run("tank", "postgres", None, {}, [], POOL)
     ParamGuard(ModuleParams(files), store, first).set("zfs_arc_max", "268435456")  # then "killed"
+    # 0 means "default" and the ARC ignores a 0 written later: the limit in effect is saved too
+    assert store.saved_module_params() == [(first, "zfs_arc_max", "0", "2051638272")]
     second = store.start_run("tank", "postgres", None, {}, [], POOL)
     ParamGuard(ModuleParams(files), store, second).set("zfs_arc_max", "134217728")  # killed again
     assert restore_leftovers(ModuleParams(files), store) == [("zfs_arc_max", "0")]
