@@ -16,7 +16,7 @@ pytestmark = pytest.mark.lab
 
 LAYOUT = lab_params(["ssd-mirror2x2"])
 STATE = "/var/lib/zfs-advisor-labprobe"
-PROBE = f"PYTHONPATH=/project /opt/zfs-advisor-venv/bin/python -m advisor probe --state-dir {STATE}"
+PROBE = f"env PYTHONPATH=/project /opt/zfs-advisor-venv/bin/python -m advisor probe --state-dir {STATE}"
 # Small and short: 4 fio jobs of 48 MiB, 2 s warm-up, an emulated VM lays out ~8 MB/s.
 SMALL = "--file-size 48M --ramp 2 --layout-rate 8M"
 PARAMS = "/sys/module/zfs/parameters"
@@ -144,10 +144,10 @@ def test_sigkill_mid_probe_then_recovery_restores_everything(lab_vm):
     vm = lab_vm
     names = ("zfs_arc_max", "zfs_txg_timeout")
     before = _params(vm, *names)
-    vm.exec(f"nohup sh -c 'exec {PROBE} --pool tank --workload postgres --param zfs_txg_timeout=5,1 --budget 150s "
+    vm.exec(f"nohup sh -c 'exec {PROBE} --pool tank --workload postgres --param zfs_txg_timeout=1,5 --budget 150s "
             f"{SMALL} > /tmp/probe.log 2>&1' >/dev/null 2>&1 & echo $! > /tmp/probe.pid", check=True)
-    _wait_for(vm, f"grep -qx 1 {PARAMS}/zfs_txg_timeout && grep -q '2/2.*laying out' /tmp/probe.log", 300,
-              "the second candidate (zfs_txg_timeout=1)")
+    _wait_for(vm, f"grep -qx 1 {PARAMS}/zfs_txg_timeout && grep -q '1/2.*laying out' /tmp/probe.log", 300,
+              "the first candidate (zfs_txg_timeout=1) laying out")
     vm.exec("kill -KILL $(cat /tmp/probe.pid)", check=True)
     time.sleep(2)
     crashed = _params(vm, *names)
