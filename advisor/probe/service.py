@@ -230,7 +230,7 @@ class ProbeService:
         if pools is None:
             out = await self.runner.run(["zpool", "list", "-H", "-o", "name"])
             pools = out.stdout.split() if out.ok else []
-        report: dict[str, object] = {"pools": {}, "module_params": []}
+        report: dict[str, object] = {"pools": {}}
         for pool in pools:
             with ProbeLock(self.config.state_dir, pool):
                 found = await self._recover_locked(pool)
