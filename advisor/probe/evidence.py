@@ -34,6 +34,13 @@ class CandidateEvidence(BaseModel):
     write_p99_ratio: float | None  # this write p99 / the baseline's
     distinguishable: bool  # the interval excludes 1: the repeats do not overlap the baseline's
 
+    def expected_effect(self) -> dict | None:
+        """In the shape of /recommend's `expected_effect` (advisor/engine/models.py ExpectedEffect)."""
+        if self.effect_ratio is None or self.effect_interval is None:
+            return None
+        return {"metric": "iops", "change_ratio": round(self.effect_ratio, 3),
+                "interval": [round(self.effect_interval[0], 3), round(self.effect_interval[1], 3)]}
+
 
 class ParameterEvidence(BaseModel):
     parameter: str
@@ -42,6 +49,9 @@ class ParameterEvidence(BaseModel):
     best: str
     pool: dict
     candidates: list[CandidateEvidence]
+
+    def candidate(self, value: str) -> CandidateEvidence | None:
+        return next((c for c in self.candidates if c.value == value), None)
 
 
 def _worst(values: list[float | None]) -> float | None:

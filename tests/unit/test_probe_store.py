@@ -76,6 +76,9 @@ def test_evidence_ranks_with_effect_and_dispersion(store):
     assert best.effect_interval == pytest.approx((1541 / 1205, 1563 / 1185))
     assert best.distinguishable and best.iops_dispersion == pytest.approx(22 / 1552)
     assert best.write_p99_ratio == pytest.approx(0.0043 / 0.036)
+    assert best.expected_effect() == {"metric": "iops", "change_ratio": round(1552 / 1195, 3),
+                                      "interval": [round(1541 / 1205, 3), round(1563 / 1185, 3)]}
+    assert ev.candidate("32K").rank == 2 and ev.candidate("4K") is None
     base = ev.candidates[-1]
     assert base.effect_ratio == 1 and not base.distinguishable
 
