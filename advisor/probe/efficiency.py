@@ -8,7 +8,11 @@ give for large sequential I/O, per top-level vdev (sum over vdevs):
 * a single disk: 1 disk, read and write;
 * mirror of n: reads up to n disks (ZFS spreads reads over the sides), writes 1 disk
   (every side writes everything);
-* raidz-p of n: n - p disks, read and write (parity costs p disks' worth);
+* raidz-p of n: n - p disks, read and write (parity costs p disks' worth).  For reads this
+  is a floor, not a ceiling: reads skip parity, and parity does not sit on one disk (raidz1
+  moves it between the first two columns every 1 MiB of offset, vdev_raidz_map_alloc()), so
+  with several records in flight every disk carries data (the lab measured 3.9 disks' worth
+  on a raidz1 of 4);
 
 OpenZFS docs, "Workload Tuning" / "ZFS RAIDZ stripe width"; zpoolconcepts(7).
 `diagnose` then names where the rest went from what was measured alongside: CPU busy,
@@ -58,11 +62,14 @@ def expected_bandwidth(descriptor: dict[str, Any], disk_read_bw: dict[str, float
 
 
 def layout_rule(descriptor: dict[str, Any], direction: Direction) -> str:
-    parts = []
+    """E.g. '2 x mirror of 2: 1 disk each = 2 disks' (how the expectation was formed)."""
+    groups: dict[tuple[str, int], list[float]] = {}
     for vdev in descriptor["vdevs"]:
-        n = disks_per_vdev(vdev, direction)
-        parts.append(f"{vdev['type']} of {vdev['width']}: {n:g} disk{'s' if n != 1 else ''}")
-    return "; ".join(dict.fromkeys(parts))
+        groups.setdefault((vdev["type"], vdev["width"]), []).append(disks_per_vdev(vdev, direction))
+    parts = [f"{len(n)} x {kind} of {width}: {n[0]:g} disk{'s' if n[0] != 1 else ''} each"
+             for (kind, width), n in groups.items()]
+    total = sum(sum(n) for n in groups.values())
+    return f"{'; '.join(parts)} = {total:g} disk{'s' if total != 1 else ''}"
 
 
 class Efficiency(BaseModel):

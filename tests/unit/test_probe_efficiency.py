@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from advisor.facts import DiskStats
-from advisor.probe.efficiency import diagnose, disk_busy, expected_bandwidth, raw_read_argv
+from advisor.probe.efficiency import diagnose, disk_busy, expected_bandwidth, layout_rule, raw_read_argv
 
 MB = 1e6
 
@@ -30,6 +30,13 @@ RAW = {f"d{i}": 20 * MB for i in range(8)}
 def test_expected_bandwidth(desc, read, write):
     assert expected_bandwidth(desc, RAW, "read") == read * 20 * MB
     assert expected_bandwidth(desc, RAW, "write") == write * 20 * MB
+
+
+def test_the_report_says_which_rule():
+    assert layout_rule(layout(*[("disk", 1, None)] * 4), "write") == "4 x disk of 1: 1 disk each = 4 disks"
+    mirrors = layout(("mirror", 2, None), ("mirror", 2, None))
+    assert layout_rule(mirrors, "write") == "2 x mirror of 2: 1 disk each = 2 disks"
+    assert layout_rule(layout(("raidz1", 4, 1)), "read") == "1 x raidz1 of 4: 3 disks each = 3 disks"
 
 
 def test_slowest_member_bounds_a_vdev():
