@@ -16,7 +16,7 @@ from advisor.host.kstat import read_named_kstat
 from advisor.host.runner import CommandRunner
 from advisor.names import check_pool_name
 from advisor.probe import evidence as evidence_module
-from advisor.probe.candidates import Candidate, make_candidate, parse_candidate_spec, recordsize_grid
+from advisor.probe.candidates import Candidate, make_candidate, recordsize_grid
 from advisor.probe.fio_job import Hygiene, JobError, build_job
 from advisor.probe.modparams import ModuleParamError, ModuleParams, ParamGuard, restore_leftovers
 from advisor.probe.plan import Budget, Plan, estimate_seconds, fit_runtime
@@ -280,4 +280,4 @@ def parse_budget(text: str) -> float:
         raise PlanError(f"budget {text!r}: expected e.g. 90s, 5m, 1h") from None
 
 
-__all__ = ["ProbeConfig", "ProbeService", "PlanError", "parse_budget", "parse_candidate_spec", "Budget"]
+__all__ = ["ProbeConfig", "ProbeService", "PlanError", "parse_budget", "Budget"]
