@@ -114,6 +114,11 @@ class PlanRunner:
             layout.write_text(job.layout_text, encoding="utf-8")
             self._emit("layout", cand, index)
             await self._fio(layout)
+            # The layout's writes are still dirty in memory: commit them, or the first repeat
+            # measures their txg sync as well as its own I/O.
+            synced = await self.runner.run(["zpool", "sync", self.plan.pool], 300.0)
+            if not synced.ok:
+                raise ProbeFailed(synced.error())
             for repeat in range(1, self.plan.repeats + 1):
                 await self._repeat(index, cand, dataset, job, jobfile, repeat)
         finally:
