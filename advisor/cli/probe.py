@@ -1,0 +1,194 @@
+"""`zfs-advisor probe`: plan and run a probe of one pool for one workload, show the results.
+
+    zfs-advisor probe --pool tank --workload postgres --budget 5m
+    zfs-advisor probe --pool tank --workload postgres --param recordsize=8K,16K,32K,128K --plan-only
+    zfs-advisor probe --list | --show ID | --recover
+
+Exit codes: 0 completed, 1 aborted/failed/refused, 2 bad usage.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+from advisor.engine.loader import load_rulebook
+from advisor.engine.units import format_size, parse_size
+from advisor.names import InvalidName
+from advisor.probe.candidates import CandidateError, parse_candidate_spec
+from advisor.probe.evidence import ParameterEvidence, summarize
+from advisor.probe.plan import Budget, Plan
+from advisor.probe.runner import Progress
+from advisor.probe.safety import LockBusy, UnsafeToProbe
+from advisor.probe.service import PlanError, ProbeConfig, ProbeService, parse_budget
+from advisor.settings import load_settings
+from advisor.store.db import StoreError
+from advisor.store.probes import RunRow
+
+
+def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("probe", help="benchmark candidate settings with fio in a scratch dataset",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", metavar="FILE", help="TOML settings file (state_dir is read from it)")
+    p.add_argument("--state-dir", type=Path, help="where the probe database lives (default: settings' state_dir)")
+    p.add_argument("--pool")
+    p.add_argument("--workload")
+    p.add_argument("--role", help="which of the workload's datasets (default: its first role)")
+    p.add_argument("--budget", default="5m", help="wall time of the whole probe, e.g. 90s, 5m (default 5m)")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=V1,V2",
+                   help="candidates, e.g. recordsize=8K,16K,128K (default: a recordsize grid around the I/O size)")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="workload parameter, e.g. page_size=16K")
+    p.add_argument("--repeats", type=int, default=2, help="fio runs per candidate (>= 2)")
+    p.add_argument("--ramp", type=int, default=5, help="seconds of warm-up discarded per run")
+    p.add_argument("--file-size", default="256M", help="largest file per fio job (default 256M)")
+    p.add_argument("--space", default="4G", help="quota of each candidate's scratch dataset, >= 4 x its files (default 4G)")
+    p.add_argument("--scratch-name", default=None, help="scratch dataset under the pool (default zfs-advisor-probe)")
+    p.add_argument("--layout-rate", default="50M", help="assumed bytes/s of laying out files, for the estimate")
+    p.add_argument("--no-arc-cap", action="store_true", help="leave zfs_arc_max alone (results may come from memory)")
+    p.add_argument("--plan-only", action="store_true", help="print the plan and stop")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--list", action="store_true", help="list stored probe runs")
+    p.add_argument("--show", type=int, metavar="ID", help="show one stored run and its results")
+    p.add_argument("--efficiency", action="store_true",
+                   help="raw-disk read baseline (read-only) and pool throughput vs what the layout should give")
+    p.add_argument("--recover", action="store_true", help="remove leftover scratch datasets, restore module parameters")
+    p.set_defaults(func=run)
+    return p
+
+
+def _service(args: argparse.Namespace) -> ProbeService:
+    state_dir = args.state_dir or load_settings(args.config).state_dir
+    config = ProbeConfig(state_dir=state_dir, repeats=args.repeats, ramp_seconds=args.ramp,
+                         max_file_bytes=parse_size(args.file_size), cap_arc=not args.no_arc_cap,
+                         layout_bytes_per_second=float(parse_size(args.layout_rate)),
+                         **({"scratch_name": args.scratch_name} if args.scratch_name else {}))
+    return ProbeService(config, load_rulebook(load_settings(args.config).rules_dir))
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        if args.repeats < 2:
+            raise PlanError("--repeats must be at least 2 (one run has no dispersion)")
+        service = _service(args)
+        if args.list:
+            return _print_runs(service.runs(args.pool, args.workload), args.json)
+        if args.show is not None:
+            return _show(service, args.show, args.json)
+        if args.recover:
+            print(json.dumps(asyncio.run(service.recover([args.pool] if args.pool else None)), indent=2))
+            return 0
+        if args.efficiency:
+            if not args.pool:
+                raise PlanError("--efficiency needs --pool")
+            report = asyncio.run(service.efficiency(args.pool, int(parse_budget(args.budget) // 4) or 5,
+                                                    parse_size(args.file_size)))
+            print(json.dumps(report, indent=2) if args.json else _efficiency_text(report))
+            return 0
+        if not args.pool or not args.workload:
+            raise PlanError("--pool and --workload are required (or --list, --show, --recover)")
+        candidates = [c for spec in args.param for c in parse_candidate_spec(spec)] or None
+        params = dict(s.split("=", 1) for s in args.set if "=" in s)
+        budget = Budget(seconds=parse_budget(args.budget), space_bytes=parse_size(args.space))
+        plan = service.plan(args.pool, args.workload, budget, args.role, candidates, params)
+        if args.plan_only:
+            print(plan.model_dump_json(indent=2) if args.json else _plan_text(plan))
+            return 0
+        print(_plan_text(plan), file=sys.stderr)
+        result = asyncio.run(service.run(plan, None if args.json else _progress(plan)))
+        return _show(service, result.id, args.json)
+    except (PlanError, CandidateError, InvalidName, ValueError) as exc:
+        print(f"zfs-advisor probe: {exc}", file=sys.stderr)
+        return 2
+    except (UnsafeToProbe, LockBusy, StoreError) as exc:
+        print(f"zfs-advisor probe: refused: {exc}", file=sys.stderr)
+        return 1
+
+
+def _plan_text(plan: Plan) -> str:
+    values = ", ".join(f"{c.parameter}={c.value}{' (baseline)' if c.baseline else ''}" for c in plan.candidates)
+    lines = [f"probe {plan.pool} for {plan.workload}: {values}",
+             f"  {plan.repeats} repeats x ({plan.ramp_seconds} s warm-up + {plan.runtime_seconds} s measured) each; "
+             f"working set {format_size(plan.working_set_bytes)}, quota {format_size(plan.quota_bytes)}, "
+             f"ARC cap {format_size(plan.arc_max_bytes) if plan.arc_max_bytes else 'none'}; "
+             f"about {plan.estimated_seconds:.0f} s of {plan.budget.seconds:g} s"]
+    lines += [f"  note: {n}" for n in plan.notes]
+    if plan.dropped:
+        lines.append("  no room in the budget for: " + ", ".join(f"{c.parameter}={c.value}" for c in plan.dropped))
+    return "\n".join(lines)
+
+
+def _progress(plan: Plan):
+    def show(p: Progress) -> None:
+        done = min(1.0, p.elapsed_seconds / plan.estimated_seconds) if plan.estimated_seconds else 0
+        bar = "#" * int(done * 20) + "." * (20 - int(done * 20))
+        what = f"{p.candidate.parameter}={p.candidate.value}"
+        if p.event == "result" and p.metrics:
+            m = p.metrics
+            p99 = m.write.latency.p99_seconds
+            detail = f"repeat {p.repeat}: {m.iops:,.0f} IOPS, write p99 {p99 * 1000:.1f} ms" if p99 else \
+                f"repeat {p.repeat}: {m.iops:,.0f} IOPS"
+        else:
+            detail = {"candidate": "creating scratch dataset", "layout": "laying out files"}.get(p.event, p.event)
+        print(f"[{bar}] {p.elapsed_seconds:5.0f} s  {p.index}/{p.total} {what}: {detail}", file=sys.stderr, flush=True)
+    return show
+
+
+def _efficiency_text(report: dict) -> str:
+    mb = lambda v: f"{v / 1e6:,.0f} MB/s"  # noqa: E731
+    pool = report["pool"]
+    lines = [f"pool {pool['pool']}: {pool['layout']}, ashift {pool['ashift']}, {pool['media']}",
+             "raw disks (read-only sequential 1M): " + ", ".join(
+                 f"{d} {mb(v)}" for d, v in report["raw_read_bytes_per_second"].items())]
+    for r in report["results"]:
+        lines.append(f"{r['direction']:5s}: measured {mb(r['measured_bytes_per_second'])}, layout should give "
+                     f"{mb(r['expected_bytes_per_second'])} ({r['expectation']}): {r['ratio']:.0%}")
+        lines += [f"       - {d}" for d in r["diagnosis"]]
+    lines.append(f"note: {report['note']}")
+    return "\n".join(lines)
+
+
+def _print_runs(runs: list[RunRow], as_json: bool) -> int:
+    if as_json:
+        print(json.dumps([r.model_dump() for r in runs], indent=2))
+        return 0
+    for r in runs:
+        took = f"{r.ended_at - r.started_at:.0f} s" if r.ended_at else "-"
+        print(f"{r.id:5d}  {r.pool:12s} {r.workload:12s} {r.status:9s} {took:>7s}  {r.reason or ''}")
+    return 0
+
+
+def _table(ev: ParameterEvidence) -> str:
+    lines = [f"{ev.parameter} (baseline {ev.baseline}), run {ev.run_id}, pool {ev.pool.get('layout')} "
+             f"ashift {ev.pool.get('ashift')} {ev.pool.get('media')}:",
+             f"  {'rank':>4} {'value':>8} {'IOPS':>10} {'spread':>7} {'vs base':>8} {'write p99':>10} "
+             f"{'read p99':>9} {'compress':>8} {'ARC hit':>7}"]
+    for c in ev.candidates:
+        ms = lambda s: f"{s * 1000:.1f} ms" if s is not None else "-"  # noqa: E731
+        ratio = f"{c.effect_ratio:.2f}x" if c.effect_ratio is not None else "-"
+        lines.append(f"  {c.rank:>4} {c.value:>8} {c.iops:>10,.0f} {c.iops_dispersion:>7.1%} {ratio:>8} "
+                     f"{ms(c.write_p99_seconds):>10} {ms(c.read_p99_seconds):>9} "
+                     f"{(f'{c.compress_ratio:.2f}x' if c.compress_ratio else '-'):>8} "
+                     f"{(f'{c.arc_hit_ratio:.0%}' if c.arc_hit_ratio is not None else '-'):>7}")
+    return "\n".join(lines)
+
+
+def _show(service: ProbeService, run_id: int, as_json: bool) -> int:
+    run_row = service.get(run_id)
+    if run_row is None:
+        print(f"zfs-advisor probe: no run {run_id}", file=sys.stderr)
+        return 1
+    results = service.store.results(run_id)
+    by_param: dict[str, list] = {}
+    for r in results:
+        by_param.setdefault(r.parameter, []).append(r)
+    evidence = [summarize(p, rows) for p, rows in by_param.items()]
+    if as_json:
+        print(json.dumps({"run": run_row.model_dump(), "evidence": [e.model_dump() for e in evidence],
+                          "results": [r.model_dump() for r in results]}, indent=2))
+    else:
+        print(f"run {run_row.id}: {run_row.status}" + (f" ({run_row.reason})" if run_row.reason else ""))
+        for ev in evidence:
+            print(_table(ev))
+    return 0 if run_row.status == "completed" else 1

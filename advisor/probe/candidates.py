@@ -1,0 +1,100 @@
+"""What a probe compares: candidate settings (a dataset property or a module parameter) and the plan.
+
+A candidate changes ONE thing against the baseline (ZFS defaults inherited from the pool's
+root dataset), so each result says what that one setting did.  The baseline value of each
+parameter is always part of the plan: effects are ratios against it.
+"""
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from advisor.engine.units import format_size, parse_size
+
+# Dataset properties a candidate may set on its scratch child (zfsprops(7)).
+DATASET_PROPERTIES = {
+    "recordsize": re.compile(r"^(512|[1-9][0-9]*[KM])$"),
+    "compression": re.compile(r"^(off|on|lz4|zle|gzip(-[1-9])?|zstd(-[0-9]+)?|zstd-fast(-[0-9]+)?)$"),
+    "logbias": re.compile(r"^(latency|throughput)$"),
+    "primarycache": re.compile(r"^(all|metadata|none)$"),
+    "sync": re.compile(r"^(standard|always|disabled)$"),
+    "atime": re.compile(r"^(on|off)$"),
+}
+# Module parameters a candidate may change while its probe runs (zfs(4)); only integers.
+MODULE_PARAMETERS = frozenset({
+    "zfs_txg_timeout", "zfs_dirty_data_max", "zfs_dirty_data_max_percent", "zfs_dirty_data_sync_percent",
+    "zfs_vdev_async_write_max_active", "zfs_vdev_async_write_min_active", "zfs_vdev_sync_write_max_active",
+    "zfs_vdev_sync_read_max_active", "zfs_vdev_async_read_max_active", "zfs_vdev_max_active",
+})
+# What a scratch dataset gets when a candidate does not set it: the OpenZFS defaults,
+# written explicitly so a pool whose root dataset was tuned does not leak into the baseline.
+BASELINE = {"recordsize": "128K", "compression": "lz4", "logbias": "latency", "primarycache": "all",
+            "sync": "standard", "atime": "on"}
+
+
+class Candidate(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    parameter: str
+    value: str
+    scope: Literal["dataset", "module"]
+    baseline: bool = Field(False, description="true for the value the others are compared with")
+
+    @property
+    def key(self) -> str:
+        """A short name for the candidate, also the scratch child's name (safe for ZFS names)."""
+        return f"{self.parameter}-{self.value}".replace("=", "-")
+
+    def dataset_properties(self) -> dict[str, str]:
+        props = dict(BASELINE)
+        if self.scope == "dataset":
+            props[self.parameter] = self.value
+        return props
+
+    def module_parameters(self) -> dict[str, str]:
+        return {self.parameter: self.value} if self.scope == "module" else {}
+
+
+class CandidateError(ValueError):
+    """A candidate this runner will not apply; the message says why."""
+
+
+def make_candidate(parameter: str, value: str, baseline: bool = False) -> Candidate:
+    if parameter in DATASET_PROPERTIES:
+        if not DATASET_PROPERTIES[parameter].match(value):
+            raise CandidateError(f"{parameter}={value!r} is not a value this runner sets")
+        if parameter == "recordsize":
+            size = parse_size(value)
+            if size < 512 or size > 16 << 20 or size & (size - 1):
+                raise CandidateError(f"recordsize={value!r} must be a power of two from 512 to 16M")
+        return Candidate(parameter=parameter, value=value, scope="dataset", baseline=baseline)
+    if parameter in MODULE_PARAMETERS:
+        if not re.fullmatch(r"[0-9]{1,19}", value):
+            raise CandidateError(f"{parameter}={value!r}: module parameters here are non-negative integers")
+        return Candidate(parameter=parameter, value=value, scope="module", baseline=baseline)
+    raise CandidateError(
+        f"{parameter!r} is not probed; valid: {sorted(DATASET_PROPERTIES) + sorted(MODULE_PARAMETERS)}")
+
+
+def parse_candidate_spec(spec: str) -> list[Candidate]:
+    """'recordsize=8K,16K,128K' -> candidates; the first value listed is the baseline unless the
+    ZFS default is among them."""
+    parameter, sep, values = spec.partition("=")
+    if not sep or not values:
+        raise CandidateError(f"{spec!r}: expected PARAMETER=VALUE[,VALUE...]")
+    items = [v.strip() for v in values.split(",") if v.strip()]
+    base = BASELINE.get(parameter.strip())
+    baseline_value = base if base in items else items[0]
+    return [make_candidate(parameter.strip(), v, baseline=(v == baseline_value)) for v in dict.fromkeys(items)]
+
+
+def recordsize_grid(block_size: str) -> list[str]:
+    """The workload's I/O size, its double and quadruple, and the 128K default."""
+    try:
+        size = parse_size(block_size)
+    except ValueError:
+        size = 8192
+    values = [size, size * 2, size * 4, 128 << 10]
+    return [format_size(v) for v in sorted({min(v, 1 << 20) for v in values if v >= 4096})]

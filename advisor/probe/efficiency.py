@@ -1,0 +1,128 @@
+"""Pool efficiency: measured pool throughput against what its layout should give from its disks.
+
+The disks' own rate is measured READ-ONLY (fio --readonly, rw=read, O_DIRECT on each member
+disk: never a write to a device).  A disk's streaming write rate is taken to be its read
+rate (it cannot be measured without writing); the report says so.  What the layout should
+give for large sequential I/O, per top-level vdev (sum over vdevs):
+
+* a single disk: 1 disk, read and write;
+* mirror of n: reads up to n disks (ZFS spreads reads over the sides), writes 1 disk
+  (every side writes everything);
+* raidz-p of n: n - p disks, read and write (parity costs p disks' worth).  For reads this
+  is a floor, not a ceiling: reads skip parity, and parity does not sit on one disk (raidz1
+  moves it between the first two columns every 1 MiB of offset, vdev_raidz_map_alloc()), so
+  with several records in flight every disk carries data (the lab measured 3.9 disks' worth
+  on a raidz1 of 4);
+
+OpenZFS docs, "Workload Tuning" / "ZFS RAIDZ stripe width"; zpoolconcepts(7).
+`diagnose` then names where the rest went from what was measured alongside: CPU busy,
+disk busy time and I/O size at the disks (/proc/diskstats), mirror read balance.
+"""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from advisor.facts import DiskStats
+
+Direction = Literal["read", "write"]
+
+
+def raw_read_argv(device: str, seconds: int, block: str = "1M") -> list[str]:
+    """fio reading one device: --readonly makes fio itself refuse any write or trim."""
+    if not device.startswith("/dev/") or any(c in device for c in "\n\0"):
+        raise ValueError(f"not a device path: {device!r}")
+    return ["fio", "--name=raw-read", f"--filename={device}", "--readonly", "--rw=read", f"--bs={block}",
+            "--direct=1", "--ioengine=psync", "--iodepth=1", "--time_based", f"--runtime={seconds}",
+            "--output-format=json"]
+
+
+def disks_per_vdev(vdev: dict[str, Any], direction: Direction) -> float:
+    kind, width = vdev["type"], vdev["width"]
+    if kind == "mirror":
+        return float(width) if direction == "read" else 1.0
+    if kind.startswith("raidz"):
+        parity = vdev.get("nparity") or (int(kind[-1]) if kind[-1].isdigit() else 1)
+        return float(width - parity)
+    if kind in ("disk", "file"):
+        return 1.0
+    raise ValueError(f"no expectation for a {kind} vdev")
+
+
+def expected_bandwidth(descriptor: dict[str, Any], disk_read_bw: dict[str, float], direction: Direction) -> float:
+    """Bytes/s the data vdevs should give: per vdev, its data disks x its slowest member's rate."""
+    total = 0.0
+    for vdev in descriptor["vdevs"]:
+        rates = [disk_read_bw[d] for d in vdev["disks"] if d in disk_read_bw]
+        if not rates:
+            raise ValueError(f"no raw measurement for the disks of a {vdev['type']} vdev")
+        total += disks_per_vdev(vdev, direction) * min(rates)
+    return total
+
+
+def layout_rule(descriptor: dict[str, Any], direction: Direction) -> str:
+    """E.g. '2 x mirror of 2: 1 disk each = 2 disks' (how the expectation was formed)."""
+    groups: dict[tuple[str, int], list[float]] = {}
+    for vdev in descriptor["vdevs"]:
+        groups.setdefault((vdev["type"], vdev["width"]), []).append(disks_per_vdev(vdev, direction))
+    parts = [f"{len(n)} x {kind} of {width}: {n[0]:g} disk{'s' if n[0] != 1 else ''} each"
+             for (kind, width), n in groups.items()]
+    total = sum(sum(n) for n in groups.values())
+    return f"{'; '.join(parts)} = {total:g} disk{'s' if total != 1 else ''}"
+
+
+class Efficiency(BaseModel):
+    direction: Direction
+    measured_bytes_per_second: float
+    expected_bytes_per_second: float
+    ratio: float
+    expectation: str  # how the expectation was formed
+    diagnosis: list[str]
+
+
+def disk_busy(before: dict[str, DiskStats], after: dict[str, DiskStats], disks: list[str],
+              seconds: float) -> dict[str, dict[str, float]]:
+    """Per disk: busy ratio (io_ticks), bytes read/written, average I/O size, over the interval."""
+    out = {}
+    for name in disks:
+        b, a = before.get(name), after.get(name)
+        if not b or not a:
+            continue
+        ops = (a.reads_completed - b.reads_completed) + (a.writes_completed - b.writes_completed)
+        nbytes = 512 * ((a.sectors_read - b.sectors_read) + (a.sectors_written - b.sectors_written))
+        out[name] = {"busy_ratio": min(1.0, (a.io_seconds - b.io_seconds) / seconds) if seconds > 0 else 0.0,
+                     "read_bytes": 512.0 * (a.sectors_read - b.sectors_read),
+                     "written_bytes": 512.0 * (a.sectors_written - b.sectors_written),
+                     "avg_io_bytes": nbytes / ops if ops else 0.0}
+    return out
+
+
+def diagnose(direction: Direction, ratio: float, descriptor: dict[str, Any], busy: dict[str, dict[str, float]],
+             cpu_busy_ratio: float | None) -> list[str]:
+    """Plain-language reasons for the gap between measured and expected."""
+    if ratio >= 0.85:
+        return [f"the pool gives {ratio:.0%} of what its layout should: nothing is lost"]
+    reasons = []
+    if cpu_busy_ratio is not None and cpu_busy_ratio >= 0.85:
+        reasons.append(f"CPU busy {cpu_busy_ratio:.0%} during the run: checksums, compression or parity "
+                       "computation bound the pool, not the disks")
+    if busy:
+        mean_busy = sum(d["busy_ratio"] for d in busy.values()) / len(busy)
+        avg_io = sum(d["avg_io_bytes"] for d in busy.values()) / len(busy)
+        if mean_busy < 0.6:
+            reasons.append(f"the disks were busy only {mean_busy:.0%} of the time: too few I/Os in flight "
+                           "(one stream, zfs_vdev_*_max_active limits) or time spent elsewhere")
+        elif avg_io and avg_io < 64 << 10:
+            reasons.append(f"the disks were busy {mean_busy:.0%} of the time with {avg_io / 1024:.0f} KiB I/Os: "
+                           "small records or small I/Os cost per-operation time (raise recordsize)")
+        if direction == "read":
+            for vdev in descriptor["vdevs"]:
+                if vdev["type"] != "mirror":
+                    continue
+                reads = [busy[d]["read_bytes"] for d in vdev["disks"] if d in busy]
+                if len(reads) >= 2 and max(reads) > 0 and min(reads) / max(reads) < 0.5:
+                    reasons.append(f"mirror reads unbalanced: its disks read {', '.join(f'{r / 2**20:.0f}' for r in reads)} MiB")
+    if not reasons:
+        reasons.append("no single cause measured: compare with the raw-disk rates and the pool's latency histograms")
+    return reasons

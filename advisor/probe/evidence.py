@@ -1,0 +1,104 @@
+"""What the probes of a pool and workload say, per parameter: candidates ranked by IOPS, with
+write p99, dispersion, and the effect against the baseline (ZFS default) value.
+
+Pure over the store's rows; the recommendation engine turns this into `source: probe` and
+`expected_effect`.  Candidates are compared only within one run (same pool state, same
+job); the latest completed run that measured a parameter is the one used.
+"""
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+
+from pydantic import BaseModel
+
+from advisor.store.probes import ProbeStore, ResultRow
+
+
+class CandidateEvidence(BaseModel):
+    value: str
+    baseline: bool
+    rank: int
+    repeats: int
+    iops: float  # mean over repeats
+    iops_min: float
+    iops_max: float
+    iops_dispersion: float  # (max - min) / mean over the repeats
+    write_p99_seconds: float | None  # worst repeat
+    read_p99_seconds: float | None
+    sync_p99_seconds: float | None
+    compress_ratio: float | None
+    arc_hit_ratio: float | None
+    effect_ratio: float | None  # mean IOPS / the baseline's mean IOPS
+    effect_interval: tuple[float, float] | None  # worst and best pairing of repeats
+    write_p99_ratio: float | None  # this write p99 / the baseline's
+    distinguishable: bool  # the interval excludes 1: the repeats do not overlap the baseline's
+
+    def expected_effect(self) -> dict | None:
+        """In the shape of /recommend's `expected_effect` (advisor/engine/models.py ExpectedEffect)."""
+        if self.effect_ratio is None or self.effect_interval is None:
+            return None
+        return {"metric": "iops", "change_ratio": round(self.effect_ratio, 3),
+                "interval": [round(self.effect_interval[0], 3), round(self.effect_interval[1], 3)]}
+
+
+class ParameterEvidence(BaseModel):
+    parameter: str
+    run_id: int
+    baseline: str | None
+    best: str
+    pool: dict
+    candidates: list[CandidateEvidence]
+
+    def candidate(self, value: str) -> CandidateEvidence | None:
+        return next((c for c in self.candidates if c.value == value), None)
+
+
+def _worst(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
+
+
+def _mean(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.fmean(present) if present else None
+
+
+def summarize(parameter: str, rows: list[ResultRow]) -> ParameterEvidence:
+    by_value: dict[str, list[ResultRow]] = defaultdict(list)
+    for row in rows:
+        by_value[row.value].append(row)
+    base_value = next((r.value for r in rows if r.baseline), None)
+    base_rows = by_value.get(base_value, []) if base_value else []
+    base_iops = [r.iops for r in base_rows]
+    base_p99 = _worst([r.write_p99 for r in base_rows])
+    ranked = sorted(by_value.items(), key=lambda kv: -statistics.fmean(r.iops for r in kv[1]))
+    candidates = []
+    for rank, (value, rs) in enumerate(ranked, 1):
+        iops = [r.iops for r in rs]
+        mean = statistics.fmean(iops)
+        ratio = interval = None
+        if base_iops and min(base_iops) > 0:
+            ratio = mean / statistics.fmean(base_iops)
+            interval = (min(iops) / max(base_iops), max(iops) / min(base_iops))
+        p99 = _worst([r.write_p99 for r in rs])
+        candidates.append(CandidateEvidence(
+            value=value, baseline=value == base_value, rank=rank, repeats=len(rs), iops=mean,
+            iops_min=min(iops), iops_max=max(iops), iops_dispersion=(max(iops) - min(iops)) / mean if mean else 0.0,
+            write_p99_seconds=p99, read_p99_seconds=_worst([r.read_p99 for r in rs]),
+            sync_p99_seconds=_worst([r.sync_p99 for r in rs]), compress_ratio=_mean([r.compress_ratio for r in rs]),
+            arc_hit_ratio=_mean([r.arc_hit_ratio for r in rs]), effect_ratio=ratio, effect_interval=interval,
+            write_p99_ratio=p99 / base_p99 if p99 is not None and base_p99 else None,
+            distinguishable=bool(interval and (interval[0] > 1 or interval[1] < 1)),
+        ))
+    return ParameterEvidence(parameter=parameter, run_id=rows[-1].run_id, baseline=base_value,
+                             best=candidates[0].value, pool=rows[-1].pool, candidates=candidates)
+
+
+def evidence(store: ProbeStore, pool: str, workload: str) -> list[ParameterEvidence]:
+    latest: dict[str, int] = {}
+    rows_by_run: dict[tuple[str, int], list[ResultRow]] = defaultdict(list)
+    for row in store.results_for(pool, workload):
+        latest[row.parameter] = max(latest.get(row.parameter, 0), row.run_id)
+        rows_by_run[(row.parameter, row.run_id)].append(row)
+    return [summarize(p, rows_by_run[(p, run)]) for p, run in sorted(latest.items())]

@@ -1,0 +1,129 @@
+"""Module parameters changed only while a probe runs, saved before, restored after.
+
+The original value goes to the store (committed) BEFORE the parameter is written, so a
+crash at any point leaves enough behind for `restore_leftovers` to put it back at the
+next start.  Writes go to /sys/module/zfs/parameters/<name> (zfs(4)) under the host root.
+
+Writing a parameter's file back is not always enough: `zfs_arc_max=0` means "default",
+and the ARC ignores a 0 written at run time (arc_tuning_update() in module/zfs/arc.c
+applies only non-zero values), so the ARC would stay capped although the file reads 0
+again (seen in the lab on OpenZFS 2.1.11).  For such parameters the value in effect
+(arcstats `c_max`) is saved too, and restoring writes it first, then the original.
+"""
+from __future__ import annotations
+
+import logging
+import re
+
+from advisor.host.files import HostFiles
+from advisor.host.kstat import read_named_kstat
+from advisor.host.modparams import PARAMS_DIR
+from advisor.store.probes import ProbeStore
+
+log = logging.getLogger("advisor.probe")
+_NAME = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
+# parameter -> (kstat file, field) holding the value in effect when the parameter is 0
+EFFECTIVE_WHEN_ZERO = {"zfs_arc_max": ("/proc/spl/kstat/zfs/arcstats", "c_max")}
+
+
+class ModuleParamError(Exception):
+    """A module parameter could not be read or written; the message says which."""
+
+
+class ModuleParams:
+    def __init__(self, files: HostFiles):
+        self.files = files
+
+    def _path(self, name: str) -> str:
+        if not _NAME.match(name):
+            raise ModuleParamError(f"not a module parameter name: {name!r}")
+        return f"{PARAMS_DIR}/{name}"
+
+    def read(self, name: str) -> str:
+        try:
+            return self.files.read_text(self._path(name)).strip()
+        except OSError as exc:
+            raise ModuleParamError(f"cannot read {name}: {exc.strerror or exc}") from None
+
+    def effective(self, name: str) -> str | None:
+        """The value in effect for a parameter whose file reads 0 ("default"), if it has one."""
+        source = EFFECTIVE_WHEN_ZERO.get(name)
+        if source is None:
+            return None
+        try:
+            return str(int(read_named_kstat(self.files, source[0]).values[source[1]]))
+        except (OSError, ValueError, KeyError):
+            return None
+
+    def put_back(self, name: str, original: str, effective: str | None) -> None:
+        if effective is not None and original == "0" and effective != "0":
+            self.write(name, effective)  # the kernel's value first: a 0 alone would be ignored
+        self.write(name, original)
+
+    def write(self, name: str, value: str) -> None:
+        if not re.fullmatch(r"[0-9]{1,20}", value):
+            raise ModuleParamError(f"{name}: refusing to write non-integer {value!r}")
+        try:
+            with open(self.files.path(self._path(name)), "w", encoding="ascii") as f:
+                f.write(value)
+        except OSError as exc:
+            raise ModuleParamError(f"cannot write {name}={value}: {exc.strerror or exc}") from None
+
+
+class ParamGuard:
+    """Changes for one run; `restore()` puts back every original (call it in `finally`)."""
+
+    def __init__(self, params: ModuleParams, store: ProbeStore, run_id: int):
+        self.params, self.store, self.run_id = params, store, run_id
+        self._originals: dict[str, tuple[str, str | None]] = {}
+
+    def set(self, name: str, value: str) -> None:
+        if name not in self._originals:
+            original = self.params.read(name)
+            effective = self.params.effective(name) if original == "0" else None
+            self.store.save_module_param(self.run_id, name, original, effective)  # before the change, committed
+            self._originals[name] = (original, effective)
+        self.params.write(name, value)
+
+    def restore(self, names: list[str] | None = None) -> list[str]:
+        """Restore `names` (default: all changed); -> problems (empty when all went back)."""
+        problems = []
+        for name in list(names if names is not None else self._originals):
+            saved = self._originals.get(name)
+            if saved is None:
+                continue
+            try:
+                self.params.put_back(name, *saved)
+            except ModuleParamError as exc:
+                problems.append(str(exc))
+                continue
+            self.store.forget_module_param(self.run_id, name)
+            del self._originals[name]
+        return problems
+
+
+def restore_leftovers(params: ModuleParams, store: ProbeStore) -> list[tuple[str, str]]:
+    """Put back parameters saved by runs that never restored them (a crash, a kill).
+
+    Call only while holding the probe lock (no live run is changing parameters).  When
+    several runs saved one parameter, the oldest saved value is the true original.
+    -> [(name, value restored)].
+    """
+    oldest: dict[str, tuple[str, str | None]] = {}
+    rows = store.saved_module_params()
+    for _, name, original, effective in rows:
+        oldest.setdefault(name, (original, effective))
+    restored = []
+    for name, (original, effective) in oldest.items():
+        try:
+            params.put_back(name, original, effective)
+        except ModuleParamError as exc:
+            log.error("could not restore module parameter: %s", exc)
+            continue
+        restored.append((name, original))
+        log.warning("restored module parameter %s=%s left changed by an interrupted probe", name, original)
+    done = {name for name, _ in restored}
+    for run_id, name, _, _ in rows:
+        if name in done:
+            store.forget_module_param(run_id, name)
+    return restored

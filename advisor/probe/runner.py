@@ -1,0 +1,208 @@
+"""Run a plan: one scratch child per candidate, layout, repeats of fio under a watch, results stored.
+
+Everything the run changes is undone in `finally` blocks (module parameters restored,
+scratch datasets destroyed), and saved to the store before it is changed, so a killed
+process is cleaned up by `ProbeService.recover` at the next start.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from advisor.engine.schema import Workload
+from advisor.host.files import HostFiles
+from advisor.host.kstat import read_named_kstat
+from advisor.host.runner import CommandRunner
+from advisor.probe.candidates import Candidate
+from advisor.probe.fio_job import FioJob, Hygiene, build_job
+from advisor.probe.fio_result import FioMetrics, FioParseError, parse_fio_json
+from advisor.probe.modparams import ParamGuard
+from advisor.probe.plan import Plan
+from advisor.probe.safety import ForegroundWatch, Thresholds
+from advisor.probe.scratch import ScratchArea
+from advisor.store.probes import ProbeStore, ResultRow
+
+ARCSTATS = "/proc/spl/kstat/zfs/arcstats"
+# fio dies with the process that started it (an abort, or a SIGKILL of the advisor),
+# instead of writing on in a scratch dataset that recovery wants to destroy.
+FIO_ARGV = ("setpriv", "--pdeathsig", "KILL", "--", "fio")
+
+
+class ProbeAborted(Exception):
+    """Stopped on purpose: foreground I/O, a budget; `.at` is when fio was gone (epoch seconds)."""
+
+    def __init__(self, reason: str, at: float | None = None):
+        super().__init__(reason)
+        self.at = at if at is not None else time.time()
+
+
+class ProbeFailed(Exception):
+    """fio or zfs failed; the message says how."""
+
+
+@dataclass
+class Progress:
+    event: str  # "candidate", "layout", "repeat", "result"
+    candidate: Candidate
+    index: int  # candidate number, from 1
+    total: int
+    repeat: int = 0
+    metrics: FioMetrics | None = None
+    elapsed_seconds: float = 0.0
+
+
+ProgressCallback = Callable[[Progress], None]
+
+
+def arc_hit_counters(files: HostFiles) -> tuple[int, int] | None:
+    try:
+        values = read_named_kstat(files, ARCSTATS).values
+        return int(values["demand_data_hits"]), int(values["demand_data_misses"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+@dataclass
+class PlanRunner:
+    plan: Plan
+    workload: Workload
+    run_id: int
+    store: ProbeStore
+    runner: CommandRunner
+    files: HostFiles
+    scratch: ScratchArea
+    guard: ParamGuard
+    thresholds: Thresholds
+    workdir: Path
+    pool_descriptor: dict[str, Any]
+    progress: ProgressCallback | None = None
+
+    def __post_init__(self) -> None:
+        self.started = time.monotonic()
+        self.deadline = self.started + self.plan.budget.seconds
+        self.written = 0
+        self.watch = ForegroundWatch(self.files, self.plan.pool, self.scratch.root)
+
+    def _emit(self, event: str, cand: Candidate, index: int, repeat: int = 0, metrics: FioMetrics | None = None) -> None:
+        if self.progress:
+            self.progress(Progress(event, cand, index, len(self.plan.candidates), repeat, metrics,
+                                   time.monotonic() - self.started))
+
+    async def run(self) -> None:
+        if self.plan.arc_max_bytes:
+            self.guard.set("zfs_arc_max", str(self.plan.arc_max_bytes))
+        for index, cand in enumerate(self.plan.candidates, 1):
+            await self._candidate(index, cand)
+
+    async def _candidate(self, index: int, cand: Candidate) -> None:
+        self._emit("candidate", cand, index)
+        dataset, mountpoint = await self.scratch.create_child(cand.key, cand.dataset_properties(), self.plan.quota_bytes)
+        try:
+            for name, value in cand.module_parameters().items():
+                self.guard.set(name, value)
+            hygiene = Hygiene(runtime_seconds=self.plan.runtime_seconds, ramp_seconds=self.plan.ramp_seconds,
+                              max_file_bytes=self.plan.max_file_bytes)
+            job = build_job(self.workload, mountpoint, hygiene, self.plan.role, self.plan.params)
+            jobfile = self.workdir / f"run{self.run_id}-{cand.key}.fio"
+            jobfile.write_text(job.text, encoding="utf-8")
+            layout = jobfile.with_name(jobfile.stem + "-layout.fio")
+            layout.write_text(job.layout_text, encoding="utf-8")
+            self._emit("layout", cand, index)
+            await self._fio(layout)
+            # The layout's writes are still dirty in memory: commit them, or the first repeat
+            # measures their txg sync as well as its own I/O.
+            synced = await self.runner.run(["zpool", "sync", self.plan.pool], 300.0)
+            if not synced.ok:
+                raise ProbeFailed(synced.error())
+            for repeat in range(1, self.plan.repeats + 1):
+                await self._repeat(index, cand, dataset, job, jobfile, repeat)
+        finally:
+            problems = self.guard.restore(list(cand.module_parameters()))
+            await self.scratch.destroy(dataset)
+            if problems:
+                raise ProbeFailed("; ".join(problems))
+
+    async def _repeat(self, index: int, cand: Candidate, dataset: str, job: FioJob, jobfile: Path, repeat: int) -> None:
+        if time.monotonic() + job.seconds > self.deadline:
+            raise ProbeAborted(f"time budget of {self.plan.budget.seconds:g} s spent before {cand.key} repeat {repeat}")
+        written_before = self.watch.scratch_written()
+        arc_before = arc_hit_counters(self.files)
+        started = time.time()
+        output = await self._fio(jobfile)
+        try:
+            metrics = parse_fio_json(output)
+        except FioParseError as exc:
+            raise ProbeFailed(str(exc)) from None
+        written = max(0, self.watch.scratch_written() - written_before)
+        self.written += written
+        arc_after = arc_hit_counters(self.files)
+        hit_ratio = None
+        if arc_before and arc_after:
+            hits, misses = arc_after[0] - arc_before[0], arc_after[1] - arc_before[1]
+            hit_ratio = hits / (hits + misses) if hits + misses > 0 else None
+        self.store.add_result(ResultRow(
+            run_id=self.run_id, parameter=cand.parameter, value=cand.value, scope=cand.scope, baseline=cand.baseline,
+            repeat=repeat, started_at=started, iops=metrics.iops, read_iops=metrics.read.iops,
+            write_iops=metrics.write.iops, read_bw=metrics.read.bandwidth_bytes_per_second,
+            write_bw=metrics.write.bandwidth_bytes_per_second,
+            read_p50=metrics.read.latency.p50_seconds, read_p99=metrics.read.latency.p99_seconds,
+            read_p999=metrics.read.latency.p999_seconds, write_p50=metrics.write.latency.p50_seconds,
+            write_p99=metrics.write.latency.p99_seconds, write_p999=metrics.write.latency.p999_seconds,
+            sync_p99=metrics.sync_latency.p99_seconds, cpu_user=metrics.cpu_user_ratio,
+            cpu_system=metrics.cpu_system_ratio, runtime_seconds=metrics.runtime_seconds, written_bytes=written,
+            compress_percentage=job.compress_percentage, compress_ratio=await self.scratch.compress_ratio(dataset),
+            working_set_bytes=job.working_set_bytes, arc_max_bytes=self.plan.arc_max_bytes, arc_hit_ratio=hit_ratio,
+            pool=self.pool_descriptor, job=job.text, fio_version=metrics.fio_version))
+        self._emit("result", cand, index, repeat, metrics)
+        if self.written > self.plan.budget.bytes:
+            raise ProbeAborted(f"byte budget: probes wrote {self.written >> 20} MiB, "
+                               f"more than {self.plan.budget.bytes >> 20} MiB")
+
+    async def _fio(self, jobfile: Path) -> str:
+        return await run_watched_fio(self.runner, jobfile, self.watch, self.thresholds, self.deadline,
+                                     self.plan.pool, self.plan.budget.seconds)
+
+
+async def run_watched_fio(runner: CommandRunner, jobfile: Path, watch: ForegroundWatch, t: Thresholds,
+                          deadline: float, pool: str, budget_seconds: float) -> str:
+    """Run fio on `jobfile` while watching for foreground I/O; kill it within one poll when
+    some appears or the deadline (time.monotonic()) passes.  -> fio's JSON output."""
+    output = jobfile.with_suffix(".json")
+    output.unlink(missing_ok=True)
+    argv = [*FIO_ARGV, "--output-format=json", f"--output={output}", str(jobfile)]
+    timeout = max(1.0, deadline - time.monotonic()) + 30.0
+    task = asyncio.ensure_future(runner.run(argv, timeout))
+    previous, _ = watch.counters()
+    reason = None
+    try:
+        while not task.done():
+            await asyncio.wait({task}, timeout=t.abort_poll_seconds)
+            current, _ = watch.counters()
+            ops, nbytes = current.ops - previous.ops, current.bytes - previous.bytes
+            if ops >= t.abort_min_ops or nbytes >= t.abort_min_bytes:
+                reason = (f"foreground I/O on pool {pool}: {ops} operations, {nbytes} bytes "
+                          f"outside the scratch datasets in {current.at - previous.at:.2f} s")
+                break
+            previous = current
+            if time.monotonic() > deadline:
+                reason = f"time budget of {budget_seconds:g} s spent"
+                break
+    finally:
+        if not task.done():
+            task.cancel()  # CommandRunner kills fio (SIGKILL) and reaps it
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    if reason:
+        raise ProbeAborted(reason, at=time.time())
+    result = task.result()
+    if not result.ok:
+        raise ProbeFailed(f"fio: {result.error()}")
+    try:
+        return output.read_text(encoding="utf-8", errors="replace")
+    finally:
+        output.unlink(missing_ok=True)

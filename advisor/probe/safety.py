@@ -1,0 +1,128 @@
+"""When a probe may run, and when it must stop.
+
+* `check_pool`: healthy (ONLINE), no scrub or resilver, free space above a threshold;
+* `ForegroundWatch`: I/O by anything but the probe, from the per-dataset objset kstats
+  (/proc/spl/kstat/zfs/<pool>/objset-*, OpenZFS >= 0.8): the pool's datasets minus the
+  scratch datasets.  Logical I/O, so reads served by the ARC count too (they are a
+  user's activity all the same); zvols without objset kstats are not seen;
+* `ProbeLock`: one probe per pool (and module parameters are host-wide: one probe
+  that changes them at a time), with flock(2) locks released by the kernel when the
+  process dies, so a killed run never leaves a stale lock behind.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from advisor.facts import Pool
+from advisor.host.files import HostFiles
+from advisor.host.pool_kstats import read_objsets
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    min_free_ratio: float = 0.20  # of the pool, after the probe's quota
+    idle_window_seconds: float = 3.0
+    idle_max_ops_per_second: float = 5.0
+    idle_max_bytes_per_second: float = 256 << 10
+    # Abort: foreground I/O seen in one poll interval above these.
+    abort_poll_seconds: float = 0.2
+    abort_min_ops: int = 4
+    abort_min_bytes: int = 64 << 10
+
+
+class UnsafeToProbe(Exception):
+    """The pool is not in a state to be probed; the message says why."""
+
+
+def check_pool(pool: Pool, size_bytes: int | None, free_bytes: int | None, needed_bytes: int,
+               thresholds: Thresholds) -> None:
+    if pool.health != "ONLINE":
+        raise UnsafeToProbe(f"pool {pool.name} is {pool.health}, not ONLINE")
+    if pool.scan.active:
+        raise UnsafeToProbe(f"pool {pool.name}: a {pool.scan.function} is in progress")
+    if size_bytes and free_bytes is not None:
+        left = (free_bytes - needed_bytes) / size_bytes
+        if left < thresholds.min_free_ratio:
+            raise UnsafeToProbe(
+                f"pool {pool.name}: {free_bytes >> 20} MiB free; after the probe's {needed_bytes >> 20} MiB "
+                f"{left:.0%} would be left, below the {thresholds.min_free_ratio:.0%} threshold")
+
+
+@dataclass(frozen=True)
+class IoSample:
+    at: float
+    ops: int
+    bytes: int
+
+
+class ForegroundWatch:
+    """I/O counters of the pool's datasets other than the scratch ones."""
+
+    def __init__(self, files: HostFiles, pool: str, scratch_root: str):
+        self.files, self.pool, self.scratch_root = files, pool, scratch_root
+
+    def _is_scratch(self, name: str) -> bool:
+        return name == self.scratch_root or name.startswith(self.scratch_root + "/")
+
+    def counters(self) -> tuple[IoSample, IoSample]:
+        """(foreground, scratch) cumulative reads+writes and bytes read+written."""
+        fg_ops = fg_bytes = sc_ops = sc_bytes = 0
+        for name, kstat in read_objsets(self.files, self.pool).items():
+            v = kstat.values
+            ops = int(v.get("reads", 0)) + int(v.get("writes", 0))
+            nbytes = int(v.get("nread", 0)) + int(v.get("nwritten", 0))
+            if self._is_scratch(name):
+                sc_ops, sc_bytes = sc_ops + ops, sc_bytes + nbytes
+            else:
+                fg_ops, fg_bytes = fg_ops + ops, fg_bytes + nbytes
+        now = time.monotonic()
+        return IoSample(now, fg_ops, fg_bytes), IoSample(now, sc_ops, sc_bytes)
+
+    def scratch_written(self) -> int:
+        total = 0
+        for name, kstat in read_objsets(self.files, self.pool).items():
+            if self._is_scratch(name):
+                total += int(kstat.values.get("nwritten", 0))
+        return total
+
+
+def foreground_rate(before: IoSample, after: IoSample) -> tuple[float, float]:
+    seconds = max(after.at - before.at, 1e-6)
+    return (after.ops - before.ops) / seconds, (after.bytes - before.bytes) / seconds
+
+
+class LockBusy(Exception):
+    """Another probe holds the lock; the message says which."""
+
+
+class ProbeLock:
+    def __init__(self, state_dir: Path, pool: str):
+        self.paths = [state_dir / f"probe-{pool}.lock", state_dir / "probe-module-params.lock"]
+        self._fds: list[int] = []
+
+    def __enter__(self) -> "ProbeLock":
+        try:
+            for path in self.paths:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+                self._fds.append(fd)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+                    raise LockBusy(f"another probe holds {path} (pid {holder})") from None
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for fd in self._fds:
+            os.close(fd)  # closing drops the flock
+        self._fds = []

@@ -1,0 +1,174 @@
+"""Probe runs, their per-repeat results, and module parameters saved before a probe changed them."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import time
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+RunStatus = Literal["running", "completed", "aborted", "failed"]
+
+
+class ResultRow(BaseModel):
+    run_id: int
+    parameter: str
+    value: str
+    scope: str
+    baseline: bool
+    repeat: int
+    started_at: float
+    iops: float
+    read_iops: float
+    write_iops: float
+    read_bw: float
+    write_bw: float
+    read_p50: float | None = None
+    read_p99: float | None = None
+    read_p999: float | None = None
+    write_p50: float | None = None
+    write_p99: float | None = None
+    write_p999: float | None = None
+    sync_p99: float | None = None
+    cpu_user: float | None = None
+    cpu_system: float | None = None
+    runtime_seconds: float
+    written_bytes: int
+    compress_percentage: int | None = None
+    compress_ratio: float | None = None
+    working_set_bytes: int | None = None
+    arc_max_bytes: int | None = None
+    arc_hit_ratio: float | None = None
+    pool: dict[str, Any]
+    job: str
+    fio_version: str | None = None
+
+
+class RunRow(BaseModel):
+    id: int
+    pool: str
+    workload: str
+    role: str | None
+    status: RunStatus
+    reason: str | None
+    started_at: float
+    ended_at: float | None
+    stopped_at: float | None = None
+    budget: dict[str, Any]
+    plan: list[dict[str, Any]]
+    pool_descriptor: dict[str, Any] | None
+    host: str | None
+    pid: int | None
+
+
+_RESULT_COLUMNS = [f for f in ResultRow.model_fields if f != "pool"]
+
+
+class ProbeStore:
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+    # --- runs ---------------------------------------------------------------------------
+    def start_run(self, pool: str, workload: str, role: str | None, budget: dict, plan: list[dict],
+                  pool_descriptor: dict | None) -> int:
+        cur = self.conn.execute(
+            "INSERT INTO probe_runs (pool, workload, role, status, started_at, budget_json, plan_json, pool_json, host, pid)"
+            " VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
+            (pool, workload, role, time.time(), json.dumps(budget), json.dumps(plan),
+             json.dumps(pool_descriptor) if pool_descriptor is not None else None, socket.gethostname(), os.getpid()))
+        return int(cur.lastrowid)
+
+    def end_run(self, run_id: int, status: RunStatus, reason: str | None = None, stopped_at: float | None = None) -> None:
+        """`stopped_at`: when the probe's I/O stopped (an abort), before clean-up took its time."""
+        self.conn.execute("UPDATE probe_runs SET status = ?, reason = ?, ended_at = ?, stopped_at = ? WHERE id = ?",
+                          (status, reason, time.time(), stopped_at, run_id))
+
+    def run(self, run_id: int) -> RunRow | None:
+        row = self.conn.execute("SELECT * FROM probe_runs WHERE id = ?", (run_id,)).fetchone()
+        return _run(row) if row else None
+
+    def runs(self, pool: str | None = None, workload: str | None = None, limit: int = 100) -> list[RunRow]:
+        sql, args = "SELECT * FROM probe_runs WHERE 1=1", []
+        if pool:
+            sql, args = sql + " AND pool = ?", [*args, pool]
+        if workload:
+            sql, args = sql + " AND workload = ?", [*args, workload]
+        rows = self.conn.execute(sql + " ORDER BY id DESC LIMIT ?", (*args, limit)).fetchall()
+        return [_run(r) for r in rows]
+
+    def running(self) -> list[RunRow]:
+        return [_run(r) for r in self.conn.execute("SELECT * FROM probe_runs WHERE status = 'running'")]
+
+    def usage_since(self, pool: str, since: float) -> tuple[float, int]:
+        """(seconds of probing, bytes written by probes) on `pool` since `since` (the daily budget)."""
+        row = self.conn.execute(
+            "SELECT COALESCE(SUM(COALESCE(ended_at, ?) - started_at), 0) FROM probe_runs WHERE pool = ? AND started_at >= ?",
+            (time.time(), pool, since)).fetchone()
+        written = self.conn.execute(
+            "SELECT COALESCE(SUM(r.written_bytes), 0) FROM probe_results r JOIN probe_runs p ON p.id = r.run_id"
+            " WHERE p.pool = ? AND p.started_at >= ?", (pool, since)).fetchone()
+        return float(row[0]), int(written[0])
+
+    # --- results ------------------------------------------------------------------------
+    def add_result(self, result: ResultRow) -> None:
+        values = result.model_dump()
+        cols = [*_RESULT_COLUMNS, "pool_json"]
+        values["pool_json"] = json.dumps(values.pop("pool"))
+        self.conn.execute(f"INSERT INTO probe_results ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                          [values[c] for c in cols])
+
+    def results(self, run_id: int) -> list[ResultRow]:
+        rows = self.conn.execute("SELECT * FROM probe_results WHERE run_id = ? ORDER BY id", (run_id,)).fetchall()
+        return [_result(r) for r in rows]
+
+    def results_for(self, pool: str, workload: str) -> list[ResultRow]:
+        """Results of completed runs of `workload` on `pool`, oldest first."""
+        rows = self.conn.execute(
+            "SELECT r.* FROM probe_results r JOIN probe_runs p ON p.id = r.run_id"
+            " WHERE p.pool = ? AND p.workload = ? AND p.status = 'completed' ORDER BY r.id", (pool, workload)).fetchall()
+        return [_result(r) for r in rows]
+
+    # --- module parameters saved before a change ----------------------------------------
+    def save_module_param(self, run_id: int, name: str, original: str, effective: str | None = None) -> None:
+        """Written (and committed) BEFORE the parameter is changed; the first value saved wins.
+        `effective`: the value the kernel actually used when `original` means "default" (0)."""
+        self.conn.execute(
+            "INSERT OR IGNORE INTO saved_module_params (run_id, name, original, effective, saved_at) VALUES (?, ?, ?, ?, ?)",
+            (run_id, name, original, effective, time.time()))
+
+    def forget_module_param(self, run_id: int, name: str) -> None:
+        self.conn.execute("DELETE FROM saved_module_params WHERE run_id = ? AND name = ?", (run_id, name))
+
+    def saved_module_params(self) -> list[tuple[int, str, str, str | None]]:
+        """(run id, name, original, effective) of parameters not yet restored, oldest save first."""
+        return [(r[0], r[1], r[2], r[3]) for r in self.conn.execute(
+            "SELECT run_id, name, original, effective FROM saved_module_params ORDER BY saved_at, run_id")]
+
+
+    # --- pool efficiency reports --------------------------------------------------------
+    def add_efficiency(self, pool: str, report: dict[str, Any]) -> int:
+        cur = self.conn.execute("INSERT INTO efficiency_reports (pool, measured_at, report_json) VALUES (?, ?, ?)",
+                                (pool, time.time(), json.dumps(report)))
+        return int(cur.lastrowid)
+
+    def efficiency(self, pool: str) -> dict[str, Any] | None:
+        row = self.conn.execute("SELECT report_json FROM efficiency_reports WHERE pool = ? ORDER BY id DESC LIMIT 1",
+                                (pool,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+
+def _run(row: sqlite3.Row) -> RunRow:
+    return RunRow(id=row["id"], pool=row["pool"], workload=row["workload"], role=row["role"], status=row["status"],
+                  reason=row["reason"], started_at=row["started_at"], ended_at=row["ended_at"], stopped_at=row["stopped_at"],
+                  budget=json.loads(row["budget_json"]), plan=json.loads(row["plan_json"]),
+                  pool_descriptor=json.loads(row["pool_json"]) if row["pool_json"] else None,
+                  host=row["host"], pid=row["pid"])
+
+
+def _result(row: sqlite3.Row) -> ResultRow:
+    data = {c: row[c] for c in _RESULT_COLUMNS}
+    data["baseline"] = bool(data["baseline"])
+    return ResultRow(pool=json.loads(row["pool_json"]), **data)

@@ -1,0 +1,168 @@
+"""Probes on a real lab pool: results that independent fio reproduces, an abort within 1 s on
+foreground writes, recovery after SIGKILL, and user data left untouched (docs/lab.md: costs)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import statistics
+import time
+
+import pytest
+
+from labparams import lab_params
+
+pytestmark = pytest.mark.lab
+
+LAYOUT = lab_params(["ssd-mirror2x2"])
+STATE = "/var/lib/zfs-advisor-labprobe"
+PROBE = f"env PYTHONPATH=/project /opt/zfs-advisor-venv/bin/python -m advisor probe --state-dir {STATE}"
+# Small and short: 4 fio jobs of 48 MiB, 2 s warm-up, an emulated VM lays out ~8 MB/s.
+SMALL = "--file-size 48M --ramp 2 --layout-rate 8M"
+PARAMS = "/sys/module/zfs/parameters"
+USER_FILES = ("find /tank -path /tank/zfs-advisor-probe -prune -o -type f -print0 | sort -z | "
+              "xargs -0 sha256sum; sha256sum /dev/zvol/tank/vm")
+
+
+def _json(vm, args: str) -> dict:
+    return json.loads(vm.exec(f"{PROBE} {args} --json", check=False).stdout)
+
+
+def _foreground_written(vm) -> dict[str, int]:
+    """nwritten of every dataset's objset kstat but the scratch ones."""
+    out = vm.exec("grep -H -e dataset_name -e nwritten /proc/spl/kstat/zfs/tank/objset-*", check=True).stdout
+    names, written = {}, {}
+    for line in out.splitlines():
+        path, _, rest = line.partition(":")
+        fields = rest.split()
+        if fields[0] == "dataset_name":
+            names[path] = fields[2]
+        else:
+            written[path] = int(fields[2])
+    return {names[p]: w for p, w in written.items() if p in names and "zfs-advisor-probe" not in names[p]}
+
+
+def _params(vm, *names: str) -> dict[str, str]:
+    out = vm.exec(" ; ".join(f"cat {PARAMS}/{n}" for n in names)
+                  + " ; awk '$1==\"c_max\"{print $3}' /proc/spl/kstat/zfs/arcstats", check=True).stdout.split()
+    return dict(zip([*names, "arcstats.c_max"], out))
+
+
+def _wait_for(vm, command: str, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if vm.exec(command).rc == 0:
+            return
+        time.sleep(1)
+    log = vm.exec("cat /tmp/probe.log").stdout
+    pytest.fail(f"timed out waiting for {what}; probe log:\n{log}")
+
+
+@pytest.fixture(scope="module")
+def probed(request):
+    """One probe plan (recordsize 8K vs 128K, postgres data job) on an idle pool, with the
+    user's files checksummed and the foreground write counters read before and after."""
+    vm = request.getfixturevalue("lab_vm")
+    vm.exec("for d in home pg media logs; do head -c 3M /dev/urandom > /tank/$d/user-file; done; "
+            "head -c 8M /dev/urandom | dd of=/dev/zvol/tank/vm bs=1M conv=fsync status=none; sync; "
+            f"rm -rf {STATE}; sleep 6", check=True)  # a txg commit, so the probe finds the pool idle
+    before_sums = vm.exec(USER_FILES, check=True).stdout
+    before_written = _foreground_written(vm)
+    started = time.monotonic()
+    run = _json(vm, f"--pool tank --workload postgres --param recordsize=8K,128K --budget 150s {SMALL}")
+    took = time.monotonic() - started
+    return vm, run, took, before_sums, before_written
+
+
+@pytest.mark.xfail(strict=False, reason=(
+    "not met yet: probe vs plain fio of the same job differed by more than the spread in 3 of 4 lab runs (one with a since-fixed tight quota) "
+    "(3,001 vs 3,621; with the layout committed first: 3,122 at 2.2 % spread vs 2,797/2,789, -10.5 %); "
+    "docs/probes.md"))
+@pytest.mark.parametrize("lab_vm", LAYOUT, indirect=True, scope="session")
+def test_probe_results_match_an_independent_fio_run(lab_vm, probed):
+    """An independent fio run of the stored job, in a dataset made like the candidate's with
+    the same ARC cap, lands within the dispersion reported by either (at least +-10 %)."""
+    vm, run, took, _, _ = probed
+    assert run["run"]["status"] == "completed", run["run"]
+    [ev] = run["evidence"]
+    assert {c["value"] for c in ev["candidates"]} == {"8K", "128K"}
+    assert ev["pool"]["layout"] == "2 x mirror of 2" and ev["pool"]["ashift"] == 12 and ev["pool"]["media"] == "ssd"
+    r8 = [r for r in run["results"] if r["value"] == "8K"]
+    assert len(r8) == 2 and all(r["compress_percentage"] == 50 and r["compress_ratio"] for r in r8)
+    job = r8[0]["job"].replace(next(l for l in r8[0]["job"].splitlines() if l.startswith("directory=")),
+                               "directory=/tank/indep")
+    arc = _params(vm, "zfs_arc_max")
+    iops = []
+    try:
+        quota = run["run"]["budget"]["space_bytes"]
+        vm.exec(f"zfs create -o recordsize=8K -o compression=lz4 -o atime=on -o quota={quota} tank/indep && "
+                f"echo {r8[0]['arc_max_bytes']} > {PARAMS}/zfs_arc_max", check=True)
+        vm.exec("cat > /tmp/indep.fio", input=job, check=True)
+        vm.exec("sed '0,/\\[global\\]/s//[global]\\ncreate_only=1/' /tmp/indep.fio > /tmp/indep-layout.fio && "
+                "fio --output-format=json --output=/tmp/indep-layout.json /tmp/indep-layout.fio && zpool sync tank",
+                check=True)
+        for i in range(2):
+            out = vm.exec(f"fio --output-format=json /tmp/indep.fio", check=True, timeout=300).stdout
+            jobs = json.loads(out[out.index("{"):])["jobs"][0]
+            iops.append(jobs["read"]["iops"] + jobs["write"]["iops"])
+    finally:
+        vm.exec(f"zfs destroy -r tank/indep; echo {arc['arcstats.c_max']} > {PARAMS}/zfs_arc_max; "
+                f"echo {arc['zfs_arc_max']} > {PARAMS}/zfs_arc_max")
+    c8 = next(c for c in ev["candidates"] if c["value"] == "8K")
+    independent = statistics.fmean(iops)
+    tolerance = max(c8["iops_dispersion"], (max(iops) - min(iops)) / independent, 0.10)
+    print(f"probe 8K: {c8['iops']:.0f} IOPS (repeats {c8['iops_min']:.0f}..{c8['iops_max']:.0f}, "
+          f"dispersion {c8['iops_dispersion']:.1%}); independent fio: {iops}; probe took {took:.0f} s")
+    assert abs(independent / c8["iops"] - 1) <= tolerance, (c8, iops)
+
+
+@pytest.mark.parametrize("lab_vm", LAYOUT, indirect=True, scope="session")
+def test_probe_leaves_user_data_and_other_datasets_alone(lab_vm, probed):
+    vm, run, _, before_sums, before_written = probed
+    assert run["run"]["status"] == "completed"
+    assert vm.exec(USER_FILES, check=True).stdout == before_sums
+    after = _foreground_written(vm)
+    assert after == before_written  # nothing but the scratch datasets was written
+    assert vm.exec("zfs list -H tank/zfs-advisor-probe").rc != 0  # and they are gone
+
+
+@pytest.mark.parametrize("lab_vm", LAYOUT, indirect=True, scope="session")
+def test_foreground_writes_abort_the_probe_within_a_second(lab_vm):
+    vm = lab_vm
+    vm.exec(f"nohup sh -c '{PROBE} --pool tank --workload postgres --param recordsize=8K,128K --budget 150s "
+            f"{SMALL} > /tmp/probe.log 2>&1' >/dev/null 2>&1 &", check=True)
+    _wait_for(vm, "grep -q 'repeat 1:' /tmp/probe.log", 240, "the first measured repeat")
+    t0 = float(vm.exec("date +%s.%N; dd if=/dev/zero of=/tank/home/foreground bs=64k count=400 status=none",
+                       check=True).stdout.split()[0])
+    _wait_for(vm, f"! pgrep -f 'advisor probe --state-dir {STATE}' >/dev/null", 120, "the probe to end")
+    [last] = json.loads(vm.exec(f"{PROBE} --list --json", check=True).stdout)[:1]
+    print(f"abort: {last['status']} {last['reason']!r}, fio gone {last['stopped_at'] - t0:.2f} s after the "
+          f"foreground writer started")
+    assert last["status"] == "aborted" and "foreground I/O" in last["reason"]
+    assert 0 < last["stopped_at"] - t0 <= 1.0
+    assert vm.exec("zfs list -H tank/zfs-advisor-probe").rc != 0
+    vm.exec("rm -f /tank/home/foreground")
+
+
+@pytest.mark.parametrize("lab_vm", LAYOUT, indirect=True, scope="session")
+def test_sigkill_mid_probe_then_recovery_restores_everything(lab_vm):
+    vm = lab_vm
+    names = ("zfs_arc_max", "zfs_txg_timeout")
+    before = _params(vm, *names)
+    vm.exec(f"nohup sh -c 'exec {PROBE} --pool tank --workload postgres --param zfs_txg_timeout=1,5 --budget 150s "
+            f"{SMALL} > /tmp/probe.log 2>&1' >/dev/null 2>&1 & echo $! > /tmp/probe.pid", check=True)
+    _wait_for(vm, f"grep -qx 1 {PARAMS}/zfs_txg_timeout && grep -q '1/2.*laying out' /tmp/probe.log", 300,
+              "the first candidate (zfs_txg_timeout=1) laying out")
+    vm.exec("kill -KILL $(cat /tmp/probe.pid)", check=True)
+    time.sleep(2)
+    crashed = _params(vm, *names)
+    assert crashed["zfs_txg_timeout"] == "1" and crashed != before  # the kill left changes behind
+    assert vm.exec("zfs list -H tank/zfs-advisor-probe").rc == 0
+    assert vm.exec("pgrep -x fio").rc != 0  # fio died with its parent (pdeathsig)
+    report = vm.exec(f"{PROBE} --recover --pool tank", check=True).stdout
+    after = _params(vm, *names)
+    print(f"before {before}; after SIGKILL {crashed}; after recovery {after}; {report}")
+    assert after == before
+    assert vm.exec("zfs list -H tank/zfs-advisor-probe").rc != 0
+    runs = json.loads(vm.exec(f"{PROBE} --list --json", check=True).stdout)
+    assert runs[0]["status"] == "failed" and "interrupted" in runs[0]["reason"]

@@ -1,0 +1,52 @@
+"""`zfs-advisor probe`: plans, stored runs and results as a person and a script read them."""
+from __future__ import annotations
+
+import json
+
+from advisor.cli import main
+from advisor.store.db import connect
+from advisor.store.probes import ProbeStore, ResultRow
+
+POOL = {"pool": "tank", "layout": "2 x mirror of 2", "ashift": 12, "media": "ssd"}
+
+
+def _store_run(state) -> int:
+    store = ProbeStore(connect(state))
+    run = store.start_run("tank", "postgres", None, {"seconds": 300}, [], POOL)
+    for value, iops, base in (("128K", 446, True), ("8K", 1166, False)):
+        for rep in (1, 2):
+            store.add_result(ResultRow(run_id=run, parameter="recordsize", value=value, scope="dataset", baseline=base,
+                                       repeat=rep, started_at=0, iops=iops + rep, read_iops=0, write_iops=0, read_bw=0,
+                                       write_bw=0, write_p99=0.0065 if value == "8K" else 0.0708, runtime_seconds=30,
+                                       written_bytes=0, compress_ratio=1.0, pool=POOL, job="[global]"))
+    store.end_run(run, "completed")
+    return run
+
+
+def test_show_prints_the_ranked_table(tmp_path, capsys):
+    run = _store_run(tmp_path)
+    assert main(["probe", "--state-dir", str(tmp_path), "--show", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "run 1: completed" in out and "2 x mirror of 2" in out
+    rows = [line.split() for line in out.splitlines() if line.strip().startswith(("1 ", "2 "))]
+    assert [r[1] for r in rows] == ["8K", "128K"] and rows[0][4] == "2.61x"
+
+
+def test_list_and_show_json(tmp_path, capsys):
+    run = _store_run(tmp_path)
+    assert main(["probe", "--state-dir", str(tmp_path), "--list", "--json"]) == 0
+    [listed] = json.loads(capsys.readouterr().out)
+    assert listed["id"] == run and listed["status"] == "completed"
+    assert main(["probe", "--state-dir", str(tmp_path), "--show", str(run), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["evidence"][0]["best"] == "8K" and len(shown["results"]) == 4
+    assert main(["probe", "--state-dir", str(tmp_path), "--show", "99"]) == 1
+
+
+def test_usage_errors_exit_2(tmp_path, capsys):
+    assert main(["probe", "--state-dir", str(tmp_path), "--pool", "tank"]) == 2
+    assert main(["probe", "--state-dir", str(tmp_path), "--pool", "tank", "--workload", "postgres",
+                 "--repeats", "1"]) == 2
+    assert main(["probe", "--state-dir", str(tmp_path), "--pool", "tank", "--workload", "postgres",
+                 "--param", "recordsize=7K", "--plan-only"]) == 2
+    assert "power of two" in capsys.readouterr().err

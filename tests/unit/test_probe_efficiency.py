@@ -1,0 +1,72 @@
+"""What a layout should give from its disks, and the diagnosis of the gap (pure)."""
+from __future__ import annotations
+
+import pytest
+
+from advisor.facts import DiskStats
+from advisor.probe.efficiency import diagnose, disk_busy, expected_bandwidth, layout_rule, raw_read_argv
+
+MB = 1e6
+
+
+def layout(*vdevs: tuple[str, int, int | None]) -> dict:
+    out, n = [], 0
+    for kind, width, parity in vdevs:
+        out.append({"type": kind, "width": width, "nparity": parity, "disks": [f"d{n + i}" for i in range(width)]})
+        n += width
+    return {"vdevs": out}
+
+
+RAW = {f"d{i}": 20 * MB for i in range(8)}
+
+
+@pytest.mark.parametrize("desc, read, write", [
+    (layout(*[("disk", 1, None)] * 4), 4, 4),  # stripe of 4: the sum
+    (layout(("raidz1", 4, 1)), 3, 3),  # raidz1 of 4: three data disks
+    (layout(("raidz2", 6, 2)), 4, 4),
+    (layout(("mirror", 2, None)), 2, 1),  # a mirror reads from both sides, writes both copies
+    (layout(("mirror", 2, None), ("mirror", 2, None)), 4, 2),
+])
+def test_expected_bandwidth(desc, read, write):
+    assert expected_bandwidth(desc, RAW, "read") == read * 20 * MB
+    assert expected_bandwidth(desc, RAW, "write") == write * 20 * MB
+
+
+def test_the_report_says_which_rule():
+    assert layout_rule(layout(*[("disk", 1, None)] * 4), "write") == "4 x disk of 1: 1 disk each = 4 disks"
+    mirrors = layout(("mirror", 2, None), ("mirror", 2, None))
+    assert layout_rule(mirrors, "write") == "2 x mirror of 2: 1 disk each = 2 disks"
+    assert layout_rule(layout(("raidz1", 4, 1)), "read") == "1 x raidz1 of 4: 3 disks each = 3 disks"
+
+
+def test_slowest_member_bounds_a_vdev():
+    raw = {**RAW, "d1": 5 * MB}
+    assert expected_bandwidth(layout(("raidz1", 4, 1)), raw, "write") == 3 * 5 * MB
+
+
+def test_raw_read_is_read_only():
+    argv = raw_read_argv("/dev/sdb", 5)
+    assert "--readonly" in argv and "--rw=read" in argv
+    assert not any(a.startswith("--rw=") and "write" in a for a in argv)
+    with pytest.raises(ValueError):
+        raw_read_argv("/tank/file", 5)
+
+
+def _stats(reads: int, sectors_read: int, io_ms: int) -> DiskStats:
+    return DiskStats(reads_completed=reads, reads_merged=0, sectors_read=sectors_read, read_seconds=0,
+                     writes_completed=0, writes_merged=0, sectors_written=0, write_seconds=0, ios_in_progress=0,
+                     io_seconds=io_ms / 1000, weighted_io_seconds=0)
+
+
+def test_diagnosis_names_where_the_rest_went():
+    desc = layout(("mirror", 2, None))
+    zero = {"d0": _stats(0, 0, 0), "d1": _stats(0, 0, 0)}
+    idle = disk_busy(zero, {"d0": _stats(100, 204800, 3000), "d1": _stats(100, 204800, 3000)}, ["d0", "d1"], 10)
+    assert idle["d0"]["busy_ratio"] == pytest.approx(0.3) and idle["d0"]["avg_io_bytes"] == 1 << 20
+    assert "busy only 30%" in diagnose("read", 0.5, desc, idle, 0.2)[0]
+    assert "CPU busy 95%" in diagnose("read", 0.5, desc, idle, 0.95)[0]
+    lopsided = disk_busy(zero, {"d0": _stats(1000, 2048000, 9500), "d1": _stats(10, 20480, 9500)}, ["d0", "d1"], 10)
+    assert any("unbalanced" in r for r in diagnose("read", 0.5, desc, lopsided, 0.2))
+    small = disk_busy(zero, {"d0": _stats(10000, 80000, 9800), "d1": _stats(10000, 80000, 9800)}, ["d0", "d1"], 10)
+    assert any("4 KiB I/Os" in r for r in diagnose("write", 0.5, desc, small, 0.2))
+    assert "nothing is lost" in diagnose("write", 0.95, desc, small, 0.2)[0]

@@ -1,0 +1,53 @@
+"""Planning a probe within a budget (ProbeService.plan reads only arcstats under its host root)."""
+from __future__ import annotations
+
+import pytest
+
+from advisor.engine.loader import load_rulebook
+from advisor.host.files import HostFiles
+from advisor.probe.candidates import parse_candidate_spec
+from advisor.probe.plan import Budget
+from advisor.probe.service import PlanError, ProbeConfig, ProbeService, parse_budget
+
+
+@pytest.fixture
+def service(tmp_path):
+    kstat = tmp_path / "root/proc/spl/kstat/zfs"
+    kstat.mkdir(parents=True)
+    (kstat / "arcstats").write_text("13 1 0x01 2 96 1 1\nname type data\nc_min 4 134217728\nc_max 4 2147483648\n")
+    return ProbeService(ProbeConfig(tmp_path / "state"), load_rulebook(), files=HostFiles(tmp_path / "root"))
+
+
+def test_default_plan_is_a_recordsize_grid_with_the_default_as_baseline(service):
+    plan = service.plan("tank", "postgres", Budget(seconds=600))
+    assert [(c.value, c.baseline) for c in plan.candidates] == [("128K", True), ("8K", False), ("16K", False), ("32K", False)]
+    assert plan.repeats == 2 and plan.estimated_seconds <= 600
+    assert plan.working_set_bytes == 4 * (256 << 20)  # 4 jobs x the 256M default file cap
+    assert plan.arc_max_bytes == 256 << 20  # a quarter of the working set, above c_min + 64M
+    assert plan.quota_bytes == 4 << 30 and plan.working_set_bytes * 4 <= plan.quota_bytes
+
+
+def test_small_budget_drops_candidates_and_says_which(service):
+    plan = service.plan("tank", "postgres", Budget(seconds=150))
+    assert plan.candidates[0].baseline and plan.dropped
+    assert len(plan.candidates) + len(plan.dropped) == 4
+    with pytest.raises(PlanError, match="too small"):
+        service.plan("tank", "postgres", Budget(seconds=20))
+
+
+def test_files_shrink_to_a_quarter_of_the_space_budget(service):
+    plan = service.plan("tank", "postgres", Budget(seconds=600, space_bytes=512 << 20))
+    assert plan.working_set_bytes <= 128 << 20
+    assert any("ARC cap" in n for n in plan.notes)  # the small working set is noted
+
+
+def test_bad_requests(service):
+    with pytest.raises(PlanError, match="valid"):
+        service.plan("tank", "nope")
+    with pytest.raises(ValueError):
+        service.plan("tank;rm", "postgres")
+    with pytest.raises(PlanError, match="baseline"):
+        service.plan("tank", "postgres", candidates=[c for c in parse_candidate_spec("recordsize=8K,128K") if not c.baseline])
+    assert parse_budget("5m") == 300 and parse_budget("90s") == 90 and parse_budget("1h") == 3600
+    with pytest.raises(PlanError):
+        parse_budget("soon")

@@ -1,0 +1,149 @@
+"""The SQLite store, module parameter save/restore and evidence ranking (real sqlite, real files)."""
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from advisor.host.files import HostFiles
+from advisor.probe.candidates import CandidateError, make_candidate, parse_candidate_spec, recordsize_grid
+from advisor.probe.evidence import evidence
+from advisor.probe.modparams import ModuleParamError, ModuleParams, ParamGuard, restore_leftovers
+from advisor.probe.safety import LockBusy, ProbeLock
+from advisor.store.db import SCHEMA_VERSION, StoreError, connect
+from advisor.store.probes import ProbeStore, ResultRow
+
+POOL = {"pool": "tank", "layout": "2 x mirror of 2", "ashift": 12, "media": "ssd"}
+
+
+@pytest.fixture
+def store(tmp_path):
+    return ProbeStore(connect(tmp_path / "state"))
+
+
+def result(run_id: int, value: str, repeat: int, iops: float, p99: float, baseline: bool = False) -> ResultRow:
+    return ResultRow(run_id=run_id, parameter="recordsize", value=value, scope="dataset", baseline=baseline,
+                     repeat=repeat, started_at=0.0, iops=iops, read_iops=iops * 0.7, write_iops=iops * 0.3,
+                     read_bw=0, write_bw=0, write_p99=p99, runtime_seconds=10, written_bytes=1 << 20,
+                     pool=POOL, job="[global]")
+
+
+def test_schema_is_versioned_and_wal(tmp_path):
+    conn = connect(tmp_path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    connect(tmp_path)  # a second open migrates nothing and fails nothing
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(StoreError, match="newer"):
+        connect(tmp_path)
+
+
+def test_runs_and_results_round_trip(store):
+    run = store.start_run("tank", "postgres", "data", {"seconds": 60}, [{"parameter": "recordsize"}], POOL)
+    store.add_result(result(run, "128K", 1, 1000, 0.030, baseline=True))
+    store.end_run(run, "completed")
+    row = store.run(run)
+    assert row.status == "completed" and row.ended_at is not None and row.pool_descriptor == POOL
+    [r] = store.results(run)
+    assert r.iops == 1000 and r.baseline is True and r.pool == POOL
+    assert store.results_for("tank", "postgres") == [r]
+    assert store.results_for("tank", "mysql") == []
+    seconds, written = store.usage_since("tank", 0)
+    assert written == 1 << 20 and seconds >= 0
+    with pytest.raises(sqlite3.IntegrityError):
+        store.end_run(run, "bogus")  # type: ignore[arg-type]
+
+
+def test_aborted_runs_give_no_evidence(store):
+    run = store.start_run("tank", "postgres", None, {}, [], POOL)
+    store.add_result(result(run, "128K", 1, 1000, 0.03, baseline=True))
+    store.end_run(run, "aborted", "foreground I/O")
+    assert evidence(store, "tank", "postgres") == []
+
+
+def test_evidence_ranks_with_effect_and_dispersion(store):
+    run = store.start_run("tank", "postgres", None, {}, [], POOL)
+    for rep, (a, b, c) in enumerate([(1185, 1563, 1426), (1205, 1541, 1400)], 1):
+        store.add_result(result(run, "128K", rep, a, 0.036, baseline=True))
+        store.add_result(result(run, "8K", rep, b, 0.0043))
+        store.add_result(result(run, "32K", rep, c, 0.0148))
+    store.end_run(run, "completed")
+    [ev] = evidence(store, "tank", "postgres")
+    assert ev.baseline == "128K" and ev.best == "8K"
+    assert [c.value for c in ev.candidates] == ["8K", "32K", "128K"]
+    best = ev.candidates[0]
+    assert best.effect_ratio == pytest.approx(1552 / 1195)
+    assert best.effect_interval == pytest.approx((1541 / 1205, 1563 / 1185))
+    assert best.distinguishable and best.iops_dispersion == pytest.approx(22 / 1552)
+    assert best.write_p99_ratio == pytest.approx(0.0043 / 0.036)
+    assert best.expected_effect() == {"metric": "iops", "change_ratio": round(1552 / 1195, 3),
+                                      "interval": [round(1541 / 1205, 3), round(1563 / 1185, 3)]}
+    assert ev.candidate("32K").rank == 2 and ev.candidate("4K") is None
+    base = ev.candidates[-1]
+    assert base.effect_ratio == 1 and not base.distinguishable
+
+
+def _params_root(tmp_path, **values):
+    d = tmp_path / "root" / "sys/module/zfs/parameters"
+    d.mkdir(parents=True)
+    for k, v in values.items():
+        (d / k).write_text(f"{v}\n")
+    return HostFiles(tmp_path / "root"), d
+
+
+def test_original_is_saved_before_the_change_and_restored(tmp_path, store):
+    files, d = _params_root(tmp_path, zfs_txg_timeout=5, zfs_arc_max=0)
+    run = store.start_run("tank", "postgres", None, {}, [], POOL)
+    guard = ParamGuard(ModuleParams(files), store, run)
+    guard.set("zfs_txg_timeout", "1")
+    guard.set("zfs_txg_timeout", "2")  # the first original is kept
+    assert (d / "zfs_txg_timeout").read_text() == "2"
+    assert store.saved_module_params() == [(run, "zfs_txg_timeout", "5", None)]
+    assert guard.restore() == []
+    assert (d / "zfs_txg_timeout").read_text() == "5" and store.saved_module_params() == []
+
+
+def test_leftovers_of_a_killed_run_are_restored_to_the_oldest_original(tmp_path, store):
+    files, d = _params_root(tmp_path, zfs_arc_max=0)
+    kstat = tmp_path / "root/proc/spl/kstat/zfs"
+    kstat.mkdir(parents=True)
+    (kstat / "arcstats").write_text("13 1 0x01 2 96 1 1\nname type data\nc_min 4 128227456\nc_max 4 2051638272\n")
+    first = store.start_run("tank", "postgres", None, {}, [], POOL)
+    ParamGuard(ModuleParams(files), store, first).set("zfs_arc_max", "268435456")  # then "killed"
+    # 0 means "default" and the ARC ignores a 0 written later: the limit in effect is saved too
+    assert store.saved_module_params() == [(first, "zfs_arc_max", "0", "2051638272")]
+    second = store.start_run("tank", "postgres", None, {}, [], POOL)
+    ParamGuard(ModuleParams(files), store, second).set("zfs_arc_max", "134217728")  # killed again
+    assert restore_leftovers(ModuleParams(files), store) == [("zfs_arc_max", "0")]
+    assert (d / "zfs_arc_max").read_text() == "0" and store.saved_module_params() == []
+
+
+def test_module_param_names_and_values_are_checked(tmp_path, store):
+    files, _ = _params_root(tmp_path, zfs_txg_timeout=5)
+    params = ModuleParams(files)
+    with pytest.raises(ModuleParamError):
+        params.read("../../etc/passwd")
+    with pytest.raises(ModuleParamError):
+        params.write("zfs_txg_timeout", "1; reboot")
+    with pytest.raises(ModuleParamError):
+        params.read("zfs_no_such_parameter")
+
+
+def test_one_probe_per_pool(tmp_path):
+    with ProbeLock(tmp_path, "tank"):
+        with pytest.raises(LockBusy, match="another probe"):
+            ProbeLock(tmp_path, "tank").__enter__()
+    with ProbeLock(tmp_path, "tank"):
+        pass  # released on exit
+
+
+def test_candidates():
+    assert recordsize_grid("8K") == ["8K", "16K", "32K", "128K"]
+    assert recordsize_grid("1M") == ["128K", "1M"]
+    cands = parse_candidate_spec("recordsize=8K,16K,128K")
+    assert [c.baseline for c in cands] == [False, False, True]
+    assert cands[0].dataset_properties()["recordsize"] == "8K" and cands[0].key == "recordsize-8K"
+    assert parse_candidate_spec("zfs_txg_timeout=1,5")[0].module_parameters() == {"zfs_txg_timeout": "1"}
+    for bad in ("recordsize=3K", "recordsize=8K;rm", "compression=bogus", "quota=1G", "zfs_txg_timeout=-1", "x"):
+        with pytest.raises(CandidateError):
+            parse_candidate_spec(bad)
