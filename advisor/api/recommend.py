@@ -12,9 +12,10 @@ import asyncio
 from aiohttp import web
 
 from advisor.api.errors import json_error
-from advisor.appkeys import FACTS, RULEBOOK
+from advisor.appkeys import FACTS, RULEBOOK, SETTINGS
 from advisor.engine.service import TargetError, recommend
 from advisor.engine.text import recommend_text
+from advisor.probe.evidence import stored_evidence
 
 routes = web.RouteTableDef()
 RESERVED = ("workload", "pool", "dataset", "format")
@@ -58,6 +59,7 @@ async def get_recommend(request: web.Request) -> web.Response:
             params=params,
             pool=args.get("pool"),
             dataset=args.get("dataset"),
+            measured=stored_evidence(request.app[SETTINGS].state_dir),
         )
     except TargetError as exc:
         raise json_error(exc.status, exc.reason, **({"valid": exc.valid} if exc.valid is not None else {})) from None

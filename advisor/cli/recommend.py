@@ -12,6 +12,7 @@ from advisor.engine.loader import load_rulebook
 from advisor.engine.models import RecommendResponse
 from advisor.engine.service import TargetError, recommend
 from advisor.engine.text import recommend_text
+from advisor.probe.evidence import stored_evidence
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -48,7 +49,8 @@ def compute(args: argparse.Namespace) -> RecommendResponse | None:
         params["role"] = args.role
     host = read_host(config)
     try:
-        return recommend(host, book, args.workload, params=params, pool=args.pool, dataset=args.dataset)
+        return recommend(host, book, args.workload, params=params, pool=args.pool, dataset=args.dataset,
+                         measured=stored_evidence(config.state_dir))
     except TargetError as exc:
         valid = f" (valid: {', '.join(exc.valid)})" if exc.valid else ""
         print(f"zfs-advisor: {exc.reason}{valid}", file=sys.stderr)

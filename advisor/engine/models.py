@@ -50,7 +50,7 @@ class Recommendation(Out):
     status: Status = Field(description="change, passed (already right) or skipped (facts missing)")
     kind: Literal["setting", "warning"] = "setting"
     confidence: float = Field(ge=0, le=1)
-    source: Literal["rule", "model", "rule+model"] = "rule"
+    source: Literal["rule", "probe", "model", "rule+model"] = "rule"
     rule: str = Field(description="id of the rule that produced this")
     title: str
     explanation: str

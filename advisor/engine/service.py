@@ -8,14 +8,16 @@ carrying the valid choices, which the API turns into a 400/404.
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Callable
 
 from advisor.engine.context import Context
 from advisor.engine.evaluator import evaluate
 from advisor.engine.loader import RuleBook
+from advisor.engine.measured import apply_measurements
 from advisor.engine.models import Recommendation, RecommendResponse, Summary, Target
 from advisor.engine.schema import Rule, Workload
 from advisor.facts import Host
+from advisor.probe.evidence import ParameterEvidence
 from advisor.names import InvalidName, check_dataset_name, check_pool_name
 
 SCOPE_ORDER = {"pool-create": 0, "pool": 1, "dataset": 2, "module": 3}
@@ -73,7 +75,9 @@ def recommend(
     pool: str | None = None,
     dataset: str | None = None,
     now: datetime | None = None,
+    measured: Callable[[str, str], list[ParameterEvidence]] | None = None,
 ) -> RecommendResponse:
+    """`measured(pool, workload)`: the probe evidence of a pool (advisor/probe/evidence.py), if any."""
     workload = resolve_workload(book, workload_name)
     resolved = resolve_params(workload, params or {})
     if pool:
@@ -112,6 +116,10 @@ def recommend(
             if len(pools) == 1:
                 target = Target(pool=p.name, dataset=ds_ctx.get("dataset.name"), new_dataset=ds_ctx.new_dataset is not None)
     merged = merge(results, rules)
+    if measured is not None:
+        proposed = frozenset(r.dataset for r in merged if r.dataset and host.dataset(r.dataset) is None)
+        merged = apply_measurements(merged, {p.name: measured(p.name, workload.name) for p in pools if p is not None},
+                                    proposed)
     merged.sort(key=lambda r: (SCOPE_ORDER[r.scope], r.pool or "", r.dataset or ""))
     return RecommendResponse(
         workload=workload.name,

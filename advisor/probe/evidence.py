@@ -7,12 +7,20 @@ job); the latest completed run that measured a parameter is the one used.
 """
 from __future__ import annotations
 
+import logging
+import os
+import sqlite3
 import statistics
 from collections import defaultdict
+from pathlib import Path
+from typing import Callable
 
 from pydantic import BaseModel
 
+from advisor.store.db import DB_FILE, StoreError, connect
 from advisor.store.probes import ProbeStore, ResultRow
+
+log = logging.getLogger(__name__)
 
 
 class CandidateEvidence(BaseModel):
@@ -102,3 +110,24 @@ def evidence(store: ProbeStore, pool: str, workload: str) -> list[ParameterEvide
         latest[row.parameter] = max(latest.get(row.parameter, 0), row.run_id)
         rows_by_run[(row.parameter, row.run_id)].append(row)
     return [summarize(p, rows_by_run[(p, run)]) for p, run in sorted(latest.items())]
+
+
+def stored_evidence(state_dir: str | os.PathLike[str]) -> Callable[[str, str], list[ParameterEvidence]]:
+    """What `recommend(measured=...)` takes: the evidence of a pool and workload from the store
+    under `state_dir`, or none when no probe ever ran there (the database is not created)."""
+    path = Path(state_dir) / DB_FILE
+
+    def lookup(pool: str, workload: str) -> list[ParameterEvidence]:
+        if not path.exists():
+            return []
+        try:
+            conn = connect(state_dir)
+            try:
+                return evidence(ProbeStore(conn), pool, workload)
+            finally:
+                conn.close()
+        except (StoreError, sqlite3.Error) as exc:  # advice goes on from the rules alone; the log says why
+            log.warning("probe results in %s cannot be read: %s", path, exc)
+            return []
+
+    return lookup

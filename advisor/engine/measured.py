@@ -1,0 +1,109 @@
+"""Probe measurements meet the rules: confirm or overrule a dataset setting with what this pool did.
+
+Pure: it takes the rules' recommendations and the probe evidence of the pools they are about
+(advisor/probe/evidence.py, read from the store by the caller) and returns the recommendations
+with `source: probe`, the measured `expected_effect` and the numbers in the explanation.
+
+The measured best is the candidate with the most IOPS whose write p99 is no worse than 1.5x the
+ZFS default's (read-modify-write shows in the write tail first). It overrules the rule's value
+only when the two are told apart by the repeats (their IOPS ranges do not overlap); otherwise
+the rule's value stands and the explanation says the probe could not separate them.
+"""
+from __future__ import annotations
+
+import shlex
+
+from advisor.engine.models import Evidence, ExpectedEffect, Recommendation
+from advisor.engine.units import parse_size
+from advisor.probe.evidence import CandidateEvidence, ParameterEvidence
+
+WRITE_P99_TOLERANCE = 1.5
+
+
+def same_value(a: str | None, b: str | None) -> bool:
+    if a is None or b is None:
+        return False
+    try:
+        return parse_size(a) == parse_size(b)
+    except ValueError:
+        return a.strip().lower() == b.strip().lower()
+
+
+def measured_best(ev: ParameterEvidence) -> CandidateEvidence:
+    base = next((c for c in ev.candidates if c.baseline), None)
+    limit = (base.write_p99_seconds * WRITE_P99_TOLERANCE
+             if base is not None and base.write_p99_seconds else None)
+    for c in ev.candidates:  # ranked by IOPS
+        if limit is None or c.write_p99_seconds is None or c.write_p99_seconds <= limit:
+            return c
+    return ev.candidates[0]
+
+
+def _find(ev: ParameterEvidence, value: str | None) -> CandidateEvidence | None:
+    return next((c for c in ev.candidates if same_value(c.value, value)), None)
+
+
+def _effect(new: CandidateEvidence, old: CandidateEvidence) -> ExpectedEffect | None:
+    if old.iops <= 0 or old.iops_min <= 0:
+        return None
+    return ExpectedEffect(metric="iops", change_ratio=round(new.iops / old.iops, 3),
+                          interval=(round(new.iops_min / old.iops_max, 3), round(new.iops_max / old.iops_min, 3)))
+
+
+def _display(c: CandidateEvidence) -> str:
+    p99 = f", write p99 {c.write_p99_seconds * 1000:.1f} ms" if c.write_p99_seconds is not None else ""
+    return f"{c.iops:,.0f} IOPS (±{c.iops_dispersion * 50:.0f}% over {c.repeats} repeats){p99}"
+
+
+def _overlap(a: CandidateEvidence, b: CandidateEvidence) -> bool:
+    return a.iops_min <= b.iops_max and b.iops_min <= a.iops_max
+
+
+def apply_measurements(recs: list[Recommendation], measured: dict[str, list[ParameterEvidence]],
+                       new_datasets: frozenset[str] = frozenset()) -> list[Recommendation]:
+    """`measured`: pool name -> the evidence of its probes for the workload asked about;
+    `new_datasets`: the proposed datasets that do not exist yet (created, not set)."""
+    return [_apply(rec, measured.get(rec.pool or "", []), new_datasets) for rec in recs]
+
+
+def _apply(rec: Recommendation, evidence: list[ParameterEvidence], new_datasets: frozenset[str]) -> Recommendation:
+    ev = next((e for e in evidence if e.parameter == rec.parameter), None)
+    if rec.scope != "dataset" or rec.kind != "setting" or ev is None or not ev.candidates:
+        return rec
+    best = measured_best(ev)
+    ruled = _find(ev, rec.recommended)
+    current = _find(ev, rec.current)
+    choice, verdict = best, ""
+    if ruled is None:
+        verdict = f"The rule's value {rec.recommended} was not probed; the measured best is {best.value}."
+    elif ruled.value == best.value:
+        verdict = f"The probe confirms the rule: {best.value} measured best."
+    elif _overlap(ruled, best):
+        choice = ruled
+        verdict = (f"The probe could not separate {best.value} from the rule's {ruled.value} "
+                   f"(their repeats overlap), so the rule's value stands.")
+    else:
+        verdict = f"The measurement overrules the rule, which said {ruled.value}: {best.value} measured best."
+    listing = "; ".join(f"{c.value}: {_display(c)}" for c in ev.candidates)
+    explanation = (f"{rec.explanation} Measured on this pool (probe run {ev.run_id}, {ev.parameter} "
+                   f"{', '.join(c.value for c in ev.candidates)}): {listing}. {verdict}")
+    facts = [Evidence(fact=f"probe.{ev.parameter}.{c.value}.iops", value=round(c.iops, 1), display=_display(c),
+                      description=f"measured by probe run {ev.run_id} on pool {rec.pool}")
+             for c in ev.candidates]
+    update: dict = {"source": "probe", "explanation": explanation, "evidence": rec.evidence + facts}
+    if current is not None:
+        update["expected_effect"] = _effect(choice, current)
+    if not same_value(choice.value, rec.recommended):
+        change = not same_value(choice.value, rec.current)
+        argv = _command(rec, choice.value, new_datasets) if change else None
+        update |= {"recommended": choice.value, "change": change, "status": "change" if change else "passed",
+                   "apply": shlex.join(argv) if argv else None, "apply_argv": argv}
+    return rec.model_copy(update=update)
+
+
+def _command(rec: Recommendation, value: str, new_datasets: frozenset[str]) -> list[str] | None:
+    if rec.dataset is None:
+        return None
+    if rec.dataset in new_datasets:
+        return ["zfs", "create", "-o", f"{rec.parameter}={value}", rec.dataset]
+    return ["zfs", "set", f"{rec.parameter}={value}", rec.dataset]
