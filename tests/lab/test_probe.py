@@ -127,6 +127,26 @@ def test_probe_leaves_user_data_and_other_datasets_alone(lab_vm, probed):
 
 
 @pytest.mark.parametrize("lab_vm", LAYOUT, indirect=True, scope="session")
+def test_recommend_advises_from_the_probe_of_this_pool(lab_vm, probed):
+    """After the probe, /recommend's engine (the CLI, same code) cites the measurement: source
+    probe, every candidate as evidence, an expected effect, and the measured best unless the
+    repeats could not tell it from the rule's value."""
+    vm, run, _, _, _ = probed
+    assert run["run"]["status"] == "completed"
+    [ev] = run["evidence"]
+    out = vm.exec(f"env ZFS_ADVISOR_STATE_DIR={STATE} PYTHONPATH=/project /opt/zfs-advisor-venv/bin/python "
+                  "-m advisor recommend --workload postgres --pool tank --json", check=True).stdout
+    rec = next(r for r in json.loads(out)["recommendations"] if r["parameter"] == "recordsize")
+    print(f"recordsize: {rec['current']} -> {rec['recommended']} ({rec['status']}), effect {rec['expected_effect']}")
+    assert rec["source"] == "probe"
+    assert {e["fact"] for e in rec["evidence"]} >= {"probe.recordsize.8K.iops", "probe.recordsize.128K.iops"}
+    assert f"probe run {run['run']['id']}" in rec["explanation"]
+    assert rec["expected_effect"]["metric"] == "iops"
+    if "could not separate" not in rec["explanation"]:
+        assert rec["recommended"] == ev["best"] or "write p99" in rec["explanation"]
+
+
+@pytest.mark.parametrize("lab_vm", LAYOUT, indirect=True, scope="session")
 def test_foreground_writes_abort_the_probe_within_a_second(lab_vm):
     vm = lab_vm
     vm.exec(f"nohup sh -c '{PROBE} --pool tank --workload postgres --param recordsize=8K,128K --budget 150s "
