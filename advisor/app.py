@@ -15,7 +15,7 @@ from typing import AsyncIterator
 from aiohttp import web
 
 from advisor import systemd
-from advisor.api import facts, health, metrics, openapi, pools, recommend, workloads
+from advisor.api import facts, health, metrics, openapi, pools, probes, recommend, workloads
 from advisor.api.errors import error_middleware
 from advisor.appkeys import ADVICE, EXPORT_OPTIONS, EXPORTER, FACTS, RULEBOOK, SETTINGS
 from advisor.engine.advice import Advice
@@ -25,7 +25,8 @@ from advisor.exporters.collector import FactsCollector
 from advisor.host.provider import FactsProvider
 from advisor.settings import Settings, SettingsError
 
-ROUTES = (health.routes, facts.routes, recommend.routes, workloads.routes, pools.routes, openapi.routes, metrics.routes)
+ROUTES = (health.routes, facts.routes, recommend.routes, workloads.routes, pools.routes, probes.routes, openapi.routes,
+          metrics.routes)
 
 log = logging.getLogger(__name__)
 

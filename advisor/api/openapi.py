@@ -95,6 +95,28 @@ def build_openapi(book: RuleBook | None = None) -> dict[str, Any]:
             }
         },
         "/v1/pools": {"get": {"summary": "Imported pools with media, layout and datasets", "responses": {"200": _json(PoolList, "pools")}}},
+        "/v1/probes": {
+            "get": {
+                "summary": "Probe runs in the store, newest first (zfs-advisor probe starts them)",
+                "parameters": [
+                    _query("pool", "only runs on this pool", max_length=MAX_POOL_NAME_LEN),
+                    _query("workload", "only runs for this workload", enum=sorted(book.workloads) if book else None),
+                    {"name": "limit", "in": "query", "required": False, "description": "at most this many runs",
+                     "schema": {"type": "string", "pattern": "^[0-9]{1,4}$"}},
+                ],
+                "responses": {"200": {"description": "{runs: [...]}"}, "400": _error("malformed pool name or limit"),
+                              "404": _error("unknown workload"), "503": _error("the probe database cannot be read")},
+            }
+        },
+        "/v1/probes/{id}": {
+            "get": {
+                "summary": "One probe run with its per-repeat results and its evidence",
+                "parameters": [{"name": "id", "in": "path", "required": True,
+                                "schema": {"type": "string", "pattern": "^[0-9]{1,18}$"}}],
+                "responses": {"200": {"description": "{run, results, evidence}"}, "400": _error("malformed id"),
+                              "404": _error("no such run"), "503": _error("the probe database cannot be read")},
+            }
+        },
         "/openapi.json": {"get": {"summary": "This document", "responses": {"200": {"description": "OpenAPI 3.1 document"}}}},
         "/healthz": {"get": {"summary": "Liveness and what the last collection saw", "responses": {"200": {"description": "status"}}}},
         "/v1/facts": {"get": {"summary": "Everything the advisor knows about the host (typed facts)", "responses": {"200": {"description": "facts"}}}},

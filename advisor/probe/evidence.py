@@ -12,13 +12,12 @@ import os
 import sqlite3
 import statistics
 from collections import defaultdict
-from pathlib import Path
 from typing import Callable
 
 from pydantic import BaseModel
 
-from advisor.store.db import DB_FILE, StoreError, connect
-from advisor.store.probes import ProbeStore, ResultRow
+from advisor.store.db import StoreError
+from advisor.store.probes import ProbeStore, ResultRow, read_existing
 
 log = logging.getLogger(__name__)
 
@@ -115,19 +114,12 @@ def evidence(store: ProbeStore, pool: str, workload: str) -> list[ParameterEvide
 def stored_evidence(state_dir: str | os.PathLike[str]) -> Callable[[str, str], list[ParameterEvidence]]:
     """What `recommend(measured=...)` takes: the evidence of a pool and workload from the store
     under `state_dir`, or none when no probe ever ran there (the database is not created)."""
-    path = Path(state_dir) / DB_FILE
 
     def lookup(pool: str, workload: str) -> list[ParameterEvidence]:
-        if not path.exists():
-            return []
         try:
-            conn = connect(state_dir)
-            try:
-                return evidence(ProbeStore(conn), pool, workload)
-            finally:
-                conn.close()
+            return read_existing(state_dir, lambda store: evidence(store, pool, workload) if store else [])
         except (StoreError, sqlite3.Error) as exc:  # advice goes on from the rules alone; the log says why
-            log.warning("probe results in %s cannot be read: %s", path, exc)
+            log.warning("probe results under %s cannot be read: %s", state_dir, exc)
             return []
 
     return lookup

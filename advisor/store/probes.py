@@ -6,9 +6,14 @@ import os
 import socket
 import sqlite3
 import time
-from typing import Any, Literal
+from pathlib import Path
+from typing import Any, Callable, Literal, TypeVar
 
 from pydantic import BaseModel
+
+from advisor.store.db import DB_FILE, connect
+
+T = TypeVar("T")
 
 RunStatus = Literal["running", "completed", "aborted", "failed"]
 
@@ -172,3 +177,15 @@ def _result(row: sqlite3.Row) -> ResultRow:
     data = {c: row[c] for c in _RESULT_COLUMNS}
     data["baseline"] = bool(data["baseline"])
     return ResultRow(pool=json.loads(row["pool_json"]), **data)
+
+
+def read_existing(state_dir: str | os.PathLike[str], read: Callable[[ProbeStore | None], T]) -> T:
+    """`read(store)` on the database under `state_dir`, or `read(None)` when no probe ever ran
+    there: reading never creates the database."""
+    if not (Path(state_dir) / DB_FILE).exists():
+        return read(None)
+    conn = connect(state_dir)
+    try:
+        return read(ProbeStore(conn))
+    finally:
+        conn.close()

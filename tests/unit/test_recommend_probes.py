@@ -97,3 +97,38 @@ def test_stored_evidence_reads_what_the_runner_stored(state_dir):
     [ev] = stored_evidence(state_dir)("tank", "postgres")
     assert ev.best == "8K" and [c.value for c in ev.candidates] == ["8K", "16K", "32K", "128K"]
     assert stored_evidence(state_dir)("tank", "mysql") == []
+
+
+async def test_v1_probes_lists_runs_and_shows_one_with_its_evidence(http_client, state_dir):
+    client = await http_client(create_app(Settings(root=str(RECORDING), state_dir=str(state_dir))))
+    runs = (await (await client.get("/v1/probes", params={"pool": "tank"})).json())["runs"]
+    assert [(r["pool"], r["workload"], r["status"]) for r in runs] == [("tank", "postgres", "completed")]
+    one = await (await client.get(f"/v1/probes/{runs[0]['id']}")).json()
+    assert len(one["results"]) == 2 * len(LAB_RUN)
+    assert [e["best"] for e in one["evidence"]] == ["8K"]
+    assert (await (await client.get("/v1/probes", params={"workload": "mysql"})).json())["runs"] == []
+
+
+@pytest.mark.parametrize("path, params, status", [
+    ("/v1/probes/999", {}, 404),
+    ("/v1/probes/abc", {}, 400),
+    ("/v1/probes/99999999999999999999999", {}, 400),
+    ("/v1/probes", {"pool": "../etc"}, 400),
+    ("/v1/probes", {"pool": "tank\n"}, 400),
+    ("/v1/probes", {"workload": "nosuch"}, 404),
+    ("/v1/probes", {"limit": "0"}, 400),
+    ("/v1/probes", {"limit": "-5"}, 400),
+    ("/v1/probes", {"limit": "x" * 300}, 400),
+])
+async def test_v1_probes_bad_requests_are_json_errors(http_client, state_dir, path, params, status):
+    client = await http_client(create_app(Settings(root=str(RECORDING), state_dir=str(state_dir))))
+    resp = await client.get(path, params=params)
+    assert resp.status == status
+    assert (await resp.json())["error"]["status"] == status
+
+
+async def test_v1_probes_without_a_database_is_empty_and_creates_none(http_client, tmp_path):
+    client = await http_client(create_app(Settings(root=str(RECORDING), state_dir=str(tmp_path / "none"))))
+    assert (await (await client.get("/v1/probes")).json()) == {"runs": []}
+    assert (await client.get("/v1/probes/1")).status == 404
+    assert not (tmp_path / "none").exists()
