@@ -27,7 +27,10 @@ def selected_layouts() -> list[str]:
     return [n for n in names if not env or n in env.split(",")]
 
 
-def lab_params(layout_names: list[str] | None = None) -> list:
+def lab_params(layout_names: list[str] | None = None, lines: list[str] | None = None) -> list:
+    """`lines`: the OpenZFS lines a test needs (default: every selected one); long tests that
+    behave alike on both lines name one, to keep the lab tier within the CI budget."""
     selected = selected_layouts()
     names = [n for n in layout_names if n in selected] if layout_names else selected
-    return [pytest.param((z, n), id=f"zfs{z}-{n}") for z in selected_lines() for n in names]
+    zfs = [z for z in selected_lines() if lines is None or z in lines]
+    return [pytest.param((z, n), id=f"zfs{z}-{n}") for z in zfs for n in names]
