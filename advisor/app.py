@@ -16,6 +16,7 @@ from aiohttp import web
 
 from advisor import systemd
 from advisor.api import facts, health, metrics, openapi, pools, probes, recommend, workloads
+from advisor.api.auth import token_middleware
 from advisor.api.errors import error_middleware
 from advisor.appkeys import ADVICE, EXPORT_OPTIONS, EXPORTER, FACTS, RULEBOOK, SETTINGS
 from advisor.engine.advice import Advice
@@ -36,7 +37,7 @@ def create_app(settings: Settings) -> web.Application:
     workload (SettingsError) stops start-up here."""
     book = load_rulebook(settings.rules_dir)
     check_workloads_setting(settings.workloads, book)
-    app = web.Application(middlewares=[error_middleware])
+    app = web.Application(middlewares=[error_middleware, token_middleware])
     app[SETTINGS] = settings
     app[FACTS] = FactsProvider(
         settings.root, settings.command_timeout_seconds, settings.facts_max_age_seconds,

@@ -6,12 +6,13 @@ typo never silently falls back to a default.
 """
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
 from advisor.names import check_dataset_name
@@ -60,6 +61,14 @@ class Settings(BaseSettings):
         "exported as zfs_advisor_recommendation_info (workloads are checked against the rules at start).",
     )
 
+    @model_validator(mode="after")
+    def _token_beyond_loopback(self) -> "Settings":
+        """/v1/facts names disks, datasets and mountpoints: beyond loopback, a token guards it."""
+        if self.api_token is None and not _is_loopback_address(self.listen_address):
+            raise ValueError(f"listen_address {self.listen_address!r} is not loopback: set api_token "
+                             "(clients beyond loopback must then send 'Authorization: Bearer <token>')")
+        return self
+
     @field_validator("workloads")
     @classmethod
     def _dataset_names(cls, value: dict[str, str]) -> dict[str, str]:
@@ -83,6 +92,15 @@ class Settings(BaseSettings):
         if toml_file:
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
         return tuple(sources)
+
+
+def _is_loopback_address(address: str) -> bool:
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name or a wildcard: not known to be loopback
 
 
 class SettingsError(Exception):

@@ -1,0 +1,75 @@
+"""The API token: trusted loopback, a bearer token (constant-time) from anywhere else, and no
+non-loopback listen address without one.
+
+Every test client connects from 127.0.0.1, so the tests of a remote client put a middleware of
+their own in front that rewrites the peer address (`request.clone(remote=...)`) -- a stand-in,
+because this workplace may send traffic only to loopback addresses.
+"""
+from __future__ import annotations
+
+import pytest
+from aiohttp import web
+from support import RECORDING
+
+from advisor.api.auth import is_loopback, token_matches
+from advisor.app import create_app
+from advisor.settings import Settings, SettingsError, load_settings
+
+REMOTE = "192.0.2.7"  # TEST-NET-1 (RFC 5737): never a real peer
+
+
+@web.middleware
+async def from_remote(request, handler):
+    return await handler(request.clone(remote=REMOTE))
+
+
+async def remote_client(http_client, **settings):
+    app = create_app(Settings(root=str(RECORDING), **settings))
+    app.middlewares.insert(0, from_remote)
+    return await http_client(app)
+
+
+async def test_beyond_loopback_facts_need_the_token(http_client):
+    client = await remote_client(http_client, api_token="s3cret-token")
+    resp = await client.get("/v1/facts")
+    assert resp.status == 401 and "Bearer" in (await resp.json())["error"]["reason"]
+    assert (await client.get("/v1/facts", headers={"Authorization": "Bearer wrong"})).status == 401
+    assert (await client.get("/v1/facts", headers={"Authorization": "Basic s3cret-token"})).status == 401
+    assert (await client.get("/v1/facts", headers={"Authorization": "Bearer s3cret-token"})).status == 200
+    assert (await client.get("/v1/probes")).status == 401
+
+
+async def test_beyond_loopback_health_and_metrics_stay_open(http_client):
+    client = await remote_client(http_client, api_token="s3cret-token")
+    assert (await client.get("/healthz")).status == 200
+    assert (await client.get("/metrics")).status == 200
+
+
+async def test_without_a_token_only_loopback_is_answered(http_client):
+    client = await remote_client(http_client)
+    resp = await client.get("/recommend", params={"workload": "postgres"})
+    assert resp.status == 403 and (await resp.json())["error"]["status"] == 403
+
+
+async def test_loopback_needs_no_token(http_client):
+    client = await http_client(create_app(Settings(root=str(RECORDING), api_token="s3cret-token")))
+    assert (await client.get("/v1/facts")).status == 200
+
+
+@pytest.mark.parametrize("address", ["0.0.0.0", "::", "192.0.2.7", "example.org"])
+def test_a_non_loopback_listen_address_needs_a_token(address):
+    with pytest.raises(SettingsError, match="not loopback: set api_token"):
+        load_settings(None, listen_address=address)
+    assert load_settings(None, listen_address=address, api_token="t").listen_address == address
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1", "127.0.0.53", "::1", "[::1]", "localhost"])
+def test_loopback_listen_addresses_need_none(address):
+    assert load_settings(None, listen_address=address).api_token is None
+
+
+def test_helpers():
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and not is_loopback(REMOTE)
+    assert not is_loopback(None) and not is_loopback("not-an-address")
+    assert token_matches("Bearer abc", "abc") and token_matches("bearer  abc ", "abc")
+    assert not token_matches(None, "abc") and not token_matches("Bearer abcd", "abc")
