@@ -16,15 +16,20 @@ from aiohttp import web
 
 from advisor import systemd
 from advisor.api import facts, health, metrics, openapi, pools, probes, recommend, workloads
-from advisor.api.auth import token_middleware
+from advisor.api.auth import auth_middleware
 from advisor.api.errors import error_middleware
-from advisor.appkeys import ADVICE, EXPORT_OPTIONS, EXPORTER, FACTS, RULEBOOK, SETTINGS
+from advisor.api.shared import Bodies, HeapFreezer, WorkLimiter
+from advisor.appkeys import (ADVICE, BODIES, EXPORT_OPTIONS, EXPORTER, FACTS, LIMITER, MODEL, RULEBOOK, SETTINGS,
+                             WEB_CONFIG)
 from advisor.engine.advice import Advice
 from advisor.engine.loader import RuleBook, load_rulebook
 from advisor.exporters.base import ExportOptions
 from advisor.exporters.collector import FactsCollector
+from advisor.host.collect import CommandFacts
 from advisor.host.provider import FactsProvider
+from advisor.model.provider import ModelProvider
 from advisor.settings import Settings, SettingsError
+from advisor.webconfig import check_exposure, load_web_config
 
 ROUTES = (health.routes, facts.routes, recommend.routes, workloads.routes, pools.routes, probes.routes, openapi.routes,
           metrics.routes)
@@ -33,24 +38,32 @@ log = logging.getLogger(__name__)
 
 
 def create_app(settings: Settings) -> web.Application:
-    """The service for `settings`; a broken rule (RulesError) or a `workloads` entry naming no
-    workload (SettingsError) stops start-up here."""
+    """The service for `settings`; a broken rule (RulesError), a `workloads` entry naming no
+    workload or an unusable web config file (SettingsError) stops start-up here."""
     book = load_rulebook(settings.rules_dir)
     check_workloads_setting(settings.workloads, book)
-    app = web.Application(middlewares=[error_middleware, token_middleware])
+    web_config = load_web_config(settings.web_config_file)
+    check_exposure(settings, web_config)
+    limiter = WorkLimiter()
+    app = web.Application(middlewares=[error_middleware, auth_middleware, limiter.middleware()])
     app[SETTINGS] = settings
+    app[WEB_CONFIG] = web_config
+    app[LIMITER] = limiter
+    app[BODIES] = Bodies()
     app[FACTS] = FactsProvider(
         settings.root, settings.command_timeout_seconds, settings.facts_max_age_seconds,
         settings.commands_interval_seconds,
     )
     app[RULEBOOK] = book
-    app[ADVICE] = Advice(book, settings.workloads)
+    app[MODEL] = ModelProvider(settings.state_dir, book, enabled=settings.model)
+    app[ADVICE] = Advice(book, settings.workloads, app[MODEL].advice_lookup)
     app[EXPORTER] = FactsCollector()
     app[EXPORT_OPTIONS] = ExportOptions.from_settings(settings)
     for routes in ROUTES:
         app.add_routes(routes)
     app.cleanup_ctx.append(_systemd_lifecycle)
     app.cleanup_ctx.append(_background_refresh)
+    app.cleanup_ctx.append(_fit_model)
     return app
 
 
@@ -64,7 +77,24 @@ def check_workloads_setting(workloads: dict[str, str], book: RuleBook) -> None:
 async def _background_refresh(app: web.Application) -> AsyncIterator[None]:
     """zpool/zfs run on a timer, not on the scrape path (advisor.host.provider); after each
     run the exporter renders what it builds from their output."""
-    task = asyncio.create_task(app[FACTS].run(after_refresh=lambda commands: metrics.warm(app, commands)))
+    heap = HeapFreezer()
+
+    async def after_refresh(commands: CommandFacts) -> None:
+        await metrics.warm(app, commands)
+        heap.freeze()  # the new facts are long-lived: out of the full GC passes (advisor/api/shared.py)
+
+    task = asyncio.create_task(app[FACTS].run(after_refresh=after_refresh))
+    yield
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+async def _fit_model(app: web.Application) -> AsyncIterator[None]:
+    """The regression model is fitted in a worker thread after start-up; until it is, answers
+    say so (`model.reason`) and come from the rules and probes."""
+    app[MODEL].begin()
+    task = asyncio.create_task(asyncio.to_thread(app[MODEL].fit))
     yield
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import time
 from datetime import datetime, timezone
 
 # Attributes every LogRecord has; anything else was passed with `extra=`.
@@ -49,3 +50,30 @@ def quiet_polls(record: logging.LogRecord) -> bool:
     path = rest.split(" ", 1)[0].split("?", 1)[0]
     status = getattr(record, "response_status", 500)
     return not (method == "GET" and path in POLLED and isinstance(status, int) and status < 400)
+
+
+class RateLimitedLog:
+    """At most one line per reason every `interval` seconds; the lines held back are counted and
+    the next line for that reason says how many (a flood of bad clients or a source failing on
+    every collection must not fill the journal: one such client once wrote 9 MB of the same error)."""
+
+    def __init__(self, logger: logging.Logger, interval: float = 60.0, max_reasons: int = 1024):
+        self.logger, self.interval, self.max_reasons = logger, interval, max_reasons
+        self._last: dict[str, tuple[float, int]] = {}  # reason -> (when last written, held back since)
+
+    def log(self, level: int, reason: str, msg: str, *args: object, **kwargs: object) -> bool:
+        """Write `msg % args` unless a line for `reason` was written less than `interval` ago;
+        True when written."""
+        now = time.monotonic()
+        last, held = self._last.get(reason, (None, 0))
+        if last is not None and now - last < self.interval:
+            self._last[reason] = (last, held + 1)
+            return False
+        if len(self._last) >= self.max_reasons and reason not in self._last:
+            self._last.clear()  # bounded: a client inventing reasons cannot grow this
+        self._last[reason] = (now, 0)
+        if held:
+            msg += " (%d more like this in the last %.0f s not logged)"
+            args = (*args, held, now - last)
+        self.logger.log(level, msg, *args, **kwargs)  # type: ignore[arg-type]
+        return True

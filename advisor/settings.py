@@ -12,15 +12,50 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
-from advisor.names import check_dataset_name
+from advisor.names import check_dataset_name, check_pool_name
 
 DEFAULT_CONFIG_FILE = Path("/etc/zfs-advisor/config.toml")
 # Outside the Prometheus wiki's "Default port allocations" (9090-9999 is fully allocated and new
 # exporters are given ports upward from 10000; 9134 is zfs_exporter's, 9135 rTorrent's).
 DEFAULT_PORT = 21134
+
+
+class ProfilerSettings(BaseModel):
+    """The background profiler (`zfs-advisor profile`, run by zfs-advisor-probe.timer): which pools
+    and workloads it measures, when, and how much per day (docs/probes.md, "Background profiler")."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = Field(False, description="Probe `pools` x `workloads` in idle windows (queued requests run either way).")
+    pools: list[str] = Field(default_factory=list, description="Pools the profiler measures.")
+    workloads: list[str] = Field(default_factory=list, description="Workloads it measures on each of them.")
+    probe_seconds: float = Field(300.0, ge=60, le=3600, description="Wall time of one background probe run.")
+    max_request_seconds: float = Field(900.0, ge=60, le=3600, description="Longest budget POST /v1/probes may ask for.")
+    daily_seconds: float = Field(1800.0, gt=0, description="Probe time per pool in any 24 hours (all runs count).")
+    daily_bytes: int = Field(32 << 30, gt=0, description="Bytes probes may write per pool in any 24 hours.")
+    idle_window_seconds: float = Field(30.0, ge=1, le=600, description="Foreground I/O is watched this long first.")
+    idle_max_ops_per_second: float = Field(5.0, ge=0, description="More foreground operations than this: not idle.")
+    idle_max_bytes_per_second: float = Field(256 << 10, ge=0, description="More foreground bytes than this: not idle.")
+    max_file_bytes: int = Field(256 << 20, ge=16 << 20, description="Largest file per fio job of a probe.")
+    ramp_seconds: int = Field(5, ge=0, le=60, description="Warm-up discarded per fio run.")
+    layout_bytes_per_second: float = Field(
+        50e6, gt=0, description="How fast fio lays out files here, for the plan's estimate (an emulated VM: ~8 MB/s).")
+    max_queued: int = Field(16, ge=1, le=1000, description="POST /v1/probes refuses more queued runs than this.")
+    budget_probes: int = Field(
+        0, ge=0, le=32, description="Candidates per background run (the baseline included) chosen by the regression "
+        "model's expected improvement (needs the model extra and `model = true`); 0: every candidate not measured yet.")
+    queued_max_age_seconds: float = Field(
+        86400.0, gt=0, description="A queued run not started by then (the pool was never idle) fails, saying why.")
+
+    @field_validator("pools")
+    @classmethod
+    def _pool_names(cls, value: list[str]) -> list[str]:
+        for pool in value:
+            check_pool_name(pool)
+        return value
 
 
 class Settings(BaseSettings):
@@ -42,7 +77,15 @@ class Settings(BaseSettings):
         description="Run zpool/zfs in the background this often; requests use their latest output.",
     )
     state_dir: Path = Field(Path("/var/lib/zfs-advisor"), description="Where probe results and history are stored.")
-    api_token: SecretStr | None = Field(None, description="Bearer token required by endpoints that start work.")
+    model: bool = Field(True, description="Predict each dataset recommendation's effect with the regression model "
+                        "(needs the `model` extra; docs/model.md); false: rules and probes only.")
+    api_token: SecretStr | None = Field(
+        None, description="Bearer token clients beyond loopback send for every endpoint but /healthz and /metrics."
+    )
+    web_config_file: Path | None = Field(
+        None, description="TLS and basic auth, in the Prometheus exporter toolkit's web config format "
+        "(node_exporter's --web.config.file; docs/security.md).",
+    )
     rules_dir: str | None = Field(None, description="Directory of rule and workload YAML files (default: the shipped rules/).")
     # Exporter (/metrics): deadline and cardinality controls (docs/metrics.md).
     metrics_scrape_deadline_seconds: float = Field(
@@ -63,11 +106,16 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _token_beyond_loopback(self) -> "Settings":
-        """/v1/facts names disks, datasets and mountpoints: beyond loopback, a token guards it."""
-        if self.api_token is None and not _is_loopback_address(self.listen_address):
-            raise ValueError(f"listen_address {self.listen_address!r} is not loopback: set api_token "
-                             "(clients beyond loopback must then send 'Authorization: Bearer <token>')")
+        """/v1/facts names disks, datasets and mountpoints: beyond loopback, a token or TLS with basic
+        auth guards it (the web config file is read and checked by advisor.webconfig.check_exposure)."""
+        if self.api_token is None and self.web_config_file is None and not self.loopback_only:
+            raise ValueError(f"listen_address {self.listen_address!r} is not loopback: set api_token, or "
+                             "web_config_file with TLS and basic_auth_users (docs/security.md)")
         return self
+
+    @property
+    def loopback_only(self) -> bool:
+        return _is_loopback_address(self.listen_address)
 
     @field_validator("workloads")
     @classmethod
@@ -75,6 +123,8 @@ class Settings(BaseSettings):
         for dataset in value:
             check_dataset_name(dataset)  # InvalidName is a ValueError: a validation error naming it
         return value
+    profiler: ProfilerSettings = Field(default_factory=ProfilerSettings,
+                                       description="[profiler] table: the background profiler (docs/probes.md).")
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["json", "text"] = "json"
 

@@ -3,7 +3,8 @@
 # Run as root on Debian/Ubuntu (docs/deploy.md):
 #
 #   sudo deploy/install.sh              install (or upgrade) and start
-#   sudo deploy/install.sh --uninstall  stop and remove the program, unit, settings, state and log
+#   sudo deploy/install.sh --wheels DIR install without network: the dependencies from the wheels in DIR
+#   sudo deploy/install.sh --uninstall  stop and remove the program, units, settings, state and log
 #
 # Installs: the program in $PREFIX/venv (default /opt/zfs-advisor), the unit in
 # /etc/systemd/system, /etc/zfs-advisor/config.toml from deploy/config.example.toml (kept when it
@@ -14,6 +15,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PREFIX=${ZFS_ADVISOR_PREFIX:-/opt/zfs-advisor}
 UNIT=/etc/systemd/system/zfs-advisor.service
+# The prober (root): run by its timer (background profiler) and its path unit (POST /v1/probes queued a run).
+PROBE_UNITS="zfs-advisor-probe.service zfs-advisor-probe.timer zfs-advisor-probe.path"
 CONFIG_DIR=/etc/zfs-advisor
 PIDFILE=/run/zfs-advisor.pid  # only without systemd
 LOG=/var/log/zfs-advisor.log  # only without systemd
@@ -37,20 +40,36 @@ stop_background() {
     rm -f "$PIDFILE"
 }
 
+usage() { die "usage: deploy/install.sh [--wheels DIR | --uninstall]" 2; }
+WHEELS=
+case "${1:-}" in
+    "") ;;
+    --uninstall) [ $# = 1 ] || usage ;;
+    --wheels)
+        [ $# = 2 ] && [ -d "$2" ] || die "--wheels needs a directory of wheels (docs/deploy.md, Offline)" 2
+        WHEELS=$(realpath "$2") ;;
+    *) usage ;;
+esac
+
 if [ "${1:-}" = "--uninstall" ]; then
-    if under_systemd && [ -f "$UNIT" ]; then
-        systemctl disable --now zfs-advisor.service || true
-        rm -f "$UNIT"
+    if under_systemd; then
+        # Every zfs-advisor unit, with the drop-ins `systemctl edit` (or --runtime) wrote for it.
+        for unit in /etc/systemd/system/zfs-advisor*.service /etc/systemd/system/zfs-advisor*.timer \
+                    /etc/systemd/system/zfs-advisor*.path; do
+            [ -f "$unit" ] || continue
+            name=$(basename "$unit")
+            systemctl disable --now "$name" || true
+            rm -rf "$unit" "/etc/systemd/system/$name.d" "/run/systemd/system/$name.d"
+            systemctl reset-failed "$name" 2>/dev/null || true
+        done
+        rm -rf /etc/systemd/system/zfs-advisor.service.d /run/systemd/system/zfs-advisor.service.d
         systemctl daemon-reload
-        systemctl reset-failed zfs-advisor.service 2>/dev/null || true
     fi
     stop_background
     # StateDirectory= with DynamicUser= keeps the state under /var/lib/private.
     rm -rf "$PREFIX" "$CONFIG_DIR" /var/lib/zfs-advisor /var/lib/private/zfs-advisor "$LOG"
-    say "removed $PREFIX, $UNIT, $CONFIG_DIR, its state and log"
+    say "removed $PREFIX, $UNIT and the probe units, $CONFIG_DIR, its state and log"
     exit 0
-elif [ -n "${1:-}" ]; then
-    die "usage: deploy/install.sh [--uninstall]" 2
 fi
 
 if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
@@ -60,8 +79,23 @@ if ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
     DEBIAN_FRONTEND=noninteractive apt-get update -q
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-venv
 fi
+# A fresh venv each time: an upgrade of the same version must replace the code, not keep it.
+rm -rf "$PREFIX/venv"
 python3 -m venv "$PREFIX/venv"
-"$PREFIX/venv/bin/python" -m pip install -q --no-cache-dir --disable-pip-version-check .
+PIP=(-q --no-cache-dir --disable-pip-version-check)
+if [ -n "$WHEELS" ]; then
+    PIP+=(--no-index --find-links "$WHEELS")  # no index at all: what is not in DIR fails
+fi
+if [ -n "$WHEELS" ] && compgen -G "$WHEELS/zfs_advisor-*.whl" >/dev/null; then
+    TARGET=zfs-advisor  # the program's own wheel in DIR, built from this checkout (docs/deploy.md)
+else
+    # Built from a copy: setuptools writes build/ and *.egg-info next to the sources, which would
+    # leave root-owned files in your checkout (and fails in a read-only one).
+    TARGET=$(mktemp -d)
+    trap 'rm -rf "$TARGET"' EXIT
+    tar -c --exclude=__pycache__ pyproject.toml README.md LICENSE advisor exporters rules | tar -x -C "$TARGET"
+fi
+"$PREFIX/venv/bin/python" -m pip install "${PIP[@]}" "$TARGET"
 
 install -d -m 0755 "$CONFIG_DIR" "$PREFIX/share/prometheus" "$PREFIX/share/grafana"
 if [ ! -e "$CONFIG_DIR/config.toml" ]; then
@@ -72,17 +106,21 @@ install -m 0644 deploy/grafana/zfs-advisor.json "$PREFIX/share/grafana/"
 
 # Where the service will listen: its settings as the service sees them (the config file, no
 # ZFS_ADVISOR_* from this shell). A wildcard address answers on loopback.
-read -r ADDRESS PORT < <(cd / && env -i "$PREFIX/venv/bin/python" -c \
-    'from advisor.settings import load_settings as l; s = l(); print(s.listen_address, s.port)') \
-    || die "$CONFIG_DIR/config.toml is not valid; see the message above" 2
+# SCHEME: https when the web config file (web_config_file) has tls_server_config.
+read -r ADDRESS PORT SCHEME < <(cd / && env -i "$PREFIX/venv/bin/python" -c \
+    'from advisor.settings import load_settings as l; from advisor.webconfig import load_web_config as w
+s = l(); print(s.listen_address, s.port, "https" if w(s.web_config_file).tls else "http")') \
+    || die "$CONFIG_DIR/config.toml (or its web_config_file) is not valid; see the message above" 2
 case "$ADDRESS" in 0.0.0.0 | "") ADDRESS=127.0.0.1 ;; :: | "[::]") ADDRESS=::1 ;; esac
-case "$ADDRESS" in *:*) URL="http://[$ADDRESS]:$PORT" ;; *) URL="http://$ADDRESS:$PORT" ;; esac
+case "$ADDRESS" in *:*) URL="$SCHEME://[$ADDRESS]:$PORT" ;; *) URL="$SCHEME://$ADDRESS:$PORT" ;; esac
 
 if under_systemd; then
     install -m 0644 deploy/systemd/zfs-advisor.service "$UNIT"
+    for unit in $PROBE_UNITS; do install -m 0644 "deploy/systemd/$unit" /etc/systemd/system/; done
     systemctl daemon-reload
     systemctl enable zfs-advisor.service
     systemctl restart zfs-advisor.service
+    systemctl enable --now zfs-advisor-probe.timer zfs-advisor-probe.path
     say "running under systemd (systemctl status zfs-advisor; journalctl -u zfs-advisor)"
 else
     stop_background
@@ -92,7 +130,16 @@ else
 fi
 
 for _ in $(seq 100); do
-    if "$PREFIX/venv/bin/python" -c "import urllib.request as u; u.urlopen('$URL/healthz', timeout=2)" 2>/dev/null; then
+    # It answers: /healthz is 200, or 401 under basic auth, or TLS refuses a client without a
+    # certificate (RequireAndVerifyClientCert); the server's certificate need not name $ADDRESS.
+    if "$PREFIX/venv/bin/python" -c "
+import ssl, urllib.error, urllib.request as u
+ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+try: u.urlopen('$URL/healthz', timeout=2, context=ctx)
+except urllib.error.HTTPError as e: raise SystemExit(e.code != 401)
+except urllib.error.URLError as e: raise SystemExit(not isinstance(e.reason, ssl.SSLError))
+except ConnectionResetError: raise SystemExit('$SCHEME' != 'https')  # TLS 1.3: no client certificate
+" 2>/dev/null; then
         say "answering on $URL/ (try /healthz, /metrics, /recommend?workload=postgres)"
         say "Prometheus: $PREFIX/share/prometheus/{scrape.yml,alerts.yml}; Grafana: $PREFIX/share/grafana/zfs-advisor.json (docs/deploy.md)"
         exit 0

@@ -82,7 +82,11 @@ class Scrape:
     commands_generation: float | None = None
     # (workload, Recommendation) for the datasets in the `workloads` setting (exporters/recommendations.py).
     recommendations: tuple[tuple[str, Any], ...] = ()
+    # (dataset, workload, exists) for each entry of the `workloads` setting; () while unknown.
+    workload_datasets: tuple[tuple[str, str, bool], ...] = ()
     source_durations: dict[str, float] = field(default_factory=dict)
+    # What the probe store says (advisor/probe/stats.py ProbeStats), None when there is no store.
+    probes: Any = None
 
     @cached_property
     def pools(self) -> list[Pool]:

@@ -19,7 +19,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 
 from advisor import __version__
 from advisor.facts import SCHEMA_VERSION
-from advisor.exporters import arc, datasets, disks, histograms, kstats, params, pools, recommendations, txgs, vdevs
+from advisor.exporters import (arc, datasets, disks, histograms, kstats, params, pools, probes, recommendations,
+                               txgs, vdevs)
 from advisor.exporters.base import Collect, Scrape
 from advisor.exporters.exposition import has_samples, text
 
@@ -38,6 +39,7 @@ COLLECTORS: dict[str, Collect] = {
     "disks": disks.collect,
     "module": params.collect,
     "recommendations": recommendations.collect,
+    "probes": probes.collect,
 }
 
 SCRAPE: ContextVar[Scrape | None] = ContextVar("zfs_advisor_scrape", default=None)

@@ -78,7 +78,7 @@ def to_openmetrics(text: bytes) -> bytes:
     return b"".join(out)
 
 
-def _accepts_gzip(accept_encoding: str | None) -> bool:
+def accepts_gzip(accept_encoding: str | None) -> bool:
     for coding, params in _media_ranges(accept_encoding or ""):
         if coding == "gzip":
             try:
@@ -88,11 +88,31 @@ def _accepts_gzip(accept_encoding: str | None) -> bool:
     return False
 
 
+def variant(headers: Mapping[str, str]) -> tuple[bool, bool]:
+    """(OpenMetrics?, gzip?) for a scrape with these request headers."""
+    return wants_openmetrics(headers.get("Accept")), accepts_gzip(headers.get("Accept-Encoding"))
+
+
+def gzipped(body: bytes) -> bytes:
+    return gzip.compress(body, compresslevel=GZIP_LEVEL, mtime=0)
+
+
+def response_headers(openmetrics: bool, gzip_it: bool) -> dict[str, str]:
+    out = {"Content-Type": OPENMETRICS if openmetrics else TEXT_0_0_4, "Vary": "Accept, Accept-Encoding"}
+    if gzip_it:
+        out["Content-Encoding"] = "gzip"
+    return out
+
+
+def encode(body: bytes, openmetrics: bool, gzip_it: bool) -> tuple[bytes, dict[str, str]]:
+    """The 0.0.4 `body` as the variant asked for, and its response headers."""
+    if openmetrics:
+        body = to_openmetrics(body)
+    if gzip_it:
+        body = gzipped(body)
+    return body, response_headers(openmetrics, gzip_it)
+
+
 def negotiate(body: bytes, headers: Mapping[str, str]) -> tuple[bytes, dict[str, str]]:
     """The body and response headers for a scrape with these request headers."""
-    out = {"Content-Type": TEXT_0_0_4, "Vary": "Accept, Accept-Encoding"}
-    if wants_openmetrics(headers.get("Accept")):
-        body, out["Content-Type"] = to_openmetrics(body), OPENMETRICS
-    if _accepts_gzip(headers.get("Accept-Encoding")):
-        body, out["Content-Encoding"] = gzip.compress(body, compresslevel=GZIP_LEVEL, mtime=0), "gzip"
-    return body, out
+    return encode(body, *variant(headers))

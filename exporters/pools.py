@@ -53,7 +53,7 @@ def _scan(scrape: Scrape, pools: list[Pool]) -> Iterable[Metric]:
         labels=["pool", "function", "state"],
     )
     docs = {
-        "progress": ("zfs_pool_scan_progress_ratio", "Issued / to-examine bytes of the last or current scan (0..1)"),
+        "progress": ("zfs_pool_scan_progress_ratio", "Issued / to-examine bytes of the current scan (0..1); 1 once the last scan finished"),
         "examined": ("zfs_pool_scan_examined_bytes", "Bytes scanned (examined)"),
         "issued": ("zfs_pool_scan_issued_bytes", "Bytes issued for scan I/O"),
         "to_examine": ("zfs_pool_scan_to_examine_bytes", "Bytes the scan has to examine in total"),

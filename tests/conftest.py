@@ -21,8 +21,8 @@ async def http_client():
 
     clients = []
 
-    async def start(app):
-        client = TestClient(TestServer(app))
+    async def start(app, **session):  # session: ClientSession options (auto_decompress=False)
+        client = TestClient(TestServer(app), **session)
         await client.start_server()
         clients.append(client)
         return client

@@ -1,11 +1,17 @@
-"""The API token: what a client beyond loopback must show.
+"""Who may ask: the API token, and basic auth from the web config file.
 
-A request from the host itself (loopback) is trusted, as for node_exporter on its default
-address. From anywhere else, every endpoint but /healthz and /metrics (which Prometheus
-scrapes; the unit's IPAddressAllow and the listen address limit who can) needs
-`Authorization: Bearer <api_token>`, compared in constant time. The settings refuse a
-non-loopback listen address without a token (advisor/settings.py), so this is always armed
-when it matters.
+Without basic auth (no `basic_auth_users` in the web config file): a request from the host
+itself (loopback) is trusted, as for node_exporter on its default address. From anywhere
+else, every endpoint but /healthz and /metrics (which Prometheus scrapes; the unit's
+IPAddressAllow and the listen address limit who can) needs `Authorization: Bearer
+<api_token>`, compared in constant time.
+
+With basic auth: as node_exporter with the same file, every request to every endpoint,
+/metrics and /healthz included and from loopback too, needs the credentials of one of the
+users; the bearer api_token, when set, is accepted instead of them.
+
+The settings refuse a non-loopback listen address without a token or TLS with basic auth
+(advisor/settings.py, advisor/webconfig.py), so this is always armed when it matters.
 """
 from __future__ import annotations
 
@@ -16,7 +22,7 @@ from typing import Awaitable, Callable
 from aiohttp import web
 
 from advisor.api.errors import json_error
-from advisor.appkeys import SETTINGS
+from advisor.appkeys import SETTINGS, WEB_CONFIG
 
 OPEN_PATHS = ("/healthz", "/metrics")
 
@@ -36,14 +42,37 @@ def token_matches(header: str | None, token: str) -> bool:
 
 
 @web.middleware
-async def token_middleware(
+async def auth_middleware(
     request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
 ) -> web.StreamResponse:
+    token = request.app[SETTINGS].api_token
+    web_config = request.app[WEB_CONFIG]
+    if web_config.basic_auth:
+        header = request.headers.get("Authorization")
+        if (token is not None and token_matches(header, token.get_secret_value())) or await web_config.check_basic(header):
+            return await handler(request)
+        error = json_error(401, "this server needs basic auth (a user of the web config file)"
+                           + (" or 'Authorization: Bearer <api_token>'" if token is not None else ""))
+        error.headers["WWW-Authenticate"] = 'Basic realm="zfs-advisor", charset="UTF-8"'
+        raise error
     if request.path in OPEN_PATHS or is_loopback(request.remote):
         return await handler(request)
-    token = request.app[SETTINGS].api_token
     if token is None:
         raise json_error(403, "this endpoint answers only on loopback unless api_token is set")
     if not token_matches(request.headers.get("Authorization"), token.get_secret_value()):
         raise json_error(401, "this endpoint needs 'Authorization: Bearer <api_token>' from beyond loopback")
     return await handler(request)
+
+
+def require_token(request: web.Request, what: str) -> None:
+    """Endpoints that start work need the token from every client, loopback included: 403 when
+    none is configured (saying how), 401 when it is missing or wrong."""
+    token = request.app[SETTINGS].api_token
+    if token is None:
+        raise json_error(403, f"{what}: it needs api_token, and none is configured. Set api_token = \"<a long random "
+                         "string>\" in the config file (/etc/zfs-advisor/config.toml, or ZFS_ADVISOR_API_TOKEN), "
+                         "restart the service and send 'Authorization: Bearer <api_token>'")
+    if not token_matches(request.headers.get("Authorization"), token.get_secret_value()):
+        exc = json_error(401, f"{what}: it needs 'Authorization: Bearer <api_token>'")
+        exc.headers["WWW-Authenticate"] = 'Bearer realm="zfs-advisor"'
+        raise exc

@@ -3,19 +3,21 @@ from __future__ import annotations
 
 import json
 import logging
-import time
+import resource
 from typing import Any, Awaitable, Callable
 
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
+from advisor.logs import RateLimitedLog
+
 log = logging.getLogger(__name__)
 
 
-def json_error(status: int, reason: str, **extra: Any) -> web.HTTPException:
+def json_error(status: int, reason: str, headers: dict[str, str] | None = None, **extra: Any) -> web.HTTPException:
     """An HTTP error whose body is the JSON error document (raise it)."""
     body = json.dumps({"error": {"status": status, "reason": reason, **extra}})
-    return _BY_STATUS[status](text=body, content_type="application/json")
+    return _BY_STATUS[status](text=body, content_type="application/json", headers=headers)
 
 
 _BY_STATUS: dict[int, type[web.HTTPException]] = {
@@ -24,6 +26,8 @@ _BY_STATUS: dict[int, type[web.HTTPException]] = {
     403: web.HTTPForbidden,
     404: web.HTTPNotFound,
     409: web.HTTPConflict,
+    413: type("HTTPPayloadTooLarge", (web.HTTPClientError,), {"status_code": 413}),  # aiohttp's wants sizes
+    415: web.HTTPUnsupportedMediaType,
     422: web.HTTPUnprocessableEntity,
     503: web.HTTPServiceUnavailable,
 }
@@ -57,26 +61,39 @@ async def error_middleware(
         )
 
 
+# A request whose head has not arrived this long after the connection opened (or after the
+# previous response) is dropped, and so is a connection idle that long: aiohttp's keep-alive
+# timer, which also runs before the first request.
+READ_TIMEOUT_SECONDS = 10.0
+# File descriptors kept for everything but client connections: the listening socket, the
+# zpool/zfs pipes, kstat files read in worker threads, SQLite, the journal; asyncio may also
+# accept up to 100 connections before the first of them is counted.
+FD_RESERVE = 192
+
+
+def default_max_connections() -> int:
+    """Client connections kept open at most, from the soft file-descriptor limit (1,024 -> 832)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return max(32, soft - FD_RESERVE) if soft != resource.RLIM_INFINITY else 4096
+
+
+_refusals = RateLimitedLog(log, interval=60.0)
+
+
 class _JsonErrorRequestHandler(RequestHandler):
     """aiohttp's connection handler, answering its own errors (a request line or header too
     long, too many headers, bytes that are not HTTP) with the JSON error document, logged as
-    one line instead of an ERROR with a traceback: a hostile or broken client is not a fault
-    of the service."""
+    one line (at most one per reason a minute) instead of an ERROR with a traceback: a hostile
+    or broken client is not a fault of the service."""
 
     __slots__ = ()
-    _last_warning = 0.0  # at most one warning per WARN_EVERY seconds; the rest at debug level
-    WARN_EVERY = 10.0
 
     def handle_error(self, request, status: int = 500, exc: BaseException | None = None,
                      message: str | None = None) -> web.StreamResponse:
         if status >= 500:  # not a client's doing: aiohttp's own handling and log
             return super().handle_error(request, status, exc, message)
         reason = " ".join(str(getattr(exc, "message", None) or exc or message or "bad request").split())[:200]
-        now = time.monotonic()
-        level = logging.WARNING if now - _JsonErrorRequestHandler._last_warning >= self.WARN_EVERY else logging.DEBUG
-        if level == logging.WARNING:
-            _JsonErrorRequestHandler._last_warning = now
-        log.log(level, "refused a malformed request from %s: %s", request.remote, reason)
+        _refusals.log(logging.WARNING, reason[:80], "refused a malformed request from %s: %s", request.remote, reason)
         if request.writer.output_size > 0:
             raise ConnectionError("response already started, cannot answer the error")
         resp = web.json_response({"error": {"status": status, "reason": reason}}, status=status)
@@ -85,16 +102,51 @@ class _JsonErrorRequestHandler(RequestHandler):
 
 
 class _JsonErrorServer(web.Server):
+    max_connections = 4096
+
     def __call__(self) -> RequestHandler:
         handler = super().__call__()
         handler.__class__ = _JsonErrorRequestHandler  # same slots: only handle_error differs
         return handler
 
+    def connection_made(self, handler: RequestHandler, transport) -> None:
+        """Beyond `max_connections`, the oldest connection not serving a request (idle, or a
+        request that is still arriving) is closed, else the new one: file descriptors never
+        run out, and a new client such as a health check still gets in."""
+        super().connection_made(handler, transport)
+        if len(self._connections) <= self.max_connections:
+            return
+        victim = next((h for h in self._connections if h is not handler and not h._request_in_progress), handler)
+        _refusals.log(logging.WARNING, "connection limit",
+                      "%d client connections open, more than %d: closed the oldest one not serving a request",
+                      len(self._connections), self.max_connections)
+        victim.force_close()
+
 
 class JsonErrorAppRunner(web.AppRunner):
-    """web.AppRunner whose connections answer aiohttp's own parser errors as JSON 4xx."""
+    """web.AppRunner whose connections answer aiohttp's own parser errors as JSON 4xx, drop
+    requests that do not arrive within `read_timeout` and stay within `max_connections`."""
+
+    def __init__(self, app: web.Application, *, read_timeout: float = READ_TIMEOUT_SECONDS,
+                 max_connections: int | None = None, **kwargs: Any) -> None:
+        super().__init__(app, keepalive_timeout=read_timeout, **kwargs)
+        self.max_connections = max_connections or default_max_connections()
 
     async def _make_server(self) -> web.Server:
         server = await super()._make_server()
         server.__class__ = _JsonErrorServer
+        server.max_connections = self.max_connections
         return server
+
+
+_loop_errors = RateLimitedLog(logging.getLogger("asyncio"), interval=60.0)
+
+
+def loop_exception_handler(loop, context: dict[str, Any]) -> None:
+    """asyncio's errors, at most one line per kind a minute (out of file descriptors, asyncio
+    logs every failed accept(): 9 MB of the same line once)."""
+    exc = context.get("exception")
+    message = context.get("message", "event loop error")
+    quiet = isinstance(exc, OSError)  # accept() out of resources: the message says it all
+    _loop_errors.log(logging.ERROR, f"{message}: {type(exc).__name__}", "%s: %s", message, exc or "",
+                     exc_info=None if quiet or exc is None else exc)

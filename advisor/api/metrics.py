@@ -14,15 +14,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from datetime import datetime, timezone
 
 from aiohttp import web
 
-from advisor.appkeys import ADVICE, EXPORT_OPTIONS, EXPORTER, FACTS, SETTINGS
+from advisor.api.shared import body_response
+from advisor.appkeys import ADVICE, BODIES, EXPORT_OPTIONS, EXPORTER, FACTS, SETTINGS
 from advisor.exporters.base import Scrape
-from advisor.exporters.negotiation import negotiate
+from advisor.exporters.negotiation import encode, response_headers, variant
 from advisor.facts import Host, ZfsInfo
 from advisor.host.collect import Collection, CommandFacts, command_host
+from advisor.probe.stats import ProbeStats, probe_stats
+from advisor.store.db import StoreError
+from advisor.store.probes import read_existing
 
 log = logging.getLogger(__name__)
 routes = web.RouteTableDef()
@@ -41,6 +46,17 @@ def deadline_seconds(configured: float, header: str | None) -> float:
     except ValueError:
         timeout = None
     return min(configured, 0.9 * timeout) if timeout and timeout > 0 else configured
+
+
+async def _probe_stats(app: web.Application) -> ProbeStats | None:
+    """The probe store's counts and last results, when there is a store (never created here)."""
+    settings = app[SETTINGS]
+    try:
+        return await asyncio.to_thread(
+            read_existing, settings.state_dir, lambda store: probe_stats(store, settings.profiler) if store else None)
+    except (StoreError, sqlite3.Error) as exc:  # the other families go on; the log says why
+        log.warning("probe store under %s cannot be read for /metrics: %s", settings.state_dir, exc)
+        return None
 
 
 @routes.get("/metrics")
@@ -66,19 +82,29 @@ async def get_metrics(request: web.Request) -> web.Response:
             zfs=ZfsInfo(present=False, reason="the first facts collection has not finished yet"),
         )
         collection = Collection(host)
-    age = provider.age_seconds()
-    scrape = Scrape(
-        host=collection.host,
-        options=app[EXPORT_OPTIONS],
-        stale=stale,
-        age_seconds=age,
-        collections=provider.collections,
-        command_runs=provider.command_runs,
-        commands_generation=collection.commands_finished_at,
-        source_durations=collection.durations,
-        # the engine runs in a worker thread, as for /recommend (docs/architecture.md)
-        recommendations=await asyncio.to_thread(app[ADVICE].for_host, collection.host, collection.commands_finished_at),
-    )
-    render = app[EXPORTER].render
-    body, headers = await asyncio.to_thread(lambda: negotiate(render(scrape), request.headers))  # format, gzip
-    return web.Response(body=body, headers=headers)
+    openmetrics, gzip_it = variant(request.headers)
+    bodies = app[BODIES].metrics
+
+    async def text() -> bytes:  # the 0.0.4 text of this collection
+        scrape = Scrape(
+            host=collection.host,
+            options=app[EXPORT_OPTIONS],
+            stale=stale,
+            age_seconds=provider.age_seconds(),
+            collections=provider.collections,
+            command_runs=provider.command_runs,
+            commands_generation=collection.commands_finished_at,
+            source_durations=collection.durations,
+            # the engine runs in a worker thread, as for /recommend (docs/architecture.md)
+            recommendations=await asyncio.to_thread(app[ADVICE].for_host, collection.host,
+                                                    collection.commands_finished_at),
+            workload_datasets=app[ADVICE].datasets,
+            probes=await _probe_stats(app),
+        )
+        return await asyncio.to_thread(app[EXPORTER].render, scrape)
+
+    async def encoded() -> bytes:  # only the variant asked for is kept: text and OpenMetrics are 16 MB each
+        return (await asyncio.to_thread(encode, await text(), openmetrics, gzip_it))[0]
+
+    body = await bodies.get(collection, (stale, openmetrics, gzip_it), encoded if openmetrics or gzip_it else text)
+    return body_response(body, response_headers(openmetrics, gzip_it))

@@ -14,8 +14,9 @@ from pydantic.json_schema import models_json_schema
 from advisor import __version__
 from advisor.appkeys import RULEBOOK
 from advisor.engine.loader import RuleBook
-from advisor.engine.models import ErrorResponse, PoolList, RecommendResponse, WorkloadInfo, WorkloadList
+from advisor.engine.models import GENERAL, ErrorResponse, PoolList, RecommendResponse, WorkloadInfo, WorkloadList
 from advisor.names import MAX_NAME_LEN, MAX_POOL_NAME_LEN
+from advisor.probe.request import MAX_BODY_BYTES, ProbeQueued, ProbeRequest
 
 routes = web.RouteTableDef()
 REF = "#/components/schemas/{model}"
@@ -56,20 +57,24 @@ def workload_parameters(book: RuleBook) -> list[dict[str, Any]]:
 
 
 def build_openapi(book: RuleBook | None = None) -> dict[str, Any]:
-    _, schemas = models_json_schema([(m, "serialization") for m in _MODELS], ref_template=REF)
+    _, schemas = models_json_schema([*((m, "serialization") for m in _MODELS), (ProbeRequest, "validation"),
+                                     (ProbeQueued, "serialization")], ref_template=REF)
     recommend_params = [
-        _query("workload", "workload profile (GET /v1/workloads lists them)", True,
-               sorted(book.workloads) if book else None),
+        _query("workload", f"workload profile (GET /v1/workloads lists them); without it, or `{GENERAL}`, the "
+               "general answer for any workload: pool layout, ashift, health, free space and module parameters "
+               "(no dataset, no workload parameters)", False,
+               [*sorted(book.workloads), GENERAL] if book else None),
         _query("pool", "pool to advise on (default: every pool)", max_length=MAX_POOL_NAME_LEN),
-        _query("dataset", "dataset to advise on, pool/name (default: a new <pool>/<workload> dataset)",
-               max_length=MAX_NAME_LEN),
+        _query("dataset", "dataset to advise on, pool/name (default: a new <pool>/<workload> dataset); needs a "
+               "workload", max_length=MAX_NAME_LEN),
         _query("format", "json (default) or text; Accept: text/plain also selects text", enum=["json", "text"]),
         *(workload_parameters(book) if book else []),
     ]
     paths: dict[str, Any] = {
         "/recommend": {
             "get": {
-                "summary": "Tunables for a workload, each explained, sourced and with the command that applies it",
+                "summary": "Tunables for a workload (or for any, without one), each explained, sourced and with the "
+                "command that applies it",
                 "parameters": recommend_params,
                 "responses": {
                     "200": {
@@ -97,7 +102,7 @@ def build_openapi(book: RuleBook | None = None) -> dict[str, Any]:
         "/v1/pools": {"get": {"summary": "Imported pools with media, layout and datasets", "responses": {"200": _json(PoolList, "pools")}}},
         "/v1/probes": {
             "get": {
-                "summary": "Probe runs in the store, newest first (zfs-advisor probe starts them)",
+                "summary": "Probe runs in the store, newest first (queued ones too)",
                 "parameters": [
                     _query("pool", "only runs on this pool", max_length=MAX_POOL_NAME_LEN),
                     _query("workload", "only runs for this workload", enum=sorted(book.workloads) if book else None),
@@ -106,7 +111,30 @@ def build_openapi(book: RuleBook | None = None) -> dict[str, Any]:
                 ],
                 "responses": {"200": {"description": "{runs: [...]}"}, "400": _error("malformed pool name or limit"),
                               "404": _error("unknown workload"), "503": _error("the probe database cannot be read")},
-            }
+            },
+            "post": {
+                "summary": "Queue a probe run; the privileged prober (zfs-advisor profile) starts it when the pool is idle",
+                "description": "Needs `Authorization: Bearer <api_token>` from every client, loopback included. "
+                               "Never runs fio in the API process: answers 202 with the queued run's id and "
+                               "`Location`; GET /v1/probes/{id} then shows it queued, running, completed, aborted "
+                               f"or failed. Body at most {MAX_BODY_BYTES} bytes.",
+                "security": [{"bearer": []}],
+                "requestBody": {"required": True, "content": {"application/json": {
+                    "schema": {"$ref": REF.format(model="ProbeRequest")}}}},
+                "responses": {
+                    "202": {**_json(ProbeQueued, "queued"), "headers": {"Location": {
+                        "description": "/v1/probes/{id} of the queued run", "schema": {"type": "string"}}}},
+                    "400": _error("invalid pool name, parameter, candidate value or budget; `valid` lists choices"),
+                    "401": _error("no or wrong bearer token"),
+                    "403": _error("no api_token is configured: the reason says how to set one"),
+                    "404": _error("unknown pool or workload; `valid` lists the known ones"),
+                    "409": _error("the queue is full ([profiler] max_queued)"),
+                    "413": _error("body too large"),
+                    "415": _error("body is not application/json"),
+                    "422": _error("body does not match ProbeRequest; `valid` lists its fields"),
+                    "503": _error("the probe database cannot be written"),
+                },
+            },
         },
         "/v1/probes/{id}": {
             "get": {
@@ -126,7 +154,9 @@ def build_openapi(book: RuleBook | None = None) -> dict[str, Any]:
         "openapi": "3.1.0",
         "info": {"title": "zfs-advisor", "version": __version__},
         "paths": paths,
-        "components": {"schemas": schemas["$defs"]},
+        "components": {"schemas": schemas["$defs"],
+                       "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
+                                                      "description": "api_token from the settings"}}},
     }
 
 

@@ -1,26 +1,40 @@
 """GET /v1/probes[?pool=P][&workload=W][&limit=N] and GET /v1/probes/{id}: the probe runs in the
 store under `state_dir`, newest first, and one run with its results and evidence.
+POST /v1/probes: queue a run (bearer token always, also on loopback).
 
-Read-only: probes are started by `zfs-advisor probe` (docs/probes.md). No database under
-`state_dir` means no probe ever ran: an empty list, and the database is not created.
+GET reads only: no database under `state_dir` means no probe ever ran, an empty list, and the
+database is not created. POST never runs fio here: this service has no privilege to create
+datasets or set module parameters. It writes a run with status `queued` and the prober
+(`zfs-advisor profile`, zfs-advisor-probe.service, root) starts it when the pool is idle;
+GET /v1/probes/{id} then shows it queued, running, completed, aborted or failed
+(docs/architecture.md, "Who probes").
 """
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 from typing import Any, Callable
 
 from aiohttp import web
+from pydantic import ValidationError
 
+from advisor.api.auth import require_token
 from advisor.api.errors import json_error
-from advisor.appkeys import RULEBOOK, SETTINGS
+from advisor.appkeys import FACTS, RULEBOOK, SETTINGS
+from advisor.engine.service import TargetError, resolve_params
 from advisor.names import InvalidName, check_pool_name
+from advisor.probe.candidates import DATASET_PROPERTIES, MODULE_PARAMETERS, CandidateError, parse_candidate_spec
 from advisor.probe.evidence import evidence
-from advisor.store.db import StoreError
+from advisor.probe.profiler import signal_queue
+from advisor.probe.request import MAX_BODY_BYTES, ProbeQueued, ProbeRequest
+from advisor.store.db import StoreError, connect
 from advisor.store.probes import ProbeStore, read_existing
 
 routes = web.RouteTableDef()
 MAX_LIMIT = 1000
+MAX_VALUES = 8  # candidate values per parameter
+PROBED = sorted(DATASET_PROPERTIES) + sorted(MODULE_PARAMETERS)
 
 
 async def _read(request: web.Request, read: Callable[[ProbeStore | None], Any]) -> Any:
@@ -40,7 +54,7 @@ def _query(request: web.Request) -> tuple[str | None, str | None, int]:
     book = request.app[RULEBOOK]
     if workload is not None and workload not in book.workloads:
         raise json_error(404, f"unknown workload {workload[:64]!r}", valid=sorted(book.workloads))
-    if not limit.isdigit() or not 1 <= int(limit) <= MAX_LIMIT:
+    if not (limit.isascii() and limit.isdigit()) or not 1 <= int(limit) <= MAX_LIMIT:
         raise json_error(400, f"limit must be a whole number from 1 to {MAX_LIMIT}")
     return pool, workload, int(limit)
 
@@ -55,7 +69,7 @@ async def list_probes(request: web.Request) -> web.Response:
 @routes.get("/v1/probes/{id}")
 async def get_probe(request: web.Request) -> web.Response:
     text = request.match_info["id"]
-    if not text.isdigit() or len(text) > 18:
+    if not (text.isascii() and text.isdigit()) or len(text) > 18:  # "²".isdigit(), but int("²") fails
         raise json_error(400, f"probe id must be a whole number, not {text[:32]!r}")
     run_id = int(text)
 
@@ -72,3 +86,87 @@ async def get_probe(request: web.Request) -> web.Response:
     if found is None:
         raise json_error(404, f"no probe run {run_id}")
     return web.json_response(found)
+
+
+@routes.post("/v1/probes")
+async def post_probe(request: web.Request) -> web.Response:
+    require_token(request, "POST /v1/probes starts work on the host")
+    body = await _body(request)
+    app, settings = request.app, request.app[SETTINGS]
+    try:
+        req = ProbeRequest.model_validate(body)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in exc.errors()[:10])
+        raise json_error(422, f"invalid probe request: {problems}", valid=sorted(ProbeRequest.model_fields)) from None
+    try:
+        check_pool_name(req.pool)
+    except InvalidName as exc:
+        raise json_error(400, f"invalid pool name: {exc}") from None
+    host = (await app[FACTS].get()).host
+    if host.pool(req.pool) is None:
+        raise json_error(404, f"no pool {req.pool[:64]!r} on this host", valid=[p.name for p in host.pools])
+    book = app[RULEBOOK]
+    workload = book.workloads.get(req.workload)
+    if workload is None:
+        raise json_error(404, f"unknown workload {req.workload[:64]!r}", valid=sorted(book.workloads))
+    try:
+        resolve_params(workload, {**req.set, **({"role": req.role} if req.role else {})})
+    except TargetError as exc:
+        raise json_error(400, exc.reason, **({"valid": exc.valid} if exc.valid is not None else {})) from None
+    for parameter, values in req.params.items():
+        if parameter not in PROBED:
+            raise json_error(400, f"{parameter[:64]!r} is not probed", valid=PROBED)
+        if not 2 <= len(set(values)) <= MAX_VALUES:
+            raise json_error(400, f"{parameter}: give 2 to {MAX_VALUES} different values (one is the baseline)")
+        try:
+            parse_candidate_spec(f"{parameter}={','.join(values)}")
+        except CandidateError as exc:
+            raise json_error(400, str(exc)) from None
+    longest = settings.profiler.max_request_seconds
+    if req.budget.seconds > longest:
+        raise json_error(400, f"budget.seconds {req.budget.seconds:g} is more than the {longest:g} s "
+                         "[profiler] max_request_seconds allows")
+    request_doc = req.model_dump(mode="json")
+
+    def queue() -> int | None:
+        conn = connect(settings.state_dir)
+        try:
+            store = ProbeStore(conn)
+            conn.execute("BEGIN IMMEDIATE")  # count and insert as one: two POSTs cannot both take the last place
+            if store.queue_length() >= settings.profiler.max_queued:
+                conn.execute("ROLLBACK")
+                return None
+            run_id = store.queue_run(req.pool, req.workload, req.role, req.budget.model_dump(), request_doc)
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+        signal_queue(settings.state_dir, run_id)
+        return run_id
+
+    try:
+        run_id = await asyncio.to_thread(queue)
+    except (StoreError, sqlite3.Error, OSError) as exc:
+        raise json_error(503, f"the probe database cannot be written: {exc}") from None
+    if run_id is None:
+        raise json_error(409, f"{settings.profiler.max_queued} probe runs are queued already ([profiler] max_queued); "
+                         "GET /v1/probes lists them")
+    location = f"/v1/probes/{run_id}"
+    return web.json_response(ProbeQueued(id=run_id, status="queued", location=location).model_dump(), status=202,
+                             headers={"Location": location})
+
+
+async def _body(request: web.Request) -> Any:
+    if request.content_type != "application/json":
+        raise json_error(415, f"send the request as application/json, not {request.content_type[:64]!r}",
+                         valid=["application/json"])
+    if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
+        raise json_error(413, f"request body larger than {MAX_BODY_BYTES} bytes")
+    data = b""
+    while chunk := await request.content.read(MAX_BODY_BYTES + 1 - len(data)):
+        data += chunk
+        if len(data) > MAX_BODY_BYTES:  # a chunked body says no length up front
+            raise json_error(413, f"request body larger than {MAX_BODY_BYTES} bytes")
+    try:
+        return json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise json_error(400, f"request body is not JSON: {str(exc)[:120]}") from None

@@ -1,4 +1,7 @@
-"""GET /recommend?workload=NAME[&pool=P][&dataset=P/D][&<param>=V][&format=text]
+"""GET /recommend[?workload=NAME][&pool=P][&dataset=P/D][&<param>=V][&format=text]
+
+Without a workload (or with workload=general), the general answer: pool-level and module advice
+that holds for any workload.
 
 JSON by default (the contract in docs/architecture.md); readable text for
 `format=text` or `Accept: text/plain`. Bad input is a 400/404 JSON error
@@ -8,14 +11,17 @@ factory.
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from aiohttp import web
 
 from advisor.api.errors import json_error
-from advisor.appkeys import FACTS, RULEBOOK, SETTINGS
+from advisor.api.shared import body_response
+from advisor.appkeys import BODIES, FACTS, MODEL, RULEBOOK, SETTINGS
 from advisor.engine.service import TargetError, recommend
 from advisor.engine.text import recommend_text
 from advisor.probe.evidence import stored_evidence
+from advisor.store.db import DB_FILE
 
 routes = web.RouteTableDef()
 RESERVED = ("workload", "pool", "dataset", "format")
@@ -48,21 +54,39 @@ async def get_recommend(request: web.Request) -> web.Response:
     args = query_args(request)
     text = wants_text(request, args.get("format"))
     params = {k: v for k, v in args.items() if k not in RESERVED}
-    host = (await request.app[FACTS].get()).host
+    collection = await request.app[FACTS].get()
+    state_dir = request.app[SETTINGS].state_dir
+    model = request.app[MODEL]
+
+    def answer():
+        host = collection.host
+        return recommend(host, request.app[RULEBOOK], args.get("workload"), params=params, pool=args.get("pool"),
+                         dataset=args.get("dataset"), measured=stored_evidence(state_dir),
+                         predicted=model.lookup(host, params), model_status=model.status())
+
+    async def build() -> bytes:
+        # the engine (and the model's lookup of this host's probes, which waits for a fit under way)
+        # runs in a worker thread: the event loop stays free for scrapes (docs/architecture.md)
+        response = await asyncio.to_thread(answer)
+        return (recommend_text(response) if text else response.model_dump_json()).encode()
+
+    # one answer per collection, query and state of the probe store (which is also what refits the
+    # model's local part), however many ask at once
+    variant = (tuple(sorted(args.items())), text, _store_stamp(state_dir))
     try:
-        # the engine runs in a worker thread: the event loop stays free for scrapes (docs/architecture.md)
-        response = await asyncio.to_thread(
-            recommend,
-            host,
-            request.app[RULEBOOK],
-            args.get("workload"),
-            params=params,
-            pool=args.get("pool"),
-            dataset=args.get("dataset"),
-            measured=stored_evidence(request.app[SETTINGS].state_dir),
-        )
-    except TargetError as exc:
+        body = await request.app[BODIES].recommend.get(collection, variant, build)
+    except TargetError as exc:  # shared by concurrent requests: each answers with its own error response
         raise json_error(exc.status, exc.reason, **({"valid": exc.valid} if exc.valid is not None else {})) from None
-    if text:
-        return web.Response(text=recommend_text(response), content_type="text/plain")
-    return web.Response(text=response.model_dump_json(), content_type="application/json")
+    return body_response(body, {"Content-Type": f"{'text/plain' if text else 'application/json'}; charset=utf-8"})
+
+
+def _store_stamp(state_dir: Path) -> tuple:
+    """What changes when a probe writes results (the database and its write-ahead log)."""
+    stamp = []
+    for name in (DB_FILE, DB_FILE + "-wal"):
+        try:
+            st = (state_dir / name).stat()
+            stamp.append((st.st_mtime_ns, st.st_size))
+        except OSError:
+            stamp.append(None)
+    return tuple(stamp)

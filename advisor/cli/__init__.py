@@ -8,12 +8,12 @@ import argparse
 import sys
 
 from advisor import __version__
-from advisor.cli import facts, probe, recommend, serve, snapshot, verify
+from advisor.cli import evaluate, facts, probe, profile, recommend, serve, snapshot, verify
 from advisor.engine.loader import RulesError
 from advisor.host.snapshot import SnapshotError
 from advisor.settings import SettingsError
 
-SUBCOMMANDS = (serve, facts, snapshot, recommend, verify, probe)
+SUBCOMMANDS = (serve, facts, snapshot, recommend, verify, probe, profile, evaluate)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -2,6 +2,7 @@
 
     zfs-advisor probe --pool tank --workload postgres --budget 5m
     zfs-advisor probe --pool tank --workload postgres --param recordsize=8K,16K,32K,128K --plan-only
+    zfs-advisor probe --pool tank --workload postgres --budget-probes 2
     zfs-advisor probe --list | --show ID | --recover
 
 Exit codes: 0 completed, 1 aborted/failed/refused, 2 bad usage.
@@ -39,6 +40,9 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--budget", default="5m", help="wall time of the whole probe, e.g. 90s, 5m (default 5m)")
     p.add_argument("--param", action="append", default=[], metavar="NAME=V1,V2",
                    help="candidates, e.g. recordsize=8K,16K,128K (default: a recordsize grid around the I/O size)")
+    p.add_argument("--budget-probes", type=int, metavar="N",
+                   help="probe only the N candidates of the grid (the default baseline included) the regression model "
+                        "expects most from (expected improvement, docs/model.md); without the model: the first N")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="workload parameter, e.g. page_size=16K")
     p.add_argument("--repeats", type=int, default=2, help="fio runs per candidate (>= 2)")
     p.add_argument("--ramp", type=int, default=5, help="seconds of warm-up discarded per run")
@@ -90,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
             raise PlanError("--pool and --workload are required (or --list, --show, --recover)")
         candidates = [c for spec in args.param for c in parse_candidate_spec(spec)] or None
         params = dict(s.split("=", 1) for s in args.set if "=" in s)
+        if args.budget_probes is not None:
+            candidates = _chosen_by_model(service, args, candidates, params)
         budget = Budget(seconds=parse_budget(args.budget), space_bytes=parse_size(args.space))
         plan = service.plan(args.pool, args.workload, budget, args.role, candidates, params)
         if args.plan_only:
@@ -104,6 +110,30 @@ def run(args: argparse.Namespace) -> int:
     except (UnsafeToProbe, LockBusy, StoreError) as exc:
         print(f"zfs-advisor probe: refused: {exc}", file=sys.stderr)
         return 1
+
+
+def _chosen_by_model(service: ProbeService, args: argparse.Namespace, given: list | None,
+                     params: dict[str, str]) -> list:
+    from advisor.model.provider import ModelProvider
+    from advisor.probe.pooldesc import PoolUnavailable, read_pool_descriptor
+
+    if given:
+        raise PlanError("--budget-probes chooses the candidates itself: give it or --param, not both")
+    if args.budget_probes < 1:
+        raise PlanError("--budget-probes must be at least 1")
+    if args.workload not in service.rulebook.workloads:
+        raise PlanError(f"unknown workload {args.workload!r}; valid: {sorted(service.rulebook.workloads)}")
+    try:
+        _, descriptor = asyncio.run(read_pool_descriptor(args.pool, service.runner, service.files))
+    except PoolUnavailable as exc:
+        raise UnsafeToProbe(str(exc)) from None
+    model = ModelProvider(service.config.state_dir, service.rulebook, enabled=load_settings(args.config).model).fit()
+    chosen = model.next_probe_candidates(args.pool, args.workload, args.budget_probes, params, descriptor=descriptor)
+    status = model.status()
+    how = (f"by expected improvement (model {status.version})" if status and status.available
+           else f"in grid order ({status.reason if status else 'the model is turned off'})")
+    print(f"candidates chosen {how}: " + ", ".join(f"{c.parameter}={c.value}" for c in chosen), file=sys.stderr)
+    return chosen
 
 
 def _plan_text(plan: Plan) -> str:

@@ -12,17 +12,21 @@ from advisor.engine.loader import load_rulebook
 from advisor.engine.models import RecommendResponse
 from advisor.engine.service import TargetError, recommend
 from advisor.engine.text import recommend_text
+from advisor.model.provider import ModelProvider
 from advisor.probe.evidence import stored_evidence
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = add_target_arguments(add_subcommand(sub, "recommend", "what to set for a workload, why, and the commands"))
+    p = add_target_arguments(add_subcommand(sub, "recommend", "what to set for a workload (or any), why, and the commands"))
     p.set_defaults(func=run)
 
 
 def add_target_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """What `recommend` and `verify` both take: the workload, its parameters and the target."""
-    p.add_argument("--workload", required=True, help="workload profile, e.g. postgres (GET /v1/workloads lists them)")
+    p.add_argument("--workload", help="workload profile, e.g. postgres: one of the files in the rules' workloads/ "
+                   "directory, which GET /v1/workloads describes (an unknown name is refused with the list); "
+                   "without one, the general advice: pool layout, ashift, health, free space and module "
+                   "parameters, for any workload")
     p.add_argument("--pool", help="pool to advise on (default: every pool)")
     p.add_argument("--dataset", help="dataset to advise on (default: a new <pool>/<workload> dataset)")
     p.add_argument("--role", help="which of the workload's datasets, e.g. data or wal")
@@ -48,9 +52,11 @@ def compute(args: argparse.Namespace) -> RecommendResponse | None:
     if args.role:
         params["role"] = args.role
     host = read_host(config)
+    model = ModelProvider(config.state_dir, book, enabled=config.model).fit()
     try:
         return recommend(host, book, args.workload, params=params, pool=args.pool, dataset=args.dataset,
-                         measured=stored_evidence(config.state_dir))
+                         measured=stored_evidence(config.state_dir), predicted=model.lookup(host, params),
+                         model_status=model.status())
     except TargetError as exc:
         valid = f" (valid: {', '.join(exc.valid)})" if exc.valid else ""
         print(f"zfs-advisor: {exc.reason}{valid}", file=sys.stderr)

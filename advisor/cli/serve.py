@@ -4,12 +4,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
+import time
+from typing import Mapping
 
 from aiohttp import web
 
 from advisor import __version__, systemd
-from advisor.api.errors import JsonErrorAppRunner
+from advisor.api.errors import JsonErrorAppRunner, loop_exception_handler
+from advisor.appkeys import WEB_CONFIG
 from advisor.app import create_app
 from advisor.cli.common import add_subcommand, settings
 from advisor.logs import setup_logging
@@ -18,24 +22,36 @@ from advisor.settings import Settings
 
 log = logging.getLogger("advisor")
 
+# A test hook (docs/deploy.md): wedge the event loop this many seconds after READY=1, so that a
+# test can watch systemd's watchdog restart the service. Honoured only together with the second
+# variable set to exactly WEDGE_CONSENT: one variable alone, or any other value, does nothing.
+WEDGE_AFTER = "ZFS_ADVISOR_TEST_WEDGE_AFTER"
+WEDGE_GUARD = "ZFS_ADVISOR_TEST_HOOKS"
+WEDGE_CONSENT = "wedge-the-event-loop"
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = add_subcommand(sub, "serve", "run the HTTP service (/metrics, /recommend, /healthz, /v1/...)")
     p.add_argument("--port", type=int, help=f"TCP port (default {DEFAULT_PORT})")
     p.add_argument("--listen", metavar="ADDRESS", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--web.config.file", dest="web_config_file", metavar="FILE",
+                   help="TLS and basic auth, in node_exporter's web config format (docs/security.md)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    config = settings(args, port=args.port, listen_address=args.listen)
+    config = settings(args, port=args.port, listen_address=args.listen, web_config_file=args.web_config_file)
     setup_logging(config.log_level, config.log_format)
     return asyncio.run(_serve(create_app(config), config))
 
 
 async def _serve(app: web.Application, settings: Settings) -> int:
-    runner = JsonErrorAppRunner(app, handle_signals=False)  # aiohttp's parser errors as JSON 4xx too
+    asyncio.get_running_loop().set_exception_handler(loop_exception_handler)
+    # aiohttp's parser errors as JSON 4xx too; a read timeout and a connection cap (docs/reliability.md)
+    runner = JsonErrorAppRunner(app, handle_signals=False)
     await runner.setup()
-    site = web.TCPSite(runner, settings.listen_address, settings.port)
+    web_config = app[WEB_CONFIG]
+    site = web.TCPSite(runner, settings.listen_address, settings.port, ssl_context=web_config.ssl_context())
     try:
         await site.start()
     except OSError as exc:
@@ -48,10 +64,37 @@ async def _serve(app: web.Application, settings: Settings) -> int:
         loop.add_signal_handler(sig, stop.set)
     log.info(
         "serving",
-        extra={"address": settings.listen_address, "port": settings.port, "root": settings.root, "version": __version__},
+        extra={"address": settings.listen_address, "port": settings.port, "root": settings.root, "version": __version__,
+               "tls": web_config.tls is not None, "basic_auth": web_config.basic_auth},
     )
     systemd.notify("READY=1")
+    if (delay := wedge_after(os.environ)) is not None:
+        loop.call_later(delay, _wedge)
     await stop.wait()
     log.info("shutting down")
     await runner.cleanup()
     return 0
+
+
+def wedge_after(environ: Mapping[str, str]) -> float | None:
+    """Seconds after READY=1 at which the test hook wedges the event loop, or None (the default)."""
+    value = environ.get(WEDGE_AFTER)
+    if value is None:
+        return None
+    if environ.get(WEDGE_GUARD) != WEDGE_CONSENT:
+        log.warning("%s is ignored: test hooks are off (docs/deploy.md)", WEDGE_AFTER)
+        return None
+    try:
+        delay = float(value)
+    except ValueError:
+        log.warning("%s=%r is not a number of seconds: ignored", WEDGE_AFTER, value)
+        return None
+    log.warning("test hook: the event loop will wedge %s s after start-up (%s)", delay, WEDGE_AFTER)
+    return max(delay, 0.0)
+
+
+def _wedge() -> None:
+    """Block the event loop for good: no request, no WATCHDOG=1, no SIGTERM handling."""
+    log.warning("test hook: wedging the event loop now")
+    while True:
+        time.sleep(3600)

@@ -17,6 +17,7 @@ from advisor.engine.models import Evidence, Recommendation, Status
 from advisor.engine.schema import Aggregate, Clause, FactRef, Rule, template_fields
 
 _MISSING = object()
+GENERAL_TITLE = "general-purpose"  # {workload.title} of an answer for no workload in particular
 
 
 class _Unknown(Exception):
@@ -180,10 +181,11 @@ def evaluate(rule: Rule, ctx: Context) -> Recommendation | None:
     shown_current, shown_recommended = render(definition.type, current), render(definition.type, recommended)
     ok = passes(rule, current, recommended)
     status: Status = "passed" if ok else "change"
+    title = ctx.workload.title if ctx.workload else GENERAL_TITLE
     values = {
         "current": (current, shown_current),
         "recommended": (recommended, shown_recommended),
-        "workload.title": (ctx.workload.title, ctx.workload.title),
+        "workload.title": (title, title),
     }
     apply, argv = None, None
     if rule.apply and not ok:

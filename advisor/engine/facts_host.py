@@ -11,39 +11,45 @@ from advisor.engine.units import parse_size
 # --- workload -----------------------------------------------------------------
 
 
+# Every workload fact is unknown in a general answer (no workload asked for): the engine gives
+# that answer only from rules that read none of them (Rule.workload_independent).
+
+
 @fact("workload.name", "str", "the workload asked for")
-def _w_name(ctx: Context) -> str:
-    return ctx.workload.name
+def _w_name(ctx: Context) -> str | None:
+    return ctx.workload.name if ctx.workload else None
 
 
 @fact("workload.role", "str", "which of the workload's datasets this is (e.g. data or wal)")
 def _w_role(ctx: Context) -> str | None:
+    if ctx.workload is None:
+        return None
     return ctx.params.get("role") or (ctx.workload.roles[0].name if ctx.workload.roles else None)
 
 
 @fact("workload.page_size", "bytes", "the application's page or record size (workload parameter page_size)")
-def _w_page(ctx: Context) -> int:
-    return parse_size(ctx.params.get("page_size") or ctx.workload.io.block_size)
+def _w_page(ctx: Context) -> int | None:
+    return parse_size(ctx.params.get("page_size") or ctx.workload.io.block_size) if ctx.workload else None
 
 
 @fact("workload.block_size", "bytes", "typical I/O size of the workload")
-def _w_block(ctx: Context) -> int:
-    return parse_size(ctx.workload.io.block_size)
+def _w_block(ctx: Context) -> int | None:
+    return parse_size(ctx.workload.io.block_size) if ctx.workload else None
 
 
 @fact("workload.pattern", "str", "random, sequential or mixed access")
-def _w_pattern(ctx: Context) -> str:
-    return ctx.workload.io.pattern
+def _w_pattern(ctx: Context) -> str | None:
+    return ctx.workload.io.pattern if ctx.workload else None
 
 
 @fact("workload.sync", "str", "share of synchronous writes (fsync/O_DSYNC): none, light or heavy")
-def _w_sync(ctx: Context) -> str:
-    return ctx.workload.io.sync
+def _w_sync(ctx: Context) -> str | None:
+    return ctx.workload.io.sync if ctx.workload else None
 
 
 @fact("workload.read_fraction", "ratio", "share of reads in the I/O mix")
-def _w_read(ctx: Context) -> float:
-    return ctx.workload.io.read_fraction
+def _w_read(ctx: Context) -> float | None:
+    return ctx.workload.io.read_fraction if ctx.workload else None
 
 
 # --- host and module ----------------------------------------------------------

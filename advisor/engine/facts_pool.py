@@ -27,6 +27,11 @@ def _p_name(ctx: Context) -> str | None:
     return ctx.pool.name if ctx.pool else None
 
 
+@fact("pool.health", "str", "pool state (zpool get health): ONLINE, DEGRADED, FAULTED, OFFLINE, REMOVED or UNAVAIL")
+def _p_health(ctx: Context) -> str | None:
+    return ctx.pool.health if ctx.pool else None
+
+
 @fact("pool.media", "str", "media of the data vdevs' disks: ssd, hdd, mixed or unknown (sysfs queue/rotational)")
 def _p_media(ctx: Context) -> str | None:
     return pool_media(ctx.host, ctx.pool) if ctx.pool else None

@@ -15,6 +15,7 @@ import yaml
 from pydantic import ValidationError
 
 from advisor.engine import facts_catalogue  # noqa: F401  (rules are validated against the whole catalogue)
+from advisor.engine.models import GENERAL
 from advisor.engine.schema import Rule, Workload
 from advisor.rules import RULES_DIR
 
@@ -63,6 +64,8 @@ def load_workloads(directory: Path) -> dict[str, Workload]:
             workload = Workload.model_validate(data)
         except ValidationError as exc:
             raise RulesError(f"{path}: invalid workload: {_problems(exc)}") from None
+        if workload.name == GENERAL:
+            raise RulesError(f"{path}: `{GENERAL}` is reserved: it names the answer for no workload in particular")
         if workload.name != path.stem:
             raise RulesError(f"{path}: workload name {workload.name!r} must match the file name {path.stem!r}")
         workloads[workload.name] = workload

@@ -107,3 +107,39 @@ def _command(rec: Recommendation, value: str, new_datasets: frozenset[str]) -> l
     if rec.dataset in new_datasets:
         return ["zfs", "create", "-o", f"{rec.parameter}={value}", rec.dataset]
     return ["zfs", "set", f"{rec.parameter}={value}", rec.dataset]
+
+
+# --- module parameters (scope "module") ------------------------------------------------------
+PARAMS_DIR = "/sys/module/zfs/parameters"
+
+
+def apply_module_measurements(recs: list[Recommendation], measured: dict[str, list[ParameterEvidence]]
+                              ) -> list[Recommendation]:
+    """Module parameters measured by a probe (`--param zfs_txg_timeout=5,30`, scope "module") get
+    the same treatment as dataset properties: `source: probe`, the candidates as evidence, the
+    measured `expected_effect`, and the rule's value overruled when the repeats tell them apart.
+
+    A module parameter is host-wide, a probe is of one pool: `measured` holds the evidence of the
+    pools the answer is about (pool name -> evidence); the latest run that measured the
+    parameter on any of them is used, and the explanation names its pool."""
+    latest: dict[str, tuple[str, ParameterEvidence]] = {}
+    for pool, evidence in sorted(measured.items()):
+        for ev in evidence:
+            if ev.candidates and (ev.parameter not in latest or ev.run_id > latest[ev.parameter][1].run_id):
+                latest[ev.parameter] = (pool, ev)
+    return [_apply_module(rec, *latest[rec.parameter])
+            if rec.scope == "module" and rec.kind == "setting" and rec.parameter in latest else rec for rec in recs]
+
+
+def _apply_module(rec: Recommendation, pool: str, ev: ParameterEvidence) -> Recommendation:
+    """The dataset treatment (`_apply`) on the recommendation seen as one about `pool`, then put
+    back as the module's: no dataset command, the sysfs write instead."""
+    as_dataset = rec.model_copy(update={"scope": "dataset", "pool": pool, "dataset": None})
+    done = _apply(as_dataset, [ev], frozenset())
+    update: dict = {"scope": rec.scope, "pool": rec.pool, "dataset": rec.dataset,
+                    "explanation": done.explanation.replace("Measured on this pool",
+                                                            f"Measured on pool {pool} (set only while the probe ran)")}
+    if done.recommended != rec.recommended:
+        update["apply"] = f"echo {done.recommended} > {PARAMS_DIR}/{rec.parameter}" if done.change else None
+        update["apply_argv"] = None
+    return done.model_copy(update=update)

@@ -11,6 +11,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Status = Literal["change", "passed", "skipped"]
+# The `workload` of the answer for no workload in particular, and the name that asks for it: not a
+# workload profile (the loader refuses one of that name), only the rules that hold for every workload.
+GENERAL = "general"
 # Where a setting lives, and when a change to it takes effect (rules declare both; schema.Rule).
 Scope = Literal["pool-create", "pool", "dataset", "module"]
 Effect = Literal["runtime", "new-writes", "dataset-recreate", "pool-recreate", "pool-change"]
@@ -80,14 +83,26 @@ class Summary(Out):
     skipped: int
 
 
+class ModelStatus(Out):
+    available: bool
+    version: str | None = Field(None, description="the regression model's version (features, targets, prior data)")
+    lab_runs: int = Field(0, description="lab fio runs (repeats) the model was fitted on")
+    reason: str | None = Field(None, description="why the model made no predictions")
+
+
 class RecommendResponse(Out):
-    workload: str
+    workload: str = Field(
+        description="the workload asked for, or `general` when none was: then only the advice that holds for any "
+        "workload (pool layout, ashift, health, free space, module parameters), no dataset"
+    )
     parameters: dict[str, str] = Field(default_factory=dict)
     target: Target
     recommendations: list[Recommendation]
     summary: Summary
     generated_at: datetime
     facts: dict[str, Any] = Field(description="host facts the answer was computed from (summary)")
+    model: ModelStatus | None = Field(None, description="the regression model behind `source: model` and "
+                                      "`rule+model` answers; null when the caller did not consult one")
 
 
 class WorkloadParameter(Out):

@@ -199,6 +199,18 @@ class Rule(Strict):
     def workload_specific(self) -> bool:
         return self.workloads != "all"
 
+    @property
+    def workload_independent(self) -> bool:
+        """True when the rule holds for any workload: it selects all of them, no role, and reads no
+        workload fact (in a condition, a value, evidence or a text). The general answer, for no
+        workload in particular, is made of these."""
+        if self.workloads != "all" or self.roles is not None:
+            return False
+        texts = (self.explanation.change, self.explanation.ok, self.sources_disagree or "", self.apply_note or "",
+                 *(self.apply or []))
+        names = [*self.facts(), *(name for text in texts for name, _ in template_fields(text))]
+        return not any(name.startswith("workload.") for name in names)
+
     def selects(self, workload: "Workload") -> bool:
         if self.workloads == "all":
             return True

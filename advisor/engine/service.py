@@ -13,8 +13,9 @@ from typing import Any, Callable
 from advisor.engine.context import Context
 from advisor.engine.evaluator import evaluate
 from advisor.engine.loader import RuleBook
-from advisor.engine.measured import apply_measurements
-from advisor.engine.models import Recommendation, RecommendResponse, Summary, Target
+from advisor.engine.measured import apply_measurements, apply_module_measurements
+from advisor.engine.models import GENERAL, ModelStatus, Recommendation, RecommendResponse, Summary, Target
+from advisor.engine.predicted import PredictionLookup, apply_predictions
 from advisor.engine.schema import Rule, Workload
 from advisor.facts import Host
 from advisor.probe.evidence import ParameterEvidence
@@ -36,14 +37,23 @@ class TargetError(Exception):
         self.valid = None if valid is None else list(valid)[: self.MAX_VALID]
 
 
-def resolve_workload(book: RuleBook, name: str | None) -> Workload:
+def resolve_workload(book: RuleBook, name: str | None) -> Workload | None:
+    """The workload asked for; None for the general answer (no workload, or `general`)."""
+    if name is None or name == GENERAL:
+        return None
     if not name:
-        raise TargetError(400, "parameter `workload` is required", sorted(book.workloads))
+        raise TargetError(400, "parameter `workload` is empty: name one, or leave it out for the general answer",
+                          [*sorted(book.workloads), GENERAL])
     workload = book.workloads.get(name)
     if workload is None:
         shown = name if len(name) <= 64 else name[:64] + "..."
-        raise TargetError(404, f"unknown workload {shown!r}", sorted(book.workloads))
+        raise TargetError(404, f"unknown workload {shown!r}", [*sorted(book.workloads), GENERAL])
     return workload
+
+
+def general_rules(book: RuleBook) -> list[Rule]:
+    """The rules of the general answer: about pools and module parameters, true for any workload."""
+    return [r for r in book.rules if r.scope != "dataset" and r.workload_independent]
 
 
 def resolve_params(workload: Workload, given: dict[str, str]) -> dict[str, str]:
@@ -76,15 +86,21 @@ def recommend(
     dataset: str | None = None,
     now: datetime | None = None,
     measured: Callable[[str, str], list[ParameterEvidence]] | None = None,
+    predicted: PredictionLookup | None = None,
+    model_status: ModelStatus | None = None,
 ) -> RecommendResponse:
-    """`measured(pool, workload)`: the probe evidence of a pool (advisor/probe/evidence.py), if any."""
+    """`measured(pool, workload)`: the probe evidence of a pool (advisor/probe/evidence.py), if any;
+    `predicted`: the regression model's predictions (advisor/engine/predicted.py), if any.
+
+    Without a workload (None or `general`), the general answer: the pool-level and module rules
+    that hold for any workload (ashift, layout, redundancy, health, free space, ...), no dataset.
+    """
     workload = resolve_workload(book, workload_name)
+    if workload is None:
+        return _general(host, book, params or {}, pool, dataset, now)
     resolved = resolve_params(workload, params or {})
     if pool:
-        _check("pool", pool, check_pool_name)
-        if host.pool(pool) is None:
-            raise TargetError(404, f"no pool {pool!r} on this host{_no_data(host, 'zpool_get')}",
-                              [p.name for p in host.pools])
+        _check_pool(host, pool)
     if dataset:
         _check("dataset", dataset, check_dataset_name)
         ds = host.dataset(dataset)
@@ -116,14 +132,56 @@ def recommend(
             if len(pools) == 1:
                 target = Target(pool=p.name, dataset=ds_ctx.get("dataset.name"), new_dataset=ds_ctx.new_dataset is not None)
     merged = merge(results, rules)
+    proposed = frozenset(r.dataset for r in merged if r.dataset and host.dataset(r.dataset) is None)
     if measured is not None:
-        proposed = frozenset(r.dataset for r in merged if r.dataset and host.dataset(r.dataset) is None)
-        merged = apply_measurements(merged, {p.name: measured(p.name, workload.name) for p in pools if p is not None},
-                                    proposed)
+        by_pool = {p.name: measured(p.name, workload.name) for p in pools if p is not None}
+        merged = apply_module_measurements(apply_measurements(merged, by_pool, proposed), by_pool)
+    if predicted is not None:
+        merged = apply_predictions(merged, workload.name, predicted, proposed)
+    return _response(host, workload.name, resolved, target, merged, pools, now, model_status)
+
+
+def _check_pool(host: Host, pool: str) -> None:
+    _check("pool", pool, check_pool_name)
+    if host.pool(pool) is None:
+        raise TargetError(404, f"no pool {pool!r} on this host{_no_data(host, 'zpool_get')}",
+                          [p.name for p in host.pools])
+
+
+def _general(host: Host, book: RuleBook, params: dict[str, str], pool: str | None, dataset: str | None,
+             now: datetime | None) -> RecommendResponse:
+    if params:
+        raise TargetError(400, f"parameter {sorted(params)[0][:64]!r} belongs to a workload: give `workload` too",
+                          sorted(book.workloads))
+    if dataset:
+        raise TargetError(400, "advice for a dataset needs a workload (without one the answer is about pools "
+                          "and module parameters)", sorted(book.workloads))
+    if pool:
+        _check_pool(host, pool)
+    pools = [p for p in [host.pool(pool)] if p is not None] if pool else list(host.pools)
+    rules = general_rules(book)
+    results = _run([r for r in rules if r.scope == "module"],
+                   Context(host=host, pool=pools[0] if len(pools) == 1 else None))
+    for p in pools:
+        results += _run([r for r in rules if r.scope in ("pool-create", "pool")], Context(host=host, pool=p))
+    return _response(host, GENERAL, {}, Target(pool=pool), merge(results, rules), pools, now)
+
+
+def _keep_current(rec: Recommendation) -> Recommendation:
+    """A passed item recommends what it has: the rule's value is a threshold (ashift >= 9 passes at
+    12) or one of several accepted values, and `requirement` shows it; `recommended` never does."""
+    if rec.status != "passed" or rec.current is None or rec.recommended == rec.current:
+        return rec
+    return rec.model_copy(update={"recommended": rec.current})
+
+
+def _response(host: Host, workload: str, params: dict[str, str], target: Target, merged: list[Recommendation],
+              pools: list, now: datetime | None, model_status: ModelStatus | None = None) -> RecommendResponse:
+    merged = [_keep_current(r) for r in merged]
     merged.sort(key=lambda r: (SCOPE_ORDER[r.scope], r.pool or "", r.dataset or ""))
     return RecommendResponse(
-        workload=workload.name,
-        parameters=resolved,
+        workload=workload,
+        parameters=params,
         target=target,
         recommendations=merged,
         summary=Summary(
@@ -133,6 +191,7 @@ def recommend(
         ),
         generated_at=now or datetime.now(timezone.utc),
         facts=facts_summary(host, pools),
+        model=model_status,
     )
 
 

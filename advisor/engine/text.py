@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import textwrap
 
-from advisor.engine.models import EFFECT_TEXT, Recommendation, RecommendResponse
+from advisor.engine.models import EFFECT_TEXT, GENERAL, Recommendation, RecommendResponse
 
 WIDTH = 100
 _LABEL = {"change": "CHANGE", "passed": "passed", "skipped": "skipped"}
@@ -58,15 +58,28 @@ def recommend_text(response: RecommendResponse) -> str:
         where.append(f"{'new ' if target.new_dataset else ''}dataset {target.dataset}")
     params = ", ".join(f"{k}={v}" for k, v in response.parameters.items())
     facts = response.facts
+    general = response.workload == GENERAL
     lines = [
-        f"zfs-advisor: recommendations for workload {response.workload} ({params})"
+        ("zfs-advisor: general recommendations, for any workload" if general
+         else f"zfs-advisor: recommendations for workload {response.workload} ({params})")
         + (f" on {', '.join(where)}" if where else ""),
         f"host {facts.get('hostname') or '?'}, OpenZFS {facts.get('zfs_version') or '?'}, generated "
         f"{response.generated_at.isoformat(timespec='seconds')}",
         f"{response.summary.change} to change, {response.summary.passed} passed, {response.summary.skipped} skipped",
     ]
+    if response.model is not None:
+        model = response.model
+        lines.append(f"regression model {model.version}, fitted on {model.lab_runs} lab runs" if model.available
+                     else f"regression model: none ({model.reason})")
     if facts.get("zfs_present") is False:
         lines.append(f"ZFS: absent ({facts.get('zfs_absent_reason') or 'no reason given'}); nothing can be checked")
+    if general:
+        lines += _wrap(
+            "No workload given: pool layout, ashift, health, free space and module parameters, judged by the "
+            "rules that hold for every workload. --workload NAME (&workload=NAME) adds dataset properties and "
+            "the advice that depends on the workload.",
+            "",
+        )
     if target.new_dataset:
         lines += _wrap(
             f"No dataset given: advice is for a new dataset {target.dataset}, judged by what it would inherit "

@@ -21,8 +21,11 @@ from advisor.host.files import HostFiles
 from advisor.host.parsing import ParseError
 from advisor.host.runner import CommandResult, CommandRunner
 from advisor.host.versions import has_json_output, parse_version, parse_zfs_version_command
+from advisor.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
+# a source failing the same way on every collection (every few seconds) logs once a minute
+_unexpected = RateLimitedLog(log, interval=60.0)
 
 
 @dataclass
@@ -143,7 +146,8 @@ def _failure(what: str, exc: Exception, source: str) -> str:
     if isinstance(exc, ParseError):
         return f"{what} not understood: {exc}"
     # Not a documented parser error: a bug in a source, logged so that it gets fixed.
-    log.warning("source %s failed unexpectedly: %s: %s", source, type(exc).__name__, exc)
+    _unexpected.log(logging.WARNING, f"{source}:{type(exc).__name__}", "source %s failed unexpectedly: %s: %s",
+                    source, type(exc).__name__, exc)
     return f"{what}: internal error: {type(exc).__name__}: {exc}"
 
 

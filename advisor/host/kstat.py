@@ -15,7 +15,7 @@ from advisor.host.parsing import INT_MAX, INT_MIN, ParseError, shown
 
 KSTAT_DIR = "/proc/spl/kstat/zfs"
 _STRING_TYPES = {"0", "7"}
-# The global kstats the advisor reads besides arcstats (issue #2).
+# The global kstats the advisor reads besides arcstats.
 GLOBAL_KSTATS = ("zil", "dmu_tx", "zfetchstats", "abdstats", "dbufstats", "vdev_mirror_stats")
 
 

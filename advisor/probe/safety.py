@@ -35,7 +35,12 @@ class Thresholds:
 
 
 class UnsafeToProbe(Exception):
-    """The pool is not in a state to be probed; the message says why."""
+    """The pool is not in a state to be probed; the message says why, `kind` in a word
+    ("busy": foreground I/O, "budget": the daily budget is spent, "unsafe": anything else)."""
+
+    def __init__(self, reason: str, kind: str = "unsafe"):
+        super().__init__(reason)
+        self.kind = kind
 
 
 def check_pool(pool: Pool, size_bytes: int | None, free_bytes: int | None, needed_bytes: int,

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor.engine.loader import RuleBook
+from advisor.engine.service import TargetError, resolve_params
 from advisor.engine.units import format_size
 from advisor.host.files import HostFiles
 from advisor.host.kstat import read_named_kstat
@@ -69,6 +70,10 @@ class ProbeService:
         if wl is None:
             raise PlanError(f"unknown workload {workload!r}; valid: {sorted(self.rulebook.workloads)}")
         params = params or {}
+        try:  # declared parameters with declared values only: they are formatted into the fio job
+            resolve_params(wl, {**params, **({"role": role} if role else {})})
+        except TargetError as exc:
+            raise PlanError(f"{exc.reason}; valid: {exc.valid}") from None
         if candidates is None:
             block = wl.io.block_size
             page = params.get("page_size") or (wl.parameters["page_size"].default if "page_size" in wl.parameters else None)
@@ -128,7 +133,9 @@ class ProbeService:
         return max(working_set // 4, c_min + (64 << 20), MIN_ARC_MAX)
 
     # --- run ------------------------------------------------------------------------------
-    async def run(self, plan: Plan, progress: ProgressCallback | None = None) -> RunRow:
+    async def run(self, plan: Plan, progress: ProgressCallback | None = None, queued_id: int | None = None) -> RunRow:
+        """`queued_id`: a run queued by POST /v1/probes, started (claimed) once the checks pass;
+        a refused check (UnsafeToProbe, LockBusy) leaves it queued."""
         workload = self.rulebook.workloads[plan.workload]
         scratch = ScratchArea(plan.pool, self.runner, self.config.scratch_name)
         with ProbeLock(self.config.state_dir, plan.pool):
@@ -141,8 +148,14 @@ class ProbeService:
             check_pool(pool, size, free, plan.working_set_bytes * 5 // 4 + (64 << 20), self.config.thresholds)
             self._check_daily(plan)
             await self._check_idle(plan.pool, scratch.root)
-            run_id = self.store.start_run(plan.pool, plan.workload, plan.role, plan.budget.model_dump(),
-                                          [c.model_dump() for c in plan.candidates], descriptor)
+            candidates = [c.model_dump() for c in plan.candidates]
+            if queued_id is None:
+                run_id = self.store.start_run(plan.pool, plan.workload, plan.role, plan.budget.model_dump(),
+                                              candidates, descriptor)
+            elif self.store.claim_run(queued_id, plan.budget.model_dump(), candidates, descriptor):
+                run_id = queued_id
+            else:
+                raise UnsafeToProbe(f"run {queued_id} is no longer queued")
             guard = ParamGuard(ModuleParams(self.files), self.store, run_id)
             workdir = self.config.state_dir / "probe-work"
             workdir.mkdir(parents=True, exist_ok=True)
@@ -207,9 +220,10 @@ class ProbeService:
         seconds, written = self.store.usage_since(plan.pool, time.time() - DAY_SECONDS)
         if seconds + plan.estimated_seconds > plan.budget.daily_seconds:
             raise UnsafeToProbe(f"daily budget: {seconds:.0f} s of probing on {plan.pool} in the last 24 h; "
-                                f"{plan.estimated_seconds:.0f} s more would exceed {plan.budget.daily_seconds:g} s")
+                                f"{plan.estimated_seconds:.0f} s more would exceed {plan.budget.daily_seconds:g} s", "budget")
         if written > plan.budget.daily_bytes:
-            raise UnsafeToProbe(f"daily budget: probes wrote {written >> 20} MiB to {plan.pool} in the last 24 h")
+            raise UnsafeToProbe(f"daily budget: probes wrote {written >> 20} MiB to {plan.pool} in the last 24 h, "
+                                f"more than {plan.budget.daily_bytes >> 20} MiB", "budget")
 
     async def _check_idle(self, pool: str, scratch_root: str) -> None:
         t = self.config.thresholds
@@ -221,7 +235,7 @@ class ProbeService:
         if ops > t.idle_max_ops_per_second or nbytes > t.idle_max_bytes_per_second:
             raise UnsafeToProbe(f"pool {pool} is not idle: {ops:.0f} ops/s, {nbytes / 1024:.0f} KiB/s of foreground "
                                 f"I/O over {t.idle_window_seconds:g} s (thresholds {t.idle_max_ops_per_second:g} ops/s, "
-                                f"{t.idle_max_bytes_per_second / 1024:.0f} KiB/s)")
+                                f"{t.idle_max_bytes_per_second / 1024:.0f} KiB/s)", "busy")
 
     # --- recovery -------------------------------------------------------------------------
     async def recover(self, pools: list[str] | None = None) -> dict[str, object]:

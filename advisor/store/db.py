@@ -80,6 +80,48 @@ MIGRATIONS: tuple[str, ...] = (
         report_json TEXT NOT NULL
     );
     """,
+    # 3: requests queued by POST /v1/probes are runs with status 'queued' (one id from the
+    # request to its results); the prober records why it skipped a pool. SQLite cannot change
+    # a CHECK constraint in place: the table is rebuilt (https://www.sqlite.org/lang_altertable.html,
+    # "other kinds of table schema changes"), with foreign keys off during migrations.
+    """
+    CREATE TABLE probe_runs_v3 (
+        id INTEGER PRIMARY KEY,
+        pool TEXT NOT NULL,
+        workload TEXT NOT NULL,
+        role TEXT,
+        status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'completed', 'aborted', 'failed')),
+        reason TEXT,
+        started_at REAL NOT NULL,
+        ended_at REAL,
+        stopped_at REAL,
+        budget_json TEXT NOT NULL,
+        plan_json TEXT NOT NULL,
+        pool_json TEXT,
+        host TEXT,
+        pid INTEGER,
+        queued_at REAL,
+        request_json TEXT
+    );
+    INSERT INTO probe_runs_v3 (id, pool, workload, role, status, reason, started_at, ended_at, stopped_at,
+                               budget_json, plan_json, pool_json, host, pid)
+        SELECT id, pool, workload, role, status, reason, started_at, ended_at, stopped_at,
+               budget_json, plan_json, pool_json, host, pid FROM probe_runs;
+    DROP TABLE probe_runs;
+    ALTER TABLE probe_runs_v3 RENAME TO probe_runs;
+    CREATE INDEX probe_runs_pool_workload ON probe_runs (pool, workload, started_at);
+    CREATE INDEX probe_runs_status ON probe_runs (status);
+    CREATE TABLE profiler_skips (
+        id INTEGER PRIMARY KEY,
+        at REAL NOT NULL,
+        pool TEXT NOT NULL,
+        workload TEXT,
+        run_id INTEGER,
+        kind TEXT NOT NULL,
+        reason TEXT NOT NULL
+    );
+    CREATE INDEX profiler_skips_at ON profiler_skips (at);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -92,16 +134,41 @@ def connect(state_dir: str | os.PathLike[str]) -> sqlite3.Connection:
     directory = Path(state_dir)
     directory.mkdir(parents=True, exist_ok=True, mode=0o750)
     path = directory / DB_FILE
+    _owned_like_directory(directory, path)
     try:
         conn = sqlite3.connect(path, timeout=10.0, isolation_level=None)  # explicit transactions
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open {path}: {exc}") from None
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA foreign_keys=ON")
     conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across a crash of this process
-    migrate(conn, path)
+    conn.execute("PRAGMA foreign_keys=OFF")  # a migration may rebuild a table others refer to
+    try:
+        migrate(conn, path)
+    finally:
+        conn.execute("PRAGMA foreign_keys=ON")
     return conn
+
+
+def _owned_like_directory(directory: Path, path: Path) -> None:
+    """Root (the privileged prober) creating the database in the API's state directory creates
+    it as the directory's owner (the service's user), so the unprivileged API can still write
+    its queue and the WAL's -shm file. SQLite itself gives -wal/-shm/-journal files the owner
+    of the database when it runs as root (robustFchown in os_unix.c), so only the database
+    file needs this (docs/security.md, "The probe unit")."""
+    if os.geteuid() != 0 or path.exists():
+        return
+    owner = directory.stat()
+    if owner.st_uid == 0:
+        return
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o640)
+    except FileExistsError:
+        return
+    try:
+        os.fchown(fd, owner.st_uid, owner.st_gid)
+    finally:
+        os.close(fd)
 
 
 def migrate(conn: sqlite3.Connection, path: object = "database") -> int:

@@ -15,7 +15,8 @@ from advisor.store.db import DB_FILE, connect
 
 T = TypeVar("T")
 
-RunStatus = Literal["running", "completed", "aborted", "failed"]
+RunStatus = Literal["queued", "running", "completed", "aborted", "failed"]
+SKIPS_KEPT_SECONDS = 30 * 86400
 
 
 class ResultRow(BaseModel):
@@ -67,6 +68,17 @@ class RunRow(BaseModel):
     pool_descriptor: dict[str, Any] | None
     host: str | None
     pid: int | None
+    queued_at: float | None = None  # set for runs asked for with POST /v1/probes
+    request: dict[str, Any] | None = None  # what that POST asked for
+
+
+class SkipRow(BaseModel):
+    at: float
+    pool: str
+    workload: str | None
+    run_id: int | None
+    kind: str
+    reason: str
 
 
 _RESULT_COLUMNS = [f for f in ResultRow.model_fields if f != "pool"]
@@ -85,6 +97,66 @@ class ProbeStore:
             (pool, workload, role, time.time(), json.dumps(budget), json.dumps(plan),
              json.dumps(pool_descriptor) if pool_descriptor is not None else None, socket.gethostname(), os.getpid()))
         return int(cur.lastrowid)
+
+    def queue_run(self, pool: str, workload: str, role: str | None, budget: dict, request: dict) -> int:
+        """A run asked for (POST /v1/probes), for the prober to plan and start: status 'queued'."""
+        now = time.time()
+        cur = self.conn.execute(
+            "INSERT INTO probe_runs (pool, workload, role, status, started_at, budget_json, plan_json, queued_at,"
+            " request_json) VALUES (?, ?, ?, 'queued', ?, ?, '[]', ?, ?)",
+            (pool, workload, role, now, json.dumps(budget), now, json.dumps(request)))
+        return int(cur.lastrowid)
+
+    def queued(self) -> list[RunRow]:
+        """Queued runs, oldest first."""
+        return [_run(r) for r in self.conn.execute("SELECT * FROM probe_runs WHERE status = 'queued' ORDER BY id")]
+
+    def claim_run(self, run_id: int, budget: dict, plan: list[dict], pool_descriptor: dict | None) -> bool:
+        """A queued run starts now (its time counts from here); False when it is no longer queued."""
+        cur = self.conn.execute(
+            "UPDATE probe_runs SET status = 'running', started_at = ?, budget_json = ?, plan_json = ?, pool_json = ?,"
+            " host = ?, pid = ? WHERE id = ? AND status = 'queued'",
+            (time.time(), json.dumps(budget), json.dumps(plan),
+             json.dumps(pool_descriptor) if pool_descriptor is not None else None, socket.gethostname(), os.getpid(),
+             run_id))
+        return cur.rowcount == 1
+
+    def refuse_run(self, run_id: int, reason: str) -> None:
+        """A queued run that cannot be planned or waited too long: failed, having probed for 0 s."""
+        now = time.time()
+        self.conn.execute("UPDATE probe_runs SET status = 'failed', reason = ?, started_at = ?, ended_at = ?"
+                          " WHERE id = ? AND status = 'queued'", (reason, now, now, run_id))
+
+    def note_skip(self, pool: str, workload: str | None, run_id: int | None, kind: str, reason: str) -> None:
+        """Kept for SKIPS_KEPT_SECONDS: a pass every 30 minutes on a busy pool adds one a pass."""
+        self.conn.execute("DELETE FROM profiler_skips WHERE at < ?", (time.time() - SKIPS_KEPT_SECONDS,))
+        self.conn.execute("INSERT INTO profiler_skips (at, pool, workload, run_id, kind, reason) VALUES (?, ?, ?, ?, ?, ?)",
+                          (time.time(), pool, workload, run_id, kind, reason))
+
+    def skips(self, since: float = 0.0, limit: int = 100) -> list[SkipRow]:
+        rows = self.conn.execute("SELECT * FROM profiler_skips WHERE at >= ? ORDER BY id DESC LIMIT ?", (since, limit))
+        return [SkipRow(at=r["at"], pool=r["pool"], workload=r["workload"], run_id=r["run_id"], kind=r["kind"],
+                        reason=r["reason"]) for r in rows]
+
+    def outcome_counts(self) -> list[tuple[str, str, str, int]]:
+        """(pool, workload, status, runs) of every finished run, for zfs_advisor_probe_runs_total."""
+        return [(r[0], r[1], r[2], int(r[3])) for r in self.conn.execute(
+            "SELECT pool, workload, status, COUNT(*) FROM probe_runs WHERE status IN ('completed', 'aborted', 'failed')"
+            " GROUP BY pool, workload, status ORDER BY pool, workload, status")]
+
+    def last_finished(self) -> list[tuple[str, str, float]]:
+        """(pool, workload, when the latest finished run ended)."""
+        return [(r[0], r[1], float(r[2])) for r in self.conn.execute(
+            "SELECT pool, workload, MAX(ended_at) FROM probe_runs WHERE status IN ('completed', 'aborted', 'failed')"
+            " AND ended_at IS NOT NULL GROUP BY pool, workload ORDER BY pool, workload")]
+
+    def pool_workloads(self) -> list[tuple[str, str]]:
+        """(pool, workload) pairs with a completed run."""
+        return [(r[0], r[1]) for r in self.conn.execute(
+            "SELECT DISTINCT pool, workload FROM probe_runs WHERE status = 'completed' ORDER BY pool, workload")]
+
+    def queue_length(self) -> int:
+        return int(self.conn.execute("SELECT COUNT(*) FROM probe_runs WHERE status = 'queued'").fetchone()[0])
 
     def end_run(self, run_id: int, status: RunStatus, reason: str | None = None, stopped_at: float | None = None) -> None:
         """`stopped_at`: when the probe's I/O stopped (an abort), before clean-up took its time."""
@@ -110,7 +182,8 @@ class ProbeStore:
     def usage_since(self, pool: str, since: float) -> tuple[float, int]:
         """(seconds of probing, bytes written by probes) on `pool` since `since` (the daily budget)."""
         row = self.conn.execute(
-            "SELECT COALESCE(SUM(COALESCE(ended_at, ?) - started_at), 0) FROM probe_runs WHERE pool = ? AND started_at >= ?",
+            "SELECT COALESCE(SUM(COALESCE(ended_at, ?) - started_at), 0) FROM probe_runs"
+            " WHERE pool = ? AND started_at >= ? AND status != 'queued'",
             (time.time(), pool, since)).fetchone()
         written = self.conn.execute(
             "SELECT COALESCE(SUM(r.written_bytes), 0) FROM probe_results r JOIN probe_runs p ON p.id = r.run_id"
@@ -170,7 +243,8 @@ def _run(row: sqlite3.Row) -> RunRow:
                   reason=row["reason"], started_at=row["started_at"], ended_at=row["ended_at"], stopped_at=row["stopped_at"],
                   budget=json.loads(row["budget_json"]), plan=json.loads(row["plan_json"]),
                   pool_descriptor=json.loads(row["pool_json"]) if row["pool_json"] else None,
-                  host=row["host"], pid=row["pid"])
+                  host=row["host"], pid=row["pid"], queued_at=row["queued_at"],
+                  request=json.loads(row["request_json"]) if row["request_json"] else None)
 
 
 def _result(row: sqlite3.Row) -> ResultRow:

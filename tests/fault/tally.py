@@ -21,7 +21,8 @@ class Row:
 
 _ROWS: dict[str, Row] = defaultdict(Row)
 # Fewest cases each group must run in a full run (a suite that silently ran nothing passes nothing).
-MINIMUM_CASES = {"parsers": 1000, "sources": 500, "snapshots": 10, "hostile_http": 100, "schemathesis": 1000}
+MINIMUM_CASES = {"parsers": 1000, "sources": 500, "snapshots": 10, "hostile_http": 100, "schemathesis": 1000,
+                 "store": 10, "slow_clients": 3}
 
 
 class Tally:

@@ -9,6 +9,7 @@ that lists what is valid. Runs only with FAULT_SUITE=full and schemathesis insta
 """
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import socket
@@ -26,6 +27,7 @@ from tests.fault.tally import FULL
 SNAPSHOT = HOSTS / "2.1.11" / "ssd-mirror2x2" / "idle"
 EXAMPLES_PER_OPERATION = 200
 EXCLUDED_CHECKS = "positive_data_acceptance"
+TOKEN = "schemathesis-token"
 
 
 def _free_port() -> int:
@@ -41,8 +43,10 @@ def test_schemathesis_finds_nothing(tmp_path, tally):
         pytest.fail("schemathesis is not installed: pip install -e '.[test,fault]'")
     port = _free_port()
     log = (tmp_path / "serve.log").open("w")
+    # A token, so that POST /v1/probes is exercised past its 401/403; what it queues stays in tmp_path.
+    env = {**os.environ, "ZFS_ADVISOR_API_TOKEN": TOKEN, "ZFS_ADVISOR_STATE_DIR": str(tmp_path / "state")}
     serve = subprocess.Popen([sys.executable, "-m", "advisor", "serve", "--root", str(SNAPSHOT), "--port", str(port)],
-                             stdout=log, stderr=subprocess.STDOUT)
+                             stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
         for _ in range(100):
             try:
@@ -53,6 +57,7 @@ def test_schemathesis_finds_nothing(tmp_path, tally):
         run = subprocess.run(
             [str(st) if st.exists() else "st", "run", f"http://127.0.0.1:{port}/openapi.json", "--checks", "all",
              "--exclude-checks", EXCLUDED_CHECKS, "--max-examples", str(EXAMPLES_PER_OPERATION), "--seed", "14",
+             "--header", f"Authorization: Bearer {TOKEN}",
              "--no-color"],
             capture_output=True, text=True, timeout=600, cwd=tmp_path)  # its caches stay out of the tree
     finally:

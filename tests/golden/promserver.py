@@ -28,7 +28,8 @@ def free_port() -> int:
 
 
 class PrometheusServer:
-    def __init__(self, workdir: Path, targets: list[str] = (), scrape_interval: str = "1s"):
+    def __init__(self, workdir: Path, targets: list[str] = (), scrape_interval: str = "1s", job_options: str = ""):
+        """`job_options`: more YAML for the scrape job, indented as its keys (e.g. `    scheme: https`)."""
         binary = shutil.which("prometheus")
         if binary is None:
             raise FileNotFoundError("prometheus not found: install Debian's `prometheus` package")
@@ -41,6 +42,7 @@ class PrometheusServer:
         self.config.write_text(
             f"global:\n  scrape_interval: {scrape_interval}\n  scrape_timeout: {scrape_interval}\n"
             f"scrape_configs:\n  - job_name: zfs-advisor\n    static_configs:\n      - targets: {targets_yaml}\n"
+            + job_options
         )
         self.proc: subprocess.Popen | None = None
 
@@ -100,3 +102,8 @@ class PrometheusServer:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"no result for {expr} within {timeout} s")
             time.sleep(0.5)
+
+    def targets(self) -> list[dict]:
+        """The active scrape targets (health, lastError, ...) as /api/v1/targets lists them."""
+        with urllib.request.urlopen(f"{self.url}/api/v1/targets?state=active", timeout=30) as resp:
+            return json.load(resp)["data"]["activeTargets"]

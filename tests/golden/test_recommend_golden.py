@@ -1,4 +1,5 @@
-"""GET /recommend for every recorded lab snapshot and every shipped workload, compared with goldens.
+"""GET /recommend for every recorded lab snapshot and every shipped workload (and none: general.*),
+compared with goldens.
 
 Each snapshot under tests/fixtures/hosts/<zfs version>/<layout>/<state>/ is
 served by the real app and asked, over HTTP, for each workload's advice as
@@ -15,17 +16,20 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 from support import HOSTS, check_golden, recorded_snapshots, snapshot_id
 
 from advisor.app import create_app
 from advisor.engine.loader import load_rulebook
+from advisor.engine.models import GENERAL
 from advisor.settings import Settings
 
 GOLDEN = Path(__file__).resolve().parent / "recommend"
 SNAPSHOTS = recorded_snapshots()
-WORKLOADS = sorted(load_rulebook().workloads)
+# `general`: the answer without a workload (asked for with no `workload` parameter at all)
+WORKLOADS = [*sorted(load_rulebook().workloads), GENERAL]
 GENERATED_AT = "2000-01-01T00:00:00+00:00"  # stands in for the time of the answer
 _TEXT_GENERATED = re.compile(r"(, generated )\S+$", re.MULTILINE)
 
@@ -49,11 +53,12 @@ async def test_recommend_output_matches_golden(http_client, snapshot, update_gol
     client = await http_client(create_app(Settings(root=str(snapshot))))
     for workload in WORKLOADS:
         for fmt, normalise in (("json", normalise_json), ("text", normalise_text)):
-            resp = await client.get("/recommend", params={"workload": workload, "format": fmt})
+            query = {"format": fmt} if workload == GENERAL else {"workload": workload, "format": fmt}
+            resp = await client.get("/recommend", params=query)
             assert resp.status == 200, await resp.text()
             golden = golden_dir(snapshot) / f"{workload}.{'json' if fmt == 'json' else 'txt'}"
             check_golden(golden, normalise(await resp.text()), update_golden,
-                         f"/recommend?workload={workload}&format={fmt} for {snapshot_id(snapshot)}")
+                         f"/recommend?{urlencode(query)} for {snapshot_id(snapshot)}")
 
 
 def test_every_recommend_golden_has_its_snapshot_and_workload():

@@ -303,5 +303,16 @@ class LabVM:
             raise LabError(f"copying {remote} out of the VM failed")
         return local / name
 
+    def copy_in(self, local: Path | str, remote_dir: str) -> str:
+        """Copy a local file or directory tree into a guest directory (created); its guest path."""
+        local = Path(local)
+        tar = subprocess.Popen(["tar", "-C", str(local.parent), "-cf", "-", local.name], stdout=subprocess.PIPE)
+        ssh = subprocess.run(self._ssh_base() + [f"mkdir -p {shlex.quote(remote_dir)} && "
+                                                 f"tar -C {shlex.quote(remote_dir)} -xf -"], stdin=tar.stdout)
+        tar.stdout.close()
+        if tar.wait() != 0 or ssh.returncode != 0:
+            raise LabError(f"copying {local} into the VM failed")
+        return f"{remote_dir.rstrip('/')}/{local.name}"
+
     def write_file(self, remote: str, text: str, mode: str = "0644") -> None:
         self.exec(f"install -D -m {mode} /dev/stdin {shlex.quote(remote)}", input=text, check=True)

@@ -36,7 +36,7 @@ def host():
 
 @pytest.fixture
 async def client(http_client, host, tmp_path):
-    app = create_app(Settings(root=str(tmp_path)))
+    app = create_app(Settings(root=str(tmp_path), model=False))  # the rules' contract (the model: test_model_recommend.py)
     app[FACTS] = StaticFacts(host)
     return await http_client(app)
 
@@ -83,7 +83,11 @@ async def test_workload_parameters_pass_through(client):
 @pytest.mark.parametrize(
     "query, status, valid",
     [
-        ("", 400, "postgres"),
+        ("?dataset=tank/pg", 400, "postgres"),  # the general answer is about pools: no dataset
+        ("?pool=tank&role=wal", 400, "postgres"),  # nor workload parameters
+        ("?pool=nope", 404, "tank"),
+        ("?workload=oracle", 404, "general"),
+        ("?workload=", 400, "general"),  # empty is not "none": leave it out for the general answer
         ("?workload=oracle", 404, "postgres"),
         ("?workload=postgres&pool=nope", 404, "tank"),
         ("?workload=postgres&dataset=tank/nope", 404, "tank/pg"),

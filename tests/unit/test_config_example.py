@@ -37,3 +37,4 @@ def test_every_commented_setting_is_accepted_when_uncommented(tmp_path):
     assert loaded.workloads == {"tank/pg": "postgres", "tank/media": "media"}
     assert loaded.metrics_pool_exclude.pattern == "scratch"
     assert loaded.api_token is not None
+    assert loaded.profiler.enabled and loaded.profiler.pools == ["tank"]

@@ -53,3 +53,40 @@ def test_an_unknown_workload_stops_start_up_naming_the_valid_ones():
 def test_a_bad_dataset_name_is_a_settings_error():
     with pytest.raises(ValidationError, match="workloads"):
         Settings(workloads={"tank/../x; rm": "postgres"})
+
+
+MISSING = "zfs_advisor_workload_dataset_missing"
+
+
+async def test_a_dataset_of_the_setting_that_does_not_exist_is_a_self_metric(http_client):
+    workloads = {"tank/pg": "postgres", "tank/gone": "postgres", "nopool/x": "media"}
+    client = await http_client(create_app(Settings(root=str(RECORDING), workloads=workloads)))
+    families = {f.name: f for f in text_string_to_metric_families(await (await client.get("/metrics")).text())}
+    values = {(s.labels["dataset"], s.labels["workload"]): s.value for s in families[MISSING].samples}
+    assert values == {("tank/pg", "postgres"): 0.0, ("tank/gone", "postgres"): 1.0, ("nopool/x", "media"): 1.0}
+
+
+def test_a_missing_dataset_is_logged_once_while_it_stays_missing(caplog):
+    from support.hosts import synthetic_host
+
+    from advisor.engine.advice import Advice
+    from advisor.engine.loader import load_rulebook
+    from advisor.facts import Dataset, SourceStatus
+
+    advice = Advice(load_rulebook(), {"tank/pg": "postgres", "tank/new": "media"})
+    host = synthetic_host()
+    caplog.set_level("WARNING", logger="advisor.engine.advice")
+    for generation in (1.0, 2.0, 3.0):  # three command runs
+        advice.for_host(host, generation)
+    warnings = [r.getMessage() for r in caplog.records if "does not exist" in r.getMessage()]
+    assert len(warnings) == 1 and "tank/new (media)" in warnings[0]
+    assert advice.datasets == (("tank/new", "media", False), ("tank/pg", "postgres", True))
+    host.datasets.append(Dataset(name="tank/new", type="filesystem", properties={}))
+    advice.for_host(host, 4.0)  # created: no warning, 0
+    assert advice.datasets[0] == ("tank/new", "media", True)
+    host.datasets.pop()
+    advice.for_host(host, 5.0)  # gone again: warned again
+    assert len([r for r in caplog.records if "does not exist" in r.getMessage()]) == 2
+    host.sources["zfs_get"] = SourceStatus(ok=False, reason="zfs get timed out")
+    advice.for_host(host, 6.0)  # no dataset is known: none is said to be missing
+    assert advice.datasets == ()

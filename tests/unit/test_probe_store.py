@@ -1,7 +1,9 @@
 """The SQLite store, module parameter save/restore and evidence ranking (real sqlite, real files)."""
 from __future__ import annotations
 
+import shutil
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -147,3 +149,38 @@ def test_candidates():
     for bad in ("recordsize=3K", "recordsize=8K;rm", "compression=bogus", "quota=1G", "zfs_txg_timeout=-1", "x"):
         with pytest.raises(CandidateError):
             parse_candidate_spec(bad)
+
+
+@pytest.mark.skipif(__import__("os").geteuid() != 0, reason="needs root: the prober's side of the shared database")
+def test_root_writing_the_apis_database_leaves_it_writable_by_the_api(tmp_path_factory):
+    """The prober (root) creates or writes the database in the API's state directory; every file
+    SQLite leaves there (database, -wal, -shm) keeps the API's owner, and the API's user can
+    then still read (WAL: it writes -shm) and queue. The API's user here is nobody."""
+    import os
+    import pwd
+    import subprocess
+    import sys
+
+    import tempfile
+
+    nobody = pwd.getpwnam("nobody")
+    top = Path(tempfile.mkdtemp(prefix="zfs-advisor-shared-", dir="/tmp"))  # pytest's own tmp is root's alone
+    top.chmod(0o755)
+    state = top / "state"
+    state.mkdir(mode=0o750)
+    os.chown(state, nobody.pw_uid, nobody.pw_gid)
+    store = ProbeStore(connect(state))  # root, the database not there yet
+    run = store.start_run("tank", "postgres", None, {}, [], POOL)  # and kept open, as during a probe
+    owners = {p.name: p.stat().st_uid for p in state.iterdir()}
+    assert owners == {n: nobody.pw_uid for n in ("advisor.sqlite3", "advisor.sqlite3-wal", "advisor.sqlite3-shm")}
+    api = ("import sys; from advisor.store.db import connect; from advisor.store.probes import ProbeStore; "
+           "s = ProbeStore(connect(sys.argv[1])); print(s.run(int(sys.argv[2])).status, "
+           "s.queue_run('tank', 'postgres', None, {}, {}))")
+    out = subprocess.run(["setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups",
+                          sys.executable, "-c", api, str(state), str(run)], capture_output=True, text=True,
+                         cwd=__import__("pathlib").Path(__file__).resolve().parents[2], timeout=60)
+    assert out.returncode == 0, out.stderr
+    status, queued = out.stdout.split()
+    assert status == "running" and store.run(int(queued)).status == "queued"
+    store.conn.close()
+    shutil.rmtree(top)

@@ -21,6 +21,7 @@ def host(monkeypatch):
 
     monkeypatch.setattr("advisor.cli.common.collect_from_root", fake_collect)
     monkeypatch.delenv("ZFS_ADVISOR_CONFIG", raising=False)
+    monkeypatch.setenv("ZFS_ADVISOR_MODEL", "false")  # the rules' answer (the model: test_model_recommend.py)
     return host
 
 

@@ -1,4 +1,5 @@
-"""The shipped systemd units pass `systemd-analyze verify` and `security --offline=true` (exposure <= 3.0).
+"""The shipped systemd units pass `systemd-analyze verify` and `security --offline=true` (exposure <= 3.0;
+the prober, root with CAP_SYS_ADMIN and no mount namespace by design, <= 4.5: docs/security.md).
 
 Static checks on this machine: the units are not started here (that needs the lab VM, which runs
 systemd). ExecStart names the installed path (/opt/zfs-advisor/venv/bin/zfs-advisor); verify wants
@@ -16,8 +17,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 UNITS = sorted((REPO / "deploy" / "systemd").glob("*.service"))
+ALL_UNITS = sorted(p for p in (REPO / "deploy" / "systemd").iterdir() if p.suffix in (".service", ".timer", ".path"))
 INSTALLED = "/opt/zfs-advisor/venv/bin/zfs-advisor"
 MAX_EXPOSURE = 3.0
+MAX_EXPOSURE_OF = {"zfs-advisor-probe.service": 4.5}
 ANALYZE = shutil.which("systemd-analyze")
 
 
@@ -26,7 +29,8 @@ def checkout_copy(unit: Path, tmp_path: Path) -> Path:
     if not here.exists():
         pytest.skip(f"{here} missing: install the project into the venv (pip install -e .)")
     copy = tmp_path / unit.name
-    copy.write_text(unit.read_text().replace(INSTALLED, str(here)))
+    if not copy.exists():
+        copy.write_text(unit.read_text().replace(INSTALLED, str(here)))
     return copy
 
 
@@ -47,6 +51,15 @@ def test_unit_verifies_clean(unit, tmp_path):
     assert (result.returncode, result.stdout + result.stderr) == (0, "")
 
 
+def test_the_probe_timer_and_path_start_the_probe_unit_and_verify_clean(tmp_path):
+    copies = [checkout_copy(u, tmp_path) for u in ALL_UNITS if u.name.startswith("zfs-advisor-probe.")]
+    assert sorted(c.suffix for c in copies) == [".path", ".service", ".timer"]
+    result = analyze("verify", *map(str, copies))
+    assert (result.returncode, result.stdout + result.stderr) == (0, "")
+    path_unit = next(c for c in copies if c.suffix == ".path").read_text()
+    assert "PathModified=/var/lib/zfs-advisor/probe-queue" in path_unit  # advisor.probe.profiler.QUEUE_SIGNAL
+
+
 @pytest.mark.parametrize("unit", UNITS, ids=lambda u: u.name)
 def test_unit_exposure_is_at_most_3(unit, tmp_path):
     result = analyze("security", "--offline=true", "--no-pager", str(checkout_copy(unit, tmp_path)))
@@ -56,4 +69,4 @@ def test_unit_exposure_is_at_most_3(unit, tmp_path):
     assert match, result.stdout + result.stderr
     exposure = float(match.group(1))
     print(f"{unit.name}: systemd-analyze security exposure {exposure}")
-    assert exposure <= MAX_EXPOSURE
+    assert exposure <= MAX_EXPOSURE_OF.get(unit.name, MAX_EXPOSURE)

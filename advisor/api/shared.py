@@ -1,0 +1,185 @@
+"""Heavy responses under load: bounded work, one build per facts generation, bodies sent in slices.
+
+At 10,000 datasets a /metrics body is tens of megabytes of text and /v1/facts about 20 MB of
+JSON. Built once per request, 50 concurrent clients cost gigabytes and stall the event loop
+(docs/reliability.md has the numbers). So:
+
+* `SharedBodies`: a body is built once per collection (FactsProvider hands out one
+  `Collection` per generation) and variant (OpenMetrics, gzip), in a worker thread;
+  concurrent requests await the same task, later ones get the bytes. Only the newest
+  generation is kept.
+* `WorkLimiter`: at most `in_flight` heavy requests run at once; up to `waiting` more wait
+  their turn for at most `wait_seconds`; beyond that a request gets 503 with Retry-After at
+  once instead of piling up. /healthz never passes through it.
+* `SlicedBytes`: a body is written in slices, each waiting for the socket to drain, so a slow
+  reader holds one slice in the transport's buffer, not a copy of the whole body.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import time
+import ctypes
+import ctypes.util
+import logging
+from typing import Any, AsyncIterator, Awaitable, Callable, Hashable
+
+HEAVY_PATHS = ("/metrics", "/v1/facts", "/recommend", "/v1/pools", "/v1/probes")
+
+from aiohttp import payload, web
+
+from advisor.api.errors import json_error
+from advisor.logs import RateLimitedLog
+
+log = logging.getLogger(__name__)
+_busy_log = RateLimitedLog(log, interval=60.0)
+
+SLICE = 256 * 1024
+
+
+class SlicedBytes(payload.BytesPayload):
+    """bytes written SLICE at a time, draining the socket between slices."""
+
+    async def write(self, writer: Any) -> None:
+        await self.write_with_length(writer, None)
+
+    async def write_with_length(self, writer: Any, content_length: int | None) -> None:
+        view = memoryview(self._value)
+        if content_length is not None:
+            view = view[:content_length]
+        for start in range(0, len(view), SLICE):
+            await writer.write(view[start:start + SLICE])  # aiohttp drains once its buffer passes 64 KB
+
+
+def body_response(body: bytes, headers: dict[str, str]) -> web.Response:
+    """A response of ready bytes (headers carry Content-Type and any Content-Encoding)."""
+    return web.Response(body=SlicedBytes(body, content_type=headers.get("Content-Type", "application/octet-stream")),
+                        headers=headers)
+
+
+class SharedBodies:
+    """Bodies built once per generation and variant; the newest generation's are kept, at most
+    `max_variants` of them (beyond that a body is built for its request alone: a client asking
+    ever new variants, such as /recommend queries, cannot grow the cache)."""
+
+    def __init__(self, max_variants: int = 64) -> None:
+        self.max_variants = max_variants
+        self._holds: object = None  # the object whose id() is the generation: alive while cached
+        self._tasks: dict[Hashable, asyncio.Future[bytes]] = {}
+        self.builds = 0  # bodies built (tests: concurrent requests of one generation build once)
+
+    async def get(self, owner: object, variant: Hashable, build: Callable[[], Awaitable[bytes]]) -> bytes:
+        """The body of `variant` for the generation `owner` (a Collection), built by `build` once."""
+        if self._holds is not owner:
+            self._tasks.clear()  # an older generation's bodies go (requests still sending them keep theirs)
+            self._holds = owner
+        task = self._tasks.get(variant)
+        if task is None or (task.done() and (task.cancelled() or task.exception() is not None)):
+            task = asyncio.ensure_future(self._build(build))
+            if variant in self._tasks or len(self._tasks) < self.max_variants:
+                self._tasks[variant] = task
+        # shield: a client that gives up must not cancel the build the others wait for
+        return await asyncio.shield(task)
+
+    async def _build(self, build: Callable[[], Awaitable[bytes]]) -> bytes:
+        self.builds += 1
+        try:
+            return await build()
+        finally:
+            await asyncio.to_thread(release_freed_memory)
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return None
+
+
+_TRIM = _malloc_trim()
+
+
+def release_freed_memory() -> None:
+    """Give the heap's free pages back to the kernel (glibc's malloc_trim). Building a body at
+    10,000 datasets frees tens of megabytes of temporaries that glibc would otherwise keep
+    mapped: measured 199 -> 177 MB after a /metrics render (docs/reliability.md)."""
+    if _TRIM is not None:
+        _TRIM(0)
+
+
+class Bodies:
+    """The app's shared bodies, one SharedBodies per endpoint."""
+
+    def __init__(self) -> None:
+        self.metrics = SharedBodies()
+        self.facts = SharedBodies()
+        self.recommend = SharedBodies(max_variants=256)
+
+
+class WorkLimiter:
+    """At most `in_flight` heavy requests at once, `waiting` more queued for `wait_seconds`."""
+
+    def __init__(self, in_flight: int = 4, waiting: int = 256, wait_seconds: float = 30.0):
+        self.in_flight, self.max_waiting, self.wait_seconds = in_flight, waiting, wait_seconds
+        self._slots = asyncio.Semaphore(in_flight)
+        self.waiting = 0
+        self.refused = 0
+
+    def _busy(self, why: str) -> web.HTTPException:
+        self.refused += 1
+        _busy_log.log(logging.WARNING, why, "refused a request with 503: %s", why)
+        return json_error(503, f"busy: {why}; retry later", headers={"Retry-After": "1"})
+
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        if self._slots.locked() and self.waiting >= self.max_waiting:
+            raise self._busy(f"{self.in_flight} requests in work and {self.waiting} waiting")
+        self.waiting += 1
+        try:
+            await asyncio.wait_for(self._slots.acquire(), self.wait_seconds)
+        except TimeoutError:
+            raise self._busy(f"no turn within {self.wait_seconds:.0f} s") from None
+        finally:
+            self.waiting -= 1
+        try:
+            yield
+        finally:
+            self._slots.release()
+
+    def middleware(self) -> Callable[..., Awaitable[web.StreamResponse]]:
+        """The app middleware: HEAVY_PATHS take a slot while their handler runs (not while their
+        body is sent: that is SlicedBytes' business)."""
+
+        @web.middleware
+        async def limit(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+                        ) -> web.StreamResponse:
+            if not request.path.startswith(HEAVY_PATHS):
+                return await handler(request)
+            async with self.slot():
+                return await handler(request)
+
+        return limit
+
+
+class HeapFreezer:
+    """Keeps the long-lived facts out of the cyclic garbage collector's full passes.
+
+    At 10,000 datasets the facts are about a million objects, and a full collection over
+    them held the GIL for 310 ms (gc.callbacks, docs/reliability.md): the event loop, and
+    /healthz with it, stood still. After each command refresh `freeze()` moves every object
+    alive to the permanent generation (gc.freeze; reference counting still frees them).
+    Cyclic garbage frozen along would never be collected, so every `unfreeze_every` seconds the
+    heap is unfrozen first and the next full pass, one pause, collects it.
+    """
+
+    def __init__(self, unfreeze_every: float = 600.0):
+        self.unfreeze_every = unfreeze_every
+        self._unfrozen_at = time.monotonic()
+
+    def freeze(self) -> None:
+        if time.monotonic() - self._unfrozen_at >= self.unfreeze_every:
+            gc.unfreeze()
+            self._unfrozen_at = time.monotonic()
+            return
+        gc.freeze()

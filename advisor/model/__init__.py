@@ -1,0 +1,20 @@
+"""The regression model: predicts what a dataset setting does on a pool, with an interval, from the
+lab prior (advisor/model/data/) and this host's probes; chooses the next probe by expected
+improvement.  scikit-learn (the `model` extra) is imported only by advisor/model/regress.py; the
+rest of the service runs without it (docs/model.md).
+"""
+from __future__ import annotations
+
+# Bumped when features, targets or the model change: every answer that uses the model names it.
+MODEL_VERSION = "1"
+
+
+def sklearn_missing() -> str | None:
+    """Why the model cannot run here, or None when it can (imports scikit-learn: call it where the
+    model is about to be fitted, not at start-up)."""
+    try:
+        import numpy  # noqa: F401
+        import sklearn  # noqa: F401
+    except ImportError as exc:
+        return f"{exc.name or 'scikit-learn'} is not installed (pip install 'zfs-advisor[model]')"
+    return None

@@ -1,0 +1,149 @@
+"""Leave-one-cell-out evaluation on the lab prior: does the advisor, probing N candidates of a pool
+it has never seen, pick what the full grid says is best?
+
+For each cell (a layout × workload of the prior) held out: the model is fitted on the other
+cells; the cell is then "probed" by replaying its measured repeats, candidate by candidate in
+the order expected improvement asks for them (the baseline first), up to the budget; the pick
+is the model's best (predicted write p99 within 1.5x the default's).  The oracle is the
+measured best of the whole grid under the rule of advisor/engine/measured.py (most IOPS whose
+worst write p99 is at most 1.5x the default's worst).  Candidates not probed give the
+predicted-vs-measured check: does the 90 % interval for one measurement cover each repeat?
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field, replace
+
+from advisor.engine.measured import WRITE_P99_TOLERANCE
+from advisor.model.dataset import Sample, cells
+from advisor.model.features import Observation
+from advisor.model.select import next_candidates, pick
+
+
+@dataclass
+class CellResult:
+    cell: str
+    model: str
+    budget: int
+    grid: int
+    probed: list[str]
+    pick: str
+    oracle: str
+    pick_vs_oracle: float
+    pick_vs_default: float
+    oracle_vs_default: float
+    pick_p99_ok: bool
+    covered: int = 0
+    checked: int = 0
+    abs_errors: list[float] = field(default_factory=list)  # |predicted mean - measured mean| of log ratios
+
+
+def _label(o: Observation) -> str:
+    return f"{o.parameter}={o.value}"
+
+
+def _grid(cell: list[Sample]) -> dict[tuple, list[Sample]]:
+    by: dict[tuple, list[Sample]] = {}
+    for s in cell:
+        by.setdefault(tuple(sorted(s.obs.settings.items())), []).append(s)
+    return by
+
+
+def oracle(grid: dict[tuple, list[Sample]]) -> tuple:
+    """The measured best of a cell's grid (advisor/engine/measured.py measured_best)."""
+    def mean(key: tuple) -> float:
+        return statistics.fmean(s.obs.perf for s in grid[key])  # type: ignore[misc]
+
+    def worst_p99(key: tuple) -> float | None:
+        values = [s.obs.write_p99 for s in grid[key] if s.obs.write_p99]
+        return max(values) if values else None
+
+    base = next(k for k, rs in grid.items() if rs[0].obs.baseline)
+    limit = worst_p99(base) * WRITE_P99_TOLERANCE if worst_p99(base) else None
+    ranked = sorted(grid, key=lambda k: -mean(k))
+    for k in ranked:
+        p99 = worst_p99(k)
+        if limit is None or p99 is None or p99 <= limit:
+            return k
+    return ranked[0]
+
+
+def evaluate_cell(model_factory, prior: list[Sample], held: str, budget: int) -> CellResult:
+    by_cell = cells(prior)
+    train = [s for c, rs in by_cell.items() if c != held for s in rs]
+    model = model_factory().fit(train)
+    grid = _grid(by_cell[held])
+    keys = list(grid)
+    candidates = [grid[k][0].obs for k in keys]
+    queries = [replace(c, perf=None, write_p99=None) for c in candidates]
+    local: list[Sample] = []
+    probed: list[str] = []
+    while len(probed) < budget:
+        nxt = next_candidates(model, local, queries, 1)
+        if not nxt:
+            break
+        key = tuple(sorted(nxt[0].settings.items()))
+        local += grid[key]
+        probed.append(_label(nxt[0]))
+    chosen, prediction = pick(model, local, queries)
+    best = oracle(grid)
+    mean = {k: statistics.fmean(s.obs.perf for s in grid[k]) for k in keys}  # type: ignore[misc]
+    base = next(k for k in keys if grid[k][0].obs.baseline)
+    pick_key = keys[chosen]
+    base_p99 = [s.obs.write_p99 for s in grid[base] if s.obs.write_p99]
+    pick_p99 = [s.obs.write_p99 for s in grid[pick_key] if s.obs.write_p99]
+    p99_ok = not base_p99 or not pick_p99 or max(pick_p99) <= WRITE_P99_TOLERANCE * max(base_p99)
+    result = CellResult(
+        cell=held, model=getattr(model, "name", type(model).__name__), budget=budget, grid=len(keys),
+        probed=probed, pick=_label(candidates[chosen]), oracle=_label(grid[best][0].obs),
+        pick_vs_oracle=mean[pick_key] / mean[best], pick_vs_default=mean[pick_key] / mean[base],
+        oracle_vs_default=mean[best] / mean[base], pick_p99_ok=p99_ok)
+    probed_keys = {tuple(sorted(s.obs.settings.items())) for s in local}
+    for i, k in enumerate(keys):
+        if k in probed_keys:
+            continue
+        lo, hi = prediction.perf.interval(i, measurement=True)
+        ys = [s.y_perf for s in grid[k]]
+        result.checked += len(ys)
+        result.covered += sum(lo <= y <= hi for y in ys)
+        result.abs_errors.append(abs(float(prediction.perf.mean[i]) - statistics.fmean(ys)))
+    return result
+
+
+def evaluate(model_factory, prior: list[Sample], budget: int) -> list[CellResult]:
+    return [evaluate_cell(model_factory, prior, held, budget) for held in sorted(cells(prior))]
+
+
+def summary(results: list[CellResult]) -> dict[str, float]:
+    ratios = [r.pick_vs_oracle for r in results]
+    checked = sum(r.checked for r in results)
+    errors = [e for r in results for e in r.abs_errors]
+    return {
+        "cells": len(results),
+        "median_vs_oracle": statistics.median(ratios) if ratios else math.nan,
+        "worst_vs_oracle": min(ratios) if ratios else math.nan,
+        "median_vs_default": statistics.median(r.pick_vs_default for r in results) if results else math.nan,
+        "probes_fraction": (statistics.fmean(len(r.probed) / r.grid for r in results) if results else math.nan),
+        "p99_ok": sum(r.pick_p99_ok for r in results),
+        "coverage": sum(r.covered for r in results) / checked if checked else math.nan,
+        "checked": checked,
+        "median_abs_error": statistics.median(errors) if errors else math.nan,
+    }
+
+
+def table(results: list[CellResult]) -> str:
+    lines = [f"{'cell':34s} {'model':11s} {'probed':>6s} {'pick':18s} {'oracle':18s} {'pick/oracle':>11s} "
+             f"{'pick/default':>12s} {'oracle/default':>14s} {'p99 ok':>6s} {'covered':>8s}"]
+    for r in results:
+        lines.append(f"{r.cell:34s} {r.model:11s} {len(r.probed):>3d}/{r.grid:<2d} {r.pick:18s} {r.oracle:18s} "
+                     f"{r.pick_vs_oracle:>11.1%} {r.pick_vs_default:>12.2f} {r.oracle_vs_default:>14.2f} "
+                     f"{'yes' if r.pick_p99_ok else 'NO':>6s} {r.covered:>3d}/{r.checked:<4d}")
+    s = summary(results)
+    lines.append(f"{'summary':34s} {results[0].model if results else '':11s} "
+                 f"median pick/oracle {s['median_vs_oracle']:.1%}, worst {s['worst_vs_oracle']:.1%}, "
+                 f"median pick/default {s['median_vs_default']:.2f}, probes {s['probes_fraction']:.0%} of the grid, "
+                 f"write p99 within 1.5x the default's in {s['p99_ok']}/{s['cells']}, "
+                 f"90% interval covers {s['coverage']:.0%} of {s['checked']} held-out repeats, "
+                 f"median |error| {s['median_abs_error']:.3f} (log ratio)")
+    return "\n".join(lines)

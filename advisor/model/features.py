@@ -1,0 +1,253 @@
+"""One feature space for lab rows (the shipped prior CSV) and this host's probe results (the store).
+
+An `Observation` is one fio repeat (or one candidate to predict): the workload's I/O shape,
+the candidate dataset's settings and the pool's shape, plus the measured targets when there
+are any.  `from_csv_row` and `from_result` both build it, and `vector` turns any of them into
+the same numbers, so local probes and lab runs are points of one space.
+
+Pure and numpy-free: the service imports it without the `model` extra.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
+
+from advisor.engine.units import parse_size
+
+# The OpenZFS defaults a probe's scratch child gets (advisor/probe/candidates.py BASELINE).
+DEFAULTS = {"recordsize": "128K", "compression": "lz4", "logbias": "latency", "primarycache": "all",
+            "sync": "standard", "atime": "on"}
+# Settings the model knows: a candidate with any other value is outside its support.
+KNOWN_COMPRESSION = ("lz4", "off")
+MIN_RECORDSIZE, MAX_RECORDSIZE = 4 << 10, 1 << 20
+RANDOMNESS = {"random": 1.0, "mixed": 0.5, "sequential": 0.0}
+
+FEATURES = (
+    # workload descriptor
+    "log2_block_size", "read_fraction", "randomness", "fsync_rate", "log2_queue", "log2_working_set_vs_arc",
+    # dataset settings
+    "log2_recordsize", "log2_recordsize_vs_block", "compression_off", "logbias_throughput",
+    "primarycache_not_all", "sync_disabled", "sync_always",
+    # pool descriptor
+    "ssd", "mirror", "raidz", "log2_vdev_width", "log2_top_vdevs", "ashift",
+)
+# The settings a pool's own deviation from the lab is modelled over (advisor/model/regress.py).
+SETTING_FEATURES = ("log2_recordsize", "compression_off")
+
+
+@dataclass(frozen=True)
+class Observation:
+    # workload
+    workload: str
+    pattern: str
+    block_size_bytes: int
+    read_fraction: float
+    fsync_every: int
+    iodepth: int
+    numjobs: int
+    working_set_bytes: int | None
+    arc_max_bytes: int | None
+    # pool
+    media: str
+    vdev_type: str
+    top_vdevs: int
+    vdev_width: int
+    ashift: int | None
+    # candidate
+    parameter: str
+    value: str
+    baseline: bool
+    settings: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULTS))
+    # where it comes from: a lab cell ("zfs2.3/hdd-raidz1x4/postgres") or "local:<pool>"
+    cell: str = ""
+    repeat: int = 0
+    # measured (None for a candidate to predict)
+    perf: float | None = None  # IOPS (random) or bytes/s read + written (sequential, mixed)
+    write_p99: float | None = None  # seconds
+
+    @property
+    def metric(self) -> str:
+        return metric_of(self.pattern)
+
+    @property
+    def candidate(self) -> tuple[str, str]:
+        return (self.parameter, self.value)
+
+    def with_candidate(self, parameter: str, value: str) -> Observation:
+        settings = dict(DEFAULTS)
+        settings[parameter] = value
+        settings = normalized(settings)
+        return replace(self, parameter=parameter, value=value, settings=settings,
+                       baseline=settings == normalized(DEFAULTS), perf=None, write_p99=None,
+                       repeat=0)
+
+
+def normalized(settings: Mapping[str, str]) -> dict[str, str]:
+    """Settings with the recordsize in bytes ('128K' and '131072' are one setting)."""
+    out = dict(settings)
+    try:
+        out["recordsize"] = str(parse_size(out.get("recordsize", DEFAULTS["recordsize"])))
+    except ValueError:
+        pass
+    return out
+
+
+def metric_of(pattern: str) -> str:
+    return "iops" if pattern == "random" else "bandwidth"
+
+
+def supported(obs: Observation) -> bool:
+    """Whether the candidate's settings are within what the model has seen."""
+    try:
+        rs = parse_size(obs.settings.get("recordsize", DEFAULTS["recordsize"]))
+    except ValueError:
+        return False
+    return (MIN_RECORDSIZE <= rs <= MAX_RECORDSIZE
+            and obs.settings.get("compression", "lz4") in KNOWN_COMPRESSION)
+
+
+def vector(obs: Observation) -> list[float]:
+    s = obs.settings
+    rs = parse_size(s.get("recordsize", DEFAULTS["recordsize"]))
+    bs = max(obs.block_size_bytes, 512)
+    ws_vs_arc = (math.log2(obs.working_set_bytes / obs.arc_max_bytes)
+                 if obs.working_set_bytes and obs.arc_max_bytes else 0.0)
+    vt = obs.vdev_type
+    values = {
+        "log2_block_size": math.log2(bs) - 13,
+        "read_fraction": obs.read_fraction,
+        "randomness": RANDOMNESS.get(obs.pattern, 0.5),
+        "fsync_rate": 1.0 / obs.fsync_every if obs.fsync_every > 0 else 0.0,
+        "log2_queue": math.log2(max(1, obs.iodepth * obs.numjobs)),
+        "log2_working_set_vs_arc": ws_vs_arc,
+        "log2_recordsize": math.log2(rs) - 17,
+        "log2_recordsize_vs_block": math.log2(rs / bs),
+        "compression_off": 1.0 if s.get("compression") == "off" else 0.0,
+        "logbias_throughput": 1.0 if s.get("logbias") == "throughput" else 0.0,
+        "primarycache_not_all": 0.0 if s.get("primarycache", "all") == "all" else 1.0,
+        "sync_disabled": 1.0 if s.get("sync") == "disabled" else 0.0,
+        "sync_always": 1.0 if s.get("sync") == "always" else 0.0,
+        "ssd": 1.0 if obs.media in ("ssd", "nvme") else 0.0,
+        "mirror": 1.0 if vt == "mirror" else 0.0,
+        "raidz": 1.0 if vt.startswith("raidz") else 0.0,
+        "log2_vdev_width": math.log2(max(1, obs.vdev_width)),
+        "log2_top_vdevs": math.log2(max(1, obs.top_vdevs)),
+        "ashift": float((obs.ashift or 12) - 12),
+    }
+    return [values[f] for f in FEATURES]
+
+
+# --- from the prior CSV -----------------------------------------------------------------------
+def _int(text: str | None, default: int | None = None) -> int | None:
+    return int(float(text)) if text not in (None, "") else default
+
+
+def _float(text: str | None) -> float | None:
+    return float(text) if text not in (None, "") else None
+
+
+def perf_of(pattern: str, iops: float, read_bw: float, write_bw: float) -> float:
+    return iops if metric_of(pattern) == "iops" else read_bw + write_bw
+
+
+def from_csv_row(row: Mapping[str, str]) -> Observation:
+    """A row of advisor/model/data/prior-*.csv (columns in its provenance file)."""
+    settings = {k: row.get(k) or DEFAULTS[k] for k in DEFAULTS}
+    settings["recordsize"] = str(int(row["recordsize_bytes"]))
+    pattern = row["pattern"]
+    p99 = _float(row.get("write_p99_us"))
+    return Observation(
+        workload=row["workload"], pattern=pattern, block_size_bytes=int(row["block_size_bytes"]),
+        read_fraction=float(row["read_fraction"]), fsync_every=_int(row.get("fsync_every"), 0) or 0,
+        iodepth=_int(row.get("iodepth"), 1) or 1, numjobs=_int(row.get("numjobs"), 1) or 1,
+        working_set_bytes=_int(row.get("working_set_bytes")), arc_max_bytes=_int(row.get("arc_max_bytes")),
+        media=row["media"], vdev_type=row["vdev_type"], top_vdevs=_int(row.get("top_vdevs"), 1) or 1,
+        vdev_width=_int(row.get("vdev_width"), 1) or 1, ashift=_int(row.get("ashift")),
+        parameter=row["parameter"], value=row["value"], baseline=row.get("baseline") in ("1", "True", "true"),
+        settings=settings, cell=f"zfs{row['zfs_version']}/{row['layout']}/{row['workload']}",
+        repeat=_int(row.get("repeat"), 0) or 0,
+        perf=perf_of(pattern, float(row["iops"]), float(row.get("read_bw_bytes") or 0), float(row.get("write_bw_bytes") or 0)),
+        write_p99=p99 / 1e6 if p99 else None,
+    )
+
+
+# --- from this host: the store's probe results and the pool's facts ----------------------------
+def job_shape(job: str) -> dict[str, int]:
+    """fsync_every (the smallest fsync/fdatasync interval of any section, 0 if none), iodepth
+    (the largest) and numjobs (summed over the sections) of a fio job file's text."""
+    sections: dict[str, dict[str, str]] = {}
+    current: dict[str, str] | None = None
+    for line in job.splitlines():
+        line = line.strip()
+        if line.startswith("[") and line.endswith("]"):
+            current = sections.setdefault(line[1:-1], {})
+        elif "=" in line and current is not None:
+            key, value = line.split("=", 1)
+            current[key.strip()] = value.strip()
+    glob = sections.pop("global", {})
+    fsync, depth, jobs = [], 1, 0
+    for opts in sections.values() or [{}]:
+        merged = {**glob, **opts}
+        for key in ("fsync", "fdatasync"):
+            every = _int(merged.get(key), 0) or 0
+            if every > 0:
+                fsync.append(every)
+        depth = max(depth, _int(merged.get("iodepth"), 1) or 1)
+        jobs += _int(merged.get("numjobs"), 1) or 1
+    return {"fsync_every": min(fsync) if fsync else 0, "iodepth": depth, "numjobs": jobs}
+
+
+def pool_shape(descriptor: Mapping[str, Any]) -> dict[str, Any]:
+    """The pool part of a probe's pool descriptor (advisor/probe/pooldesc.py describe_pool)."""
+    vdevs = descriptor.get("vdevs") or []
+    first = vdevs[0] if vdevs else {}
+    kind = first.get("type", "") or "unknown"
+    if kind == "disk":
+        kind = "stripe"
+    elif kind.startswith("raidz") and not kind[-1].isdigit():
+        kind = f"raidz{first.get('nparity') or 1}"
+    return {"media": descriptor.get("media") or "unknown", "vdev_type": kind, "top_vdevs": max(1, len(vdevs)),
+            "vdev_width": first.get("width") or 1, "ashift": descriptor.get("ashift")}
+
+
+@dataclass(frozen=True)
+class WorkloadShape:
+    """What the model needs of a workload profile (rules/workloads/*.yaml `io:`)."""
+    name: str
+    pattern: str
+    block_size_bytes: int
+    read_fraction: float
+
+    @classmethod
+    def of(cls, workload: Any) -> WorkloadShape:
+        return cls(workload.name, workload.io.pattern, parse_size(workload.io.block_size), workload.io.read_fraction)
+
+
+def from_result(row: Any, workload: WorkloadShape, pool_name: str) -> Observation:
+    """A stored probe result (advisor/store/probes.py ResultRow) of `pool_name`."""
+    settings = dict(DEFAULTS)
+    if row.scope == "dataset":
+        settings[row.parameter] = row.value
+    settings = normalized(settings)
+    return Observation(
+        workload=workload.name, pattern=workload.pattern, block_size_bytes=workload.block_size_bytes,
+        read_fraction=workload.read_fraction, **job_shape(row.job),
+        working_set_bytes=row.working_set_bytes, arc_max_bytes=row.arc_max_bytes, **pool_shape(row.pool),
+        parameter=row.parameter, value=row.value, baseline=bool(row.baseline), settings=settings,
+        cell=f"local:{pool_name}", repeat=row.repeat,
+        perf=perf_of(workload.pattern, row.iops, row.read_bw, row.write_bw), write_p99=row.write_p99,
+    )
+
+
+def query(workload: WorkloadShape, job_text: str, working_set_bytes: int | None, arc_max_bytes: int | None,
+          descriptor: Mapping[str, Any], pool_name: str) -> Observation:
+    """The baseline candidate of `workload` on a pool that has not been probed (yet): the probe
+    job's shape and the pool's descriptor, the ZFS defaults as settings."""
+    return Observation(
+        workload=workload.name, pattern=workload.pattern, block_size_bytes=workload.block_size_bytes,
+        read_fraction=workload.read_fraction, **job_shape(job_text), working_set_bytes=working_set_bytes,
+        arc_max_bytes=arc_max_bytes, **pool_shape(descriptor), parameter="recordsize", value=DEFAULTS["recordsize"],
+        baseline=True, settings=normalized(DEFAULTS),
+        cell=f"local:{pool_name}",
+    )

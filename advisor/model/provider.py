@@ -1,0 +1,304 @@
+"""The model as the service and the CLI use it: fitted once from the shipped lab prior, conditioned
+on this host's probes (read from the store) per store generation, answering the engine's
+prediction lookup (advisor/engine/predicted.py) and choosing the next probes.
+
+Nothing is pickled: the prior is refitted at start-up (a fraction of a second on the shipped
+CSV, off the event loop), and this pool's probes are conditioned on at each new store
+generation (the id of the newest probe result).  Without scikit-learn, or without prior rows,
+`status()` says why and `lookup()` returns None: the advice comes from the rules and probes.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import sqlite3
+import statistics
+import threading
+from pathlib import Path
+from typing import Any
+
+from advisor.engine.loader import RuleBook
+from advisor.engine.models import ModelStatus
+from advisor.engine.predicted import (PREDICTED_PARAMETERS, CandidatePrediction, PairEffect, ParameterPrediction,
+                                      PredictionLookup)
+from advisor.engine.units import format_size, parse_size
+from advisor.facts import Host
+from advisor.model import MODEL_VERSION, sklearn_missing
+from advisor.model.dataset import Sample, load_csv, prior_path, samples
+from advisor.model.features import (DEFAULTS, KNOWN_COMPRESSION, Observation, WorkloadShape, from_result, query,
+                                    supported)
+from advisor.model.select import CAUTION
+from advisor.probe.candidates import Candidate, make_candidate, recordsize_grid
+from advisor.probe.fio_job import Hygiene, JobError, build_job
+from advisor.probe.pooldesc import describe_pool
+from advisor.store.db import StoreError
+from advisor.store.probes import read_existing
+
+log = logging.getLogger(__name__)
+Z90 = 1.6448536269514722
+PROBE_FILE_BYTES = 256 << 20
+ADVICE_WAIT_SECONDS = 5.0  # advisor/probe/service.py ProbeConfig.max_file_bytes
+
+
+def grid(parameter: str, workload: Any, params: dict[str, str] | None = None) -> list[str]:
+    """The values the advisor considers for `parameter` (the probe plan's grid)."""
+    if parameter == "compression":
+        return list(KNOWN_COMPRESSION)
+    page = (params or {}).get("page_size") or (
+        workload.parameters["page_size"].default if "page_size" in workload.parameters else None)
+    values = recordsize_grid(page or workload.io.block_size)
+    return values
+
+
+def candidates_of(base: Observation, workload: Any, params: dict[str, str] | None = None) -> list[Observation]:
+    """The probe grid as observations: the recordsize grid and compression=off, baseline first."""
+    out = [base.with_candidate("recordsize", DEFAULTS["recordsize"])]
+    out += [base.with_candidate("recordsize", v) for v in grid("recordsize", workload, params)
+            if parse_size(v) != parse_size(DEFAULTS["recordsize"])]
+    out.append(base.with_candidate("compression", "off"))
+    return out
+
+
+class ModelProvider:
+    def __init__(self, state_dir: str | os.PathLike[str], book: RuleBook, csv_path: str | Path | None = None,
+                 seed: int = 0, enabled: bool = True):
+        self.state_dir = state_dir
+        self.enabled = enabled
+        self.book = book
+        self.csv_path = Path(csv_path) if csv_path is not None else prior_path()
+        self.seed = seed
+        self._lock = threading.Lock()
+        self._model: Any = None
+        self._prior: list[Sample] = []
+        self._reason: str | None = "the model is being fitted"
+        self._version: str | None = None
+        self._cache: dict[tuple, ParameterPrediction | None] = {}
+        self._generation: int | None = None
+        self._done = threading.Event()  # cleared while a fit is under way (`begin`)
+        self._done.set()
+
+    # --- fitting ------------------------------------------------------------------------------
+    def begin(self) -> None:
+        """A fit is about to start (in a worker thread): answers wait for it rather than differ
+        by a race with it."""
+        self._done.clear()
+
+    def wait(self, timeout: float = 60.0) -> bool:
+        return self._done.wait(timeout)
+
+    def fit(self) -> ModelProvider:
+        """Fit on the lab prior; blocking (the service runs it in a worker thread)."""
+        try:
+            return self._fit()
+        except Exception as exc:  # advice goes on from the rules and probes; the log says why
+            log.exception("the regression model could not be fitted")
+            self._reason = f"the regression model is unavailable: fitting failed: {exc}"
+            return self
+        finally:
+            self._done.set()
+
+    def _fit(self) -> ModelProvider:
+        if not self.enabled:
+            self._reason = "the regression model is turned off (setting model = false)"
+            return self
+        missing = sklearn_missing()
+        if missing:
+            self._reason = f"the regression model is unavailable: {missing}"
+            return self
+        prior = samples(load_csv(self.csv_path))
+        if len(prior) < 5:
+            self._reason = f"the regression model is unavailable: no lab prior rows in {self.csv_path}"
+            return self
+        from advisor.model.regress import GPModel  # scikit-learn: only here
+
+        digest = hashlib.sha256(self.csv_path.read_bytes()).hexdigest()[:8]
+        model = GPModel(self.seed).fit(prior)
+        with self._lock:
+            self._model, self._prior, self._reason = model, prior, None
+            self._version = f"{MODEL_VERSION}+gp.prior-{digest}"
+            self._cache.clear()
+        log.info("regression model %s fitted on %d lab rows", self._version, len(prior))
+        return self
+
+    def status(self) -> ModelStatus | None:
+        """What answers say about the model; None when it is turned off (not consulted)."""
+        if not self.enabled:
+            return None
+        self.wait()
+        if self._model is None:
+            return ModelStatus(available=False, reason=self._reason)
+        return ModelStatus(available=True, version=self._version, lab_runs=len(self._prior))
+
+    # --- this host ----------------------------------------------------------------------------
+    def generation(self) -> int:
+        """The newest probe result's id: predictions are recomputed when it changes."""
+        def newest(store) -> int:
+            if store is None:
+                return 0
+            return int(store.conn.execute("SELECT COALESCE(MAX(id), 0) FROM probe_results").fetchone()[0])
+        try:
+            return read_existing(self.state_dir, newest)
+        except (StoreError, sqlite3.Error) as exc:
+            log.warning("probe results under %s cannot be read: %s", self.state_dir, exc)
+            return -1
+
+    def local_samples(self, pool: str, workload: Any) -> list[Sample]:
+        """This pool's probe results of the workload (dataset candidates the model knows) as samples."""
+        shape = WorkloadShape.of(workload)
+        try:
+            rows = read_existing(self.state_dir, lambda s: s.results_for(pool, workload.name) if s else [])
+        except (StoreError, sqlite3.Error) as exc:
+            log.warning("probe results under %s cannot be read: %s", self.state_dir, exc)
+            rows = []
+        obs = [from_result(r, shape, pool) for r in rows
+               if r.scope == "dataset" and r.parameter in PREDICTED_PARAMETERS]
+        return [s for s in samples(o for o in obs if supported(o))]
+
+    def _arc_for(self, workload: str, working_set: int) -> int:
+        """The ARC cap against the working set the lab measured this workload with (its median)."""
+        ratios = [s.obs.working_set_bytes / s.obs.arc_max_bytes for s in self._prior
+                  if s.obs.workload == workload and s.obs.working_set_bytes and s.obs.arc_max_bytes]
+        ratios = ratios or [s.obs.working_set_bytes / s.obs.arc_max_bytes for s in self._prior
+                            if s.obs.working_set_bytes and s.obs.arc_max_bytes] or [2.0]
+        return int(working_set / statistics.median(ratios))
+
+    def base_observation(self, pool: str, workload: Any, params: dict[str, str] | None = None,
+                         host: Host | None = None, descriptor: dict | None = None,
+                         local: list[Sample] | None = None) -> Observation | None:
+        """The default candidate on `pool`: from its probes when there are any, else from the
+        probe job the workload would run and the pool's descriptor."""
+        if local:
+            return local[0].obs.with_candidate("recordsize", DEFAULTS["recordsize"])
+        if descriptor is None:
+            facts = host.pool(pool) if host is not None else None
+            if facts is None:
+                return None
+            descriptor = describe_pool(facts, host.disks)  # type: ignore[union-attr]
+        params = dict(params or {})
+        role = params.pop("role", None)
+        try:
+            job = build_job(workload, "/probe", Hygiene(max_file_bytes=PROBE_FILE_BYTES), role, params)
+        except JobError:
+            return None
+        ws = job.working_set_bytes
+        return query(WorkloadShape.of(workload), job.text, ws, self._arc_for(workload.name, ws), descriptor, pool)
+
+    def advice_lookup(self, host: Host) -> tuple[object, PredictionLookup | None]:
+        """For the exporter's advice (advisor/engine/advice.py): (what the predictions depend on,
+        the lookup); the advice is recomputed when the first changes.  A scrape waits for a fit
+        under way at most ADVICE_WAIT_SECONDS (its deadline is short), then goes on without it."""
+        lookup = self.lookup(host, wait_seconds=ADVICE_WAIT_SECONDS)
+        return (self._version, self._generation), lookup
+
+    def covers(self, base: Observation) -> bool:
+        """Whether the lab measured workloads like this one: the same I/O pattern, and a block size
+        within the range it measured.  Beyond it the model would extrapolate: no prediction."""
+        like = [s.obs for s in self._prior if s.obs.pattern == base.pattern]
+        return bool(like) and (min(o.block_size_bytes for o in like) <= base.block_size_bytes
+                               <= max(o.block_size_bytes for o in like))
+
+    # --- the engine's lookup ------------------------------------------------------------------
+    def lookup(self, host: Host, params: dict[str, str] | None = None,
+               wait_seconds: float = 60.0) -> PredictionLookup | None:
+        """What `recommend(predicted=...)` takes, or None when the model is unavailable."""
+        self.wait(wait_seconds)
+        if self._model is None:
+            return None
+        generation = self.generation()
+        with self._lock:
+            if generation != self._generation:
+                self._cache.clear()
+                self._generation = generation
+
+        def predict(pool: str, workload_name: str, parameter: str, extra: list[str]) -> ParameterPrediction | None:
+            facts = host.pool(pool)
+            shape = json.dumps(describe_pool(facts, host.disks), sort_keys=True, default=str) if facts else None
+            key = (generation, pool, shape, workload_name, parameter, tuple(extra),
+                   tuple(sorted((params or {}).items())))
+            with self._lock:
+                if key in self._cache:
+                    return self._cache[key]
+            result = self.predict(pool, workload_name, parameter, extra, params, host=host)
+            with self._lock:
+                self._cache[key] = result
+            return result
+
+        return predict
+
+    def predict(self, pool: str, workload_name: str, parameter: str, extra: list[str] = (),  # type: ignore[assignment]
+                params: dict[str, str] | None = None, host: Host | None = None,
+                descriptor: dict | None = None) -> ParameterPrediction | None:
+        workload = self.book.workloads.get(workload_name)
+        if self._model is None or workload is None or parameter not in PREDICTED_PARAMETERS:
+            return None
+        local = self.local_samples(pool, workload)
+        base = self.base_observation(pool, workload, params, host, descriptor, local)
+        if base is None or (not local and not self.covers(base)):
+            return None
+        values: dict[int | str, str] = {}
+        for v in [*grid(parameter, workload, params), DEFAULTS[parameter], *extra]:
+            try:
+                k: int | str = parse_size(v) if parameter == "recordsize" else v.strip().lower()
+            except ValueError:
+                continue
+            values.setdefault(k, format_size(k) if isinstance(k, int) else k)
+        queries = [q for q in (base.with_candidate(parameter, v) for v in values.values()) if supported(q)]
+        if len(queries) < 2:
+            return None
+        prediction = self._model.predict(local, queries)
+        perf, p99 = prediction.perf, prediction.p99
+        limit = math.log(1.5)
+        # Against the default as predicted for this pool (its ratio is 1 by definition): the
+        # difference of the two, their covariance counted.
+        b = next(i for i, q in enumerate(queries) if q.baseline)
+        cands, score = [], []
+        for i, q in enumerate(queries):
+            d, sd = perf.difference(i, b)
+            score.append(d - CAUTION * sd)  # the pick of advisor/model/select.py
+            d99 = p99.difference(i, b)[0] if p99 is not None else None
+            cands.append(CandidatePrediction(
+                value=q.value, ratio=round(math.exp(d), 4),
+                interval=(round(math.exp(d - Z90 * sd), 4), round(math.exp(d + Z90 * sd), 4)),
+                write_p99_ratio=round(math.exp(d99), 4) if d99 is not None else None,
+                feasible=d99 is None or d99 <= limit,
+                probes=sum(1 for s in local if s.obs.settings == q.settings), baseline=i == b))
+        ranked = sorted(range(len(cands)), key=lambda i: -score[i])
+        best = next((i for i in ranked if cands[i].feasible), ranked[0])
+        effects = []
+        for i in range(len(cands)):
+            for j in range(len(cands)):
+                if i != j:
+                    d, sd = perf.difference(j, i)
+                    effects.append(PairEffect(from_value=cands[i].value, to_value=cands[j].value,
+                                              ratio=round(math.exp(d), 4),
+                                              interval=(round(math.exp(d - Z90 * sd), 4), round(math.exp(d + Z90 * sd), 4))))
+        return ParameterPrediction(parameter=parameter, metric=base.metric, best=cands[best].value, candidates=cands,
+                                   effects=effects, local_probes=sum(c.probes for c in cands),
+                                   lab_runs=len(self._prior), model_version=self._version or "")
+
+    # --- probe selection ----------------------------------------------------------------------
+    def next_probe_candidates(self, pool: str, workload_name: str, budget: int, params: dict[str, str] | None = None,
+                              host: Host | None = None, descriptor: dict | None = None) -> list[Candidate]:
+        """`budget` candidates for the next probe run of `pool` for the workload: the baseline (every
+        result is a ratio to it, within one run) and the budget - 1 others expected improvement
+        (advisor/model/select.py) asks for given the pool's probes so far.  Without the model: the
+        grid in order."""
+        from advisor.model.select import next_candidates
+
+        workload = self.book.workloads[workload_name]
+        local = self.local_samples(pool, workload) if self._model is not None else []
+        base = self.base_observation(pool, workload, params, host, descriptor, local)
+        if base is None:
+            return []
+        grid_obs = candidates_of(base, workload, params)
+        if self._model is None:
+            chosen = grid_obs[:max(budget, 1)]
+        else:
+            has_base = any(s.obs.baseline for s in local)
+            chosen = next_candidates(self._model, local, grid_obs, budget - 1 if has_base else budget)
+            if not any(o.baseline for o in chosen):
+                chosen.insert(0, grid_obs[0])
+        return [make_candidate(o.parameter, o.value, baseline=o.baseline) for o in chosen]

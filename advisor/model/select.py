@@ -1,0 +1,123 @@
+"""Which candidate to probe next, and which to recommend, from a model's posterior.
+
+* `next_candidates`: expected improvement (EI) over the best candidate probed so far, times the
+  probability that the candidate's write p99 stays within WRITE_P99_TOLERANCE of the default's
+  (the rule of advisor/engine/measured.py), greedily for a batch ("kriging believer": a chosen
+  candidate counts as measured at its predicted mean while the next is chosen).  The baseline
+  comes first: every other number is a ratio to it.
+* `pick`: the candidate with the best predicted mean whose predicted write p99 ratio is within
+  the tolerance.
+
+Jones, Schonlau & Welch (1998), "Efficient Global Optimization of Expensive Black-Box Functions";
+Gardner et al. (2014), "Bayesian Optimization with Inequality Constraints".
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Protocol
+
+from advisor.engine.measured import WRITE_P99_TOLERANCE
+from advisor.model.dataset import Sample
+from advisor.model.features import Observation
+
+LOG_P99_LIMIT = math.log(WRITE_P99_TOLERANCE)
+# How many standard deviations of its predicted effect a candidate must clear to be picked over
+# the default (docs/model.md has the evaluation that chose it).
+CAUTION = 0.5
+
+
+class Model(Protocol):
+    def predict(self, local: list[Sample], queries: list[Observation]): ...
+
+
+def _phi(z: float) -> float:
+    return math.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
+
+
+def _Phi(z: float) -> float:
+    return 0.5 * (1 + math.erf(z / math.sqrt(2)))
+
+
+def expected_improvement(mean: float, sd: float, best: float) -> float:
+    if sd <= 1e-12:
+        return max(mean - best, 0.0)
+    z = (mean - best) / sd
+    return (mean - best) * _Phi(z) + sd * _phi(z)
+
+
+def _p99_vs_base(prediction, i: int, base: int | None) -> tuple[float, float]:
+    """Mean and sd of log(write p99 / the default's) at candidate i; `base`: the default's index
+    in the same prediction (None: the targets' own baseline)."""
+    if base is None:
+        return float(prediction.p99.mean[i]), float(prediction.p99.sd[i])
+    return prediction.p99.difference(i, base)
+
+
+def feasible_probability(prediction, i: int, base: int | None = None) -> float:
+    if prediction.p99 is None:
+        return 1.0
+    mean, sd = _p99_vs_base(prediction, i, base)
+    return _Phi((LOG_P99_LIMIT - mean) / sd) if sd > 1e-12 else float(mean <= LOG_P99_LIMIT)
+
+
+def _feasible(prediction, i: int, base: int | None = None) -> bool:
+    return prediction.p99 is None or _p99_vs_base(prediction, i, base)[0] <= LOG_P99_LIMIT
+
+
+def _base_index(candidates: list[Observation]) -> int | None:
+    return next((i for i, c in enumerate(candidates) if c.baseline), None)
+
+
+def pick_score(prediction, i: int, base: int | None, caution: float = None) -> float:  # type: ignore[assignment]
+    """A lower confidence bound of the candidate's effect against the default: its predicted
+    mean less `caution` standard deviations of the difference (the default scores 0)."""
+    caution = CAUTION if caution is None else caution
+    if base is None:
+        return float(prediction.perf.mean[i]) - caution * float(prediction.perf.sd[i])
+    mean, sd = prediction.perf.difference(i, base)
+    return mean - caution * sd
+
+
+def pick(model: Model, local: list[Sample], candidates: list[Observation],
+         caution: float | None = None) -> tuple[int, object]:
+    """(index of the candidate to recommend, the posterior it was chosen from)."""
+    prediction = model.predict(local, candidates)
+    base = _base_index(candidates)
+    order = sorted(range(len(candidates)), key=lambda i: -pick_score(prediction, i, base, caution))
+    chosen = next((i for i in order if _feasible(prediction, i, base)), order[0])
+    return chosen, prediction
+
+
+def next_candidates(model: Model, local: list[Sample], candidates: list[Observation], budget: int) -> list[Observation]:
+    """Up to `budget` candidates to probe next (fewer when all are probed); `local`: this pool's
+    probe results so far, as samples (advisor/model/dataset.py)."""
+    probed = {s.obs.candidate for s in local}
+    todo = [c for c in candidates if c.candidate not in probed]
+    default = next((c for c in candidates if c.baseline), None)
+    chosen: list[Observation] = []
+    believed = list(local)
+    if budget > 0 and not any(s.obs.baseline for s in local):
+        base = next((c for c in todo if c.baseline), None)
+        if base is not None:
+            chosen.append(base)
+            todo.remove(base)
+            believed.append(Sample(replace(base, repeat=-1), 0.0, 0.0))
+    while len(chosen) < budget and todo:
+        # the default is predicted with them: write p99 is judged against it
+        extra = [default] if default is not None and default not in todo else []
+        prediction = model.predict(believed, todo + extra)
+        base = len(todo) if extra else _base_index(todo)
+        seen_obs = [s.obs for s in believed] + extra
+        seen = model.predict(believed, seen_obs) if believed else None
+        seen_base = len(believed) if extra else None
+        best = max((float(seen.perf.mean[i]) for i in range(len(believed)) if _feasible(seen, i, seen_base)),
+                   default=0.0) if seen is not None else 0.0
+        scores = [expected_improvement(float(prediction.perf.mean[i]), float(prediction.perf.sd[i]), best)
+                  * feasible_probability(prediction, i, base) for i in range(len(todo))]
+        i = max(range(len(todo)), key=lambda k: (scores[k], -k))
+        c = todo.pop(i)
+        chosen.append(c)
+        p99 = float(prediction.p99.mean[i]) if prediction.p99 is not None else None
+        believed.append(Sample(replace(c, repeat=-1), float(prediction.perf.mean[i]), p99))
+    return chosen

@@ -1,0 +1,519 @@
+"""The measured prior of the regression engine: a grid of probe runs in the lab, as CSV.
+
+    tests/lab/prior-grid                                   # the whole grid (about an hour)
+    tests/lab/prior-grid --layouts ssd-mirror2x2 --workloads postgres
+    tests/lab/prior-grid --max-minutes 30 --out /tmp/prior.csv
+
+For each layout (one VM boot each, holding /tmp/lab-vm.lock from boot to shutdown so other
+lab users can run between layouts) and each workload, the real probe runner runs inside the
+VM (`zfs-advisor probe --pool tank --workload W --param recordsize=... --param compression=off`,
+the code of the committed HEAD, see below), with its own hygiene: a fresh scratch child per
+candidate, files laid out and committed before measuring, warm-up discarded, >= 2 repeats,
+the ARC capped below the working set.  Every stored repeat becomes one CSV row
+(`COLUMNS`), appended after each (layout, workload) cell: a partial file is usable, and a
+second call skips the cells already complete (an incomplete cell is measured again).
+
+The guest runs the code of `git archive HEAD` (copied to a temporary directory shared at
+/project), so edits made while the grid runs do not leak into it; the commit is recorded in
+the provenance file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import fcntl
+import io
+import json
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import labimage  # noqa: E402
+import lablayouts  # noqa: E402
+
+from advisor.model.features import job_shape  # noqa: E402,F401  (also used by tests/unit/test_prior_grid.py)
+from advisor.model.features import pool_shape as model_pool_shape  # noqa: E402
+from labvm import LabError, LabVM  # noqa: E402
+
+REPO = labimage.REPO_ROOT
+DATA_DIR = REPO / "advisor" / "model" / "data"
+LOCK = Path("/tmp/lab-vm.lock")
+
+COLUMNS = (
+    "zfs_version,layout,media,vdev_type,top_vdevs,vdev_width,disks,ashift,workload,pattern,block_size_bytes,"
+    "read_fraction,fsync_every,iodepth,numjobs,working_set_bytes,arc_max_bytes,parameter,value,baseline,"
+    "recordsize_bytes,compression,logbias,primarycache,sync,atime,repeat,runtime_s,iops,read_iops,write_iops,"
+    "read_bw_bytes,write_bw_bytes,read_p50_us,read_p99_us,write_p50_us,write_p99_us,compress_ratio,run_id,"
+    "started_at,"
+    # added after the agreed columns (only ever append here)
+    "arc_hit_ratio,read_p999_us,write_p999_us,sync_p99_us,cpu_user,cpu_system,written_bytes,arc_min_bytes,"
+    "file_bytes,ramp_s,run_status"
+).split(",")
+
+# The ZFS defaults a scratch child gets unless the candidate sets the property
+# (advisor/probe/candidates.py BASELINE); the baseline row of a cell is the candidate
+# equal to them.
+DEFAULTS = {"recordsize": "128K", "compression": "lz4", "logbias": "latency", "primarycache": "all",
+            "sync": "standard", "atime": "on"}
+
+LAYOUTS = ("ssd-mirror2x2", "hdd-raidz1x4", "hdd-stripe5")
+# recordsize grid per workload: below, at and above the I/O size, and the 128K default.
+GRID = {
+    "postgres": ("8K", "16K", "32K", "128K"),
+    "mysql": ("8K", "16K", "64K", "128K"),
+    "sqlite": ("4K", "16K", "64K", "128K"),
+    "kafka": ("32K", "128K", "512K", "1M"),
+    "fileserver": ("32K", "128K", "512K", "1M"),
+}
+EXTRA = ("compression=off",)  # against the lz4 baseline
+# fio jobs (files) of the probed sections of each workload's job: the probe's --file-size is
+# the working set divided by them, so every cell has the same working set against the ARC cap.
+FILES = {"postgres": 4, "mysql": 4, "sqlite": 1, "kafka": 2, "fileserver": 2}
+
+GUEST_PY = "/opt/zfs-advisor-venv/bin/python"
+STATE_ROOT = "/var/lib/zfs-advisor-prior"
+# zfs_arc_min is lowered to 32 MiB for the whole VM (the runner itself only caps zfs_arc_max,
+# at max(working set / 4, arcstats c_min + 64 MiB)): with the default c_min of a 4 GiB guest
+# (128 MiB) the cap could not go below 192 MiB, and a 192 MiB working set would be served
+# from memory.  With it the cap is 96 MiB, half the working set.
+ARC_MIN_BYTES = 32 << 20
+OVERHEAD_S = 8.0  # advisor/probe/plan.py OVERHEAD_SECONDS
+
+
+@dataclass(frozen=True)
+class Settings:
+    repeats: int = 2
+    runtime_s: int = 8
+    ramp_s: int = 2
+    working_set: int = 192 << 20
+    layout_rate: int = 2 << 20  # deliberately low: only the deadline of each probe run depends on it
+
+
+def log(msg: str) -> None:
+    print(f"[prior-grid {datetime.now(timezone.utc):%H:%M:%S}] {msg}", flush=True)
+
+
+# --- what the probe is asked for ----------------------------------------------------------
+
+def candidate_args(recordsizes: tuple[str, ...], extra: tuple[str, ...] = EXTRA) -> list[str]:
+    return ["--param", "recordsize=" + ",".join(recordsizes), *(a for e in extra for a in ("--param", e))]
+
+
+def n_candidates(workload: str) -> int:
+    return len(GRID[workload]) + len(EXTRA)
+
+
+def probe_budget(n: int, working_set: int, s: Settings) -> int:
+    """The --budget that makes the plan choose exactly `s.runtime_s` (plan.fit_runtime):
+    per candidate overhead + layout at the assumed rate + repeats x (ramp + runtime), plus 1 s."""
+    per = OVERHEAD_S + working_set / s.layout_rate + s.repeats * (s.runtime_s + s.ramp_s) + 1
+    return int(n * per) + 1
+
+
+def file_bytes(workload: str, s: Settings) -> int:
+    return s.working_set // FILES[workload]
+
+
+def probe_command(workload: str, state: str, s: Settings, recordsizes: tuple[str, ...] | None = None,
+                  extra: tuple[str, ...] = EXTRA) -> str:
+    """The probe CLI call of one cell (by default the workload's whole grid)."""
+    recordsizes = recordsizes or GRID[workload]
+    n = len(recordsizes) + len(extra)
+    argv = ["env", "PYTHONPATH=/project", GUEST_PY, "-m", "advisor", "probe", "--state-dir", state,
+            "--pool", "tank", "--workload", workload, *candidate_args(recordsizes, extra),
+            "--repeats", str(s.repeats), "--ramp", str(s.ramp_s), "--file-size", str(file_bytes(workload, s)),
+            "--layout-rate", str(s.layout_rate),
+            "--budget", f"{probe_budget(n, s.working_set, s)}s", "--json"]
+    return shlex.join(argv)
+
+
+# --- rows -----------------------------------------------------------------------------
+
+def parse_size(text: str) -> int:
+    return lablayouts.parse_size(text)
+
+
+def pool_shape(descriptor: dict) -> dict[str, object]:
+    """The model's pool features (one definition: advisor/model/features.py) and the disk count."""
+    return {**model_pool_shape(descriptor), "disks": sum(v.get("width", 0) for v in descriptor.get("vdevs") or [])}
+
+
+def _us(seconds: float | None, ops: float) -> str | float:
+    return "" if seconds is None or not ops else round(seconds * 1e6, 1)
+
+
+def _num(v, digits: int = 3):
+    return "" if v is None else round(v, digits)
+
+
+def rows_of(output: dict, *, zfs_version: str, layout: str, profile: dict, arc_min: int,
+            s: Settings) -> list[dict[str, object]]:
+    """One row per stored repeat of the probe run in `output` (`probe --json`), keeping only
+    candidates with at least `s.repeats` repeats (a candidate cut short says nothing)."""
+    run = output["run"]
+    results = output["results"]
+    counts: dict[tuple[str, str], int] = {}
+    for r in results:
+        counts[(r["parameter"], r["value"])] = counts.get((r["parameter"], r["value"]), 0) + 1
+    rows = []
+    for r in results:
+        if counts[(r["parameter"], r["value"])] < s.repeats:
+            continue
+        props = dict(DEFAULTS)
+        if r["scope"] == "dataset":
+            props[r["parameter"]] = r["value"]
+        row = {
+            "zfs_version": zfs_version, "layout": layout, **pool_shape(r["pool"]),
+            "workload": run["workload"], "pattern": profile["pattern"],
+            "block_size_bytes": parse_size(profile["block_size"]), "read_fraction": profile["read_fraction"],
+            **(shape := job_shape(r["job"])),
+            "working_set_bytes": r["working_set_bytes"], "arc_max_bytes": r["arc_max_bytes"] or "",
+            "parameter": r["parameter"], "value": r["value"],
+            "baseline": int(all(props[k] == v for k, v in DEFAULTS.items())),
+            "recordsize_bytes": parse_size(props["recordsize"]), **{k: props[k] for k in DEFAULTS if k != "recordsize"},
+            "repeat": r["repeat"],
+            # fio's job_runtime under group_reporting is the sum over the job's threads
+            "runtime_s": _num(r["runtime_seconds"] / shape["numjobs"]),
+            "iops": _num(r["iops"], 1), "read_iops": _num(r["read_iops"], 1), "write_iops": _num(r["write_iops"], 1),
+            "read_bw_bytes": round(r["read_bw"]), "write_bw_bytes": round(r["write_bw"]),
+            "read_p50_us": _us(r["read_p50"], r["read_iops"]), "read_p99_us": _us(r["read_p99"], r["read_iops"]),
+            "write_p50_us": _us(r["write_p50"], r["write_iops"]), "write_p99_us": _us(r["write_p99"], r["write_iops"]),
+            "compress_ratio": _num(r["compress_ratio"], 2),
+            "run_id": f"zfs{zfs_version}-{layout}-{run['workload']}-{run['id']}-{int(run['started_at'])}",
+            "started_at": datetime.fromtimestamp(r["started_at"], timezone.utc).isoformat(timespec="seconds"),
+            "arc_hit_ratio": _num(r["arc_hit_ratio"], 4),
+            "read_p999_us": _us(r["read_p999"], r["read_iops"]), "write_p999_us": _us(r["write_p999"], r["write_iops"]),
+            "sync_p99_us": _us(r["sync_p99"], 1), "cpu_user": _num(r["cpu_user"], 4),
+            "cpu_system": _num(r["cpu_system"], 4), "written_bytes": r["written_bytes"], "arc_min_bytes": arc_min,
+            "file_bytes": file_bytes(run["workload"], s), "ramp_s": s.ramp_s, "run_status": run["status"],
+        }
+        rows.append({c: row.get(c, "") for c in COLUMNS})
+    return rows
+
+
+# --- the CSV ----------------------------------------------------------------------------
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    if not path.exists():
+        return []
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def write_rows(path: Path, rows: list[dict[str, object]]) -> None:
+    """Rewrite the whole file atomically (a reader never sees half a cell)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(buf.getvalue())
+    tmp.replace(path)
+
+
+def in_cell(row: dict[str, str], layout: str, workload: str, s: Settings) -> bool:
+    """A cell is (layout, workload, working set): the same grid at another working set is another cell."""
+    return (row["layout"] == layout and row["workload"] == workload
+            and int(row["working_set_bytes"]) == s.working_set)
+
+
+def cell_complete(rows: list[dict[str, str]], layout: str, workload: str, s: Settings) -> bool:
+    mine = [r for r in rows if in_cell(r, layout, workload, s)]
+    seen: dict[tuple[str, str], int] = {}
+    for r in mine:
+        seen[(r["parameter"], r["value"])] = seen.get((r["parameter"], r["value"]), 0) + 1
+    return len(seen) == n_candidates(workload) and all(n >= s.repeats for n in seen.values())
+
+
+# --- the VM -------------------------------------------------------------------------------
+
+class VMLock:
+    """flock(2) on /tmp/lab-vm.lock, the same lock `flock /tmp/lab-vm.lock CMD` takes."""
+
+    def __enter__(self):
+        self.f = open(LOCK, "a")
+        t0 = time.monotonic()
+        fcntl.flock(self.f, fcntl.LOCK_EX)
+        waited = time.monotonic() - t0
+        if waited > 1:
+            log(f"waited {waited:.0f} s for {LOCK}")
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.f, fcntl.LOCK_UN)
+        self.f.close()
+
+
+def snapshot_project(dest: Path) -> str:
+    """`git archive HEAD` of the repository into `dest`; -> the commit."""
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    dest.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.Popen(["git", "-C", str(REPO), "archive", commit], stdout=subprocess.PIPE)
+    subprocess.run(["tar", "-x", "-C", str(dest)], stdin=archive.stdout, check=True)
+    archive.stdout.close()
+    if archive.wait() != 0:
+        raise RuntimeError("git archive failed")
+    return commit
+
+
+PROFILES_PY = (
+    "import json; from advisor.engine.loader import load_rulebook; from advisor.settings import load_settings; "
+    "b = load_rulebook(load_settings(None).rules_dir); "
+    "print(json.dumps({n: {'pattern': w.io.pattern, 'block_size': w.io.block_size, "
+    "'read_fraction': w.io.read_fraction} for n, w in b.workloads.items()}))")
+
+
+def guest_facts(vm: LabVM) -> dict:
+    out = vm.exec(
+        f"echo {ARC_MIN_BYTES} > /sys/module/zfs/parameters/zfs_arc_min; "
+        "cat /sys/module/zfs/version; uname -r; fio --version; "
+        "awk '$1==\"c_min\"{print $3}' /proc/spl/kstat/zfs/arcstats; "
+        "awk '$1==\"c_max\"{print $3}' /proc/spl/kstat/zfs/arcstats; "
+        f"cd /project && PYTHONPATH=/project {GUEST_PY} -c {shlex.quote(PROFILES_PY)}", check=True).stdout
+    lines = out.splitlines()
+    return {"zfs_module": lines[0], "zfs_version": lines[0].split("-")[0], "kernel": lines[1], "fio": lines[2],
+            "arc_c_min": int(lines[3]), "arc_c_max_default": int(lines[4]), "profiles": json.loads(lines[5])}
+
+
+def probe_cell(vm: LabVM, workload: str, s: Settings, layout: str, recordsizes: tuple[str, ...] | None = None,
+               extra: tuple[str, ...] = EXTRA) -> dict | None:
+    """Run the probe of one cell in a fresh state directory (twice if it gives no result, e.g.
+    refused because the pool was not idle yet); -> `probe --json` output, or None."""
+    cmd = probe_command(workload, f"{STATE_ROOT}/{workload}", s, recordsizes, extra)
+    for attempt in (1, 2):
+        vm.exec(f"rm -rf {STATE_ROOT}/{workload}; sync; sleep 5", check=True)  # a txg commit: an idle pool
+        r = vm.exec(cmd, timeout=3600)
+        try:
+            output = json.loads(r.stdout)
+        except json.JSONDecodeError:
+            log(f"{layout}/{workload}: attempt {attempt} gave no result (rc {r.rc}): {r.stderr.strip()[-600:]}")
+            continue
+        return output
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--zfs", default="2.3", help="OpenZFS line of the lab image (default 2.3)")
+    ap.add_argument("--layouts", default=",".join(LAYOUTS), help="comma separated, in order")
+    ap.add_argument("--workloads", default=",".join(GRID), help="comma separated, in order")
+    ap.add_argument("--out", type=Path, default=None, help="CSV (default advisor/model/data/prior-zfs<line>.csv)")
+    ap.add_argument("--repeats", type=int, default=Settings.repeats)
+    ap.add_argument("--runtime", type=int, default=Settings.runtime_s, help="measured seconds per fio repeat")
+    ap.add_argument("--ramp", type=int, default=Settings.ramp_s, help="warm-up seconds per repeat (discarded)")
+    ap.add_argument("--working-set", default="192M",
+                    help="bytes of files per cell, split over the job's files (the probe's --file-size)")
+    ap.add_argument("--max-minutes", type=float, default=60.0,
+                    help="wall-time budget: cells that would not fit (by the pace measured so far) are skipped")
+    ap.add_argument("--project", type=Path, default=None,
+                    help="directory shared as /project (default: a git archive of HEAD)")
+    ap.add_argument("--summary", action="store_true", help="print the CSV's summary table (markdown) and stop")
+    ap.add_argument("--provenance", action="store_true", help="rewrite PROVENANCE.md from the meta file and stop")
+    args = ap.parse_args(argv)
+    s = Settings(repeats=args.repeats, runtime_s=args.runtime, ramp_s=args.ramp,
+                 working_set=parse_size(args.working_set))
+    out = args.out or DATA_DIR / f"prior-zfs{args.zfs}.csv"
+    meta_path = out.with_suffix(".meta.json")
+    if args.summary:
+        print(markdown_summary(read_rows(out)))
+        return 0
+    if args.provenance:
+        print(write_provenance(out, json.loads(meta_path.read_text())))
+        return 0
+    layouts = [x for x in args.layouts.split(",") if x]
+    workloads = [x for x in args.workloads.split(",") if x]
+    for w in workloads:
+        if w not in GRID:
+            ap.error(f"workload {w!r} has no grid; valid: {sorted(GRID)}")
+    for l in layouts:
+        lablayouts.get(l)
+    t_start = time.monotonic()
+    deadline = t_start + args.max_minutes * 60
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {"layouts": {}, "runs": []}
+    tmp = Path(tempfile.mkdtemp(prefix="prior-grid-"))
+    if args.project:
+        project, commit = args.project.resolve(), "working tree " + str(args.project)
+    else:
+        project, commit = tmp / "project", snapshot_project(tmp / "project")
+    log(f"project {commit}; out {out}")
+    per_candidate: list[float] = []  # measured wall seconds per candidate, incl. the probe's own overhead
+    boot_cost = 150.0
+    skipped: list[str] = []
+    run_meta = {"started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "commit": commit,
+                "command": shlex.join(["tests/lab/prior-grid", *(argv if argv is not None else sys.argv[1:])]),
+                "settings": s.__dict__, "cells": []}
+    meta["runs"].append(run_meta)
+    try:
+        for layout in layouts:
+            rows = read_rows(out)
+            todo = [w for w in workloads if not cell_complete(rows, layout, w, s)]
+            if not todo:
+                log(f"{layout}: every cell complete, skipped")
+                continue
+            pace = statistics.fmean(per_candidate) if per_candidate else 60.0
+            if time.monotonic() + boot_cost + pace * n_candidates(todo[0]) > deadline:
+                skipped += [f"{layout}/{w}" for w in todo]
+                log(f"{layout}: no time left for a single cell, skipped")
+                continue
+            with VMLock():
+                t_boot = time.monotonic()
+                with LabVM(args.zfs, layout, project=project) as vm:
+                    boot_cost = time.monotonic() - t_boot
+                    facts = guest_facts(vm)
+                    lay = lablayouts.get(layout)
+                    meta["layouts"][layout] = {
+                        "description": lay.description, "zpool_create": list(lay.zpool_create),
+                        "disks": [{"name": d.name, "media": d.media, "size": d.size, "iops": d.iops, "bps": d.bps,
+                                   "logical_block_size": d.logical_block_size,
+                                   "physical_block_size": d.physical_block_size} for d in lay.disks],
+                        "image": labimage.image_key(args.zfs), "image_meta": vm.image.meta,
+                        **{k: v for k, v in facts.items() if k != "profiles"},
+                        "boot_and_create_s": round(boot_cost, 1)}
+                    log(f"{layout}: up in {boot_cost:.0f} s; OpenZFS {facts['zfs_module']}, kernel {facts['kernel']}, "
+                        f"{facts['fio']}, ARC c_min {facts['arc_c_min'] >> 20} MiB")
+                    for workload in todo:
+                        pace = statistics.fmean(per_candidate) if per_candidate else 60.0
+                        need = pace * n_candidates(workload) + 30
+                        if time.monotonic() + need > deadline:
+                            skipped.append(f"{layout}/{workload}")
+                            log(f"{layout}/{workload}: skipped, {need:.0f} s would pass the deadline")
+                            continue
+                        t0 = time.monotonic()
+                        output = probe_cell(vm, workload, s, layout)
+                        took = time.monotonic() - t0
+                        if output is None:
+                            skipped.append(f"{layout}/{workload} (failed)")
+                            continue
+                        new = rows_of(output, zfs_version=facts["zfs_version"], layout=layout,
+                                      profile=facts["profiles"][workload], arc_min=facts["arc_c_min"], s=s)
+                        rows = [r for r in read_rows(out) if not in_cell(r, layout, workload, s)]
+                        write_rows(out, rows + new)
+                        per_candidate.append(took / n_candidates(workload))
+                        run = output["run"]
+                        run_meta["cells"].append({"layout": layout, "workload": workload, "status": run["status"],
+                                                  "reason": run["reason"], "seconds": round(took, 1),
+                                                  "rows": len(new)})
+                        meta_path.write_text(json.dumps(meta, indent=2) + "\n")
+                        log(f"{layout}/{workload}: {run['status']}{' (' + run['reason'] + ')' if run['reason'] else ''}"
+                            f", {len(new)} rows in {took:.0f} s ({took / n_candidates(workload):.0f} s a candidate)")
+                        print(summary_table(new), flush=True)
+    except LabError as exc:
+        log(f"lab VM failed: {exc}")
+        return 125
+    finally:
+        run_meta["wall_s"] = round(time.monotonic() - t_start, 1)
+        run_meta["skipped"] = skipped
+        run_meta["ended_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        meta_path.write_text(json.dumps(meta, indent=2) + "\n")
+        subprocess.run(["rm", "-rf", str(tmp)])
+    write_provenance(out, meta)
+    log(f"done in {(time.monotonic() - t_start) / 60:.1f} min; skipped: {', '.join(skipped) or 'none'}")
+    return 0 if not skipped else 3
+
+
+def write_provenance(csv_path: Path, meta: dict) -> Path:
+    """PROVENANCE.md beside the CSV, from the grid's meta file (what each boot read in the VM)."""
+    rows = read_rows(csv_path)
+    cells = sorted({(r["layout"], r["workload"], r["working_set_bytes"]) for r in rows})
+    lines = [f"# {csv_path.name}: where the prior comes from", "",
+             f"{len(rows)} rows (one per fio repeat of a probe candidate), {len(cells)} cells (layout x workload x "
+             "working set), measured in the qemu ZFS lab (docs/lab.md) by `tests/lab/prior-grid`; "
+             "columns, method and a summary in docs/prior.md.", "", "## Lab", ""]
+    layouts = meta.get("layouts", {})
+    images = {v["image"]: v for v in layouts.values()}
+    for key, v in images.items():
+        im = v["image_meta"]
+        lines.append(f"- image `{key}`: OpenZFS package {im.get('zfs_package')}, kernel {im.get('kernel')}, "
+                     f"built {im.get('built_at')}")
+    versions = {(v["zfs_module"], v["kernel"], v["fio"]) for v in layouts.values()}
+    for z, k, f in sorted(versions):
+        lines.append(f"- read in the VM: `/sys/module/zfs/version` {z}, `uname -r` {k}, `fio --version` {f}")
+    lines += [
+        "- VM: qemu TCG (no KVM), 2 vCPUs, 4096 MiB; `zfs_arc_min` lowered to 32 MiB at boot (the runner caps "
+        "`zfs_arc_max` at max(working set / 4, c_min + 64 MiB): 96 MiB here, half of the 192 MiB working set)",
+        "", "## Layouts (qemu throttles per disk)", "",
+        "| layout | disks | per-disk throttle | zpool create |", "| --- | --- | --- | --- |"]
+    for name, v in layouts.items():
+        d = v["disks"]
+        kinds = sorted({(x["media"], x["logical_block_size"], x["physical_block_size"], x["iops"], x["bps"]) for x in d})
+        throttle = "; ".join(f"{m} {lb}/{pb}: {i} IOPS, {b / 1e6:.0f} MB/s" for m, lb, pb, i, b in kinds)
+        lines.append(f"| `{name}` | {len(d)} x {d[0]['size'] >> 30} GiB | {throttle} | "
+                     f"`zpool create {' '.join(v['zpool_create'])}` |")
+    lines += ["", "## Runs", ""]
+    for run in meta.get("runs", []):
+        lines += [f"- `{run['command']}` at commit {run['commit']}: {run['started_at']} to {run.get('ended_at', '?')}, "
+                  f"wall time {run.get('wall_s', 0) / 60:.1f} min; settings {json.dumps(run['settings'])}; "
+                  f"cells measured {len(run['cells'])}"
+                  + (f"; skipped {', '.join(run['skipped'])}" if run.get("skipped") else "")]
+    lines += ["", "## Caveats", "",
+              "- The host has 2 cores shared with other work (other helpers' tests and VMs may have run beside the "
+              "grid); absolute numbers are those of an emulated CPU. Compare ratios within a cell.",
+              "- The ARC is compressed: with 50 % compressible data the 96 MiB cap holds much of the 192 MiB working "
+              "set; `arc_hit_ratio` says how much of each repeat was served from memory.",
+              "- Each repeat is short (`ramp_s` warm-up discarded, 8 s measured); `runtime_s` is per fio thread.",
+              ]
+    lines += meta.get("notes", [])
+    path = csv_path.parent / "PROVENANCE.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def markdown_summary(rows: list[dict[str, str]]) -> str:
+    """Per cell: each candidate's IOPS mean ± half the range of its repeats, mean write p99, ARC hit
+    ratio, ranked; the best marked."""
+    cells: dict[tuple[str, str, str], dict[str, list[dict]]] = {}
+    for r in rows:
+        cells.setdefault((r["layout"], r["workload"], r["working_set_bytes"]), {}).setdefault(
+            f"{r['parameter']}={r['value']}", []).append(r)
+    out = ["| layout | workload | candidate | IOPS (mean ± half range) | vs baseline | write p99 ms | "
+           "read p99 ms | ARC hit | repeats |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for (layout, workload, ws), cands in cells.items():
+        def mean(rs, col, scale=1.0):
+            vals = [float(r[col]) for r in rs if r[col] != ""]
+            return statistics.fmean(vals) / scale if vals else None
+        base = next((rs for rs in cands.values() if rs[0]["baseline"] == "1"), None)
+        base_iops = mean(base, "iops") if base else None
+        ranked = sorted(cands.items(), key=lambda kv: -mean(kv[1], "iops"))
+        for i, (name, rs) in enumerate(ranked):
+            iops = [float(r["iops"]) for r in rs]
+            m = statistics.fmean(iops)
+            fmt = lambda v: "-" if v is None else f"{v:.1f}"  # noqa: E731
+            label = f"**{name}**" if i == 0 else name
+            hit = mean(rs, "arc_hit_ratio")
+            ws_note = "" if int(ws) == 192 << 20 else f" ({int(ws) >> 20} MiB)"
+            out.append(f"| {layout if i == 0 else ''} | {workload + ws_note if i == 0 else ''} | {label}"
+                       f"{' (baseline)' if rs[0]['baseline'] == '1' else ''} | {m:,.0f} ± {(max(iops) - min(iops)) / 2:,.0f} | "
+                       f"{(f'{m / base_iops:.2f}x' if base_iops else '-')} | {fmt(mean(rs, 'write_p99_us', 1000))} | "
+                       f"{fmt(mean(rs, 'read_p99_us', 1000))} | "
+                       f"{'-' if hit is None else f'{hit:.0%}'} | "
+                       f"{len(rs)} |")
+    return "\n".join(out)
+
+
+def summary_table(rows: list[dict[str, object]]) -> str:
+    """Per candidate: IOPS mean, spread (max-min)/mean, worst write p99, ranked."""
+    by: dict[tuple[str, str], list[dict]] = {}
+    for r in rows:
+        by.setdefault((str(r["parameter"]), str(r["value"])), []).append(r)
+    stats = []
+    for (p, v), rs in by.items():
+        iops = [float(r["iops"]) for r in rs]
+        p99 = [float(r["write_p99_us"]) for r in rs if r["write_p99_us"] not in ("", None)]
+        mean = statistics.fmean(iops)
+        stats.append((mean, f"  {p + '=' + v:>20} {mean:>9,.0f} IOPS  ±{(max(iops) - min(iops)) / mean / 2:5.1%}  "
+                            f"write p99 {max(p99) / 1000 if p99 else float('nan'):8.1f} ms  (n={len(rs)})"))
+    return "\n".join(line for _, line in sorted(stats, reverse=True))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

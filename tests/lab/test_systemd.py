@@ -1,0 +1,450 @@
+"""Lab: the service as an admin installs it (deploy/install.sh), under the VM's real systemd (PID 1).
+
+One install per module on OpenZFS 2.3 (the unit does not depend on the line), then, in order:
+the installed unit verifies clean and rates <= 3.0; `systemctl start` is active only once the
+HTTP socket is bound (Type=notify); the sandboxed dynamic user really reads ZFS (every
+`zfs_advisor_source_up` is 1, /recommend answers from the lab pool); Prometheus on the host scrapes
+the installed service with the shipped scrape config and alerts, and every Grafana panel's PromQL
+returns data; SIGKILL -> restarted; a wedged event loop (the test hook, docs/deploy.md) -> the
+watchdog restarts it; `systemctl stop` is clean; `install.sh --uninstall` leaves nothing behind.
+
+The VM has no network: install.sh installs the dependencies from a wheel directory (`--wheels`,
+docs/deploy.md "Offline"), downloaded once on the host and cached next to the lab images.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+import labimage
+from labparams import lab_params
+
+from advisor.cli.serve import WEDGE_AFTER, WEDGE_CONSENT, WEDGE_GUARD
+from advisor.settings import DEFAULT_PORT
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "golden"))
+from promserver import PrometheusServer, free_port  # noqa: E402
+
+pytestmark = [
+    pytest.mark.lab,
+    pytest.mark.parametrize("lab_vm", lab_params(["ssd-mirror2x2"], lines=["2.3"]), indirect=True,
+                            scope="session"),
+]
+
+REPO = labimage.REPO_ROOT
+SERVICE = "zfs-advisor.service"
+UNIT_DIR = "/etc/systemd/system"
+DROP_IN = f"{UNIT_DIR}/{SERVICE}.d/lab-watchdog.conf"
+GUEST_WHEELS = "/root/lab-wheels"
+MAX_EXPOSURE = 3.0
+FIND_NAMED = ("find /etc /opt /var /run /tmp /srv /usr/local /root -path /opt/zfs-advisor-venv -prune "
+              "-o -name '*zfs-advisor*' -print -o -name '*zfs_advisor*' -print")
+CHECKOUT_BUILD = "ls -d /project/build /project/*.egg-info 2>/dev/null"
+BEFORE: dict[str, set[str]] = {}  # filled by the `installed` fixture before it installs
+# the prober: root with CAP_SYS_ADMIN and no mount namespace, by design (docs/security.md)
+MAX_EXPOSURE_OF = {"zfs-advisor-probe.service": 4.5}
+TIMEOUT_STOP = 30  # TimeoutStopSec of the shipped unit
+SCRAPE_INTERVAL = 10  # seconds; the shipped 30 s would make this test a minute longer
+# Grafana's $__rate_interval: max(4 x scrape interval, query interval + scrape interval).
+RATE_INTERVAL = f"{4 * SCRAPE_INTERVAL}s"
+# Everything install.sh writes (docs/deploy.md), and what systemd makes for the unit.
+INSTALLED_PATHS = ("/opt/zfs-advisor", "/etc/zfs-advisor", "/var/lib/zfs-advisor", "/var/lib/private/zfs-advisor",
+                   "/var/log/zfs-advisor.log", "/run/zfs-advisor.pid", f"{UNIT_DIR}/{SERVICE}",
+                   f"{UNIT_DIR}/{SERVICE}.d", f"/run/systemd/system/{SERVICE}.d",
+                   f"{UNIT_DIR}/multi-user.target.wants/{SERVICE}")
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+def dependency_wheels(python_version: str) -> Path:
+    """The runtime dependencies as wheels for the VM's Python, downloaded once (cached)."""
+    deps = sorted(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"])
+    key = hashlib.sha256("\n".join([python_version, *deps]).encode()).hexdigest()[:12]
+    wheels = labimage.cache_dir() / "wheels" / f"cp{python_version.replace('.', '')}-{key}"
+    if not (wheels / ".complete").exists():
+        wheels.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
+                        "-d", str(wheels), "--only-binary=:all:", "--implementation", "cp",
+                        "--python-version", python_version, "--platform", "manylinux2014_x86_64",
+                        "--platform", "manylinux_2_28_x86_64", *deps], check=True, timeout=600)
+        (wheels / ".complete").write_text("\n".join(deps) + "\n")
+    return wheels
+
+
+def wheelhouse(python_version: str, into: Path) -> Path:
+    """What `install.sh --wheels DIR` takes: the dependencies, and this checkout's own wheel built
+    here (building it in the emulated VM would cost a minute and more)."""
+    into.mkdir()
+    for wheel in dependency_wheels(python_version).glob("*.whl"):
+        shutil.copy(wheel, into)
+    src = into.parent / "src"
+    shutil.copytree(REPO, src, ignore=lambda d, names: [n for n in names if n in (
+        ".git", ".venv", "tests", "docs", "build", "__pycache__") or n.endswith(".egg-info")], symlinks=True)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                    "--disable-pip-version-check", "-w", str(into), str(src)], check=True, timeout=300)
+    return into
+
+
+def show(vm, *props: str) -> dict[str, str]:
+    out = vm.exec(["systemctl", "show", SERVICE, *(f"--property={p}" for p in props)], check=True).stdout
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+
+def now(vm) -> int:
+    """The guest's clock, whole seconds: `journalctl --since @N` from here on."""
+    return int(vm.exec("date +%s", check=True).stdout)
+
+
+def journal(vm, since: int) -> str:
+    return vm.exec(f"journalctl -q -o cat --no-pager -u {SERVICE} --since @{since}", check=True).stdout
+
+
+class Http:
+    """GETs from the host to the service in the VM, through an ssh tunnel to 127.0.0.1:PORT there
+    (so the peer the unit sees is localhost, which IPAddressAllow admits)."""
+
+    def __init__(self, local_port: int):
+        self.address = f"127.0.0.1:{local_port}"
+
+    def get(self, path: str, timeout: float = 30) -> tuple[int, bytes]:
+        try:
+            with urllib.request.urlopen(f"http://{self.address}{path}", timeout=timeout) as resp:
+                return resp.status, resp.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read()
+
+    def answers(self) -> bool:
+        try:
+            return self.get("/healthz", timeout=5)[0] == 200
+        except OSError:
+            return False
+
+
+def wait_running(vm, http: Http, timeout: float = 90, **expect: str) -> dict[str, str]:
+    """Until the unit is active (running), /healthz answers, and the properties in `expect` hold."""
+    deadline = time.monotonic() + timeout
+    while True:
+        state = show(vm, "ActiveState", "SubState", "MainPID", "NRestarts", *expect)
+        if (state["ActiveState"], state["SubState"]) == ("active", "running") and http.answers() and all(
+                state[k] == v for k, v in expect.items()):
+            return state
+        if time.monotonic() > deadline:
+            status = vm.exec(f"systemctl status --no-pager -l {SERVICE}; journalctl -q -n 40 -u {SERVICE}").stdout
+            pytest.fail(f"not running within {timeout} s (want {expect}): {state}\n{status}")
+        time.sleep(1)
+
+
+def metric_lines(text: str, name: str) -> dict[str, float]:
+    """{labels: value} of one family in an exposition."""
+    found = {}
+    for line in text.splitlines():
+        if line.startswith(name + "{") or line.startswith(name + " "):
+            series, _, value = line.rpartition(" ")
+            found[series[len(name):]] = float(value)
+    return found
+
+
+READINESS = f"""
+import json, socket, subprocess, time
+
+def state():
+    out = subprocess.run(["systemctl", "show", "--property=ActiveState", "--property=SubState", "{SERVICE}"],
+                         capture_output=True, text=True).stdout
+    return dict(l.split("=", 1) for l in out.split())
+
+def bound():
+    try:
+        socket.create_connection(("127.0.0.1", {DEFAULT_PORT}), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+subprocess.run(["systemctl", "start", "--no-block", "{SERVICE}"], check=True)
+t0, samples = time.monotonic(), []
+while time.monotonic() - t0 < 120:
+    s = state()  # first the unit's state, then the port: "active" seen before a refused connect is a bug
+    samples.append([round(time.monotonic() - t0, 2), s["ActiveState"], s["SubState"], bound()])
+    if samples[-1][1:] == ["active", "running", True]:
+        break
+print(json.dumps(samples))
+"""
+
+
+# -- the installed service -----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def installed(lab_vm, tmp_path_factory):
+    """Install as docs/deploy.md says (`sudo deploy/install.sh`; offline: `--wheels DIR`), start a
+    scrub (the dashboard's scan panel), name tank/pg as a postgres dataset in the config (its
+    recommendation panel), and restart the service to read it: stop, then `systemctl start` sampled
+    for the readiness test."""
+    vm = lab_vm
+    timings: dict[str, float] = {}
+    version = vm.exec("python3 -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])'", check=True).stdout.strip()
+    vm.exec(f"rm -rf {GUEST_WHEELS}", check=True)
+    # What other lab tests of this VM (probe state dirs, configs) and the host's own editable
+    # install (an egg-info in the checkout) left before this install: not the install's to remove.
+    BEFORE["named"] = set(vm.exec(FIND_NAMED, timeout=180).stdout.split())
+    BEFORE["checkout"] = set(vm.exec(CHECKOUT_BUILD).stdout.split())
+    wheels = vm.copy_in(wheelhouse(version, tmp_path_factory.mktemp("wheels") / "wheels"), GUEST_WHEELS)
+    sudo = "sudo " if vm.exec("command -v sudo").rc == 0 else ""  # root's shell in the VM: no sudo needed
+    t0 = time.monotonic()
+    install = vm.exec(f"cd /project && {sudo}deploy/install.sh --wheels {wheels}", timeout=600)
+    timings["install.sh"] = time.monotonic() - t0
+    ssh = vm._ssh_base()
+    local = free_port()
+    tunnel = subprocess.Popen([*ssh[:-1], "-N", "-L", f"127.0.0.1:{local}:127.0.0.1:{DEFAULT_PORT}", ssh[-1]],
+                              stdin=subprocess.DEVNULL)
+    http = Http(local)
+    try:
+        assert install.rc == 0, install.stdout + install.stderr
+        vm.exec("zpool scrub tank && printf '\\n[workloads]\\n\"tank/pg\" = \"postgres\"\\n' "
+                f">> /etc/zfs-advisor/config.toml && systemctl stop {SERVICE}", check=True)
+        vm.write_file("/root/lab-readiness.py", READINESS)
+        t0 = time.monotonic()
+        samples = json.loads(vm.exec("python3 /root/lab-readiness.py", timeout=180, check=True).stdout)
+        timings["start"] = time.monotonic() - t0
+        yield vm, http, install, samples
+    finally:
+        tunnel.terminate()
+        tunnel.wait(timeout=10)
+        vm.exec(f"test -e {UNIT_DIR}/{SERVICE} && cd /project && deploy/install.sh --uninstall; "
+                f"rm -rf {GUEST_WHEELS} /root/lab-readiness.py", timeout=120)
+        print("\nsystemd lab timings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()))
+
+
+def test_install_as_the_docs_say(installed):
+    vm, http, install, _ = installed
+    assert f"answering on http://127.0.0.1:{DEFAULT_PORT}/" in install.stdout, install.stdout
+    assert "/opt/zfs-advisor/share/prometheus/{scrape.yml,alerts.yml}" in install.stdout
+    listing = vm.exec("ls /opt/zfs-advisor/share/prometheus /opt/zfs-advisor/share/grafana /etc/zfs-advisor",
+                      check=True).stdout.split()
+    assert {"scrape.yml", "alerts.yml", "zfs-advisor.json", "config.toml"} <= set(listing)
+    assert vm.exec("systemctl is-enabled zfs-advisor.service", check=True).stdout.strip() == "enabled"
+    # Built from a copy: the (read-only here) checkout is left as it was.
+    assert set(vm.exec(CHECKOUT_BUILD).stdout.split()) == BEFORE["checkout"]
+
+
+def test_installed_units_verify_clean_and_expose_at_most_3(installed):
+    vm = installed[0]
+    units = vm.exec(f"ls {UNIT_DIR}/zfs-advisor*.service {UNIT_DIR}/zfs-advisor*.timer {UNIT_DIR}/zfs-advisor*.path "
+                    "2>/dev/null").stdout.split()
+    assert f"{UNIT_DIR}/{SERVICE}" in units
+    for unit in units:
+        verify = vm.exec(["systemd-analyze", "verify", unit])
+        assert (verify.rc, verify.stdout + verify.stderr) == (0, ""), unit
+        if unit.endswith(".service"):
+            security = vm.exec(["systemd-analyze", "security", "--no-pager", Path(unit).name]).stdout
+            exposure = float(re.search(r"Overall exposure level for \S+: (\d+\.\d+)", security).group(1))
+            print(f"\n{Path(unit).name}: systemd-analyze security (installed, on the VM) exposure {exposure}")
+            assert exposure <= MAX_EXPOSURE_OF.get(Path(unit).name, MAX_EXPOSURE), security
+
+
+
+
+def test_active_only_once_the_socket_is_bound(installed):
+    """Type=notify: while Python imports and the app starts (seconds under emulation) the unit is
+    `activating (start)`; once systemd says `active (running)`, the port accepts connections."""
+    vm, http, _, samples = installed
+    times = show(vm, "ExecMainStartTimestampMonotonic", "ActiveEnterTimestampMonotonic")
+    startup = (int(times["ActiveEnterTimestampMonotonic"]) - int(times["ExecMainStartTimestampMonotonic"])) / 1e6
+    activating = [s for s in samples if s[1] == "activating"]
+    print(f"\nstart-up: {len(activating)} of {len(samples)} samples activating; ExecMainStart -> "
+          f"ActiveEnter {startup:.2f} s")
+    assert samples[-1][1:] == ["active", "running", True], samples
+    assert [s for s in samples if s[1] == "active" and not s[3]] == [], "active before the socket was bound"
+    assert activating and not activating[0][3], "never seen activating with the port still closed"
+    assert startup > 0.5, "active right at exec: not waiting for READY=1"
+    status, body = http.get("/healthz")
+    assert status == 200 and json.loads(body)["status"] == "ok"
+
+
+def test_the_sandboxed_service_reads_zfs(installed):
+    vm, http = installed[:2]
+    pid = show(vm, "MainPID")["MainPID"]
+    proc = vm.exec(f"ps -o user=,group= -p {pid}; grep -E '^(CapEff|Groups|Seccomp):' /proc/{pid}/status",
+                   check=True).stdout
+    print(f"\nmain process {pid}:\n{proc}")
+    assert not proc.split()[0] == "root" and re.search(r"CapEff:\s+0+\n", proc) and re.search(r"Seccomp:\s+2", proc)
+    vm.exec("zpool wait -t scrub tank", timeout=300, check=True)  # started by the fixture
+    # A collection that started after the scrub (commands run every 15 s).
+    deadline = time.monotonic() + 90
+    while True:
+        status, body = http.get("/metrics")
+        text = body.decode()
+        finished = metric_lines(text, "zfs_pool_scan_state").get('{function="scrub",pool="tank",state="finished"}')
+        if status == 200 and finished == 1 or time.monotonic() > deadline:
+            break
+        time.sleep(3)
+    sources = metric_lines(text, "zfs_advisor_source_up")
+    print("sources: " + ", ".join(f"{k}={v:g}" for k, v in sorted(sources.items())))
+    assert {re.search(r'source="([^":]+)', k).group(1) for k in sources} >= {
+        "zpool_status", "zpool_get", "zpool_iostat", "zfs_get", "zdb", "kstat", "pool_kstats", "txgs",
+        "diskstats", "module_params"}
+    assert [k for k, v in sources.items() if v != 1] == []
+    assert metric_lines(text, "zfs_pool_health_state")['{pool="tank",state="ONLINE"}'] == 1
+    assert metric_lines(text, "zfs_pool_scan_progress_ratio") == {'{pool="tank"}': 1.0}
+    datasets = metric_lines(text, "zfs_dataset_used_bytes")
+    assert {re.search(r'name="([^"]+)', k).group(1) for k in datasets} >= {"tank", "tank/pg", "tank/media", "tank/vm"}
+
+    status, body = http.get("/recommend?workload=postgres&dataset=tank/pg")
+    assert status == 200, body
+    advice = json.loads(body)
+    assert advice["target"] == {"pool": "tank", "dataset": "tank/pg", "new_dataset": False}
+    by_parameter = {r["parameter"]: r for r in advice["recommendations"]}
+    assert by_parameter["recordsize"]["current"] == "8K"  # the lab's tank/pg (docs/lab.md)
+    assert by_parameter["ashift"]["current"] == "12"  # zdb -C, read as the dynamic user
+    assert by_parameter["ashift"]["status"] == "passed"
+    denied = [l for l in journal(vm, 0).splitlines() if re.search(r"denied|not permitted|EPERM|EACCES", l, re.I)]
+    assert denied == []
+
+
+def prometheus_config(target: str) -> str:
+    """The shipped scrape config and alerts (deploy/prometheus), aimed at the tunnel, scraping
+    every SCRAPE_INTERVAL s."""
+    config = yaml.safe_load((REPO / "deploy" / "prometheus" / "scrape.yml").read_text())
+    config["global"].update(scrape_interval=f"{SCRAPE_INTERVAL}s", evaluation_interval=f"{SCRAPE_INTERVAL}s",
+                            scrape_timeout=f"{SCRAPE_INTERVAL}s")
+    config["rule_files"] = [str(REPO / "deploy" / "prometheus" / f) for f in config["rule_files"]]
+    (job,) = config["scrape_configs"]
+    assert job["static_configs"] == [{"targets": [f"localhost:{DEFAULT_PORT}"]}]
+    job["static_configs"] = [{"targets": [target]}]
+    return yaml.safe_dump(config)
+
+
+def panel_queries() -> list[tuple[str, str]]:
+    """(panel title, expr) of every target of every panel of every shipped dashboard."""
+    found = []
+    for path in sorted((REPO / "deploy" / "grafana").glob("*.json")):
+        for panel in json.loads(path.read_text())["panels"]:
+            found += [(f"{path.stem}: {panel.get('title')}", t["expr"]) for t in panel.get("targets", [])
+                      if "expr" in t]
+    return found
+
+
+FILTER = re.compile(r"^(?P<series>.+?)\s*(?:==|!=|>=|<=|>|<)\s*-?[\d.]+$", re.S)
+
+
+def test_prometheus_scrapes_the_installed_service_and_every_panel_has_data(installed, tmp_path):
+    vm, http = installed[:2]
+    # Reads that reach the disks (tank/pg caches metadata only) and writes, while Prometheus scrapes.
+    vm.exec("nohup sh -c 'for i in $(seq 12); do dd if=/dev/urandom of=/tank/pg/lab-io bs=1M count=8 "
+            "conv=fsync status=none; dd if=/tank/pg/lab-io of=/dev/null bs=8k status=none; sleep 2; done; "
+            "rm -f /tank/pg/lab-io' >/dev/null 2>&1 &", check=True)
+    prom = PrometheusServer(tmp_path)
+    prom.config.write_text(prometheus_config(http.address))
+    with prom:
+        prom.wait_for('up{job="zfs-advisor"} == 1', timeout=60)
+        prom.wait_for('count_over_time(up{job="zfs-advisor"}[5m]) >= 4', timeout=120)
+        assert prom.query('min_over_time(up{job="zfs-advisor"}[5m]) == 1'), "a scrape failed"
+        rules = json.load(urllib.request.urlopen(f"{prom.url}/api/v1/rules", timeout=30))["data"]["groups"]
+        assert rules and {r["health"] for g in rules for r in g["rules"]} == {"ok"}, rules
+        firing = [a["labels"]["alertname"] for a in prom.query('ALERTS{alertstate="firing"}')]
+        print(f"\nalerts firing on the lab host: {firing or 'none'}")
+
+        instance = http.address  # as Grafana puts it in a regex: its dots match themselves too
+        for variable in ("zfs_advisor_build_info", f'zfs_pool_health_state{{instance=~"{instance}",pool="tank"}}'):
+            assert prom.query(variable), f"the dashboard variable query {variable} is empty"
+        table, empty = [], []
+        for title, expr in panel_queries():
+            promql = (expr.replace("$__rate_interval", RATE_INTERVAL).replace("$instance", instance)
+                      .replace("$pool", "tank"))
+            values = [float(r["value"][1]) for r in prom.query(promql)]
+            note = ""
+            if not values and (match := FILTER.match(promql)):
+                # A filter that shows only the bad series (errors, failing collectors): empty on a
+                # healthy host; the series it filters must be there.
+                inner = [float(r["value"][1]) for r in prom.query(match["series"])]
+                note = f"empty by design: {len(inner)} series, none past the filter"
+                if not [v for v in inner if math.isfinite(v)]:
+                    empty.append((title, promql))
+            elif not [v for v in values if math.isfinite(v)]:
+                empty.append((title, promql))
+            table.append(f"{len(values):4d}  {title}: {note or expr[:90]}")
+        print("series  panel (dashboard queries against the installed service)\n" + "\n".join(table))
+        assert empty == [], "panels without data"
+
+
+def test_sigkill_of_the_main_process_is_restarted(installed):
+    vm, http = installed[:2]
+    before = wait_running(vm, http)
+    since = now(vm)
+    vm.exec(f"kill -KILL {before['MainPID']}", check=True)
+    after = wait_running(vm, http, NRestarts=str(int(before["NRestarts"]) + 1))
+    assert after["MainPID"] != before["MainPID"]
+    log = journal(vm, since)
+    assert "Main process exited, code=killed, status=9/KILL" in log, log
+    assert "Scheduled restart job" in log, log
+
+
+def test_stop_is_clean_and_within_timeout_stop_sec(installed):
+    vm, http = installed[:2]
+    wait_running(vm, http)
+    assert show(vm, "TimeoutStopUSec")["TimeoutStopUSec"] == f"{TIMEOUT_STOP}s"
+    since = now(vm)
+    t0 = time.monotonic()
+    vm.exec(f"systemctl stop {SERVICE}", check=True, timeout=TIMEOUT_STOP + 30)
+    took = time.monotonic() - t0
+    state = show(vm, "ActiveState", "Result", "ExecMainCode", "ExecMainStatus")
+    log = journal(vm, since)
+    print(f"\nsystemctl stop: {took:.1f} s; {state}")
+    assert state == {"ActiveState": "inactive", "Result": "success", "ExecMainCode": "1", "ExecMainStatus": "0"}
+    assert took < TIMEOUT_STOP
+    assert not re.search(r"SIGKILL|timed out|Killing process", log), log
+    assert "shutting down" in log, log
+
+
+def test_a_wedged_event_loop_trips_the_watchdog(installed):
+    """The test hook wedges the loop 3 s after READY=1; with WatchdogSec=4s (a drop-in here,
+    30 s shipped), systemd aborts it and restarts it. The drop-in stays for uninstall to remove."""
+    vm, http = installed[:2]
+    vm.write_file(DROP_IN, f"[Service]\nWatchdogSec=4s\n"
+                           f"Environment={WEDGE_AFTER}=3 {WEDGE_GUARD}={WEDGE_CONSENT}\n")
+    since = now(vm)
+    try:
+        # `start` returns once READY=1 came; the wedge follows 3 s later, then a restart every ~12 s.
+        vm.exec(f"systemctl daemon-reload && systemctl start {SERVICE}", check=True, timeout=120)
+        restarts = int(show(vm, "NRestarts")["NRestarts"])
+        deadline = time.monotonic() + 60
+        while int(show(vm, "NRestarts")["NRestarts"]) == restarts:
+            assert time.monotonic() < deadline, journal(vm, since)
+            time.sleep(1)
+        log = journal(vm, since)
+    finally:  # a wedged loop never handles SIGTERM: kill it rather than wait TimeoutStopSec
+        vm.exec(f"systemctl kill --signal=SIGKILL {SERVICE}; systemctl stop {SERVICE}", timeout=120)
+    assert "test hook: wedging the event loop now" in log, log
+    assert re.search(r"Watchdog timeout \(limit 4s\)", log), log
+    assert "Scheduled restart job" in log, log
+    assert log.index("wedging the event loop now") < log.index("Watchdog timeout")
+
+
+def test_uninstall_leaves_nothing_behind(installed):
+    vm = installed[0]
+    # What an admin may have added: `systemctl edit` (override.conf) and a runtime drop-in.
+    vm.write_file(f"{UNIT_DIR}/{SERVICE}.d/override.conf", "[Service]\nNice=5\n")
+    vm.write_file(f"/run/systemd/system/{SERVICE}.d/50-runtime.conf", "[Service]\nNice=6\n")
+    vm.exec("systemctl daemon-reload", check=True)
+    vm.exec(f"rm -rf {GUEST_WHEELS} /root/lab-readiness.py", check=True)  # this test's own files
+    result = vm.exec("cd /project && deploy/install.sh --uninstall", timeout=120)
+    assert result.rc == 0, result.stdout + result.stderr
+    left = vm.exec(" ; ".join(f"test -e {p} -o -L {p} && echo {p}" for p in INSTALLED_PATHS) + " ; true").stdout
+    assert left == ""
+    # Anything else named after it, anywhere on the root file system but the lab's own venv.
+    stray = set(vm.exec(FIND_NAMED, timeout=180).stdout.split()) - BEFORE["named"]
+    assert stray == set()
+    assert show(vm, "LoadState")["LoadState"] == "not-found"
+    assert vm.exec("getent passwd zfs-advisor").rc != 0  # the dynamic user is gone with the unit
+    assert vm.exec(["python3", "-c", f"import socket; socket.create_connection(('127.0.0.1', {DEFAULT_PORT}))"]).rc != 0

@@ -1,0 +1,49 @@
+"""The real service as a process: `python -m advisor serve` on a free loopback port.
+
+    with Service(snapshot, log_dir, "--web.config.file", path) as service:
+        service.port   # bound and accepting connections (TLS, if any, is negotiated per connection)
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from support import REPO
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Service:
+    def __init__(self, root: Path, log_dir: Path, *args: str):
+        self.port = free_port()
+        self.argv = [sys.executable, "-m", "advisor", "serve", "--root", str(root), "--port", str(self.port), *args]
+        self.log = Path(log_dir) / f"serve-{self.port}.log"
+        self.proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> "Service":
+        env = {**os.environ, "PYTHONPATH": str(REPO), "ZFS_ADVISOR_LOG_LEVEL": "warning"}
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(self.argv, env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return self
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.__exit__()
+                    raise RuntimeError(f"the service did not start: {self.log.read_text()[-3000:]}") from None
+                time.sleep(0.1)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=30)

@@ -1,0 +1,47 @@
+"""tests/lab/prior_grid.py's pure parts: the grid's probe call plans what it says (the plan's own
+code), the job shape read back from the probe's fio jobs, the pool shape from its descriptor."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from advisor.engine.loader import load_rulebook
+from advisor.probe.fio_job import Hygiene, build_job
+from advisor.probe.plan import fit_runtime
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lab"))
+import prior_grid  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def workloads():
+    return load_rulebook().workloads
+
+
+@pytest.mark.parametrize("workload", sorted(prior_grid.GRID))
+def test_every_cell_has_the_working_set_and_the_runtime_the_grid_asks_for(workloads, workload):
+    s = prior_grid.Settings()
+    job = build_job(workloads[workload], "/probe", Hygiene(max_file_bytes=prior_grid.file_bytes(workload, s)))
+    assert job.working_set_bytes == s.working_set
+    n = prior_grid.n_candidates(workload)
+    assert fit_runtime(prior_grid.probe_budget(n, s.working_set, s), n, s.repeats, s.ramp_s, s.working_set,
+                       30, s.layout_rate) == s.runtime_s
+    assert "128K" in prior_grid.GRID[workload] and len(prior_grid.GRID[workload]) >= 4
+
+
+def test_job_shape_of_the_probed_jobs(workloads):
+    shape = lambda w: prior_grid.job_shape(build_job(workloads[w], "/probe").text)  # noqa: E731
+    assert shape("postgres") == {"fsync_every": 0, "iodepth": 1, "numjobs": 4}
+    assert shape("sqlite") == {"fsync_every": 32, "iodepth": 1, "numjobs": 1}
+    assert shape("kafka") == {"fsync_every": 0, "iodepth": 1, "numjobs": 2}
+
+
+def test_pool_shape_names_the_vdev_type():
+    vdev = lambda t, w, p=None: {"type": t, "width": w, "nparity": p}  # noqa: E731
+    assert prior_grid.pool_shape({"media": "hdd", "ashift": 12, "vdevs": [vdev("disk", 1)] * 5}) == {
+        "media": "hdd", "vdev_type": "stripe", "top_vdevs": 5, "vdev_width": 1, "disks": 5, "ashift": 12}
+    assert prior_grid.pool_shape({"media": "hdd", "ashift": 12, "vdevs": [vdev("raidz", 4, 1)]})["vdev_type"] == "raidz1"
+    mirrors = prior_grid.pool_shape({"media": "ssd", "ashift": 12, "vdevs": [vdev("mirror", 2)] * 2})
+    assert (mirrors["vdev_type"], mirrors["top_vdevs"], mirrors["disks"]) == ("mirror", 2, 4)

@@ -1,0 +1,348 @@
+"""POST /v1/probes queues a run (never runs fio), and the profiler's pass over queued runs and
+configured pools: refused plans, expiry, a busy pool and a spent daily budget (real aiohttp
+server, real SQLite store; zpool answers replayed from lab recordings, kstats from the lab
+recording's files, changed under the profiler's feet for the busy pool)."""
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+
+import pytest
+from support import FIXTURES, RECORDING
+
+from advisor.app import create_app
+from advisor.engine.loader import load_rulebook
+from advisor.engine.service import recommend
+from advisor.host.snapshot import collect_from_root
+from advisor.host.snapshot import open_snapshot
+from advisor.host.runner import CommandResult, ReplayRunner
+from advisor.probe.candidates import make_candidate
+from advisor.probe.evidence import summarize
+from advisor.probe.plan import Budget
+from advisor.probe.profiler import QUEUE_SIGNAL, Profiler, choose_candidates, profiler_config
+from advisor.probe.service import ProbeConfig, ProbeService
+from advisor.settings import ProfilerSettings, Settings
+from advisor.store.db import connect
+from advisor.store.probes import ProbeStore, ResultRow
+
+TOKEN = "s3cret-token-for-tests"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+BODY = {"pool": "tank", "workload": "postgres", "params": {"recordsize": ["8K", "128K"]}, "budget": {"seconds": 120}}
+STATUS_TEXT = FIXTURES / "raw" / "2.3.2-ssd-mirror2x2" / "zpool-status-pPL.after-scrub.txt"
+
+
+def app(tmp_path, **extra):
+    return create_app(Settings(root=str(RECORDING), state_dir=str(tmp_path / "state"), **extra))
+
+
+async def test_post_queues_a_run_that_get_shows_queued(http_client, tmp_path):
+    client = await http_client(app(tmp_path, api_token=TOKEN))
+    resp = await client.post("/v1/probes", json=BODY, headers=AUTH)
+    assert resp.status == 202, await resp.text()
+    answer = await resp.json()
+    assert answer["status"] == "queued" and resp.headers["Location"] == answer["location"] == f"/v1/probes/{answer['id']}"
+    shown = await (await client.get(answer["location"])).json()
+    assert shown["run"]["status"] == "queued" and shown["results"] == [] and shown["evidence"] == []
+    assert shown["run"]["request"]["params"] == {"recordsize": ["8K", "128K"]}
+    assert (tmp_path / "state" / QUEUE_SIGNAL).read_text().strip() == str(answer["id"])
+    listed = (await (await client.get("/v1/probes")).json())["runs"]
+    assert [(r["id"], r["status"]) for r in listed] == [(answer["id"], "queued")]
+
+
+async def test_post_without_a_configured_token_is_refused_even_on_loopback(http_client, tmp_path):
+    client = await http_client(app(tmp_path))
+    resp = await client.post("/v1/probes", json=BODY)
+    assert resp.status == 403
+    assert "api_token" in (await resp.json())["error"]["reason"]
+    assert not (tmp_path / "state").exists()
+
+
+@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {TOKEN}"}])
+async def test_post_without_the_token_is_401(http_client, tmp_path, headers):
+    client = await http_client(app(tmp_path, api_token=TOKEN))
+    resp = await client.post("/v1/probes", json=BODY, headers=headers)
+    assert resp.status == 401 and resp.headers["WWW-Authenticate"].startswith("Bearer")
+    assert (await resp.json())["error"]["status"] == 401
+
+
+@pytest.mark.parametrize("change, status, valid", [
+    ({"pool": "nosuch"}, 404, "tank"),
+    ({"pool": "../etc"}, 400, None),
+    ({"workload": "nosuch"}, 404, "postgres"),
+    ({"role": "nosuch"}, 400, "data"),
+    ({"set": {"page_size": "3K"}}, 400, "8K"),
+    ({"set": {"nosuch": "1"}}, 400, "page_size"),
+    ({"params": {"nosuch": ["1", "2"]}}, 400, "recordsize"),
+    ({"params": {"recordsize": ["8K"]}}, 400, None),
+    ({"params": {"recordsize": ["8K", "12K"]}}, 400, None),
+    ({"params": {"zfs_txg_timeout": ["5", "5; reboot"]}}, 400, None),
+    ({"budget": {"seconds": 5}}, 422, "budget"),
+    ({"budget": {"seconds": 100000}}, 400, None),
+    ({"budget": {"daily_seconds": 100000}}, 422, "budget"),
+    ({"extra": 1}, 422, "pool"),
+])
+async def test_post_validates_the_body(http_client, tmp_path, change, status, valid):
+    client = await http_client(app(tmp_path, api_token=TOKEN))
+    resp = await client.post("/v1/probes", json={**BODY, **change}, headers=AUTH)
+    error = (await resp.json())["error"]
+    assert (resp.status, error["status"]) == (status, status), error
+    if valid:
+        assert valid in error["valid"]
+    assert (await (await client.get("/v1/probes")).json())["runs"] == []
+
+
+async def test_post_bounds_and_types_the_body(http_client, tmp_path):
+    client = await http_client(app(tmp_path, api_token=TOKEN))
+    assert (await client.post("/v1/probes", data=b"{" + b" " * 20000 + b"}", headers={**AUTH, "Content-Type": "application/json"})).status == 413
+    assert (await client.post("/v1/probes", data=b"pool=tank", headers={**AUTH, "Content-Type": "text/plain"})).status == 415
+    resp = await client.post("/v1/probes", data=b"{not json", headers={**AUTH, "Content-Type": "application/json"})
+    assert resp.status == 400 and (await resp.json())["error"]["status"] == 400
+
+    async def chunked():  # no Content-Length: bounded while reading
+        for _ in range(40):
+            yield b" " * 1024
+
+    resp = await client.post("/v1/probes", data=chunked(), headers={**AUTH, "Content-Type": "application/json"})
+    assert resp.status == 413
+
+
+async def test_the_queue_is_bounded(http_client, tmp_path):
+    client = await http_client(app(tmp_path, api_token=TOKEN, profiler={"max_queued": 2}))
+    statuses = [(await client.post("/v1/probes", json=BODY, headers=AUTH)).status for _ in range(3)]
+    assert statuses == [202, 202, 409]
+
+
+async def test_openapi_documents_the_post(http_client, tmp_path):
+    client = await http_client(app(tmp_path))
+    doc = await (await client.get("/openapi.json")).json()
+    post = doc["paths"]["/v1/probes"]["post"]
+    assert {"202", "401", "403", "413", "422"} <= set(post["responses"])
+    assert post["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/ProbeRequest")
+    assert "ProbeRequest" in doc["components"]["schemas"]
+
+
+# --- the profiler ---------------------------------------------------------------------------
+
+def _result(run_id: int, value: str, iops: float, baseline: bool) -> ResultRow:
+    return ResultRow(run_id=run_id, parameter="recordsize", value=value, scope="dataset", baseline=baseline, repeat=1,
+                     started_at=0.0, iops=iops, read_iops=iops, write_iops=0, read_bw=0, write_bw=0, write_p99=0.01,
+                     runtime_seconds=10, written_bytes=1 << 20, pool={}, job="")
+
+
+def test_choose_candidates_measures_what_this_pool_has_not_measured(tmp_path):
+    service = _service(tmp_path, ProfilerSettings())
+    plan = service.plan("tank", "postgres", Budget(seconds=600))
+    assert choose_candidates(plan, []) == plan.candidates + plan.dropped
+    history = [summarize("recordsize", [_result(1, "128K", 400, True), _result(1, "8K", 1100, False)])]
+    chosen = choose_candidates(plan, history)
+    assert [(c.value, c.baseline) for c in chosen] == [("128K", True), ("16K", False), ("32K", False)]
+    everything = history + [summarize("recordsize", [_result(2, "128K", 400, True), _result(2, "16K", 900, False),
+                                                     _result(2, "32K", 800, False)])]
+    assert choose_candidates(plan, everything) == []
+
+
+def _host_files(tmp_path) -> HostFiles:
+    """The lab recording's files (arcstats, the pool's objset kstats, disks), in a copy of our own."""
+    root = tmp_path / "root"
+    if not root.exists():
+        shutil.copytree(RECORDING, root, symlinks=True)
+    return open_snapshot(root)[0]
+
+
+def _replay() -> ReplayRunner:
+    """zpool status as recorded in the lab (after a scrub: idle, ONLINE); the size and free
+    space the lab recording's `zpool get` reports for tank."""
+    props = (RECORDING / "commands").glob("*.out")
+    size = free = None
+    for out in props:
+        for line in out.read_text().splitlines():
+            fields = line.split("\t")
+            if len(fields) >= 3 and fields[0] == "tank" and fields[1] in ("size", "free"):
+                size, free = (fields[2], free) if fields[1] == "size" else (size, fields[2])
+    assert size and free
+    return ReplayRunner([
+        CommandResult(("zpool", "status", "-pPL", "tank"), 0, STATUS_TEXT.read_text(), ""),
+        CommandResult(("zpool", "list", "-Hp", "-o", "size,free", "tank"), 0, f"{size}\t{free}\n", ""),
+    ])
+
+
+def _service(tmp_path, settings: ProfilerSettings) -> ProbeService:
+    config = profiler_config(settings, ProbeConfig(tmp_path / "state"))
+    return ProbeService(config, load_rulebook(), runner=_replay(), files=_host_files(tmp_path))
+
+
+def _queue(service: ProbeService, request: dict, queued_at: float | None = None) -> int:
+    run_id = service.store.queue_run(request["pool"], request["workload"], None, request.get("budget", {}), request)
+    if queued_at is not None:
+        service.store.conn.execute("UPDATE probe_runs SET queued_at = ? WHERE id = ?", (queued_at, run_id))
+    return run_id
+
+
+async def test_a_queued_run_that_cannot_be_planned_fails_saying_why(tmp_path):
+    service = _service(tmp_path, ProfilerSettings(idle_window_seconds=1))
+    run_id = _queue(service, {**BODY, "set": {"page_size": "3K"}})
+    [outcome] = await Profiler(service, ProfilerSettings()).run_once()
+    assert (outcome.action, outcome.kind) == ("failed", "plan")
+    run = service.store.run(run_id)
+    assert run.status == "failed" and "page_size" in run.reason and run.ended_at == run.started_at
+
+
+async def test_a_queued_run_never_started_expires(tmp_path):
+    settings = ProfilerSettings(queued_max_age_seconds=3600)
+    service = _service(tmp_path, settings)
+    run_id = _queue(service, BODY, queued_at=time.time() - 7200)
+    [outcome] = await Profiler(service, settings).run_once()
+    assert outcome.kind == "expired" and service.store.run(run_id).status == "failed"
+
+
+async def test_the_profiler_skips_when_the_daily_budget_is_spent(tmp_path):
+    settings = ProfilerSettings(enabled=True, pools=["tank"], workloads=["postgres"], daily_seconds=900,
+                                idle_window_seconds=1)
+    service = _service(tmp_path, settings)
+    spent = service.store.start_run("tank", "mysql", None, {}, [], None)  # any workload counts for the pool
+    service.store.conn.execute("UPDATE probe_runs SET started_at = ? WHERE id = ?", (time.time() - 800, spent))
+    service.store.end_run(spent, "completed")
+    queued = _queue(service, BODY)
+    outcomes = await Profiler(service, settings).run_once()
+    assert [(o.workload, o.action, o.kind) for o in outcomes] == [("postgres", "skipped", "budget")] * 2
+    assert "daily budget" in outcomes[0].reason
+    assert service.store.run(queued).status == "queued"  # tried again at the next pass
+    assert [s.kind for s in service.store.skips()] == ["budget", "budget"]
+
+
+async def test_the_profiler_skips_a_busy_pool_and_leaves_the_request_queued(tmp_path):
+    settings = ProfilerSettings(idle_window_seconds=1.0)
+    service = _service(tmp_path, settings)
+    queued = _queue(service, BODY)
+    objset = next(p for p in (tmp_path / "root/proc/spl/kstat/zfs/tank").glob("objset-*")
+                  if "tank/pg" in p.read_text().split("dataset_name", 1)[1].split("\n", 1)[0])
+
+    async def user_writes():  # another program writes 1 MiB to tank/pg every 0.1 s while the profiler watches
+        while True:
+            await asyncio.sleep(0.1)
+            lines = objset.read_text().splitlines()
+            lines = [f"nwritten 4 {int(line.split()[2]) + (1 << 20)}" if line.startswith("nwritten ") else line
+                     for line in lines]
+            objset.write_text("\n".join(lines) + "\n")
+
+    writer = asyncio.create_task(user_writes())
+    [outcome] = await Profiler(service, settings).run_once()
+    writer.cancel()
+    assert (outcome.action, outcome.kind, outcome.run_id) == ("skipped", "busy", queued), outcome
+    assert "not idle" in outcome.reason
+    assert service.store.run(queued).status == "queued"
+
+
+def test_usage_counts_probing_not_waiting_in_the_queue(tmp_path):
+    store = ProbeStore(connect(tmp_path))
+    run_id = store.queue_run("tank", "postgres", None, {}, BODY)
+    store.conn.execute("UPDATE probe_runs SET started_at = 0 WHERE id = ?", (run_id,))
+    assert store.usage_since("tank", -1) == (0.0, 0)
+    assert store.claim_run(run_id, {}, [make_candidate("recordsize", "8K").model_dump()], None)
+    assert not store.claim_run(run_id, {}, [], None)  # claimed once
+    assert store.run(run_id).status == "running" and store.run(run_id).started_at > 0
+
+
+# --- module parameters measured by a probe reach /recommend -----------------------------------
+
+def _txg_rows(run_id: int) -> list[ResultRow]:
+    """zfs_txg_timeout 5 (default, baseline) against 1: repeats that do not overlap."""
+    out = []
+    for value, iops in (("5", (1000.0, 1020.0)), ("1", (700.0, 720.0))):
+        for repeat, measured in enumerate(iops, 1):
+            out.append(ResultRow(run_id=run_id, parameter="zfs_txg_timeout", value=value, scope="module",
+                                 baseline=value == "5", repeat=repeat, started_at=0.0, iops=measured, read_iops=0,
+                                 write_iops=measured, read_bw=0, write_bw=0, write_p99=0.01, runtime_seconds=10,
+                                 written_bytes=1 << 20, pool={}, job=""))
+    return out
+
+
+async def test_recommend_cites_a_measured_module_parameter(http_client, tmp_path):
+    store = ProbeStore(connect(tmp_path))
+    run = store.start_run("tank", "postgres", None, {}, [], None)
+    for row in _txg_rows(run):
+        store.add_result(row)
+    store.end_run(run, "completed")
+    store.conn.close()
+    client = await http_client(create_app(Settings(root=str(RECORDING), state_dir=str(tmp_path))))
+    answer = await (await client.get("/recommend", params={"workload": "postgres", "pool": "tank"})).json()
+    rec = next(r for r in answer["recommendations"] if r["parameter"] == "zfs_txg_timeout")
+    assert rec["scope"] == "module" and rec["source"] == "probe" and rec["pool"] is None
+    assert "Measured on pool tank" in rec["explanation"] and f"probe run {run}" in rec["explanation"]
+    assert "confirms the rule" in rec["explanation"] and rec["recommended"] == "5"
+    assert {e["fact"] for e in rec["evidence"]} >= {"probe.zfs_txg_timeout.5.iops", "probe.zfs_txg_timeout.1.iops"}
+    assert rec["expected_effect"]["change_ratio"] == 1.0  # current 5 is what it measured best
+
+
+async def test_a_measured_module_value_overrules_the_rule_with_a_sysfs_write():
+    """Here 1 measured faster than the default 5, beyond the repeats' spread: the advice changes."""
+    host = (await collect_from_root(RECORDING)).host
+    faster = [r.model_copy(update={"iops": r.iops + (600 if r.value == "1" else 0)}) for r in _txg_rows(7)]
+    ev = summarize("zfs_txg_timeout", faster)
+    answer = recommend(host, load_rulebook(), "postgres", pool="tank", measured=lambda pool, workload: [ev])
+    rec = next(r for r in answer.recommendations if r.parameter == "zfs_txg_timeout")
+    assert (rec.current, rec.recommended, rec.status, rec.scope, rec.pool) == ("5", "1", "change", "module", None)
+    assert rec.apply == "echo 1 > /sys/module/zfs/parameters/zfs_txg_timeout" and rec.apply_argv is None
+    assert "overrules the rule" in rec.explanation and rec.expected_effect.change_ratio > 1.2
+
+
+def test_profile_command_passes_and_lists_skips(tmp_path, capsys, monkeypatch):
+    from advisor.cli import main
+
+    for key in [k for k in __import__("os").environ if k.startswith("ZFS_ADVISOR_")]:
+        monkeypatch.delenv(key)
+    config = tmp_path / "config.toml"
+    config.write_text(f'state_dir = "{tmp_path / "state"}"\n[profiler]\nworkloads = ["nosuch"]\n')
+    assert main(["profile", "--config", str(config)]) == 2
+    assert "nosuch" in capsys.readouterr().err
+    config.write_text(f'state_dir = "{tmp_path / "state"}"\n')
+    assert main(["profile", "--config", str(config)]) == 0  # nothing queued, profiler off: nothing to do
+    store = ProbeStore(connect(tmp_path / "state"))
+    store.note_skip("tank", "postgres", None, "busy", "pool tank is not idle")
+    capsys.readouterr()
+    assert main(["profile", "--config", str(config), "--skips"]) == 0
+    assert '"kind":"busy"' in capsys.readouterr().out
+
+
+async def test_sigterm_stops_a_pass_cleanly(tmp_path):
+    """systemctl stop sends SIGTERM: the pass is cancelled (here while it watches for idleness,
+    before the run is claimed, so the run stays queued) instead of Python dying on the spot."""
+    import os
+    import signal
+
+    from advisor.cli.profile import _pass
+
+    settings = ProfilerSettings(idle_window_seconds=30)
+    service = _service(tmp_path, settings)
+    queued = _queue(service, BODY)
+    loop = asyncio.get_running_loop()
+    loop.call_later(1.0, os.kill, os.getpid(), signal.SIGTERM)
+    started = time.monotonic()
+    try:
+        assert await _pass(Profiler(service, settings)) is None
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+    assert time.monotonic() - started < 10
+    assert service.store.run(queued).status == "queued"
+
+
+async def test_with_budget_probes_the_model_chooses_what_a_background_run_measures(tmp_path):
+    from advisor.cli.profile import model_chooser
+
+    settings = ProfilerSettings(enabled=True, pools=["tank"], workloads=["postgres"], budget_probes=2)
+    service = _service(tmp_path, settings)
+    plan = service.plan("tank", "postgres", Budget(seconds=3600))
+    assert model_chooser(service, Settings(profiler=settings, model=False)) is choose_candidates
+    assert model_chooser(service, Settings(profiler=settings.model_copy(update={"budget_probes": 0}))) \
+        is choose_candidates
+    chosen = await model_chooser(service, Settings(profiler=settings))(plan, [])
+    # the baseline (effects are ratios within one run) and the one candidate expected improvement asks for
+    assert [c.baseline for c in chosen] == [True, False], chosen
+    assert chosen[0].value == "128K" and chosen[1].parameter == "recordsize"
+    assert len(chosen) < len(choose_candidates(plan, []))  # fewer than the plan's whole grid
+    # what the pool measured already is not asked for again
+    done = [summarize("recordsize", [_result(1, "128K", 400, True), _result(1, chosen[1].value, 900, False)])]
+    again = await model_chooser(service, Settings(profiler=settings))(plan, done)
+    assert chosen[1].value not in [c.value for c in again if not c.baseline]

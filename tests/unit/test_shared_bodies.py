@@ -1,0 +1,104 @@
+"""Concurrent requests share one body per collection, heavy work is bounded, bodies arrive whole.
+
+Behaviour, not timing (the load benchmark, tests/bench/load.py, measures): a recorded lab host,
+the real app on a real socket, many requests at once.
+"""
+from __future__ import annotations
+
+import asyncio
+import gc
+import gzip
+import json
+
+from advisor.api.shared import HeapFreezer
+from advisor.app import create_app
+from advisor.appkeys import BODIES, LIMITER
+from advisor.settings import Settings
+from support import RECORDING
+
+PROMETHEUS = {"Accept": "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5",
+              "Accept-Encoding": "gzip"}
+
+
+async def _app_client(http_client):
+    # facts_max_age large: every request of the test is served from one collection
+    app = create_app(Settings(root=str(RECORDING), facts_max_age_seconds=3600))
+    return app, await http_client(app, auto_decompress=False)
+
+
+async def _body(client, path: str, headers: dict[str, str]) -> tuple[int, dict, bytes]:
+    resp = await client.get(path, headers=headers)
+    return resp.status, dict(resp.headers), await resp.read()
+
+
+async def test_concurrent_scrapes_get_identical_bodies_rendered_once(http_client):
+    app, client = await _app_client(http_client)
+    await client.get("/healthz")
+    answers = await asyncio.gather(*(_body(client, "/metrics", PROMETHEUS) for _ in range(30)))
+    assert {status for status, _, _ in answers} == {200}
+    assert len({body for _, _, body in answers}) == 1
+    assert app[BODIES].metrics.builds == 1
+    _, headers, body = answers[0]
+    assert headers["Content-Encoding"] == "gzip" and headers["Content-Type"].startswith("application/openmetrics-text")
+    text = gzip.decompress(body)
+    assert text.endswith(b"# EOF\n") and int(headers["Content-Length"]) == len(body)
+    plain = await asyncio.gather(*(_body(client, "/metrics", {"Accept-Encoding": "identity"}) for _ in range(10)))
+    assert len({body for _, _, body in plain}) == 1 and app[BODIES].metrics.builds == 2  # one more variant
+    assert b"zfs_advisor_source_up" in plain[0][2]
+
+
+async def test_concurrent_facts_requests_share_one_serialisation(http_client):
+    app, client = await _app_client(http_client)
+    answers = await asyncio.gather(*(_body(client, "/v1/facts", {"Accept-Encoding": "identity"}) for _ in range(20)))
+    assert len({body for _, _, body in answers}) == 1 and app[BODIES].facts.builds == 1
+    facts = json.loads(answers[0][2])
+    assert facts["pools"] and answers[0][1]["Content-Type"].startswith("application/json")
+    zipped = await _body(client, "/v1/facts", {"Accept-Encoding": "gzip"})
+    assert json.loads(gzip.decompress(zipped[2])) == facts
+
+
+async def test_beyond_the_queue_heavy_requests_get_503_with_retry_after_and_healthz_still_answers(http_client):
+    app, client = await _app_client(http_client)
+    limiter = app[LIMITER]
+    limiter.max_waiting = 0
+    holders = [limiter.slot() for _ in range(limiter.in_flight)]
+    for holder in holders:  # every slot busy, nobody may wait
+        await holder.__aenter__()
+    try:
+        for path in ("/metrics", "/v1/facts", "/recommend?workload=postgres", "/v1/pools", "/v1/probes"):
+            resp = await client.get(path)
+            assert resp.status == 503 and resp.headers["Retry-After"] == "1"
+            assert (await resp.json())["error"]["reason"].startswith("busy")
+        assert (await client.get("/healthz")).status == 200
+        assert (await client.get("/v1/workloads")).status == 200
+    finally:
+        for holder in holders:
+            await holder.__aexit__(None, None, None)
+    assert (await client.get("/metrics")).status == 200
+    assert limiter.refused == 5
+
+
+def test_heap_freezer_freezes_and_unfreezes_on_schedule():
+    try:
+        freezer = HeapFreezer(unfreeze_every=3600)
+        freezer.freeze()
+        assert gc.get_freeze_count() > 0  # the objects alive now are out of the full passes
+        freezer.unfreeze_every = 0
+        freezer.freeze()
+        assert gc.get_freeze_count() == 0  # due: unfrozen, so a full pass collects frozen cycles
+    finally:
+        gc.unfreeze()
+
+
+async def test_concurrent_identical_bad_queries_each_get_their_error(http_client):
+    _, client = await _app_client(http_client)
+    answers = await asyncio.gather(*(_body(client, "/recommend?workload=nope", {}) for _ in range(10)))
+    assert {status for status, _, _ in answers} == {404}
+    assert all(json.loads(body)["error"]["valid"] for _, _, body in answers)
+
+
+async def test_probe_ids_and_limits_in_other_digits_are_a_400(http_client):
+    """'²'.isdigit() is True but int('²') raises: found by schemathesis (GET /v1/probes/%C2%B2)."""
+    _, client = await _app_client(http_client)
+    assert (await client.get("/v1/probes/%C2%B2")).status == 400
+    assert (await client.get("/v1/probes?limit=%C2%B2")).status == 400
