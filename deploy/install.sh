@@ -4,6 +4,7 @@
 #
 #   sudo deploy/install.sh              install (or upgrade) and start
 #   sudo deploy/install.sh --wheels DIR install without network: the dependencies from the wheels in DIR
+#   sudo deploy/install.sh --without-model  without the regression model (no numpy/scipy/scikit-learn)
 #   sudo deploy/install.sh --uninstall  stop and remove the program, units, settings, state and log
 #
 # Installs: the program in $PREFIX/venv (default /opt/zfs-advisor), the unit in
@@ -40,18 +41,24 @@ stop_background() {
     rm -f "$PIDFILE"
 }
 
-usage() { die "usage: deploy/install.sh [--wheels DIR | --uninstall]" 2; }
+usage() { die "usage: deploy/install.sh [--wheels DIR] [--without-model] | --uninstall" 2; }
 WHEELS=
-case "${1:-}" in
-    "") ;;
-    --uninstall) [ $# = 1 ] || usage ;;
-    --wheels)
-        [ $# = 2 ] && [ -d "$2" ] || die "--wheels needs a directory of wheels (docs/deploy.md, Offline)" 2
-        WHEELS=$(realpath "$2") ;;
-    *) usage ;;
-esac
+EXTRAS="[model]"  # the regression model (docs/model.md); --without-model: rules and probes only
+UNINSTALL=
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --uninstall) UNINSTALL=1 ;;
+        --without-model) EXTRAS= ;;
+        --wheels)
+            [ $# -ge 2 ] && [ -d "$2" ] || die "--wheels needs a directory of wheels (docs/deploy.md, Offline)" 2
+            WHEELS=$(realpath "$2"); shift ;;
+        *) usage ;;
+    esac
+    shift
+done
+[ -z "$UNINSTALL" ] || { [ -z "$WHEELS" ] && [ "$EXTRAS" = "[model]" ]; } || usage
 
-if [ "${1:-}" = "--uninstall" ]; then
+if [ -n "$UNINSTALL" ]; then
     if under_systemd; then
         # Every zfs-advisor unit, with the drop-ins `systemctl edit` (or --runtime) wrote for it.
         for unit in /etc/systemd/system/zfs-advisor*.service /etc/systemd/system/zfs-advisor*.timer \
@@ -87,13 +94,14 @@ if [ -n "$WHEELS" ]; then
     PIP+=(--no-index --find-links "$WHEELS")  # no index at all: what is not in DIR fails
 fi
 if [ -n "$WHEELS" ] && compgen -G "$WHEELS/zfs_advisor-*.whl" >/dev/null; then
-    TARGET=zfs-advisor  # the program's own wheel in DIR, built from this checkout (docs/deploy.md)
+    TARGET="zfs-advisor$EXTRAS"  # the program's own wheel in DIR, built from this checkout (docs/deploy.md)
 else
     # Built from a copy: setuptools writes build/ and *.egg-info next to the sources, which would
     # leave root-owned files in your checkout (and fails in a read-only one).
-    TARGET=$(mktemp -d)
-    trap 'rm -rf "$TARGET"' EXIT
-    tar -c --exclude=__pycache__ pyproject.toml README.md LICENSE advisor exporters rules | tar -x -C "$TARGET"
+    SRC=$(mktemp -d)
+    trap 'rm -rf "$SRC"' EXIT
+    tar -c --exclude=__pycache__ pyproject.toml README.md LICENSE advisor exporters rules | tar -x -C "$SRC"
+    TARGET="$SRC$EXTRAS"  # pip reads DIR[extra] as the project in DIR with that extra
 fi
 "$PREFIX/venv/bin/python" -m pip install "${PIP[@]}" "$TARGET"
 
