@@ -4,7 +4,7 @@
 #
 #   sudo deploy/install.sh              install (or upgrade) and start
 #   sudo deploy/install.sh --wheels DIR install without network: the dependencies from the wheels in DIR
-#   sudo deploy/install.sh --without-model  without the regression model (no numpy/scipy/scikit-learn)
+#   sudo deploy/install.sh --with-model  also the regression model (numpy, scipy, scikit-learn)
 #   sudo deploy/install.sh --uninstall  stop and remove the program, units, settings, state and log
 #
 # Installs: the program in $PREFIX/venv (default /opt/zfs-advisor), the unit in
@@ -41,14 +41,14 @@ stop_background() {
     rm -f "$PIDFILE"
 }
 
-usage() { die "usage: deploy/install.sh [--wheels DIR] [--without-model] | --uninstall" 2; }
+usage() { die "usage: deploy/install.sh [--wheels DIR] [--with-model] | --uninstall" 2; }
 WHEELS=
-EXTRAS="[model]"  # the regression model (docs/model.md); --without-model: rules and probes only
+EXTRAS=  # --with-model: "[model]", the regression model (docs/model.md; not yet the default, see there)
 UNINSTALL=
 while [ $# -gt 0 ]; do
     case "$1" in
         --uninstall) UNINSTALL=1 ;;
-        --without-model) EXTRAS= ;;
+        --with-model) EXTRAS="[model]" ;;
         --wheels)
             [ $# -ge 2 ] && [ -d "$2" ] || die "--wheels needs a directory of wheels (docs/deploy.md, Offline)" 2
             WHEELS=$(realpath "$2"); shift ;;
@@ -56,7 +56,7 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-[ -z "$UNINSTALL" ] || { [ -z "$WHEELS" ] && [ "$EXTRAS" = "[model]" ]; } || usage
+[ -z "$UNINSTALL" ] || { [ -z "$WHEELS" ] && [ -z "$EXTRAS" ]; } || usage
 
 if [ -n "$UNINSTALL" ]; then
     if under_systemd; then
