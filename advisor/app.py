@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 from typing import AsyncIterator
 
 from aiohttp import web
@@ -91,14 +92,13 @@ async def _background_refresh(app: web.Application) -> AsyncIterator[None]:
 
 
 async def _fit_model(app: web.Application) -> AsyncIterator[None]:
-    """The regression model is fitted in a worker thread after start-up; until it is, answers
-    say so (`model.reason`) and come from the rules and probes."""
+    """The regression model is fitted after start-up in a thread of its own (answers that consult
+    it wait for the fit, `ModelProvider.status`).  A daemon thread, not the loop's executor: a
+    fit cannot be interrupted, and a stop must not wait for one (asyncio waits for its executor's
+    threads at exit; in a slow VM that ran past TimeoutStopSec)."""
     app[MODEL].begin()
-    task = asyncio.create_task(asyncio.to_thread(app[MODEL].fit))
+    threading.Thread(target=app[MODEL].fit, name="model-fit", daemon=True).start()
     yield
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
 
 
 async def _systemd_lifecycle(app: web.Application) -> AsyncIterator[None]:

@@ -175,3 +175,29 @@ def test_a_passed_value_the_model_cannot_beat_stays_passed():
     [out] = apply_predictions([_passed("128K")], "postgres", lambda *a: weak)
     assert (out.status, out.change, out.apply_argv) == ("passed", False, None)
     assert "answer is to change" not in out.explanation
+
+
+async def test_a_stop_does_not_wait_for_an_unfinished_fit(monkeypatch, tmp_path):
+    """The fit runs in a daemon thread of its own, not in the loop's executor, whose threads
+    asyncio waits for at exit: a stop during a slow fit (minutes in an emulated VM) is not held.
+    The fit is held here by an event instead of a slow machine (a stand-in, said so)."""
+    import asyncio
+    import threading
+
+    from aiohttp import web
+
+    from advisor.model.provider import ModelProvider
+
+    release = threading.Event()
+    monkeypatch.setattr(ModelProvider, "_fit", lambda self: release.wait(60) and self)
+    runner = web.AppRunner(create_app(Settings(root=str(RECORDING), state_dir=str(tmp_path / "state"))))
+    await runner.setup()
+    try:
+        await runner.cleanup()
+        (fit,) = [t for t in threading.enumerate() if t.name == "model-fit"]
+        assert fit.is_alive() and fit.daemon
+        # what asyncio.run does at exit: returns although the fit has not ended
+        await asyncio.wait_for(asyncio.get_running_loop().shutdown_default_executor(), 10)
+        assert fit.is_alive()
+    finally:
+        release.set()
