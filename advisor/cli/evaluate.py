@@ -24,6 +24,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--models", default="gp,quantile-gb", metavar="NAME[,NAME...]",
                    help="models to compare: gp, quantile-gb (default both)")
     p.add_argument("--seed", type=int, default=0, help="random_state of the models (default 0)")
+    p.add_argument("--caution", metavar="C[,C...]",
+                   help="pick with these CAUTION values instead of the shipped one (one table each)")
+    p.add_argument("--nested-caution", metavar="C[,C...]",
+                   help="nested protocol: for each held-out cell choose CAUTION among these by leave-one-cell-out "
+                        "on the other cells, then evaluate the held-out cell with it (fits every pair of cells: slow)")
     p.add_argument("--json", action="store_true", help="the per-cell results and summaries as JSON")
     p.set_defaults(func=run)
 
@@ -33,13 +38,19 @@ def run(args: argparse.Namespace) -> int:
     if missing:
         print(f"zfs-advisor evaluate: {missing}", file=sys.stderr)
         return 1
-    from advisor.model.evaluation import evaluate, summary, table
+    from advisor.model.evaluation import evaluate, nested_caution, summary, table
     from advisor.model.regress import MODELS
 
     try:
         budgets = [int(b) for b in args.budget.split(",") if b.strip()]
     except ValueError:
         print(f"zfs-advisor evaluate: --budget {args.budget!r}: expected numbers like 1,2", file=sys.stderr)
+        return 2
+    try:
+        cautions = [float(c) for c in (args.caution or "").split(",") if c.strip()] or [None]
+        nested = [float(c) for c in (args.nested_caution or "").split(",") if c.strip()]
+    except ValueError:
+        print("zfs-advisor evaluate: --caution and --nested-caution take numbers like 0,0.5,1", file=sys.stderr)
         return 2
     names = [m.strip() for m in args.models.split(",") if m.strip()]
     unknown = [m for m in names if m not in MODELS]
@@ -54,13 +65,24 @@ def run(args: argparse.Namespace) -> int:
         return 1
     report = []
     for name in names:
+        cache: dict = {}  # one fit per training set, shared by budgets and CAUTION values
+
+        def factory():
+            return MODELS[name](seed=args.seed)
+
         for budget in budgets:
-            results = evaluate(lambda: MODELS[name](seed=args.seed), prior, budget)
-            report.append({"model": name, "budget": budget, "summary": summary(results),
-                           "cells": [r.__dict__ for r in results]})
-            if not args.json:
-                print(f"\n{name}, budget {budget} probe(s) per cell, {len(prior)} lab rows in {len(cells)} cells:")
-                print(table(results))
+            runs = [(c, evaluate(factory, prior, budget, c, cache)) for c in cautions]
+            if nested:
+                runs.append(("nested", nested_caution(factory, prior, budget, nested, cache)))
+            for caution, results in runs:
+                report.append({"model": name, "budget": budget, "caution": caution, "summary": summary(results),
+                               "cells": [r.__dict__ for r in results]})
+                if not args.json:
+                    how = ("" if caution is None else f", CAUTION chosen per cell among {args.nested_caution} "
+                           "(nested)" if caution == "nested" else f", CAUTION {caution:g}")
+                    print(f"\n{name}, budget {budget} probe(s) per cell{how}, {len(prior)} lab rows in "
+                          f"{len(cells)} cells:")
+                    print(table(results))
     if args.json:
         print(json.dumps(report, indent=2))
     return 0

@@ -34,6 +34,7 @@ class CellResult:
     pick_vs_default: float
     oracle_vs_default: float
     pick_p99_ok: bool
+    caution: float | None = None  # the pick's CAUTION (None: the shipped constant)
     covered: int = 0
     checked: int = 0
     abs_errors: list[float] = field(default_factory=list)  # |predicted mean - measured mean| of log ratios
@@ -69,10 +70,23 @@ def oracle(grid: dict[tuple, list[Sample]]) -> tuple:
     return ranked[0]
 
 
-def evaluate_cell(model_factory, prior: list[Sample], held: str, budget: int) -> CellResult:
+def _fit(model_factory, prior: list[Sample], excluded: frozenset[str], cache: dict | None):
+    """The model fitted on every cell but `excluded` (kept in `cache` when given: the nested
+    protocol fits each training set once)."""
+    if cache is not None and excluded in cache:
+        return cache[excluded]
+    model = model_factory().fit([s for s in prior if s.obs.cell not in excluded])
+    if cache is not None:
+        cache[excluded] = model
+    return model
+
+
+def evaluate_cell(model_factory, prior: list[Sample], held: str, budget: int, caution: float | None = None,
+                  exclude: frozenset[str] = frozenset(), cache: dict | None = None) -> CellResult:
+    """Hold `held` out (and `exclude`: the nested protocol's outer cell), probe it `budget` times,
+    pick with `caution` (None: the shipped CAUTION)."""
     by_cell = cells(prior)
-    train = [s for c, rs in by_cell.items() if c != held for s in rs]
-    model = model_factory().fit(train)
+    model = _fit(model_factory, prior, frozenset({held}) | exclude, cache)
     grid = _grid(by_cell[held])
     keys = list(grid)
     candidates = [grid[k][0].obs for k in keys]
@@ -86,7 +100,7 @@ def evaluate_cell(model_factory, prior: list[Sample], held: str, budget: int) ->
         key = tuple(sorted(nxt[0].settings.items()))
         local += grid[key]
         probed.append(_label(nxt[0]))
-    chosen, prediction = pick(model, local, queries)
+    chosen, prediction = pick(model, local, queries, caution)
     best = oracle(grid)
     mean = {k: statistics.fmean(s.obs.perf for s in grid[k]) for k in keys}  # type: ignore[misc]
     base = next(k for k in keys if grid[k][0].obs.baseline)
@@ -98,7 +112,7 @@ def evaluate_cell(model_factory, prior: list[Sample], held: str, budget: int) ->
         cell=held, model=getattr(model, "name", type(model).__name__), budget=budget, grid=len(keys),
         probed=probed, pick=_label(candidates[chosen]), oracle=_label(grid[best][0].obs),
         pick_vs_oracle=mean[pick_key] / mean[best], pick_vs_default=mean[pick_key] / mean[base],
-        oracle_vs_default=mean[best] / mean[base], pick_p99_ok=p99_ok)
+        oracle_vs_default=mean[best] / mean[base], pick_p99_ok=p99_ok, caution=caution)
     probed_keys = {tuple(sorted(s.obs.settings.items())) for s in local}
     for i, k in enumerate(keys):
         if k in probed_keys:
@@ -111,8 +125,34 @@ def evaluate_cell(model_factory, prior: list[Sample], held: str, budget: int) ->
     return result
 
 
-def evaluate(model_factory, prior: list[Sample], budget: int) -> list[CellResult]:
-    return [evaluate_cell(model_factory, prior, held, budget) for held in sorted(cells(prior))]
+def evaluate(model_factory, prior: list[Sample], budget: int, caution: float | None = None,
+             cache: dict | None = None) -> list[CellResult]:
+    return [evaluate_cell(model_factory, prior, held, budget, caution, cache=cache) for held in sorted(cells(prior))]
+
+
+def score(results: list[CellResult]) -> float:
+    """What the nested protocol maximises: the mean over cells of pick / oracle, capped at 1 (a
+    pick "better" than the oracle broke the write p99 limit), i.e. 1 - the mean regret."""
+    return statistics.fmean(min(r.pick_vs_oracle, 1.0) for r in results)
+
+
+def nested_caution(model_factory, prior: list[Sample], budget: int, values: list[float],
+                   cache: dict | None = None) -> list[CellResult]:
+    """Leave one cell out with CAUTION chosen inside: for each outer cell, every value of `values`
+    is scored by leave-one-cell-out on the other cells alone (`score`; a tie goes to the larger,
+    more cautious value), and the outer cell is then evaluated with the winner.  The outer cell
+    never takes part in choosing the knob it is judged with; the results say how well choosing
+    CAUTION this way carries over to a pool not in the prior."""
+    cache = {} if cache is None else cache
+    names = sorted(cells(prior))
+    out = []
+    for outer in names:
+        inner = [c for c in names if c != outer]
+        scores = {v: score([evaluate_cell(model_factory, prior, c, budget, v, frozenset({outer}), cache)
+                            for c in inner]) for v in values}
+        best = max(values, key=lambda v: (scores[v], v))
+        out.append(evaluate_cell(model_factory, prior, outer, budget, best, cache=cache))
+    return out
 
 
 def summary(results: list[CellResult]) -> dict[str, float]:
@@ -138,7 +178,8 @@ def table(results: list[CellResult]) -> str:
     for r in results:
         lines.append(f"{r.cell:34s} {r.model:11s} {len(r.probed):>3d}/{r.grid:<2d} {r.pick:18s} {r.oracle:18s} "
                      f"{r.pick_vs_oracle:>11.1%} {r.pick_vs_default:>12.2f} {r.oracle_vs_default:>14.2f} "
-                     f"{'yes' if r.pick_p99_ok else 'NO':>6s} {r.covered:>3d}/{r.checked:<4d}")
+                     f"{'yes' if r.pick_p99_ok else 'NO':>6s} {r.covered:>3d}/{r.checked:<4d} "
+                     f"{'' if r.caution is None else f'{r.caution:g}':>7s}")
     s = summary(results)
     lines.append(f"{'summary':34s} {results[0].model if results else '':11s} "
                  f"median pick/oracle {s['median_vs_oracle']:.1%}, worst {s['worst_vs_oracle']:.1%}, "

@@ -17,7 +17,7 @@ pytest.importorskip("sklearn")
 
 from advisor.engine.loader import load_rulebook  # noqa: E402
 from advisor.model.dataset import load_csv, prior_path, samples  # noqa: E402
-from advisor.model.evaluation import evaluate, summary  # noqa: E402
+from advisor.model.evaluation import evaluate, nested_caution, summary  # noqa: E402
 from advisor.model.features import WorkloadShape, from_csv_row, from_result, vector  # noqa: E402
 from advisor.model.provider import ModelProvider, candidates_of  # noqa: E402
 from advisor.model.regress import GPModel, QuantileBoost  # noqa: E402
@@ -169,3 +169,18 @@ def test_leave_one_cell_out_on_the_shipped_prior():
     # certainty the data do not have).
     assert s["median_vs_default"] >= 1.0
     assert s["coverage"] >= 0.5
+
+
+def test_nested_caution_never_lets_the_judged_cell_choose_the_knob():
+    from itertools import combinations
+
+    three = ["zfs2.3.2/ssd-mirror2x2/mysql", "zfs2.3.2/ssd-mirror2x2/postgres", "zfs2.3.2/ssd-mirror2x2/sqlite"]
+    prior = [s for s in samples(load_csv()) if s.obs.cell in three]
+    cache: dict = {}
+    results = nested_caution(lambda: GPModel(seed=0, restarts=0), prior, 2, [0.0, 1.0], cache)
+    assert [r.cell for r in results] == three and all(r.caution in (0.0, 1.0) for r in results)
+    # every training set is the prior less the judged cell (outer) or less it and one more (inner):
+    # the outer cell never trains a model whose score chooses its own CAUTION
+    assert set(cache) == {frozenset({c}) for c in three} | {frozenset(p) for p in combinations(three, 2)}
+    fixed = evaluate(lambda: GPModel(seed=0, restarts=0), prior, 2, caution=results[0].caution)
+    assert fixed[0].pick == results[0].pick
