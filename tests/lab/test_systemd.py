@@ -57,6 +57,12 @@ BEFORE: dict[str, set[str]] = {}  # filled by the `installed` fixture before it 
 # the prober: root with CAP_SYS_ADMIN and no mount namespace, by design (docs/security.md)
 MAX_EXPOSURE_OF = {"zfs-advisor-probe.service": 4.5}
 TIMEOUT_STOP = 30  # TimeoutStopSec of the shipped unit
+PROBE_SERVICE, PROBE_TIMER, PROBE_PATH = "zfs-advisor-probe.service", "zfs-advisor-probe.timer", "zfs-advisor-probe.path"
+PROBE_TOKEN = "lab-token-0123456789"
+# Small and short, as in test_probe_queue.py: 4 fio jobs of 32 MiB, 2 s warm-up, 3 s idle window; the
+# layout rate a loaded emulated VM manages (at 8 MB/s assumed, a 150 s plan ran out of time).
+PROFILER_SMALL = ("\\n[profiler]\\nidle_window_seconds = 3\\nmax_file_bytes = 33554432\\nramp_seconds = 2\\n"
+                  "layout_bytes_per_second = 4000000.0\\n")
 SCRAPE_INTERVAL = 10  # seconds; the shipped 30 s would make this test a minute longer
 # Grafana's $__rate_interval: max(4 x scrape interval, query interval + scrape interval).
 RATE_INTERVAL = f"{4 * SCRAPE_INTERVAL}s"
@@ -122,6 +128,15 @@ class Http:
     def get(self, path: str, timeout: float = 30) -> tuple[int, bytes]:
         try:
             with urllib.request.urlopen(f"http://{self.address}{path}", timeout=timeout) as resp:
+                return resp.status, resp.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read()
+
+    def post(self, path: str, body: dict, token: str, timeout: float = 30) -> tuple[int, bytes]:
+        req = urllib.request.Request(f"http://{self.address}{path}", data=json.dumps(body).encode(), method="POST",
+                                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
                 return resp.status, resp.read()
         except urllib.error.HTTPError as exc:
             return exc.code, exc.read()
@@ -376,6 +391,87 @@ def test_prometheus_scrapes_the_installed_service_and_every_panel_has_data(insta
             table.append(f"{len(values):4d}  {title}: {note or expr[:90]}")
         print("series  panel (dashboard queries against the installed service)\n" + "\n".join(table))
         assert empty == [], "panels without data"
+
+
+def bus_property(vm, unit: str, interface: str, name: str) -> list[str]:
+    """A unit's D-Bus property, raw (`busctl get-property`: microseconds, not systemctl's rounded spans)."""
+    path = "/org/freedesktop/systemd1/unit/" + re.sub(r"[^A-Za-z0-9]", lambda m: f"_{ord(m[0]):02x}", unit)
+    return vm.exec(["busctl", "get-property", "org.freedesktop.systemd1", path, f"org.freedesktop.systemd1.{interface}",
+                    name], check=True).stdout.split()
+
+
+def test_a_queued_probe_starts_the_prober_through_the_path_unit(installed):
+    """POST /v1/probes to the installed API (DynamicUser) writes the queue file; the installed
+    zfs-advisor-probe.path starts zfs-advisor-probe.service (root) within seconds, not the timer;
+    the prober runs the probe in the state directory it shares with the API, and the API shows the
+    run completed.  The timer is enabled and waiting, each trigger's next elapse is what the unit
+    says (OnBootSec=15min; OnUnitInactiveSec=30min after the prober went inactive) and the next
+    elapse lies within RandomizedDelaySec=5min after the earliest one still ahead."""
+    vm, http = installed[:2]
+    for unit in (PROBE_PATH, PROBE_TIMER):
+        state = vm.exec(["systemctl", "show", unit, "--property=ActiveState", "--property=SubState",
+                         "--property=UnitFileState"], check=True).stdout.split()
+        assert state == ["ActiveState=active", "SubState=waiting", "UnitFileState=enabled"], (unit, state)
+    # The API needs a token for POST (docs/security.md), and the prober small files (as in
+    # test_probe_queue.py); top-level keys go before the tables the fixture appended.
+    vm.exec(f"sed -i '1i api_token = \"{PROBE_TOKEN}\"' /etc/zfs-advisor/config.toml && "
+            f"printf '{PROFILER_SMALL}' >> /etc/zfs-advisor/config.toml && systemctl restart {SERVICE}", check=True)
+    wait_running(vm, http)
+    # the Prometheus test's writer has ended, and a txg commit: the prober finds the pool idle
+    vm.exec("while pgrep -f lab-io >/dev/null; do sleep 1; done; sync; sleep 6", check=True, timeout=180)
+    prober_runs = bus_property(vm, PROBE_SERVICE, "Unit", "InactiveExitTimestampMonotonic")[1]
+    timer_fired = bus_property(vm, PROBE_TIMER, "Timer", "LastTriggerUSecMonotonic")[1]
+    since = now(vm)
+    t0 = time.monotonic()
+    status, body = http.post("/v1/probes", {"pool": "tank", "workload": "postgres",
+                                            "params": {"recordsize": ["8K", "128K"]}, "budget": {"seconds": 150}},
+                             PROBE_TOKEN)
+    assert status == 202, body
+    location = json.loads(body)["location"]
+    seen, started_after = set(), None
+    while time.monotonic() - t0 < 400:
+        if started_after is None and bus_property(vm, PROBE_SERVICE, "Unit", "InactiveExitTimestampMonotonic")[1] \
+                != prober_runs:
+            started_after = time.monotonic() - t0
+        run = json.loads(http.get(location)[1])
+        seen.add(run["run"]["status"])
+        if run["run"]["status"] in ("completed", "aborted", "failed") and \
+                vm.exec(f"systemctl is-active -q {PROBE_SERVICE}").rc != 0:
+            break
+        time.sleep(2)
+    took = time.monotonic() - t0
+    prober_log = vm.exec(f"journalctl -q -o cat --no-pager -u {PROBE_SERVICE} --since @{since}").stdout
+    result = vm.exec(["systemctl", "show", PROBE_SERVICE, "--property=Result", "--property=ExecMainStatus"],
+                     check=True).stdout.split()
+    api_uid = vm.exec(f"ps -o uid= -p {show(vm, 'MainPID')['MainPID']}", check=True).stdout.strip()
+    owners = vm.exec("stat -c '%u %n' /var/lib/private/zfs-advisor/advisor.sqlite3* "
+                     "/var/lib/private/zfs-advisor/probe-queue", check=True).stdout
+    print(f"\nprober started {started_after} s after POST (by the path unit: the timer's last trigger "
+          f"unchanged); statuses seen {sorted(seen)}; done in {took:.0f} s; {result}; files:\n{owners}")
+    assert started_after is not None and started_after < 30, prober_log
+    assert bus_property(vm, PROBE_TIMER, "Timer", "LastTriggerUSecMonotonic")[1] == timer_fired
+    assert result == ["Result=success", "ExecMainStatus=0"], prober_log
+    # completed; on a loaded host the plan's 150 s may run out first (aborted, saying so): either
+    # way the API (the dynamic user) reads back what root wrote, results included
+    assert run["run"]["status"] == "completed" and len(run["results"]) == 4 or (
+        run["run"]["status"] == "aborted" and "time budget" in run["run"]["reason"] and run["results"]), \
+        (run["run"], prober_log)
+    assert "running" in seen
+    # root wrote the database; its files still belong to the API's dynamic user
+    assert {line.split()[0] for line in owners.splitlines()} == {api_uid}, (api_uid, owners)
+    assert vm.exec("zfs list -H tank/zfs-advisor-probe").rc != 0
+
+    inactive = int(bus_property(vm, PROBE_SERVICE, "Unit", "InactiveEnterTimestampMonotonic")[1])
+    timers = bus_property(vm, PROBE_TIMER, "Timer", "TimersMonotonic")  # a(stt) N "Base" value next ...
+    elapse = {timers[i].strip('"'): (int(timers[i + 1]), int(timers[i + 2])) for i in range(2, len(timers), 3)}
+    next_elapse = int(bus_property(vm, PROBE_TIMER, "Timer", "NextElapseUSecMonotonic")[1])
+    uptime = int(float(vm.exec("cut -d' ' -f1 /proc/uptime", check=True).stdout) * 1e6)
+    print(f"timer: {elapse} (base: (value, next elapse) in us); next elapse {next_elapse / 60e6:.2f} min "
+          f"after boot, now {uptime / 60e6:.2f} min")
+    assert elapse["OnBootUSec"][0] == 15 * 60_000_000 and elapse["OnUnitInactiveUSec"][0] == 30 * 60_000_000
+    assert elapse["OnUnitInactiveUSec"][1] == inactive + 30 * 60_000_000
+    ahead = min(n for _, n in elapse.values() if n > uptime)
+    assert ahead <= next_elapse <= ahead + 5 * 60_000_000
 
 
 def test_sigkill_of_the_main_process_is_restarted(installed):
