@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import statistics
 import time
 
@@ -33,7 +34,13 @@ import prior_grid
 from advisor.probe.candidates import BASELINE
 from labparams import lab_params
 
-pytestmark = pytest.mark.lab
+pytestmark = [
+    pytest.mark.lab,
+    # About 10 minutes of VM time and not met yet (docs/probes.md): a long lab job, run by hand
+    # like tests/lab/prior-grid, not in CI's budget.
+    pytest.mark.skipif(os.environ.get("ZFS_ADVISOR_LAB_LONG") != "1",
+                       reason="a long lab job: set ZFS_ADVISOR_LAB_LONG=1 (docs/lab.md)"),
+]
 
 LAYOUT = "ssd-mirror2x2"
 SIZES = prior_grid.GRID["postgres"]  # 8K, 16K, 32K, 128K
