@@ -30,6 +30,7 @@ HEAVY_PATHS = ("/metrics", "/v1/facts", "/recommend", "/v1/pools", "/v1/probes")
 from aiohttp import payload, web
 
 from advisor.api.errors import json_error
+from advisor.api.facts_body import FactsJson
 from advisor.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
@@ -38,23 +39,41 @@ _busy_log = RateLimitedLog(log, interval=60.0)
 SLICE = 256 * 1024
 
 
-class SlicedBytes(payload.BytesPayload):
-    """bytes written SLICE at a time, draining the socket between slices."""
+Body = bytes | tuple[bytes, ...]  # a body in one piece, or in chunks sent one after the other
+
+
+class SlicedBody(payload.Payload):
+    """A body (bytes, or a tuple of byte chunks never joined into one) written SLICE at a time,
+    draining the socket between slices."""
+
+    def __init__(self, body: Body, content_type: str) -> None:
+        chunks = (body,) if isinstance(body, bytes) else body
+        super().__init__(chunks, content_type=content_type)
+        self._size = sum(len(c) for c in chunks)
+
+    def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
+        return b"".join(self._value).decode(encoding, errors)
+
+    async def as_bytes(self, encoding: str = "utf-8", errors: str = "strict") -> bytes:
+        return b"".join(self._value)
 
     async def write(self, writer: Any) -> None:
         await self.write_with_length(writer, None)
 
     async def write_with_length(self, writer: Any, content_length: int | None) -> None:
-        view = memoryview(self._value)
-        if content_length is not None:
-            view = view[:content_length]
-        for start in range(0, len(view), SLICE):
-            await writer.write(view[start:start + SLICE])  # aiohttp drains once its buffer passes 64 KB
+        left = self._size if content_length is None else min(content_length, self._size)
+        for chunk in self._value:
+            view = memoryview(chunk)[:left]
+            for start in range(0, len(view), SLICE):
+                await writer.write(view[start:start + SLICE])  # aiohttp drains once its buffer passes 64 KB
+            left -= len(view)
+            if left <= 0:
+                break
 
 
-def body_response(body: bytes, headers: dict[str, str]) -> web.Response:
+def body_response(body: Body, headers: dict[str, str]) -> web.Response:
     """A response of ready bytes (headers carry Content-Type and any Content-Encoding)."""
-    return web.Response(body=SlicedBytes(body, content_type=headers.get("Content-Type", "application/octet-stream")),
+    return web.Response(body=SlicedBody(body, content_type=headers.get("Content-Type", "application/octet-stream")),
                         headers=headers)
 
 
@@ -66,10 +85,10 @@ class SharedBodies:
     def __init__(self, max_variants: int = 64) -> None:
         self.max_variants = max_variants
         self._holds: object = None  # the object whose id() is the generation: alive while cached
-        self._tasks: dict[Hashable, asyncio.Future[bytes]] = {}
+        self._tasks: dict[Hashable, asyncio.Future[Body]] = {}
         self.builds = 0  # bodies built (tests: concurrent requests of one generation build once)
 
-    async def get(self, owner: object, variant: Hashable, build: Callable[[], Awaitable[bytes]]) -> bytes:
+    async def get(self, owner: object, variant: Hashable, build: Callable[[], Awaitable[Body]]) -> Body:
         """The body of `variant` for the generation `owner` (a Collection), built by `build` once."""
         if self._holds is not owner:
             self._tasks.clear()  # an older generation's bodies go (requests still sending them keep theirs)
@@ -82,7 +101,7 @@ class SharedBodies:
         # shield: a client that gives up must not cancel the build the others wait for
         return await asyncio.shield(task)
 
-    async def _build(self, build: Callable[[], Awaitable[bytes]]) -> bytes:
+    async def _build(self, build: Callable[[], Awaitable[Body]]) -> Body:
         self.builds += 1
         try:
             return await build()
@@ -98,6 +117,22 @@ def _malloc_trim() -> Callable[[int], int] | None:
 
 
 _TRIM = _malloc_trim()
+_M_MMAP_THRESHOLD = -3  # glibc malloc.h
+
+
+def keep_big_blocks_apart(threshold: int = 128 * 1024) -> None:
+    """Have glibc map every block of `threshold` bytes or more on its own (mallopt
+    M_MMAP_THRESHOLD), so a 20 MB body or the chunks of one go back to the kernel when freed.
+
+    By default glibc raises that threshold each time such a block is freed (up to 32 MB), after
+    which bodies come from the heap, between long-lived facts, and stay resident: a /v1/facts
+    body at 10,000 datasets, built and dropped, left 39 MB resident by default, 20 MB with this.
+    Called once by the service at start-up; nothing on other C libraries."""
+    try:
+        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
+    except (OSError, AttributeError):  # not glibc
+        return
+    mallopt(_M_MMAP_THRESHOLD, threshold)
 
 
 def release_freed_memory() -> None:
@@ -109,12 +144,13 @@ def release_freed_memory() -> None:
 
 
 class Bodies:
-    """The app's shared bodies, one SharedBodies per endpoint."""
+    """The app's shared bodies, one SharedBodies per endpoint, and the /v1/facts chunk renderer."""
 
     def __init__(self) -> None:
         self.metrics = SharedBodies()
         self.facts = SharedBodies()
         self.recommend = SharedBodies(max_variants=256)
+        self.facts_json = FactsJson()
 
 
 class WorkLimiter:
