@@ -23,6 +23,7 @@ import time
 import ctypes
 import ctypes.util
 import logging
+import sys
 from typing import Any, AsyncIterator, Awaitable, Callable, Hashable
 
 HEAVY_PATHS = ("/metrics", "/v1/facts", "/recommend", "/v1/pools", "/v1/probes")
@@ -118,6 +119,18 @@ def _malloc_trim() -> Callable[[int], int] | None:
 
 _TRIM = _malloc_trim()
 _M_MMAP_THRESHOLD = -3  # glibc malloc.h
+
+
+# How long a worker thread may keep the GIL while the event loop asks for it (Python's default
+# is 5 ms). The loop gives the GIL up for every select() and socket send; with a render or a
+# command parse running in a thread it waited up to 5 ms to get it back each time, and tens of
+# sends per turn of the loop made /healthz wait hundreds of milliseconds (docs/reliability.md).
+LOOP_SWITCH_INTERVAL_SECONDS = 0.0005
+
+
+def favour_the_event_loop(interval: float = LOOP_SWITCH_INTERVAL_SECONDS) -> None:
+    """Shorten the GIL switch interval (sys.setswitchinterval) for the service process."""
+    sys.setswitchinterval(interval)
 
 
 def keep_big_blocks_apart(threshold: int = 128 * 1024) -> None:
