@@ -14,10 +14,9 @@ import asyncio
 
 from aiohttp import web
 
-from advisor.api.facts_body import gzipped_chunks
 from advisor.api.shared import body_response
 from advisor.appkeys import BODIES, FACTS
-from advisor.exporters.negotiation import accepts_gzip
+from advisor.exporters.negotiation import accepts_gzip, gzipped_parts
 
 routes = web.RouteTableDef()
 
@@ -32,7 +31,7 @@ async def get_facts(request: web.Request) -> web.Response:
         return await asyncio.to_thread(bodies.facts_json.chunks, collection.host)
 
     async def gzip_bytes() -> bytes:  # only the variant asked for is kept
-        return await asyncio.to_thread(lambda: gzipped_chunks(bodies.facts_json.chunks(collection.host)))
+        return await asyncio.to_thread(lambda: gzipped_parts(bodies.facts_json.chunks(collection.host)))
 
     body = await bodies.facts.get(collection, gzip_it, gzip_bytes if gzip_it else json_chunks)
     headers = {"Content-Type": "application/json; charset=utf-8", "Vary": "Accept-Encoding"}

@@ -2,11 +2,9 @@
 from __future__ import annotations
 
 import weakref
-import zlib
 
 from pydantic import TypeAdapter
 
-from advisor.exporters.negotiation import GZIP_LEVEL
 from advisor.facts import Dataset, Host
 
 _DATASETS = TypeAdapter(list[Dataset])
@@ -44,12 +42,6 @@ class FactsJson:
         parts.append(b"]}")
         self._chunks = kept  # one assignment: a build in another thread sees the old or the new
         return tuple(parts)
-
-
-def gzipped_chunks(chunks: tuple[bytes, ...]) -> bytes:
-    """The gzip member of the chunks' concatenation, compressed chunk by chunk (no joined copy)."""
-    compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
-    return b"".join([*(compressor.compress(c) for c in chunks), compressor.flush()])
 
 
 def facts_json(host: Host) -> bytes:

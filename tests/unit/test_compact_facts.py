@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import shutil
+import sys
 
 import pytest
-from support import recorded_snapshots
+from support import REPO, recorded_snapshots
 
 from advisor.host import kstat, zfs_props
 from advisor.host.parsing import lines_in_blocks
@@ -64,3 +65,31 @@ async def test_replay_reads_recorded_output_when_asked(tmp_path):
     assert not gone.ok and zfs_get.stdout_file in gone.error()
     facts = (await collect_from_root(SNAPSHOTS[0])).host
     assert facts.datasets and all(d.io is None or d.model_fields_set >= {"io"} for d in facts.datasets)
+
+
+@pytest.mark.skipif(not SNAPSHOTS, reason="no recorded lab snapshot yet")
+async def test_facts_json_in_chunks_reuses_unchanged_datasets(tmp_path):
+    import gzip
+    import json
+
+    from advisor.api.facts_body import CHUNK, FactsJson
+    from advisor.exporters.negotiation import gzipped_parts
+
+    sys.path.insert(0, str(REPO / "tests" / "bench"))
+    import scale_snapshot
+
+    host = (await collect_from_root(scale_snapshot.scale(SNAPSHOTS[0], tmp_path / "scaled", 3 * CHUNK))).host
+    renderer = FactsJson()
+    chunks = renderer.chunks(host)
+    whole = b"".join(chunks)
+    assert json.loads(whole) == json.loads(host.model_dump_json())  # the same document as one dump
+    built = renderer.serialised
+    assert built == -(-len(host.datasets) // CHUNK)
+    again = renderer.chunks(host.model_copy(update={"hostname": "other"}))
+    assert renderer.serialised == built and again[1:] == chunks[1:]  # same datasets: nothing serialised
+    changed = list(host.datasets)
+    changed[CHUNK + 1] = changed[CHUNK + 1].model_copy(update={"io": None})
+    third = renderer.chunks(host.model_copy(update={"datasets": changed}))
+    assert renderer.serialised == built + 1  # only the chunk holding the changed dataset
+    assert json.loads(b"".join(third))["datasets"][CHUNK + 1]["io"] is None
+    assert gzip.decompress(gzipped_parts(third)) == b"".join(third)
