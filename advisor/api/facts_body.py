@@ -42,8 +42,3 @@ class FactsJson:
         parts.append(b"]}")
         self._chunks = kept  # one assignment: a build in another thread sees the old or the new
         return tuple(parts)
-
-
-def facts_json(host: Host) -> bytes:
-    """`host` as JSON in one piece (the CLI, tests)."""
-    return b"".join(FactsJson().chunks(host))

@@ -11,8 +11,9 @@ JSON. Built once per request, 50 concurrent clients cost gigabytes and stall the
 * `WorkLimiter`: at most `in_flight` heavy requests run at once; up to `waiting` more wait
   their turn for at most `wait_seconds`; beyond that a request gets 503 with Retry-After at
   once instead of piling up. /healthz never passes through it.
-* `SlicedBytes`: a body is written in slices, each waiting for the socket to drain, so a slow
-  reader holds one slice in the transport's buffer, not a copy of the whole body.
+* `SlicedBody`: a body (bytes, or chunks never joined) is written in slices, each waiting for
+  the socket to drain and then for a turn of the event loop, so a slow reader holds one slice in
+  the transport's buffer, not a copy of the whole body, and a fast one does not hold the loop.
 """
 from __future__ import annotations
 
@@ -114,14 +115,15 @@ class SharedBodies:
             await asyncio.to_thread(release_freed_memory)
 
 
-def _malloc_trim() -> Callable[[int], int] | None:
+def _glibc(name: str) -> Callable[..., int] | None:
+    """A glibc function by name; None on other C libraries."""
     try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+        return getattr(ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6"), name)
     except (OSError, AttributeError):  # not glibc
         return None
 
 
-_TRIM = _malloc_trim()
+_TRIM = _glibc("malloc_trim")
 _M_MMAP_THRESHOLD = -3  # glibc malloc.h
 
 
@@ -145,11 +147,8 @@ def keep_big_blocks_apart(threshold: int = 128 * 1024) -> None:
     which bodies come from the heap, between long-lived facts, and stay resident: a /v1/facts
     body at 10,000 datasets, built and held, took 39 MB resident by default, 20 MB (the body) with this.
     Called once by the service at start-up; nothing on other C libraries."""
-    try:
-        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
-    except (OSError, AttributeError):  # not glibc
-        return
-    mallopt(_M_MMAP_THRESHOLD, threshold)
+    if (mallopt := _glibc("mallopt")) is not None:
+        mallopt(_M_MMAP_THRESHOLD, threshold)
 
 
 def release_freed_memory() -> None:
@@ -202,7 +201,7 @@ class WorkLimiter:
 
     def middleware(self) -> Callable[..., Awaitable[web.StreamResponse]]:
         """The app middleware: HEAVY_PATHS take a slot while their handler runs (not while their
-        body is sent: that is SlicedBytes' business)."""
+        body is sent: that is SlicedBody's business)."""
 
         @web.middleware
         async def limit(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
