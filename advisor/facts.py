@@ -21,6 +21,15 @@ class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=False)
 
 
+def fields_set(*names: str) -> set[str]:
+    """A `_fields_set` for `model_construct()` that every instance built by one parser shares.
+
+    Without it each instance gets a set of its own (216 bytes): 4 MB of identical sets for the
+    datasets and their counters at 10,000 datasets. Facts are not modified once collected (a
+    copy with changes is made with `model_copy`, which copies the set), so sharing is safe."""
+    return set(names)
+
+
 class SourceStatus(Model):
     """Whether one source of truth could be read; `reason` says why not."""
 

@@ -9,7 +9,8 @@ the body gzipped, as node_exporter and client_golang do. Runs in a worker thread
 from __future__ import annotations
 
 import gzip
-from typing import Mapping
+import zlib
+from typing import Iterable, Mapping
 
 TEXT_0_0_4 = "text/plain; version=0.0.4; charset=utf-8"
 OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
@@ -60,9 +61,17 @@ def _comment_lines(text: bytes) -> list[tuple[int, int]]:
 
 def to_openmetrics(text: bytes) -> bytes:
     """The 0.0.4 exposition as OpenMetrics 1.0.0 (same series, same values)."""
+    return b"".join(openmetrics_parts(text))
+
+
+def openmetrics_parts(text: bytes) -> list[bytes | memoryview]:
+    """`to_openmetrics(text)` in pieces, to be joined or compressed: the samples between two
+    rewritten comment lines are views of `text`, not copies (16 MB at 10,000 datasets)."""
+    view = memoryview(text)
     lines = [(start, end, text[start:end].split(b" ", 3)) for start, end in _comment_lines(text)]
     kinds = {f[2]: f[3] for _, _, f in lines if len(f) == 4 and f[1] == b"TYPE"}
-    out, done = [], 0
+    out: list[bytes | memoryview] = []
+    done = 0
     for start, end, fields in lines:
         if len(fields) < 3 or fields[1] not in (b"HELP", b"TYPE"):
             continue
@@ -72,10 +81,10 @@ def to_openmetrics(text: bytes) -> bytes:
             rest = kind
         else:
             rest = rest.replace(b'"', b'\\"')
-        out += [text[done:start], b"# " + fields[1] + b" " + name + b" " + rest]
+        out += [view[done:start], b"# " + fields[1] + b" " + name + b" " + rest]
         done = end
-    out += [text[done:], b"" if text.endswith(b"\n") or not text else b"\n", b"# EOF\n"]
-    return b"".join(out)
+    out += [view[done:], b"" if text.endswith(b"\n") or not text else b"\n", b"# EOF\n"]
+    return out
 
 
 def accepts_gzip(accept_encoding: str | None) -> bool:
@@ -97,6 +106,12 @@ def gzipped(body: bytes) -> bytes:
     return gzip.compress(body, compresslevel=GZIP_LEVEL, mtime=0)
 
 
+def gzipped_parts(parts: Iterable[bytes | memoryview]) -> bytes:
+    """The gzip member of the parts' concatenation, compressed part by part (no joined copy)."""
+    compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    return b"".join([*(compressor.compress(p) for p in parts), compressor.flush()])
+
+
 def response_headers(openmetrics: bool, gzip_it: bool) -> dict[str, str]:
     out = {"Content-Type": OPENMETRICS if openmetrics else TEXT_0_0_4, "Vary": "Accept, Accept-Encoding"}
     if gzip_it:
@@ -106,10 +121,11 @@ def response_headers(openmetrics: bool, gzip_it: bool) -> dict[str, str]:
 
 def encode(body: bytes, openmetrics: bool, gzip_it: bool) -> tuple[bytes, dict[str, str]]:
     """The 0.0.4 `body` as the variant asked for, and its response headers."""
-    if openmetrics:
-        body = to_openmetrics(body)
+    parts = openmetrics_parts(body) if openmetrics else [body]
     if gzip_it:
-        body = gzipped(body)
+        body = gzipped_parts(parts)
+    elif openmetrics:
+        body = b"".join(parts)
     return body, response_headers(openmetrics, gzip_it)
 
 

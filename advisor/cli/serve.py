@@ -13,6 +13,7 @@ from aiohttp import web
 
 from advisor import __version__, systemd
 from advisor.api.errors import JsonErrorAppRunner, loop_exception_handler
+from advisor.api.shared import favour_the_event_loop, keep_big_blocks_apart
 from advisor.appkeys import WEB_CONFIG
 from advisor.app import create_app
 from advisor.cli.common import add_subcommand, settings
@@ -42,6 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     config = settings(args, port=args.port, listen_address=args.listen, web_config_file=args.web_config_file)
     setup_logging(config.log_level, config.log_format)
+    keep_big_blocks_apart()  # bodies of megabytes go back to the kernel when dropped (advisor/api/shared.py)
+    favour_the_event_loop()  # a thread holding the GIL yields it to the loop within 0.5 ms
     return asyncio.run(_serve(create_app(config), config))
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 
-from advisor.facts import KStat
+from advisor.facts import KStat, fields_set
 from advisor.host.files import HostFiles
-from advisor.host.parsing import INT_MAX, INT_MIN, ParseError, shown
+from advisor.host.parsing import INT_MAX, INT_MIN, ParseError, interned, shown
 
 KSTAT_DIR = "/proc/spl/kstat/zfs"
 _STRING_TYPES = {"0", "7"}
@@ -22,6 +22,8 @@ GLOBAL_KSTATS = ("zil", "dmu_tx", "zfetchstats", "abdstats", "dbufstats", "vdev_
 class KStatFormatError(ParseError):
     pass
 
+
+_KSTAT_FIELDS = fields_set("values")
 
 # A row: name, type, and the rest of the line (a string value may contain blanks).
 _ROW = re.compile(r"^(\S+)[ \t]+(\d+)[ \t]*(.*?)[ \t]*$", re.M)
@@ -43,7 +45,7 @@ def parse_named_kstat(text: str) -> KStat:
         bad = next((line for line in body.split("\n") if line.strip() and not _ROW.fullmatch(line)), "?")
         raise KStatFormatError(f"not a `name type value` row: {shown(bad)}")
     try:
-        values = {name: raw if kind in _STRING_TYPES else int(raw) for name, kind, raw in rows}
+        values = {interned(name): raw if kind in _STRING_TYPES else int(raw) for name, kind, raw in rows}
     except ValueError:
         bad = next((n, r) for n, k, r in rows if k not in _STRING_TYPES and not _is_int(r))
         raise KStatFormatError(f"{bad[0]}: value {shown(bad[1])} is not an integer") from None
@@ -54,7 +56,7 @@ def parse_named_kstat(text: str) -> KStat:
     declared = header.split()[3:4]  # ks_ndata: how many rows follow
     if not declared or not declared[0].isdigit() or int(declared[0]) != len(rows):
         raise KStatFormatError(f"header {shown(header)} does not announce the {len(rows)} rows that follow (cut short?)")
-    return KStat.model_construct(values=values)  # the types are settled above
+    return KStat.model_construct(_KSTAT_FIELDS, values=values)  # the types are settled above
 
 
 def _is_int(text: str) -> bool:

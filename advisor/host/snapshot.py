@@ -14,6 +14,7 @@ directories here) and the paths that were absent. Replaying a snapshot with
 """
 from __future__ import annotations
 
+import functools
 import os
 import platform
 from datetime import datetime, timezone
@@ -144,17 +145,20 @@ def open_snapshot(directory: str | os.PathLike[str]) -> tuple[HostFiles, ReplayR
     base = Path(directory)
     manifest = load_manifest(base)
     _check_confined(base, manifest)
-    results = [
-        CommandResult(
-            argv=tuple(c.argv),
-            returncode=c.returncode,
-            stdout=_recorded_output(base, c.stdout_file),
-            stderr=_recorded_output(base, c.stderr_file),
-            duration_seconds=c.duration_seconds,
-        )
-        for c in manifest.commands
-    ]
-    return HostFiles(base, manifest.listings, manifest.links), ReplayRunner(results), manifest
+    for c in manifest.commands:  # every output is there and readable now; it is read again when replayed
+        _recorded_output(base, c.stdout_file)
+        _recorded_output(base, c.stderr_file)
+    lazy = {tuple(c.argv): functools.partial(_replayed, base, c) for c in manifest.commands}
+    return HostFiles(base, manifest.listings, manifest.links), ReplayRunner(lazy=lazy), manifest
+
+
+def _replayed(base: Path, command: RecordedCommand) -> CommandResult:
+    """A recorded command's result, its output read from the snapshot now."""
+    try:
+        stdout, stderr = _recorded_output(base, command.stdout_file), _recorded_output(base, command.stderr_file)
+    except SnapshotError as exc:  # deleted since the snapshot was opened: the command's source fails
+        return CommandResult(tuple(command.argv), 1, "", str(exc), command.duration_seconds)
+    return CommandResult(tuple(command.argv), command.returncode, stdout, stderr, command.duration_seconds)
 
 
 def _recorded_output(base: Path, name: str) -> str:

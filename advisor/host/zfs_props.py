@@ -5,8 +5,8 @@ One call for every filesystem and volume, a fixed property list (asking for
 """
 from __future__ import annotations
 
-from advisor.facts import Dataset, Property
-from advisor.host.parsing import INT_MAX, ParseError, shown
+from advisor.facts import Dataset, Property, fields_set
+from advisor.host.parsing import INT_MAX, ParseError, interned, lines_in_blocks, shown
 
 # Present in every OpenZFS >= 2.1 (an unknown name fails the whole call).
 TUNING_PROPERTIES = (
@@ -41,6 +41,10 @@ TUNING_PROPERTIES = (
 )
 
 
+_PROPERTY_FIELDS = fields_set("value", "source")
+_DATASET_FIELDS = fields_set("name", "type", "properties")
+
+
 def zfs_get_argv(properties: tuple[str, ...] = TUNING_PROPERTIES) -> tuple[str, ...]:
     return ("zfs", "get", "-Hp", "-t", "filesystem,volume", "-o", "name,property,value,source", ",".join(properties))
 
@@ -56,7 +60,7 @@ def parse_zfs_get(stdout: str) -> list[Dataset]:
     props: dict[str, dict[str, Property]] = {}
     shared: dict[tuple[str, str], Property] = {}
     construct = Property.model_construct
-    for line in stdout.splitlines():
+    for line in lines_in_blocks(stdout):
         parts = line.split("\t")
         if len(parts) < 4 or not parts[0] or not parts[1]:
             if not line.strip():
@@ -67,12 +71,12 @@ def parse_zfs_get(stdout: str) -> list[Dataset]:
             raise ParseError(f"{name} {prop}: {shown(value)} is out of the 64-bit range")
         prop_value = shared.get((value, source))
         if prop_value is None:
-            prop_value = shared[(value, source)] = construct(value=value, source=source)
-        props.setdefault(name, {})[prop] = prop_value
+            prop_value = shared[(value, source)] = construct(_PROPERTY_FIELDS, value=value, source=source)
+        props.setdefault(name, {})[interned(prop)] = prop_value
     datasets = []
     for name, p in props.items():
         kind = p["type"].value if "type" in p else "filesystem"
         if kind not in ("filesystem", "volume"):
             continue
-        datasets.append(Dataset.model_construct(name=name, type=kind, properties=p))
+        datasets.append(Dataset.model_construct(_DATASET_FIELDS, name=name, type=kind, properties=p))
     return datasets

@@ -24,9 +24,9 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-from sklearn.ensemble import GradientBoostingRegressor
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
@@ -170,18 +170,21 @@ class QuantileBoost:
         self._fitted: dict[tuple, list] = {}
         return self
 
-    def _models(self, rows: list[Sample], target: str) -> list[GradientBoostingRegressor] | None:
+    def _models(self, rows: list[Sample], target: str) -> list[Any] | None:
         rows = [s for s in rows if getattr(s, target) is not None]
         if len(rows) < 5:
             return None
         X = matrix([s.obs for s in rows])
         y = np.array([getattr(s, target) for s in rows])
         w = np.array([self.LOCAL_WEIGHT if s.obs.cell.startswith("local:") else 1.0 for s in rows])
+        # imported here: sklearn.ensemble costs the service 10 MB resident, and the default model is the GP
+        from sklearn.ensemble import GradientBoostingRegressor
+
         return [GradientBoostingRegressor(loss="quantile", alpha=a, n_estimators=150, max_depth=3,
                                           learning_rate=0.05, min_samples_leaf=3, subsample=0.8,
                                           random_state=self.seed).fit(X, y, sample_weight=w) for a in self.ALPHAS]
 
-    def _dist(self, models: list[GradientBoostingRegressor], queries: list[Observation]) -> Dist:
+    def _dist(self, models: list[Any], queries: list[Observation]) -> Dist:
         X = matrix(queries)
         lo, mid, hi = (m.predict(X) for m in models)
         lo, hi = np.minimum(lo, mid), np.maximum(hi, mid)

@@ -102,3 +102,18 @@ async def test_probe_ids_and_limits_in_other_digits_are_a_400(http_client):
     _, client = await _app_client(http_client)
     assert (await client.get("/v1/probes/%C2%B2")).status == 400
     assert (await client.get("/v1/probes?limit=%C2%B2")).status == 400
+
+
+def test_the_service_favours_the_event_loop_for_the_gil():
+    import sys
+
+    from advisor.api.shared import LOOP_SWITCH_INTERVAL_SECONDS, favour_the_event_loop, keep_big_blocks_apart
+
+    before = sys.getswitchinterval()
+    try:
+        favour_the_event_loop()
+        assert abs(sys.getswitchinterval() - LOOP_SWITCH_INTERVAL_SECONDS) < 1e-6
+        keep_big_blocks_apart()  # glibc or not, it must not fail
+        assert len(bytes(4 << 20)) == 4 << 20
+    finally:
+        sys.setswitchinterval(before)

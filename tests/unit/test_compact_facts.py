@@ -1,0 +1,95 @@
+"""Facts at 10,000 datasets stay small: names shared, no per-instance copies, replayed output not held."""
+from __future__ import annotations
+
+import shutil
+import sys
+
+import pytest
+from support import REPO, recorded_snapshots
+
+from advisor.host import kstat, zfs_props
+from advisor.host.parsing import lines_in_blocks
+from advisor.host.snapshot import collect_from_root, open_snapshot
+
+SNAPSHOTS = recorded_snapshots("idle")
+
+
+@pytest.mark.parametrize("text", [
+    "", "\n", "a", "a\nb", "a\nb\n", "a\r\nb\rc\n\nd", "x" * 50 + "\n" + "y" * 3 + "\n\n" + "z" * 70,
+    "\n".join(f"row {i}\tvalue" for i in range(200)),
+])
+@pytest.mark.parametrize("block", [1, 7, 64, 1 << 20])
+def test_lines_in_blocks_are_splitlines(text, block):
+    assert list(lines_in_blocks(text, block)) == text.splitlines()
+
+
+def _zfs_get(datasets: int) -> str:
+    rows = []
+    for i in range(datasets):
+        name = f"tank/ds{i}"
+        rows += [f"{name}\ttype\tfilesystem\t-", f"{name}\trecordsize\t131072\tdefault",
+                 f"{name}\tused\t{1000 + i}\t-", f"{name}\tcompression\tlz4\tinherited from tank"]
+    return "\n".join(rows) + "\n"
+
+
+def test_datasets_share_property_names_values_and_field_sets():
+    a, b = zfs_props.parse_zfs_get(_zfs_get(2))
+    assert a.value("used") == "1000" and b.value("used") == "1001"
+    for key_a, key_b in zip(a.properties, b.properties):
+        assert key_a == key_b and key_a is key_b  # one string per property name
+    assert a.properties["compression"] is b.properties["compression"]  # same (value, source): one Property
+    assert a.model_fields_set == {"name", "type", "properties"}
+    assert a.__pydantic_fields_set__ is b.__pydantic_fields_set__
+    copy = a.model_copy(update={"name": "tank/other"})  # a copy with changes has a set of its own
+    assert copy.model_fields_set == {"name", "type", "properties"} and a.name == "tank/ds0"
+
+
+def test_kstat_counter_names_are_shared():
+    text = "1 1 0x01 3 0 1 2\nname type data\ndataset_name 7 tank/{n}\nwrites 4 {n}\nnread 4 7\n"
+    one, two = (kstat.parse_named_kstat(text.format(n=n)) for n in (1, 2))
+    assert one.values == {"dataset_name": "tank/1", "writes": 1, "nread": 7}
+    assert all(k1 is k2 for k1, k2 in zip(one.values, two.values))
+
+
+@pytest.mark.skipif(not SNAPSHOTS, reason="no recorded lab snapshot yet")
+async def test_replay_reads_recorded_output_when_asked(tmp_path):
+    snapshot = shutil.copytree(SNAPSHOTS[0], tmp_path / "snap")
+    files, runner, manifest = open_snapshot(snapshot)
+    zfs_get = next(c for c in manifest.commands if c.argv[:2] == ["zfs", "get"])
+    first = await runner.run(zfs_get.argv)
+    assert first.ok and first.stdout == (snapshot / zfs_get.stdout_file).read_text()
+    again = await runner.run(zfs_get.argv)
+    assert again == first and again.stdout is not first.stdout  # read again, not kept
+    (snapshot / zfs_get.stdout_file).unlink()  # gone after opening: that command fails, with why
+    gone = await runner.run(zfs_get.argv)
+    assert not gone.ok and zfs_get.stdout_file in gone.error()
+    facts = (await collect_from_root(SNAPSHOTS[0])).host
+    assert facts.datasets and all(d.io is None or d.model_fields_set >= {"io"} for d in facts.datasets)
+
+
+@pytest.mark.skipif(not SNAPSHOTS, reason="no recorded lab snapshot yet")
+async def test_facts_json_in_chunks_reuses_unchanged_datasets(tmp_path):
+    import gzip
+    import json
+
+    from advisor.api.facts_body import CHUNK, FactsJson
+    from advisor.exporters.negotiation import gzipped_parts
+
+    sys.path.insert(0, str(REPO / "tests" / "bench"))
+    import scale_snapshot
+
+    host = (await collect_from_root(scale_snapshot.scale(SNAPSHOTS[0], tmp_path / "scaled", 3 * CHUNK))).host
+    renderer = FactsJson()
+    chunks = renderer.chunks(host)
+    whole = b"".join(chunks)
+    assert json.loads(whole) == json.loads(host.model_dump_json())  # the same document as one dump
+    built = renderer.serialised
+    assert built == -(-len(host.datasets) // CHUNK)
+    again = renderer.chunks(host.model_copy(update={"hostname": "other"}))
+    assert renderer.serialised == built and again[1:] == chunks[1:]  # same datasets: nothing serialised
+    changed = list(host.datasets)
+    changed[CHUNK + 1] = changed[CHUNK + 1].model_copy(update={"io": None})
+    third = renderer.chunks(host.model_copy(update={"datasets": changed}))
+    assert renderer.serialised == built + 1  # only the chunk holding the changed dataset
+    assert json.loads(b"".join(third))["datasets"][CHUNK + 1]["io"] is None
+    assert gzip.decompress(gzipped_parts(third)) == b"".join(third)
