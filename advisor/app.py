@@ -91,14 +91,21 @@ async def _background_refresh(app: web.Application) -> AsyncIterator[None]:
         await task
 
 
+# How long a stop waits for a fit still under way: on a real host a fit takes seconds and ends
+# cleanly; in a slow VM it may take minutes, and TimeoutStopSec is 30 s.
+FIT_STOP_WAIT_SECONDS = 10.0
+
+
 async def _fit_model(app: web.Application) -> AsyncIterator[None]:
     """The regression model is fitted after start-up in a thread of its own (answers that consult
     it wait for the fit, `ModelProvider.status`).  A daemon thread, not the loop's executor: a
-    fit cannot be interrupted, and a stop must not wait for one (asyncio waits for its executor's
-    threads at exit; in a slow VM that ran past TimeoutStopSec)."""
+    fit cannot be interrupted, and asyncio waits for its executor's threads at exit without a
+    limit (in a slow VM that ran past TimeoutStopSec); a stop waits FIT_STOP_WAIT_SECONDS at most."""
     app[MODEL].begin()
-    threading.Thread(target=app[MODEL].fit, name="model-fit", daemon=True).start()
+    fit = threading.Thread(target=app[MODEL].fit, name="model-fit", daemon=True)
+    fit.start()
     yield
+    await asyncio.to_thread(fit.join, FIT_STOP_WAIT_SECONDS)
 
 
 async def _systemd_lifecycle(app: web.Application) -> AsyncIterator[None]:

@@ -56,10 +56,12 @@ async def test_metrics_export_the_predicted_effect_of_open_recommendations(http_
     pytest.importorskip("sklearn")
     client = await http_client(create_app(Settings(root=str(RECORDING), state_dir=str(tmp_path),
                                                     workloads={"tank/pg": "postgres"})))
+    # /recommend first: it waits for the fit (a scrape waits only ADVICE_WAIT_SECONDS, which a
+    # loaded machine can exceed, and then goes on without the model)
+    answer = await (await client.get("/recommend", params={"workload": "postgres", "dataset": "tank/pg"})).json()
     text = await (await client.get("/metrics")).text()
     series = {s.labels["bound"]: (s.labels, s.value) for f in text_string_to_metric_families(text)
               for s in f.samples if s.name == EFFECT and s.labels["parameter"] == "recordsize"}
-    answer = await (await client.get("/recommend", params={"workload": "postgres", "dataset": "tank/pg"})).json()
     rec = recordsize(answer)
     if rec["status"] != "change" or rec["expected_effect"] is None:
         assert not series
@@ -179,8 +181,9 @@ def test_a_passed_value_the_model_cannot_beat_stays_passed():
 
 async def test_a_stop_does_not_wait_for_an_unfinished_fit(monkeypatch, tmp_path):
     """The fit runs in a daemon thread of its own, not in the loop's executor, whose threads
-    asyncio waits for at exit: a stop during a slow fit (minutes in an emulated VM) is not held.
-    The fit is held here by an event instead of a slow machine (a stand-in, said so)."""
+    asyncio waits for at exit: a stop during a slow fit (minutes in an emulated VM) waits
+    FIT_STOP_WAIT_SECONDS for it, not longer.  The fit is held here by an event instead of a slow
+    machine (a stand-in, said so)."""
     import asyncio
     import threading
 
@@ -190,6 +193,7 @@ async def test_a_stop_does_not_wait_for_an_unfinished_fit(monkeypatch, tmp_path)
 
     release = threading.Event()
     monkeypatch.setattr(ModelProvider, "_fit", lambda self: release.wait(60) and self)
+    monkeypatch.setattr("advisor.app.FIT_STOP_WAIT_SECONDS", 0.2)
     runner = web.AppRunner(create_app(Settings(root=str(RECORDING), state_dir=str(tmp_path / "state"))))
     await runner.setup()
     try:
