@@ -23,7 +23,7 @@ PIDFILE=/run/zfs-advisor.pid  # only without systemd
 LOG=/var/log/zfs-advisor.log  # only without systemd
 
 say() { echo "zfs-advisor: $*"; }
-die() { echo "zfs-advisor: $*" >&2; exit "${2:-1}"; }
+die() { echo "zfs-advisor: $1" >&2; exit "${2:-1}"; }
 
 if [ "$(id -u)" != 0 ]; then
     die "run as root (it writes $PREFIX, $CONFIG_DIR and the systemd unit)" 2
