@@ -4,7 +4,8 @@
 #
 #   sudo deploy/install.sh              install (or upgrade) and start
 #   sudo deploy/install.sh --wheels DIR install without network: the dependencies from the wheels in DIR
-#   sudo deploy/install.sh --with-model  also the regression model (numpy, scipy, scikit-learn)
+#   sudo deploy/install.sh --with-scikit-learn  also scikit-learn, to run `zfs-advisor evaluate`
+#                                       (the service predicts with numpy from the shipped fit)
 #   sudo deploy/install.sh --uninstall  stop and remove the program, units, settings, state and log
 #
 # Installs: the program in $PREFIX/venv (default /opt/zfs-advisor), the unit in
@@ -41,14 +42,14 @@ stop_background() {
     rm -f "$PIDFILE"
 }
 
-usage() { die "usage: deploy/install.sh [--wheels DIR] [--with-model] | --uninstall" 2; }
+usage() { die "usage: deploy/install.sh [--wheels DIR] [--with-scikit-learn] | --uninstall" 2; }
 WHEELS=
-EXTRAS=  # --with-model: "[model]", the regression model (docs/model.md; not yet the default, see there)
+EXTRAS=  # --with-scikit-learn: "[model]", what fits the model and evaluates it (docs/model.md)
 UNINSTALL=
 while [ $# -gt 0 ]; do
     case "$1" in
         --uninstall) UNINSTALL=1 ;;
-        --with-model) EXTRAS="[model]" ;;
+        --with-scikit-learn) EXTRAS="[model]" ;;
         --wheels)
             [ $# -ge 2 ] && [ -d "$2" ] || die "--wheels needs a directory of wheels (docs/deploy.md, Offline)" 2
             WHEELS=$(realpath "$2"); shift ;;

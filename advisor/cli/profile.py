@@ -90,7 +90,7 @@ def model_chooser(service: ProbeService, config: Settings) -> CandidateChooser:
     """With `[profiler] budget_probes` N > 0 (and `model = true`), a background run measures the
     baseline and the N - 1 candidates the regression model's expected improvement asks for
     (advisor/model/select.py), not every candidate of the plan; what this pool has measured
-    already is not measured again. Without scikit-learn the model answers in grid order."""
+    already is not measured again. Without numpy the model answers in grid order."""
     if config.profiler.budget_probes < 1 or not config.model:
         return choose_candidates
     from advisor.model.provider import ModelProvider

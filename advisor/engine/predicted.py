@@ -114,8 +114,15 @@ def _apply(rec: Recommendation, workload: str, lookup: PredictionLookup, new_dat
         else:
             span = f" (90% interval {_span(diff.interval)})" if diff is not None else ""
             verdict = (f"The model ranks {best.value} above the rule's {ruled.value} "
-                       f"({_pct(diff.ratio) if diff else '?'} {metric}{span}) but cannot separate them, "
-                       f"so the rule's value stands.")
+                       f"({_pct(diff.ratio) if diff else '?'} {metric}{span}) but cannot separate them")
+            if _beaten(rec, pred, ruled.value) is None and _beaten(rec, pred, best.value) is not None:
+                # The rule accepts the current value; of the two, only the model's best is predicted
+                # to beat it beyond its interval: passing would hide a gain the data support.
+                choice, source = best.value, "model"
+                verdict += (f"; of the two only {best.value} is predicted to beat the current {rec.current} "
+                            f"beyond doubt.")
+            else:
+                verdict += ", so the rule's value stands."
     beaten = _beaten(rec, pred, choice)
     if beaten is not None:
         verdict += (f" The rule accepts the current {rec.current}, but {choice} is predicted {_pct(beaten.ratio)} "

@@ -9,7 +9,6 @@ generation (the id of the newest probe result).  Without scikit-learn, or withou
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -26,7 +25,7 @@ from advisor.engine.predicted import (PREDICTED_PARAMETERS, CandidatePrediction,
                                       PredictionLookup)
 from advisor.engine.units import format_size, parse_size
 from advisor.facts import Host
-from advisor.model import MODEL_VERSION, sklearn_missing
+from advisor.model import MODEL_VERSION, numpy_missing, sklearn_missing
 from advisor.model.dataset import Sample, load_csv, prior_path, samples
 from advisor.model.features import (DEFAULTS, KNOWN_COMPRESSION, Observation, WorkloadShape, from_result, query,
                                     supported)
@@ -90,7 +89,7 @@ class ModelProvider:
         return self._done.wait(timeout)
 
     def fit(self) -> ModelProvider:
-        """Fit on the lab prior; blocking (the service runs it in a worker thread)."""
+        """Load the fit of the lab prior, or fit it; blocking (the service runs it in a thread)."""
         try:
             return self._fit()
         except Exception as exc:  # advice goes on from the rules and probes; the log says why
@@ -104,7 +103,7 @@ class ModelProvider:
         if not self.enabled:
             self._reason = "the regression model is turned off (setting model = false)"
             return self
-        missing = sklearn_missing()
+        missing = numpy_missing()
         if missing:
             self._reason = f"the regression model is unavailable: {missing}"
             return self
@@ -112,15 +111,27 @@ class ModelProvider:
         if len(prior) < 5:
             self._reason = f"the regression model is unavailable: no lab prior rows in {self.csv_path}"
             return self
-        from advisor.model.regress import GPModel  # scikit-learn: only here
+        from advisor.model import fitted
 
-        digest = hashlib.sha256(self.csv_path.read_bytes()).hexdigest()[:8]
-        model = GPModel(self.seed).fit(prior)
+        try:
+            model, _ = fitted.load(self.csv_path)  # numpy only: the shipped fit (advisor/model/fitted.py)
+            how = "loaded from " + fitted.fitted_path(self.csv_path).name
+        except fitted.FittedError as exc:
+            missing = sklearn_missing()
+            if missing:
+                self._reason = f"the regression model is unavailable: {exc}, and to fit it {missing}"
+                return self
+            log.info("%s: fitting the model on %s", exc, self.csv_path.name)
+            from advisor.model.regress import GPModel  # scikit-learn: only here
+
+            model = GPModel(fitted.SEED, fitted.RESTARTS).fit(prior)
+            how = "fitted"
+        digest = fitted.digest(self.csv_path)[:8]
         with self._lock:
             self._model, self._prior, self._reason = model, prior, None
             self._version = f"{MODEL_VERSION}+gp.prior-{digest}"
             self._cache.clear()
-        log.info("regression model %s fitted on %d lab rows", self._version, len(prior))
+        log.info("regression model %s %s (%d lab rows)", self._version, how, len(prior))
         return self
 
     def status(self) -> ModelStatus | None:

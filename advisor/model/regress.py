@@ -17,13 +17,12 @@ Two models share one interface (`fit(prior)`, `predict(local, queries)`), compar
 https://scikit-learn.org/stable/modules/gaussian_process.html,
 https://scikit-learn.org/stable/auto_examples/ensemble/plot_gradient_boosting_quantile.html
 
-Imports scikit-learn: only loaded when the `model` extra is installed (advisor/model/provider.py).
+Imports scikit-learn (the `model` extra): fitting only.  A fitted GP predicts with numpy alone
+(advisor/model/gp.py); the service loads the fit shipped beside the prior (advisor/model/fitted.py).
 """
 from __future__ import annotations
 
-import math
 import warnings
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,65 +31,9 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 
 from advisor.model.dataset import Sample
-from advisor.model.features import FEATURES, SETTING_FEATURES, Observation, vector
-
-Z90 = 1.6448536269514722  # a two-sided 90 % interval is mean ± Z90 sd
-# The pool's own deviation from the lab (see the module docstring): its prior variance (in
-# log-ratio units, 0.03 ≈ a 17 % standard deviation) and length scale (in doublings of the
-# recordsize).  Chosen so the lab's leave-one-cell-out intervals cover about 90 %
-# (docs/model.md); the GP's fitted kernel carries everything else.
-LOCAL_DEVIATION_VARIANCE = 0.03
-LOCAL_DEVIATION_LENGTH = 1.5
-_SETTING_INDEX = [FEATURES.index(f) for f in SETTING_FEATURES]
-
-
-@dataclass
-class Dist:
-    """The posterior of a target at the query points: mean and covariance of the expected value
-    (log ratio to the baseline), and the repeat noise one measurement adds."""
-    mean: np.ndarray
-    cov: np.ndarray
-    noise: float
-
-    @property
-    def sd(self) -> np.ndarray:
-        return np.sqrt(np.clip(np.diag(self.cov), 0, None))
-
-    @property
-    def sd_obs(self) -> np.ndarray:
-        return np.sqrt(np.clip(np.diag(self.cov), 0, None) + self.noise)
-
-    def interval(self, i: int, measurement: bool = False) -> tuple[float, float]:
-        sd = (self.sd_obs if measurement else self.sd)[i]
-        return (float(self.mean[i] - Z90 * sd), float(self.mean[i] + Z90 * sd))
-
-    def difference(self, i: int, j: int) -> tuple[float, float]:
-        """Mean and standard deviation of target[i] - target[j] (their covariance counted)."""
-        var = self.cov[i, i] + self.cov[j, j] - 2 * self.cov[i, j]
-        return float(self.mean[i] - self.mean[j]), math.sqrt(max(var, 0.0))
-
-
-@dataclass
-class Prediction:
-    perf: Dist
-    p99: Dist | None
-
-
-def matrix(observations: list[Observation]) -> np.ndarray:
-    return np.array([vector(o) for o in observations], dtype=float).reshape(len(observations), len(FEATURES))
-
-
-def _deviation_kernel(X: np.ndarray, baseline: np.ndarray, variance: float = LOCAL_DEVIATION_VARIANCE) -> np.ndarray:
-    """cov(h(x) - h(b), h(x') - h(b)) for a smooth h over the setting features, b the default."""
-    S = X[:, _SETTING_INDEX]
-    b = baseline[_SETTING_INDEX][None, :]
-
-    def rbf(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-        d2 = ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1)
-        return np.exp(-0.5 * d2 / LOCAL_DEVIATION_LENGTH ** 2)
-
-    kb = rbf(S, b)
-    return variance * (rbf(S, S) - kb - kb.T + 1.0)
+from advisor.model.features import Observation
+from advisor.model.gp import (LOCAL_DEVIATION_VARIANCE, Z90, Dist, FittedGP, GPPredictor, Prediction,  # noqa: F401
+                              matrix)
 
 
 class GPModel:
@@ -100,59 +43,38 @@ class GPModel:
         self.seed = seed
         self.restarts = restarts
         self.deviation = deviation
-        self._perf: tuple[GaussianProcessRegressor, float, np.ndarray] | None = None
-        self._p99: tuple[GaussianProcessRegressor, float, np.ndarray] | None = None
+        self.kernels: dict[str, str] = {}
+        self.fitted: GPPredictor | None = None
 
-    def _fit_one(self, X: np.ndarray, y: np.ndarray) -> tuple[GaussianProcessRegressor, float, np.ndarray]:
+    def _fit_one(self, X: np.ndarray, y: np.ndarray) -> tuple[FittedGP, str]:
         keep = X.std(axis=0) > 1e-9  # a feature the lab never varied cannot be learnt
         d = int(keep.sum())
         kernel = (ConstantKernel(0.1, (1e-3, 10.0)) * RBF(np.ones(d), (0.1, 100.0))
                   + WhiteKernel(0.01, (1e-5, 0.5)))
         gp = GaussianProcessRegressor(kernel, n_restarts_optimizer=self.restarts, random_state=self.seed)
-        with warnings.catch_warnings():
+        with warnings.catch_warnings():  # a length scale at its bound: that feature does not matter
             warnings.simplefilter("ignore", ConvergenceWarning)
             gp.fit(X[:, keep], y)
-        return gp, float(gp.kernel_.k2.noise_level), keep
+        k = gp.kernel_
+        fitted = FittedGP(constant=float(k.k1.k1.constant_value), length_scales=np.atleast_1d(k.k1.k2.length_scale),
+                          noise=float(k.k2.noise_level), keep=keep, X_train=X[:, keep].copy(),
+                          alpha=np.asarray(gp.alpha_, dtype=float).ravel())
+        return fitted, str(k)
 
     def fit(self, prior: list[Sample]) -> GPModel:
         X = matrix([s.obs for s in prior])
-        self._perf = self._fit_one(X, np.array([s.y_perf for s in prior]))
+        perf, self.kernels["perf"] = self._fit_one(X, np.array([s.y_perf for s in prior]))
+        p99 = None
         with_p99 = [s for s in prior if s.y_p99 is not None]
         if len(with_p99) >= 5:
-            self._p99 = self._fit_one(matrix([s.obs for s in with_p99]), np.array([s.y_p99 for s in with_p99]))
+            p99, self.kernels["write_p99"] = self._fit_one(matrix([s.obs for s in with_p99]),
+                                                           np.array([s.y_p99 for s in with_p99]))
+        self.fitted = GPPredictor(perf, p99, self.deviation)
         return self
 
-    @property
-    def kernels(self) -> dict[str, str]:
-        return {name: str(m[0].kernel_) for name, m in (("perf", self._perf), ("write_p99", self._p99)) if m}
-
     def predict(self, local: list[Sample], queries: list[Observation]) -> Prediction:
-        assert self._perf is not None, "fit first"
-        perf = _condition(self._perf, [s.obs for s in local], [s.y_perf for s in local], queries, self.deviation)
-        p99 = None
-        if self._p99 is not None:
-            loc = [s for s in local if s.y_p99 is not None]
-            p99 = _condition(self._p99, [s.obs for s in loc], [s.y_p99 for s in loc], queries,  # type: ignore[misc]
-                             self.deviation)
-        return Prediction(perf, p99)
-
-
-def _condition(fitted: tuple[GaussianProcessRegressor, float, np.ndarray], local: list[Observation],
-               y_local: list[float], queries: list[Observation], deviation: float = LOCAL_DEVIATION_VARIANCE) -> Dist:
-    gp, noise, keep = fitted
-    X = matrix(local + queries)
-    mu, C = gp.predict(X[:, keep], return_cov=True)  # the WhiteKernel puts the noise on the diagonal
-    baseline = matrix([queries[0].with_candidate("recordsize", "128K")])[0] if queries else X[0]
-    S = C - noise * np.eye(len(X)) + _deviation_kernel(X, baseline, deviation)
-    n = len(local)
-    if n == 0:
-        return Dist(mu, S, noise)
-    S_ll = S[:n, :n] + noise * np.eye(n)
-    S_ql = S[n:, :n]
-    L = np.linalg.cholesky(S_ll + 1e-9 * np.eye(n))
-    alpha = np.linalg.solve(L.T, np.linalg.solve(L, np.asarray(y_local) - mu[:n]))
-    V = np.linalg.solve(L, S_ql.T)
-    return Dist(mu[n:] + S_ql @ alpha, S[n:, n:] - V.T @ V, noise)
+        assert self.fitted is not None, "fit first"
+        return self.fitted.predict(local, queries)
 
 
 class QuantileBoost:

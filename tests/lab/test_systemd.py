@@ -323,6 +323,9 @@ def test_the_sandboxed_service_reads_zfs(installed):
     assert by_parameter["recordsize"]["current"] == "8K"  # the lab's tank/pg (docs/lab.md)
     assert by_parameter["ashift"]["current"] == "12"  # zdb -C, read as the dynamic user
     assert by_parameter["ashift"]["status"] == "passed"
+    # the default install predicts: the fit shipped beside the prior, loaded with numpy alone
+    assert advice["model"]["available"] and advice["model"]["version"].startswith("1+gp.prior-"), advice["model"]
+    assert "loaded from prior-zfs2.3.gp.json" in journal(vm, 0)
     denied = [l for l in journal(vm, 0).splitlines() if re.search(r"denied|not permitted|EPERM|EACCES", l, re.I)]
     assert denied == []
 

@@ -184,3 +184,58 @@ def test_nested_caution_never_lets_the_judged_cell_choose_the_knob():
     assert set(cache) == {frozenset({c}) for c in three} | {frozenset(p) for p in combinations(three, 2)}
     fixed = evaluate(lambda: GPModel(seed=0, restarts=0), prior, 2, caution=results[0].caution)
     assert fixed[0].pick == results[0].pick
+
+
+# --- the shipped fit (advisor/model/fitted.py, advisor/model/gp.py) -------------------------------
+def test_numpy_predictions_are_scikit_learns(model, grid):
+    """gp.FittedGP.predict is GaussianProcessRegressor.predict(return_cov=True), to rounding."""
+    import numpy as np
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+
+    from advisor.model.gp import matrix
+
+    f = model.fitted.perf
+    kernel = ConstantKernel(f.constant, "fixed") * RBF(f.length_scales, "fixed") + WhiteKernel(f.noise, "fixed")
+    reference = GaussianProcessRegressor(kernel, optimizer=None).fit(f.X_train, f.X_train @ np.zeros(f.X_train.shape[1]))
+    reference.alpha_ = f.alpha  # the fitted weights, as the library stores them
+    X = matrix(grid)
+    mu, cov = f.predict(X)
+    mu_ref, cov_ref = reference.predict(X[:, f.keep], return_cov=True)
+    assert np.allclose(mu, mu_ref, atol=1e-12) and np.allclose(cov, cov_ref, atol=1e-12)
+    assert np.abs(mu).max() > 0.05  # not a trivial comparison of zeros
+
+
+def test_the_shipped_fit_matches_a_refit_of_the_shipped_prior():
+    from advisor.model import fitted
+
+    assert fitted.main(["--check"]) == 0
+
+
+def test_a_fit_for_another_prior_or_a_damaged_one_is_refused(tmp_path):
+    import json
+
+    from advisor.model import fitted
+
+    csv_copy = tmp_path / "prior.csv"
+    csv_copy.write_bytes(prior_path().read_bytes())
+    shipped = json.loads(fitted.fitted_path(prior_path()).read_text())
+    target = fitted.fitted_path(csv_copy)
+    assert target.name == "prior.gp.json"
+    with pytest.raises(fitted.FittedError, match="no fitted model"):
+        fitted.load(csv_copy)
+    target.write_text(json.dumps(shipped))
+    fitted.load(csv_copy)  # the same bytes: accepted
+    csv_copy.write_bytes(prior_path().read_bytes() + b"\n")
+    with pytest.raises(fitted.FittedError, match="another version of prior.csv"):
+        fitted.load(csv_copy)
+    csv_copy.write_bytes(prior_path().read_bytes())
+    for damage, reason in [(dict(shipped, model_version="0"), "model version"),
+                           (dict(shipped, perf=dict(shipped["perf"], alpha=[1.0])), "damaged"),
+                           (dict(shipped, perf=dict(shipped["perf"], keep=["no_such_feature"])), "damaged")]:
+        target.write_text(json.dumps(damage))
+        with pytest.raises(fitted.FittedError, match=reason):
+            fitted.load(csv_copy)
+    target.write_text("{not json")
+    with pytest.raises(fitted.FittedError, match="cannot be read"):
+        fitted.load(csv_copy)

@@ -1,9 +1,10 @@
 """The regression model in /recommend, `zfs-advisor recommend` and /metrics: `source: model` or
 `rule+model` with the predicted `expected_effect` where no probe of the pool exists, probes
-still winning where they do, and the rules answering alone (saying why) without scikit-learn.
+still winning where they do, the model answering without scikit-learn (from the fit shipped with
+the prior), and the rules answering alone (saying why) without numpy.
 
-The host is the lab recording of ssd-mirror2x2 (OpenZFS 2.3.2); the model is fitted on the
-shipped lab prior.  The engine-only tests at the end use predictions typed in by hand (marked
+The host is the lab recording of ssd-mirror2x2 (OpenZFS 2.3.2); the model is the one fitted on the
+shipped lab prior (advisor/model/data/*.gp.json).  The engine-only tests at the end use predictions typed in by hand (marked
 synthetic): they test the confirm / reorder / overrule logic, not the model.
 """
 from __future__ import annotations
@@ -31,7 +32,6 @@ def recordsize(answer: dict) -> dict:
 
 
 async def test_recommend_carries_the_models_prediction(http_client, tmp_path):
-    pytest.importorskip("sklearn")
     client = await http_client(create_app(Settings(root=str(RECORDING), state_dir=str(tmp_path / "state"))))
     answer = await (await client.get("/recommend", params={"workload": "postgres", "pool": "tank"})).json()
     model = answer["model"]
@@ -53,7 +53,6 @@ async def test_recommend_carries_the_models_prediction(http_client, tmp_path):
 
 
 async def test_metrics_export_the_predicted_effect_of_open_recommendations(http_client, tmp_path):
-    pytest.importorskip("sklearn")
     client = await http_client(create_app(Settings(root=str(RECORDING), state_dir=str(tmp_path),
                                                     workloads={"tank/pg": "postgres"})))
     # /recommend first: it waits for the fit (a scrape waits only ADVICE_WAIT_SECONDS, which a
@@ -76,7 +75,6 @@ async def test_metrics_export_the_predicted_effect_of_open_recommendations(http_
 
 
 async def test_probe_evidence_still_wins(http_client, tmp_path):
-    pytest.importorskip("sklearn")
     store = ProbeStore(connect(tmp_path))
     run = store.start_run("tank", "postgres", "data", {}, [], None)
     # the ssd-mirror2x2 postgres cell of the shipped prior, repeat by repeat (IOPS, write p99 s)
@@ -96,22 +94,39 @@ async def test_probe_evidence_still_wins(http_client, tmp_path):
     assert answer["model"]["available"]
 
 
-def test_without_scikit_learn_the_rules_answer_and_say_why():
-    # None in sys.modules is how Python blocks an import (the import system's documented switch)
-    blocker = (
-        "import sys\n"
-        "sys.modules['sklearn'] = None\n"
+def _recommend_with_blocked(*modules: str) -> tuple[dict, str]:
+    """`zfs-advisor recommend --json` in a fresh interpreter where `modules` cannot be imported
+    (None in sys.modules is how Python blocks an import: the import system's documented switch);
+    (the answer, the modules of the blocked families that got imported anyway)."""
+    script = (
+        "import json, sys\n"
+        f"for name in {list(modules)!r}: sys.modules[name] = None\n"
         "from advisor.cli import main\n"
-        f"sys.exit(main(['recommend', '--root', {str(RECORDING)!r}, '--workload', 'postgres', '--json']))\n"
+        f"code = main(['recommend', '--root', {str(RECORDING)!r}, '--workload', 'postgres', '--json'])\n"
+        f"print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('sklearn', 'scipy') \n"
+        "                         and sys.modules[m] is not None)), file=sys.stderr)\n"
+        "sys.exit(code)\n"
     )
-    out = subprocess.run([sys.executable, "-c", blocker], cwd=REPO, capture_output=True, text=True, timeout=120,
+    out = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120,
                          env={"PATH": "/usr/bin:/bin", "ZFS_ADVISOR_STATE_DIR": "/nonexistent/zfs-advisor-test"})
     assert out.returncode == 0, out.stderr
-    answer = json.loads(out.stdout)
+    return json.loads(out.stdout), out.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("blocked", [(), ("sklearn", "scipy")], ids=["installed-or-not", "blocked"])
+def test_the_shipped_fit_answers_without_importing_scikit_learn(blocked):
+    answer, imported = _recommend_with_blocked(*blocked)
+    assert answer["model"]["available"] and answer["model"]["version"].startswith("1+gp.prior-")
+    assert recordsize(answer)["source"] in ("model", "rule+model")
+    assert recordsize(answer)["expected_effect"]["metric"] == "iops"
+    assert imported == "[]"  # not even when installed: about 90 MB resident (docs/reliability.md)
+
+
+def test_without_numpy_the_rules_answer_and_say_why():
+    answer, _ = _recommend_with_blocked("numpy")
     assert answer["model"] == {"available": False, "version": None, "lab_runs": 0,
-                               "reason": "the regression model is unavailable: sklearn is not installed "
-                                         "(pip install 'zfs-advisor[model]')"}
-    assert "sklearn" not in out.stderr
+                               "reason": "the regression model is unavailable: numpy is not installed "
+                                         "(pip install numpy)"}
     assert all(r["source"] == "rule" for r in answer["recommendations"])
 
 
@@ -177,6 +192,21 @@ def test_a_passed_value_the_model_cannot_beat_stays_passed():
     [out] = apply_predictions([_passed("128K")], "postgres", lambda *a: weak)
     assert (out.status, out.change, out.apply_argv) == ("passed", False, None)
     assert "answer is to change" not in out.explanation
+
+
+def test_a_passed_value_only_the_models_best_beats_becomes_a_change_to_it():
+    # 32K vs the current 128K cannot be told apart from no change, 8K vs 128K can, and 8K vs the
+    # rule's 32K cannot: the gain the data support is 8K's
+    pred = _synthetic("8K", (0.95, 1.5))
+    pred = pred.model_copy(update={"effects": [
+        e.model_copy(update={"interval": (0.95, 1.6)}) if (e.from_value, e.to_value) == ("128K", "32K")
+        else e.model_copy(update={"interval": (1.2, 1.9)}) if (e.from_value, e.to_value) == ("128K", "8K") else e
+        for e in pred.effects]})
+    [out] = apply_predictions([_passed("128K")], "postgres", lambda *a: pred)
+    assert (out.status, out.change, out.recommended, out.source) == ("change", True, "8K", "model")
+    assert out.apply_argv == ["zfs", "set", "recordsize=8K", "tank/pg"]
+    assert "cannot separate them; of the two only 8K is predicted to beat the current 128K" in out.explanation
+    assert out.expected_effect.change_ratio == pytest.approx(1.6) and out.expected_effect.interval == (1.2, 1.9)
 
 
 async def test_a_stop_does_not_wait_for_an_unfinished_fit(monkeypatch, tmp_path):

@@ -39,6 +39,15 @@ def test_scikit_learn_is_not_a_base_dependency():
     dist = _distribution()
     assert not [r for r in dist.install_requires if r.lower().startswith("scikit-learn")]
     assert any(r.startswith("scikit-learn") for r in dist.extras_require["model"])
+    assert any(r.startswith("numpy") for r in dist.install_requires)  # the shipped fit predicts with it
+
+
+def test_the_model_fit_ships_beside_the_prior():
+    assert {"model/data/*.csv", "model/data/*.gp.json"} <= set(_distribution().package_data["advisor"])
+    from advisor.model.dataset import prior_path
+    from advisor.model.fitted import fitted_path
+
+    assert fitted_path(prior_path()).is_file()
 
 
 def test_no_module_imports_the_top_level_names():

@@ -1,0 +1,166 @@
+"""The fitted Gaussian process as plain numbers, and its predictions with numpy alone.
+
+scikit-learn fits the GP's hyperparameters (advisor/model/regress.py); what a prediction needs
+afterwards is a handful of arrays: the kernel's constant, length scales and noise level, the
+training inputs, and K⁻¹y.  They are written as JSON beside the prior they were fitted on
+(advisor/model/fitted.py), so the service predicts without importing scikit-learn or scipy
+(about 90 MB resident, docs/model.md) and without a fit at start-up, and nothing is pickled.
+
+The algebra is scikit-learn's GaussianProcessRegressor.predict(return_cov=True) with
+normalize_y=False: mean K*·α, covariance K** − V'V with V = L⁻¹K*' and L the Cholesky factor
+of K + 1e-10·I, the kernel being constant × RBF (one length scale per feature) + white noise.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from advisor.model.dataset import Sample
+from advisor.model.features import FEATURES, SETTING_FEATURES, Observation, vector
+
+Z90 = 1.6448536269514722  # a two-sided 90 % interval is mean ± Z90 sd
+# The pool's own deviation from the lab (advisor/model/regress.py): its prior variance (in
+# log-ratio units, 0.03 ≈ a 17 % standard deviation) and length scale (in doublings of the
+# recordsize).  Chosen so the lab's leave-one-cell-out intervals cover about 90 %
+# (docs/model.md); the GP's fitted kernel carries everything else.
+LOCAL_DEVIATION_VARIANCE = 0.03
+LOCAL_DEVIATION_LENGTH = 1.5
+JITTER = 1e-10  # GaussianProcessRegressor's default `alpha`, added to the training diagonal
+_SETTING_INDEX = [FEATURES.index(f) for f in SETTING_FEATURES]
+
+
+@dataclass
+class Dist:
+    """The posterior of a target at the query points: mean and covariance of the expected value
+    (log ratio to the baseline), and the repeat noise one measurement adds."""
+    mean: np.ndarray
+    cov: np.ndarray
+    noise: float
+
+    @property
+    def sd(self) -> np.ndarray:
+        return np.sqrt(np.clip(np.diag(self.cov), 0, None))
+
+    @property
+    def sd_obs(self) -> np.ndarray:
+        return np.sqrt(np.clip(np.diag(self.cov), 0, None) + self.noise)
+
+    def interval(self, i: int, measurement: bool = False) -> tuple[float, float]:
+        sd = (self.sd_obs if measurement else self.sd)[i]
+        return (float(self.mean[i] - Z90 * sd), float(self.mean[i] + Z90 * sd))
+
+    def difference(self, i: int, j: int) -> tuple[float, float]:
+        """Mean and standard deviation of target[i] - target[j] (their covariance counted)."""
+        var = self.cov[i, i] + self.cov[j, j] - 2 * self.cov[i, j]
+        return float(self.mean[i] - self.mean[j]), math.sqrt(max(var, 0.0))
+
+
+@dataclass
+class Prediction:
+    perf: Dist
+    p99: Dist | None
+
+
+def matrix(observations: list[Observation]) -> np.ndarray:
+    return np.array([vector(o) for o in observations], dtype=float).reshape(len(observations), len(FEATURES))
+
+
+@dataclass
+class FittedGP:
+    """One target's GP after the fit: constant × RBF(length_scales) + WhiteKernel(noise) over
+    the features in `keep` (a feature the lab never varied is left out), trained on X_train."""
+    constant: float
+    length_scales: np.ndarray
+    noise: float
+    keep: np.ndarray
+    X_train: np.ndarray
+    alpha: np.ndarray
+
+    def __post_init__(self) -> None:
+        K = self._k(self.X_train, self.X_train) + (self.noise + JITTER) * np.eye(len(self.X_train))
+        self._L = np.linalg.cholesky(K)
+
+    def _k(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        a, b = A / self.length_scales, B / self.length_scales
+        d2 = ((a[:, None, :] - b[None, :, :]) ** 2).sum(-1)  # as scipy's cdist: exact on the diagonal
+        return self.constant * np.exp(-0.5 * d2)
+
+    def predict(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and covariance at the rows of X (all features; the kept ones are selected here),
+        the white noise on the diagonal as scikit-learn puts it."""
+        Xq = X[:, self.keep]
+        K_trans = self._k(Xq, self.X_train)
+        V = np.linalg.solve(self._L, K_trans.T)
+        cov = self._k(Xq, Xq) + self.noise * np.eye(len(Xq)) - V.T @ V
+        return K_trans @ self.alpha, cov
+
+    def to_json(self) -> dict[str, Any]:
+        return {"constant": self.constant, "length_scales": self.length_scales.tolist(), "noise": self.noise,
+                "keep": [FEATURES[i] for i in np.flatnonzero(self.keep)],
+                "X_train": self.X_train.tolist(), "alpha": self.alpha.tolist()}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> FittedGP:
+        unknown = [f for f in d["keep"] if f not in FEATURES]
+        if unknown:
+            raise ValueError(f"features {unknown} are not this version's ({', '.join(FEATURES)})")
+        keep = np.array([f in d["keep"] for f in FEATURES])
+        X = np.array(d["X_train"], dtype=float).reshape(-1, int(keep.sum()))
+        alpha = np.array(d["alpha"], dtype=float)
+        scales = np.array(d["length_scales"], dtype=float)
+        if len(alpha) != len(X) or len(scales) != X.shape[1]:
+            raise ValueError("X_train, alpha and length_scales do not agree in size")
+        return cls(float(d["constant"]), scales, float(d["noise"]), keep, X, alpha)
+
+
+def deviation_kernel(X: np.ndarray, baseline: np.ndarray, variance: float = LOCAL_DEVIATION_VARIANCE) -> np.ndarray:
+    """cov(h(x) - h(b), h(x') - h(b)) for a smooth h over the setting features, b the default."""
+    S = X[:, _SETTING_INDEX]
+    b = baseline[_SETTING_INDEX][None, :]
+
+    def rbf(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        d2 = ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1)
+        return np.exp(-0.5 * d2 / LOCAL_DEVIATION_LENGTH ** 2)
+
+    kb = rbf(S, b)
+    return variance * (rbf(S, S) - kb - kb.T + 1.0)
+
+
+def condition(fitted: FittedGP, local: list[Observation], y_local: list[float], queries: list[Observation],
+              deviation: float = LOCAL_DEVIATION_VARIANCE) -> Dist:
+    """The lab GP at the queries, conditioned on this pool's probes (with its own deviation)."""
+    X = matrix(local + queries)
+    mu, C = fitted.predict(X)
+    noise = fitted.noise
+    baseline = matrix([queries[0].with_candidate("recordsize", "128K")])[0] if queries else X[0]
+    S = C - noise * np.eye(len(X)) + deviation_kernel(X, baseline, deviation)
+    n = len(local)
+    if n == 0:
+        return Dist(mu, S, noise)
+    S_ll = S[:n, :n] + noise * np.eye(n)
+    S_ql = S[n:, :n]
+    L = np.linalg.cholesky(S_ll + 1e-9 * np.eye(n))
+    alpha = np.linalg.solve(L.T, np.linalg.solve(L, np.asarray(y_local) - mu[:n]))
+    V = np.linalg.solve(L, S_ql.T)
+    return Dist(mu[n:] + S_ql @ alpha, S[n:, n:] - V.T @ V, noise)
+
+
+class GPPredictor:
+    """Predictions of the fitted lab GP (write p99 when the lab had enough rows of it),
+    conditioned on this pool's probes: the `predict(local, queries)` of every model."""
+    name = "gp"
+
+    def __init__(self, perf: FittedGP, p99: FittedGP | None, deviation: float = LOCAL_DEVIATION_VARIANCE):
+        self.perf, self.p99, self.deviation = perf, p99, deviation
+
+    def predict(self, local: list[Sample], queries: list[Observation]) -> Prediction:
+        perf = condition(self.perf, [s.obs for s in local], [s.y_perf for s in local], queries, self.deviation)
+        p99 = None
+        if self.p99 is not None:
+            loc = [s for s in local if s.y_p99 is not None]
+            p99 = condition(self.p99, [s.obs for s in loc], [s.y_p99 for s in loc],  # type: ignore[misc]
+                            queries, self.deviation)
+        return Prediction(perf, p99)
