@@ -36,8 +36,8 @@ from labparams import lab_params
 
 pytestmark = [
     pytest.mark.lab,
-    # About 10 minutes of VM time and not met yet (docs/probes.md): a long lab job, run by hand
-    # like tests/lab/prior-grid, not in CI's budget.
+    # 6-11 minutes of VM time, and met on an idle host only (docs/probes.md): a long lab job,
+    # run by hand like tests/lab/prior-grid, not in CI's budget on a shared host.
     pytest.mark.skipif(os.environ.get("ZFS_ADVISOR_LAB_LONG") != "1",
                        reason="a long lab job: set ZFS_ADVISOR_LAB_LONG=1 (docs/lab.md)"),
 ]
