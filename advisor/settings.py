@@ -46,7 +46,7 @@ class ProfilerSettings(BaseModel):
     max_queued: int = Field(16, ge=1, le=1000, description="POST /v1/probes refuses more queued runs than this.")
     budget_probes: int = Field(
         0, ge=0, le=32, description="Candidates per background run (the baseline included) chosen by the regression "
-        "model's expected improvement (needs the model extra and `model = true`); 0: every candidate not measured yet.")
+        "model's expected improvement (needs `model = true`); 0: every candidate not measured yet.")
     queued_max_age_seconds: float = Field(
         86400.0, gt=0, description="A queued run not started by then (the pool was never idle) fails, saying why.")
 
@@ -78,7 +78,7 @@ class Settings(BaseSettings):
     )
     state_dir: Path = Field(Path("/var/lib/zfs-advisor"), description="Where probe results and history are stored.")
     model: bool = Field(True, description="Predict each dataset recommendation's effect with the regression model "
-                        "(needs the `model` extra; docs/model.md); false: rules and probes only.")
+                        "(the fit shipped with the lab prior; docs/model.md); false: rules and probes only.")
     api_token: SecretStr | None = Field(
         None, description="Bearer token clients beyond loopback send for every endpoint but /healthz and /metrics."
     )

@@ -5,7 +5,7 @@ the candidate dataset's settings and the pool's shape, plus the measured targets
 are any.  `from_csv_row` and `from_result` both build it, and `vector` turns any of them into
 the same numbers, so local probes and lab runs are points of one space.
 
-Pure and numpy-free: the service imports it without the `model` extra.
+Pure and numpy-free: the rules and the exporter import it without numpy.
 """
 from __future__ import annotations
 

@@ -480,6 +480,44 @@ def test_a_queued_probe_starts_the_prober_through_the_path_unit(installed):
     assert ahead <= next_elapse <= ahead + 5 * 60_000_000
 
 
+PROFILE_MYSQL = ('enabled = true\\npools = ["tank"]\\nworkloads = ["mysql"]\\nbudget_probes = 2\\n'
+                 'probe_seconds = 240\\n')
+
+
+def test_the_prober_unit_measures_the_candidates_the_model_chooses(installed):
+    """[profiler] budget_probes = 2: a pass of the installed prober (started as its timer starts it)
+    measures the baseline and the one candidate the regression model's expected improvement asks
+    for (advisor/model/select.py), not the whole plan: the same candidates `zfs-advisor probe
+    --budget-probes 2 --plan-only` names in the VM for that pool (the installed program and model,
+    no MySQL probe of the pool in either store).  MySQL: a workload no earlier test probed here."""
+    vm, http = installed[:2]
+    config = "/etc/zfs-advisor/config.toml"
+    vm.exec(f"grep -q '^\\[profiler\\]' {config} || printf '{PROFILER_SMALL}' >> {config}; "
+            f"printf '{PROFILE_MYSQL}' >> {config}", check=True)
+    # a state directory of its own: the service's holds no MySQL probe either, and root must not
+    # create files in the one the API (a dynamic user) reads
+    plan = vm.exec(f"/opt/zfs-advisor/venv/bin/zfs-advisor probe --config {config} --state-dir /root/plan-state "
+                   "--pool tank --workload mysql --budget-probes 2 --plan-only", check=True)
+    chosen_line = next(l for l in plan.stderr.splitlines() if l.startswith("candidates chosen"))
+    print(f"\n{chosen_line}")
+    assert "by expected improvement (model 1+gp.prior-" in chosen_line, plan.stderr
+    chosen = set(chosen_line.split(": ", 1)[1].split(", "))
+    assert len(chosen) == 2 and "recordsize=128K" in chosen, chosen
+    # the pool idle (no writer of an earlier test, a txg committed), then one pass of the prober
+    vm.exec("while pgrep -f lab-io >/dev/null; do sleep 1; done; sync; sleep 6", check=True, timeout=180)
+    since = now(vm)
+    vm.exec(f"systemctl start {PROBE_SERVICE}", check=True, timeout=600)  # Type=oneshot: returns when it ends
+    prober_log = vm.exec(f"journalctl -q -o cat --no-pager -u {PROBE_SERVICE} --since @{since}").stdout
+    runs = json.loads(http.get("/v1/probes?pool=tank&workload=mysql")[1])["runs"]
+    assert runs, prober_log
+    run = json.loads(http.get(f"/v1/probes/{runs[0]['id']}")[1])
+    measured = {f"{r['parameter']}={r['value']}" for r in run["results"]}
+    print(f"prober run {runs[0]['id']}: {run['run']['status']} ({run['run']['reason']}); measured {sorted(measured)}")
+    assert run["run"]["status"] == "completed" or (
+        run["run"]["status"] == "aborted" and "time budget" in run["run"]["reason"]), (run["run"], prober_log)
+    assert measured == chosen, (measured, chosen, prober_log)  # 2 of the 5 candidates of MySQL's plan
+
+
 def test_sigkill_of_the_main_process_is_restarted(installed):
     vm, http = installed[:2]
     before = wait_running(vm, http)
