@@ -56,7 +56,9 @@ def _writer(state, limit_bytes: int | None = None) -> subprocess.Popen:
 
 
 def _committed(stdout: str) -> set[int]:
-    return {int(line.split()[1]) for line in stdout.splitlines() if line.startswith("row ") and line.split()[1] != "None"}
+    """Ids the writer reported committed; a last line the kill cut short ("row" alone) is no report."""
+    reports = (line.split() for line in stdout.splitlines())
+    return {int(r[1]) for r in reports if len(r) == 2 and r[0] == "row" and r[1].isdigit()}
 
 
 async def _check(state, committed: set[int]) -> tuple[int, bool]:
