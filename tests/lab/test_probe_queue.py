@@ -93,6 +93,11 @@ def api(request):
     vm.exec("sync; sleep 6", check=True)  # a txg commit: the pool is idle for the prober
     yield vm, config
     vm.exec("kill $(cat /tmp/api.pid)")
+    # The prober unit and its drop-in (ExecStart at the checkout, this module's config) go too:
+    # left in /etc/systemd/system they would override the unit deploy/install.sh installs for
+    # test_systemd.py in the same VM, whose prober then ran with this module's config and state.
+    vm.exec("rm -rf /etc/systemd/system/zfs-advisor-probe.service "
+            "/etc/systemd/system/zfs-advisor-probe.service.d && systemctl daemon-reload", check=True)
 
 
 @pytest.mark.parametrize("lab_vm", LAYOUT, indirect=True, scope="session")

@@ -226,6 +226,11 @@ def installed(lab_vm, tmp_path_factory):
     http = Http(local)
     try:
         assert install.rc == 0, install.stdout + install.stderr
+        # the prober must be the unit just installed: a drop-in another lab test left (ExecStart
+        # elsewhere, another config) made its prober ignore this install's queue and profiler
+        dropins = [p for p in vm.exec(f"systemctl show -P DropInPaths {PROBE_SERVICE}", check=True).stdout.split()
+                   if p.startswith("/etc/")]  # the distribution's own (/usr/lib/systemd) are not a test's
+        assert not dropins, f"{PROBE_SERVICE} has drop-ins this install did not write: {dropins}"
         vm.exec("zpool scrub tank && printf '\\n[workloads]\\n\"tank/pg\" = \"postgres\"\\n' "
                 f">> /etc/zfs-advisor/config.toml && systemctl stop {SERVICE}", check=True)
         vm.write_file("/root/lab-readiness.py", READINESS)
@@ -404,8 +409,9 @@ def bus_property(vm, unit: str, interface: str, name: str) -> list[str]:
 
 
 @pytest.mark.xfail(strict=False, reason=(
-    "not shown reliably yet: passed run alone (prober started 0.9 s after POST, probe completed in 121 s, "
-    "timer elapses as the unit says), failed in a full lab tier on a loaded host (docs/probes.md)"))
+    "not shown in CI's full lab tier yet: passed run alone and in its file (prober started 0.9 s after POST, "
+    "probe completed in 118-121 s, timer elapses as the unit says); in the full tier test_probe_queue.py had "
+    "left a drop-in overriding the prober's ExecStart and config (removed since; docs/lab.md)"))
 def test_a_queued_probe_starts_the_prober_through_the_path_unit(installed):
     """POST /v1/probes to the installed API (DynamicUser) writes the queue file; the installed
     zfs-advisor-probe.path starts zfs-advisor-probe.service (root) within seconds, not the timer;
@@ -513,9 +519,11 @@ def test_the_prober_unit_measures_the_candidates_the_model_chooses(installed):
     run = json.loads(http.get(f"/v1/probes/{runs[0]['id']}")[1])
     measured = {f"{r['parameter']}={r['value']}" for r in run["results"]}
     print(f"prober run {runs[0]['id']}: {run['run']['status']} ({run['run']['reason']}); measured {sorted(measured)}")
-    assert run["run"]["status"] == "completed" or (
-        run["run"]["status"] == "aborted" and "time budget" in run["run"]["reason"]), (run["run"], prober_log)
-    assert measured == chosen, (measured, chosen, prober_log)  # 2 of the 5 candidates of MySQL's plan
+    if run["run"]["status"] == "completed":
+        assert measured == chosen, (measured, chosen, prober_log)  # 2 of the 5 candidates of MySQL's plan
+    else:  # a loaded host: the pass's time budget may run out first; what it measured was chosen
+        assert run["run"]["status"] == "aborted" and "time budget" in run["run"]["reason"], (run["run"], prober_log)
+        assert "recordsize=128K" in measured and measured <= chosen, (measured, chosen, prober_log)
 
 
 def test_sigkill_of_the_main_process_is_restarted(installed):
