@@ -408,10 +408,6 @@ def bus_property(vm, unit: str, interface: str, name: str) -> list[str]:
                     name], check=True).stdout.split()
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "not shown in CI's full lab tier yet: passed run alone and in its file (prober started 0.9 s after POST, "
-    "probe completed in 118-121 s, timer elapses as the unit says); in the full tier test_probe_queue.py had "
-    "left a drop-in overriding the prober's ExecStart and config (removed since; docs/lab.md)"))
 def test_a_queued_probe_starts_the_prober_through_the_path_unit(installed):
     """POST /v1/probes to the installed API (DynamicUser) writes the queue file; the installed
     zfs-advisor-probe.path starts zfs-advisor-probe.service (root) within seconds, not the timer;
