@@ -81,11 +81,18 @@ def load(csv_path: Path) -> tuple[Any, dict[str, Any]]:
 
 
 def fit_document(csv_path: Path) -> dict[str, Any]:
-    """Fit the GP on the prior at csv_path (scikit-learn) and return the document to store."""
+    """Fit the GP on the prior at csv_path (scikit-learn) and return the document to store;
+    FittedError when the file holds no usable prior."""
     from advisor.model.dataset import load_csv, samples
     from advisor.model.regress import GPModel
 
-    prior = samples(load_csv(csv_path))
+    try:
+        prior = samples(load_csv(csv_path))
+    except (OSError, UnicodeDecodeError, KeyError, ValueError) as exc:
+        raise FittedError(f"{csv_path} is not a prior CSV: {exc}") from None
+    if len(prior) < 5:
+        raise FittedError(f"{csv_path} holds {len(prior)} usable prior rows (a file that exists, with "
+                          "a header row and at least 5 completed runs including a baseline, is needed)")
     return to_document(GPModel(SEED, RESTARTS).fit(prior), csv_path, len(prior))
 
 
@@ -122,7 +129,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tolerance", type=float, default=0.01, help="--check: largest difference of a "
                     "prediction, in log ratio (default 0.01, about 1 %%)")
     args = ap.parse_args(argv)
-    doc = fit_document(args.csv)
+    try:
+        doc = fit_document(args.csv)
+    except FittedError as exc:
+        print(f"python -m advisor.model.fitted: {exc}", file=sys.stderr)
+        return 2
     out = fitted_path(args.csv)
     if args.check:
         try:

@@ -1,11 +1,12 @@
-"""The model as the service and the CLI use it: fitted once from the shipped lab prior, conditioned
+"""The model as the service and the CLI use it: the GP fitted on the shipped lab prior, conditioned
 on this host's probes (read from the store) per store generation, answering the engine's
 prediction lookup (advisor/engine/predicted.py) and choosing the next probes.
 
-Nothing is pickled: the prior is refitted at start-up (a fraction of a second on the shipped
-CSV, off the event loop), and this pool's probes are conditioned on at each new store
-generation (the id of the newest probe result).  Without scikit-learn, or without prior rows,
-`status()` says why and `lookup()` returns None: the advice comes from the rules and probes.
+The fit is loaded from the JSON shipped beside the prior (advisor/model/fitted.py; numpy only,
+nothing pickled); only when that file does not match the prior is the prior fitted here, with
+scikit-learn.  This pool's probes are conditioned on at each new store generation (the id of the
+newest probe result).  Without numpy, or without prior rows, `status()` says why and `lookup()`
+returns None: the advice comes from the rules and probes.
 """
 from __future__ import annotations
 
@@ -114,8 +115,8 @@ class ModelProvider:
         from advisor.model import fitted
 
         try:
-            model, _ = fitted.load(self.csv_path)  # numpy only: the shipped fit (advisor/model/fitted.py)
-            how = "loaded from " + fitted.fitted_path(self.csv_path).name
+            model, doc = fitted.load(self.csv_path)  # numpy only: the shipped fit (advisor/model/fitted.py)
+            digest, how = doc["prior_sha256"], "loaded from " + fitted.fitted_path(self.csv_path).name
         except fitted.FittedError as exc:
             missing = sklearn_missing()
             if missing:
@@ -124,12 +125,11 @@ class ModelProvider:
             log.info("%s: fitting the model on %s", exc, self.csv_path.name)
             from advisor.model.regress import GPModel  # scikit-learn: only here
 
-            model = GPModel(fitted.SEED, fitted.RESTARTS).fit(prior)
-            how = "fitted"
-        digest = fitted.digest(self.csv_path)[:8]
+            model = GPModel(self.seed, fitted.RESTARTS).fit(prior)
+            digest, how = fitted.digest(self.csv_path), "fitted"
         with self._lock:
             self._model, self._prior, self._reason = model, prior, None
-            self._version = f"{MODEL_VERSION}+gp.prior-{digest}"
+            self._version = f"{MODEL_VERSION}+gp.prior-{digest[:8]}"
             self._cache.clear()
         log.info("regression model %s %s (%d lab rows)", self._version, how, len(prior))
         return self

@@ -32,8 +32,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 
 from advisor.model.dataset import Sample
 from advisor.model.features import Observation
-from advisor.model.gp import (LOCAL_DEVIATION_VARIANCE, Z90, Dist, FittedGP, GPPredictor, Prediction,  # noqa: F401
-                              matrix)
+from advisor.model.gp import LOCAL_DEVIATION_VARIANCE, Z90, Dist, FittedGP, GPPredictor, Prediction, matrix
 
 
 class GPModel:

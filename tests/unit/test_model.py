@@ -239,3 +239,15 @@ def test_a_fit_for_another_prior_or_a_damaged_one_is_refused(tmp_path):
     target.write_text("{not json")
     with pytest.raises(fitted.FittedError, match="cannot be read"):
         fitted.load(csv_copy)
+
+
+def test_refitting_a_file_that_is_no_prior_is_refused_with_the_reason(tmp_path, capsys):
+    from advisor.model import fitted
+
+    for name, content in [("absent.csv", None), ("text.csv", b"not,a,prior\n1,2,3\n"), ("bytes.csv", b"\xff\xfe")]:
+        path = tmp_path / name
+        if content is not None:
+            path.write_bytes(content)
+        assert fitted.main(["--csv", str(path)]) == 2
+        assert str(path) in capsys.readouterr().err
+        assert not fitted.fitted_path(path).exists()
