@@ -17,7 +17,8 @@ from advisor.host.runner import CommandRunner
 from advisor.probe.efficiency import Efficiency, diagnose, disk_busy, expected_bandwidth, layout_rule, raw_read_argv
 from advisor.probe.fio_result import FioParseError, parse_fio_json
 from advisor.probe.runner import ProbeFailed, run_watched_fio
-from advisor.probe.safety import ForegroundWatch, Thresholds
+from advisor.probe.foreground import ForegroundWatch
+from advisor.probe.safety import Thresholds
 from advisor.probe.scratch import ScratchArea
 
 # Large records, no compression (random data would not compress anyway), metadata-only

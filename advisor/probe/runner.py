@@ -23,7 +23,8 @@ from advisor.probe.fio_job import FioJob, Hygiene, build_job
 from advisor.probe.fio_result import FioMetrics, FioParseError, parse_fio_json
 from advisor.probe.modparams import ParamGuard
 from advisor.probe.plan import Plan
-from advisor.probe.safety import ForegroundWatch, Thresholds
+from advisor.probe.foreground import ForegroundWatch
+from advisor.probe.safety import Thresholds
 from advisor.probe.scratch import ScratchArea
 from advisor.store.probes import ProbeStore, ResultRow
 
@@ -130,7 +131,7 @@ class PlanRunner:
     async def _repeat(self, index: int, cand: Candidate, dataset: str, job: FioJob, jobfile: Path, repeat: int) -> None:
         if time.monotonic() + job.seconds > self.deadline:
             raise ProbeAborted(f"time budget of {self.plan.budget.seconds:g} s spent before {cand.key} repeat {repeat}")
-        written_before = self.watch.scratch_written()
+        written_before = await asyncio.to_thread(self.watch.scratch_written)
         arc_before = arc_hit_counters(self.files)
         started = time.time()
         output = await self._fio(jobfile)
@@ -138,7 +139,7 @@ class PlanRunner:
             metrics = parse_fio_json(output)
         except FioParseError as exc:
             raise ProbeFailed(str(exc)) from None
-        written = max(0, self.watch.scratch_written() - written_before)
+        written = max(0, await asyncio.to_thread(self.watch.scratch_written) - written_before)
         self.written += written
         arc_after = arc_hit_counters(self.files)
         hit_ratio = None
@@ -177,18 +178,20 @@ async def run_watched_fio(runner: CommandRunner, jobfile: Path, watch: Foregroun
     argv = [*FIO_ARGV, "--output-format=json", f"--output={output}", str(jobfile)]
     timeout = max(1.0, deadline - time.monotonic()) + 30.0
     task = asyncio.ensure_future(runner.run(argv, timeout))
-    previous, _ = watch.counters()
+    await asyncio.to_thread(watch.refresh)  # off the loop: thousands of files on a big host
     reason = None
     try:
         while not task.done():
             await asyncio.wait({task}, timeout=t.abort_poll_seconds)
-            current, _ = watch.counters()
-            ops, nbytes = current.ops - previous.ops, current.bytes - previous.bytes
-            if ops >= t.abort_min_ops or nbytes >= t.abort_min_bytes:
-                reason = (f"foreground I/O on pool {pool}: {ops} operations, {nbytes} bytes "
-                          f"outside the scratch datasets in {current.at - previous.at:.2f} s")
+            seen = await asyncio.to_thread(watch.poll)
+            # The thresholds are amounts in one poll interval: compared as rates, so that a
+            # dataset read less often than every poll (a big host) is held to the same limit.
+            if (seen.ops_per_second * t.abort_poll_seconds >= t.abort_min_ops
+                    or seen.bytes_per_second * t.abort_poll_seconds >= t.abort_min_bytes):
+                reason = (f"foreground I/O on pool {pool}: {seen.ops_per_second:.0f} operations/s, "
+                          f"{seen.bytes_per_second / 1024:.0f} KiB/s outside the scratch datasets "
+                          f"(in {', '.join(seen.busiest)})")
                 break
-            previous = current
             if time.monotonic() > deadline:
                 reason = f"time budget of {budget_seconds:g} s spent"
                 break

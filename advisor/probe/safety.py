@@ -1,10 +1,7 @@
 """When a probe may run, and when it must stop.
 
 * `check_pool`: healthy (ONLINE), no scrub or resilver, free space above a threshold;
-* `ForegroundWatch`: I/O by anything but the probe, from the per-dataset objset kstats
-  (/proc/spl/kstat/zfs/<pool>/objset-*, OpenZFS >= 0.8): the pool's datasets minus the
-  scratch datasets.  Logical I/O, so reads served by the ARC count too (they are a
-  user's activity all the same); zvols without objset kstats are not seen;
+* foreground I/O (anything but the probe's own) is watched by `advisor.probe.foreground`;
 * `ProbeLock`: one probe per pool (and module parameters are host-wide: one probe
   that changes them at a time), with flock(2) locks released by the kernel when the
   process dies, so a killed run never leaves a stale lock behind.
@@ -13,13 +10,10 @@ from __future__ import annotations
 
 import fcntl
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from advisor.facts import Pool
-from advisor.host.files import HostFiles
-from advisor.host.pool_kstats import read_objsets
 
 
 @dataclass(frozen=True)
@@ -55,49 +49,6 @@ def check_pool(pool: Pool, size_bytes: int | None, free_bytes: int | None, neede
             raise UnsafeToProbe(
                 f"pool {pool.name}: {free_bytes >> 20} MiB free; after the probe's {needed_bytes >> 20} MiB "
                 f"{left:.0%} would be left, below the {thresholds.min_free_ratio:.0%} threshold")
-
-
-@dataclass(frozen=True)
-class IoSample:
-    at: float
-    ops: int
-    bytes: int
-
-
-class ForegroundWatch:
-    """I/O counters of the pool's datasets other than the scratch ones."""
-
-    def __init__(self, files: HostFiles, pool: str, scratch_root: str):
-        self.files, self.pool, self.scratch_root = files, pool, scratch_root
-
-    def _is_scratch(self, name: str) -> bool:
-        return name == self.scratch_root or name.startswith(self.scratch_root + "/")
-
-    def counters(self) -> tuple[IoSample, IoSample]:
-        """(foreground, scratch) cumulative reads+writes and bytes read+written."""
-        fg_ops = fg_bytes = sc_ops = sc_bytes = 0
-        for name, kstat in read_objsets(self.files, self.pool).items():
-            v = kstat.values
-            ops = int(v.get("reads", 0)) + int(v.get("writes", 0))
-            nbytes = int(v.get("nread", 0)) + int(v.get("nwritten", 0))
-            if self._is_scratch(name):
-                sc_ops, sc_bytes = sc_ops + ops, sc_bytes + nbytes
-            else:
-                fg_ops, fg_bytes = fg_ops + ops, fg_bytes + nbytes
-        now = time.monotonic()
-        return IoSample(now, fg_ops, fg_bytes), IoSample(now, sc_ops, sc_bytes)
-
-    def scratch_written(self) -> int:
-        total = 0
-        for name, kstat in read_objsets(self.files, self.pool).items():
-            if self._is_scratch(name):
-                total += int(kstat.values.get("nwritten", 0))
-        return total
-
-
-def foreground_rate(before: IoSample, after: IoSample) -> tuple[float, float]:
-    seconds = max(after.at - before.at, 1e-6)
-    return (after.ops - before.ops) / seconds, (after.bytes - before.bytes) / seconds
 
 
 class LockBusy(Exception):

@@ -23,7 +23,8 @@ from advisor.probe.modparams import ModuleParamError, ModuleParams, ParamGuard, 
 from advisor.probe.plan import Budget, Plan, estimate_seconds, fit_runtime
 from advisor.probe.pooldesc import PoolUnavailable, read_pool_descriptor
 from advisor.probe.runner import ARCSTATS, PlanRunner, ProbeAborted, ProbeFailed, ProgressCallback
-from advisor.probe.safety import ForegroundWatch, ProbeLock, Thresholds, UnsafeToProbe, check_pool, foreground_rate
+from advisor.probe.foreground import ForegroundWatch, foreground_rate
+from advisor.probe.safety import ProbeLock, Thresholds, UnsafeToProbe, check_pool
 from advisor.probe.scratch import DEFAULT_NAME, ScratchArea, ScratchError
 from advisor.store.db import connect
 from advisor.store.probes import ProbeStore, RunRow
@@ -228,9 +229,9 @@ class ProbeService:
     async def _check_idle(self, pool: str, scratch_root: str) -> None:
         t = self.config.thresholds
         watch = ForegroundWatch(self.files, pool, scratch_root)
-        before, _ = watch.counters()
+        before, _ = await asyncio.to_thread(watch.counters)
         await asyncio.sleep(t.idle_window_seconds)
-        after, _ = watch.counters()
+        after, _ = await asyncio.to_thread(watch.counters)
         ops, nbytes = foreground_rate(before, after)
         if ops > t.idle_max_ops_per_second or nbytes > t.idle_max_bytes_per_second:
             raise UnsafeToProbe(f"pool {pool} is not idle: {ops:.0f} ops/s, {nbytes / 1024:.0f} KiB/s of foreground "
