@@ -3,6 +3,7 @@
     tests/lab/prior-grid                                   # the whole grid (about an hour)
     tests/lab/prior-grid --layouts ssd-mirror2x2 --workloads postgres
     tests/lab/prior-grid --max-minutes 30 --out /tmp/prior.csv
+    tests/lab/prior-grid --extend                          # + 2 recordsizes per cell (EXTENSION)
 
 For each layout (one VM boot each, holding /tmp/lab-vm.lock from boot to shutdown so other
 lab users can run between layouts) and each workload, the real probe runner runs inside the
@@ -74,6 +75,17 @@ GRID = {
     "fileserver": ("32K", "128K", "512K", "1M"),
 }
 EXTRA = ("compression=off",)  # against the lz4 baseline
+# The second run of a cell (`--extend`): two more recordsizes, measured beside the 128K baseline
+# again, since a run's candidates are compared with the baseline of the same run. With them a
+# cell's grid is 7 candidates, and two probes (the baseline and one) are under a third of it.
+EXTENSION = {
+    "postgres": ("4K", "64K"),
+    "mysql": ("4K", "32K"),
+    "sqlite": ("8K", "32K"),
+    "kafka": ("64K", "256K"),
+    "fileserver": ("64K", "256K"),
+}
+BASELINE_RECORDSIZE = "128K"
 # fio jobs (files) of the probed sections of each workload's job: the probe's --file-size is
 # the working set divided by them, so every cell has the same working set against the ARC cap.
 FILES = {"postgres": 4, "mysql": 4, "sqlite": 1, "kafka": 2, "fileserver": 2}
@@ -109,6 +121,12 @@ def candidate_args(recordsizes: tuple[str, ...], extra: tuple[str, ...] = EXTRA)
 
 def n_candidates(workload: str) -> int:
     return len(GRID[workload]) + len(EXTRA)
+
+
+def required(workload: str, extend: bool) -> set[tuple[str, str]]:
+    """The candidates a complete cell has measured: the grid, and with `extend` its extension."""
+    sizes = GRID[workload] + (EXTENSION[workload] if extend else ())
+    return {("recordsize", v) for v in sizes} | {tuple(e.split("=", 1)) for e in EXTRA}  # type: ignore[misc]
 
 
 def probe_budget(n: int, working_set: int, s: Settings) -> int:
@@ -226,12 +244,27 @@ def in_cell(row: dict[str, str], layout: str, workload: str, s: Settings) -> boo
             and int(row["working_set_bytes"]) == s.working_set)
 
 
-def cell_complete(rows: list[dict[str, str]], layout: str, workload: str, s: Settings) -> bool:
-    mine = [r for r in rows if in_cell(r, layout, workload, s)]
+def measured(rows: list[dict[str, str]], layout: str, workload: str, s: Settings) -> set[tuple[str, str]]:
+    """Candidates of the cell with at least `s.repeats` rows."""
     seen: dict[tuple[str, str], int] = {}
-    for r in mine:
-        seen[(r["parameter"], r["value"])] = seen.get((r["parameter"], r["value"]), 0) + 1
-    return len(seen) == n_candidates(workload) and all(n >= s.repeats for n in seen.values())
+    for r in rows:
+        if in_cell(r, layout, workload, s):
+            seen[(r["parameter"], r["value"])] = seen.get((r["parameter"], r["value"]), 0) + 1
+    return {c for c, n in seen.items() if n >= s.repeats}
+
+
+def cell_complete(rows: list[dict[str, str]], layout: str, workload: str, s: Settings, extend: bool = False) -> bool:
+    return required(workload, extend) <= measured(rows, layout, workload, s)
+
+
+def cell_plan(rows: list[dict[str, str]], layout: str, workload: str, s: Settings,
+              extend: bool) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
+    """What to run for an incomplete cell: (recordsizes, extra candidates, keep the cell's rows).
+    A cell whose first grid is complete gets a run of the baseline and its extension, added to
+    its rows; any other cell is measured whole (with the extension too when `extend`)."""
+    if cell_complete(rows, layout, workload, s):
+        return (BASELINE_RECORDSIZE, *EXTENSION[workload]), (), True
+    return GRID[workload] + (EXTENSION[workload] if extend else ()), EXTRA, False
 
 
 # --- the VM -------------------------------------------------------------------------------
@@ -317,6 +350,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="wall-time budget: cells that would not fit (by the pace measured so far) are skipped")
     ap.add_argument("--project", type=Path, default=None,
                     help="directory shared as /project (default: a git archive of HEAD)")
+    ap.add_argument("--extend", action="store_true",
+                    help="measure each cell's EXTENSION too (a second run beside the baseline for complete cells)")
     ap.add_argument("--summary", action="store_true", help="print the CSV's summary table (markdown) and stop")
     ap.add_argument("--provenance", action="store_true", help="rewrite PROVENANCE.md from the meta file and stop")
     args = ap.parse_args(argv)
@@ -356,12 +391,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for layout in layouts:
             rows = read_rows(out)
-            todo = [w for w in workloads if not cell_complete(rows, layout, w, s)]
+            todo = [w for w in workloads if not cell_complete(rows, layout, w, s, args.extend)]
             if not todo:
                 log(f"{layout}: every cell complete, skipped")
                 continue
             pace = statistics.fmean(per_candidate) if per_candidate else 60.0
-            if time.monotonic() + boot_cost + pace * n_candidates(todo[0]) > deadline:
+            plan0 = cell_plan(rows, layout, todo[0], s, args.extend)
+            if time.monotonic() + boot_cost + pace * (len(plan0[0]) + len(plan0[1])) > deadline:
                 skipped += [f"{layout}/{w}" for w in todo]
                 log(f"{layout}: no time left for a single cell, skipped")
                 continue
@@ -383,29 +419,31 @@ def main(argv: list[str] | None = None) -> int:
                         f"{facts['fio']}, ARC c_min {facts['arc_c_min'] >> 20} MiB")
                     for workload in todo:
                         pace = statistics.fmean(per_candidate) if per_candidate else 60.0
-                        need = pace * n_candidates(workload) + 30
+                        sizes, extra, keep = cell_plan(read_rows(out), layout, workload, s, args.extend)
+                        n = len(sizes) + len(extra)
+                        need = pace * n + 30
                         if time.monotonic() + need > deadline:
                             skipped.append(f"{layout}/{workload}")
                             log(f"{layout}/{workload}: skipped, {need:.0f} s would pass the deadline")
                             continue
                         t0 = time.monotonic()
-                        output = probe_cell(vm, workload, s, layout)
+                        output = probe_cell(vm, workload, s, layout, sizes, extra)
                         took = time.monotonic() - t0
                         if output is None:
                             skipped.append(f"{layout}/{workload} (failed)")
                             continue
                         new = rows_of(output, zfs_version=facts["zfs_version"], layout=layout,
                                       profile=facts["profiles"][workload], arc_min=facts["arc_c_min"], s=s)
-                        rows = [r for r in read_rows(out) if not in_cell(r, layout, workload, s)]
+                        rows = [r for r in read_rows(out) if keep or not in_cell(r, layout, workload, s)]
                         write_rows(out, rows + new)
-                        per_candidate.append(took / n_candidates(workload))
+                        per_candidate.append(took / n)
                         run = output["run"]
                         run_meta["cells"].append({"layout": layout, "workload": workload, "status": run["status"],
                                                   "reason": run["reason"], "seconds": round(took, 1),
-                                                  "rows": len(new)})
+                                                  "rows": len(new), "candidates": [*sizes, *extra]})
                         meta_path.write_text(json.dumps(meta, indent=2) + "\n")
                         log(f"{layout}/{workload}: {run['status']}{' (' + run['reason'] + ')' if run['reason'] else ''}"
-                            f", {len(new)} rows in {took:.0f} s ({took / n_candidates(workload):.0f} s a candidate)")
+                            f", {len(new)} rows in {took:.0f} s ({took / n:.0f} s a candidate)")
                         print(summary_table(new), flush=True)
     except LabError as exc:
         log(f"lab VM failed: {exc}")

@@ -45,3 +45,42 @@ def test_pool_shape_names_the_vdev_type():
     assert prior_grid.pool_shape({"media": "hdd", "ashift": 12, "vdevs": [vdev("raidz", 4, 1)]})["vdev_type"] == "raidz1"
     mirrors = prior_grid.pool_shape({"media": "ssd", "ashift": 12, "vdevs": [vdev("mirror", 2)] * 2})
     assert (mirrors["vdev_type"], mirrors["top_vdevs"], mirrors["disks"]) == ("mirror", 2, 4)
+
+
+def _rows(layout: str, workload: str, candidates: list[tuple[str, str]], repeats: int = 2) -> list[dict[str, str]]:
+    s = prior_grid.Settings()
+    return [{"layout": layout, "workload": workload, "working_set_bytes": str(s.working_set),
+             "parameter": p, "value": v, "repeat": str(r)} for p, v in candidates for r in range(1, repeats + 1)]
+
+
+def _first_grid(workload: str) -> list[tuple[str, str]]:
+    return [("recordsize", v) for v in prior_grid.GRID[workload]] + [("compression", "off")]
+
+
+@pytest.mark.parametrize("workload", sorted(prior_grid.GRID))
+def test_an_extension_is_new_recordsizes_measured_beside_the_baseline(workloads, workload):
+    s = prior_grid.Settings()
+    extension = prior_grid.EXTENSION[workload]
+    assert len(extension) == 2 and not set(extension) & set(prior_grid.GRID[workload])
+    rows = _rows("ssd-mirror2x2", workload, _first_grid(workload))
+    assert prior_grid.cell_complete(rows, "ssd-mirror2x2", workload, s)
+    assert not prior_grid.cell_complete(rows, "ssd-mirror2x2", workload, s, extend=True)
+    sizes, extra, keep = prior_grid.cell_plan(rows, "ssd-mirror2x2", workload, s, extend=True)
+    assert sizes == ("128K", *extension) and extra == () and keep
+    # 7 candidates: the baseline and one more probe are 2/7, under a third of the grid
+    assert len(prior_grid.required(workload, True)) == 7
+    n = len(sizes)
+    assert fit_runtime(prior_grid.probe_budget(n, s.working_set, s), n, s.repeats, s.ramp_s, s.working_set,
+                       30, s.layout_rate) == s.runtime_s
+    rows += _rows("ssd-mirror2x2", workload, [("recordsize", v) for v in sizes])
+    assert prior_grid.cell_complete(rows, "ssd-mirror2x2", workload, s, extend=True)
+
+
+def test_a_cell_without_its_first_grid_is_measured_whole():
+    s = prior_grid.Settings()
+    rows = _rows("hdd-stripe5", "kafka", _first_grid("kafka")[:2])  # cut short
+    sizes, extra, keep = prior_grid.cell_plan(rows, "hdd-stripe5", "kafka", s, extend=True)
+    assert sizes == prior_grid.GRID["kafka"] + prior_grid.EXTENSION["kafka"] and extra == prior_grid.EXTRA
+    assert not keep
+    one_repeat = _rows("hdd-stripe5", "kafka", _first_grid("kafka"), repeats=1)
+    assert not prior_grid.cell_complete(one_repeat, "hdd-stripe5", "kafka", s)
