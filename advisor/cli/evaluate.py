@@ -29,6 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--nested-caution", metavar="C[,C...]",
                    help="nested protocol: for each held-out cell choose CAUTION among these by leave-one-cell-out "
                         "on the other cells, then evaluate the held-out cell with it (fits every pair of cells: slow)")
+    p.add_argument("--deviation", metavar="V[,V...]",
+                   help="gp: prior variance of a pool's own deviation from the lab (log-ratio units) instead of "
+                        "the shipped LOCAL_DEVIATION_VARIANCE (one table each; no refit)")
     p.add_argument("--json", action="store_true", help="the per-cell results and summaries as JSON")
     p.set_defaults(func=run)
 
@@ -49,8 +52,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         cautions = [float(c) for c in (args.caution or "").split(",") if c.strip()] or [None]
         nested = [float(c) for c in (args.nested_caution or "").split(",") if c.strip()]
+        deviations = [float(v) for v in (args.deviation or "").split(",") if v.strip()] or [None]
     except ValueError:
-        print("zfs-advisor evaluate: --caution and --nested-caution take numbers like 0,0.5,1", file=sys.stderr)
+        print("zfs-advisor evaluate: --caution, --nested-caution and --deviation take numbers like 0,0.5,1",
+              file=sys.stderr)
+        return 2
+    if any(v is not None and v < 0 for v in deviations):
+        print("zfs-advisor evaluate: --deviation values are variances, at least 0", file=sys.stderr)
         return 2
     names = [m.strip() for m in args.models.split(",") if m.strip()]
     unknown = [m for m in names if m not in MODELS]
@@ -71,15 +79,16 @@ def run(args: argparse.Namespace) -> int:
             return MODELS[name](seed=args.seed)
 
         for budget in budgets:
-            runs = [(c, evaluate(factory, prior, budget, c, cache)) for c in cautions]
+            runs = [(c, d, evaluate(factory, prior, budget, c, cache, d)) for c in cautions for d in deviations]
             if nested:
-                runs.append(("nested", nested_caution(factory, prior, budget, nested, cache)))
-            for caution, results in runs:
-                report.append({"model": name, "budget": budget, "caution": caution, "summary": summary(results),
-                               "cells": [r.__dict__ for r in results]})
+                runs.append(("nested", None, nested_caution(factory, prior, budget, nested, cache)))
+            for caution, deviation, results in runs:
+                report.append({"model": name, "budget": budget, "caution": caution, "deviation": deviation,
+                               "summary": summary(results), "cells": [r.__dict__ for r in results]})
                 if not args.json:
                     how = ("" if caution is None else f", CAUTION chosen per cell among {args.nested_caution} "
                            "(nested)" if caution == "nested" else f", CAUTION {caution:g}")
+                    how += "" if deviation is None else f", deviation variance {deviation:g}"
                     print(f"\n{name}, budget {budget} probe(s) per cell{how}, {len(prior)} lab rows in "
                           f"{len(cells)} cells:")
                     print(table(results))

@@ -1,9 +1,11 @@
-"""Training data: observations with their targets, relative to the baseline of the same cell.
+"""Training data: observations with their targets, relative to the baseline of the same run.
 
 A cell is one pool × workload (a lab layout on one OpenZFS line, or this host's pool); the
-targets are log(perf / the cell's mean baseline perf) and log(write p99 / the baseline's mean
-write p99), so cells of very different speed share one scale: "what does this setting do
-compared with the ZFS default on this pool".  Pure and numpy-free.
+targets are log(perf / the baseline's mean perf) and log(write p99 / the baseline's mean write
+p99), so cells of very different speed share one scale: "what does this setting do compared
+with the ZFS default on this pool".  The baseline is that of the observation's own probe run
+when the run measured one (a cell measured in two runs compares each run with itself: the
+pool's speed drifts between runs), else the mean of the cell's baselines.  Pure and numpy-free.
 """
 from __future__ import annotations
 
@@ -51,16 +53,23 @@ def samples(observations: Iterable[Observation]) -> list[Sample]:
     out: list[Sample] = []
     for cell in sorted(by_cell):
         rows = by_cell[cell]
-        base = [o for o in rows if o.baseline]
-        if not base:
+        cell_base = _baseline([o for o in rows if o.baseline])
+        if cell_base is None:
             continue
-        base_perf = statistics.fmean(o.perf for o in base)  # type: ignore[misc]
-        p99s = [o.write_p99 for o in base if o.write_p99]
-        base_p99 = statistics.fmean(p99s) if p99s else None
+        by_run = {run: _baseline([o for o in rows if o.baseline and o.run == run]) for run in {o.run for o in rows}}
         for o in rows:
+            base_perf, base_p99 = by_run[o.run] or cell_base
             y_p99 = math.log(o.write_p99 / base_p99) if o.write_p99 and base_p99 else None
             out.append(Sample(o, math.log(o.perf / base_perf), y_p99))  # type: ignore[operator]
     return out
+
+
+def _baseline(base: list[Observation]) -> tuple[float, float | None] | None:
+    """(mean perf, mean write p99) of baseline observations; None without any."""
+    if not base:
+        return None
+    p99s = [o.write_p99 for o in base if o.write_p99]
+    return statistics.fmean(o.perf for o in base), (statistics.fmean(p99s) if p99s else None)  # type: ignore[misc]
 
 
 def cells(items: Iterable[Sample]) -> dict[str, list[Sample]]:

@@ -11,6 +11,7 @@ predicted-vs-measured check: does the 90 % interval for one measurement cover ea
 """
 from __future__ import annotations
 
+import copy
 import math
 import statistics
 from dataclasses import dataclass, field, replace
@@ -51,14 +52,24 @@ def _grid(cell: list[Sample]) -> dict[tuple, list[Sample]]:
     return by
 
 
+def _mean_ratio(samples: list[Sample]) -> float:
+    """Mean perf over the baseline's (of each sample's own run: a cell measured in two runs)."""
+    return statistics.fmean(math.exp(s.y_perf) for s in samples)
+
+
+def _worst_p99_ratio(samples: list[Sample]) -> float | None:
+    values = [math.exp(s.y_p99) for s in samples if s.y_p99 is not None]
+    return max(values) if values else None
+
+
 def oracle(grid: dict[tuple, list[Sample]]) -> tuple:
-    """The measured best of a cell's grid (advisor/engine/measured.py measured_best)."""
+    """The measured best of a cell's grid (advisor/engine/measured.py measured_best), on ratios to
+    the baseline: with one run per cell the same as on raw means."""
     def mean(key: tuple) -> float:
-        return statistics.fmean(s.obs.perf for s in grid[key])  # type: ignore[misc]
+        return _mean_ratio(grid[key])
 
     def worst_p99(key: tuple) -> float | None:
-        values = [s.obs.write_p99 for s in grid[key] if s.obs.write_p99]
-        return max(values) if values else None
+        return _worst_p99_ratio(grid[key])
 
     base = next(k for k, rs in grid.items() if rs[0].obs.baseline)
     limit = worst_p99(base) * WRITE_P99_TOLERANCE if worst_p99(base) else None
@@ -81,12 +92,26 @@ def _fit(model_factory, prior: list[Sample], excluded: frozenset[str], cache: di
     return model
 
 
+def with_deviation(model, deviation: float | None):
+    """The fitted GP with another prior variance for the pool's own deviation from the lab
+    (advisor/model/gp.py): no refit, the deviation only enters the predictions."""
+    from advisor.model.gp import GPPredictor
+
+    if deviation is None or not isinstance(getattr(model, "fitted", None), GPPredictor):
+        return model
+    twin = copy.copy(model)
+    twin.fitted = GPPredictor(model.fitted.perf, model.fitted.p99, deviation)
+    twin.deviation = deviation
+    return twin
+
+
 def evaluate_cell(model_factory, prior: list[Sample], held: str, budget: int, caution: float | None = None,
-                  exclude: frozenset[str] = frozenset(), cache: dict | None = None) -> CellResult:
+                  exclude: frozenset[str] = frozenset(), cache: dict | None = None,
+                  deviation: float | None = None) -> CellResult:
     """Hold `held` out (and `exclude`: the nested protocol's outer cell), probe it `budget` times,
     pick with `caution` (None: the shipped CAUTION)."""
     by_cell = cells(prior)
-    model = _fit(model_factory, prior, frozenset({held}) | exclude, cache)
+    model = with_deviation(_fit(model_factory, prior, frozenset({held}) | exclude, cache), deviation)
     grid = _grid(by_cell[held])
     keys = list(grid)
     candidates = [grid[k][0].obs for k in keys]
@@ -102,12 +127,11 @@ def evaluate_cell(model_factory, prior: list[Sample], held: str, budget: int, ca
         probed.append(_label(nxt[0]))
     chosen, prediction = pick(model, local, queries, caution)
     best = oracle(grid)
-    mean = {k: statistics.fmean(s.obs.perf for s in grid[k]) for k in keys}  # type: ignore[misc]
+    mean = {k: _mean_ratio(grid[k]) for k in keys}
     base = next(k for k in keys if grid[k][0].obs.baseline)
     pick_key = keys[chosen]
-    base_p99 = [s.obs.write_p99 for s in grid[base] if s.obs.write_p99]
-    pick_p99 = [s.obs.write_p99 for s in grid[pick_key] if s.obs.write_p99]
-    p99_ok = not base_p99 or not pick_p99 or max(pick_p99) <= WRITE_P99_TOLERANCE * max(base_p99)
+    base_p99, pick_p99 = _worst_p99_ratio(grid[base]), _worst_p99_ratio(grid[pick_key])
+    p99_ok = base_p99 is None or pick_p99 is None or pick_p99 <= WRITE_P99_TOLERANCE * base_p99
     result = CellResult(
         cell=held, model=getattr(model, "name", type(model).__name__), budget=budget, grid=len(keys),
         probed=probed, pick=_label(candidates[chosen]), oracle=_label(grid[best][0].obs),
@@ -126,8 +150,9 @@ def evaluate_cell(model_factory, prior: list[Sample], held: str, budget: int, ca
 
 
 def evaluate(model_factory, prior: list[Sample], budget: int, caution: float | None = None,
-             cache: dict | None = None) -> list[CellResult]:
-    return [evaluate_cell(model_factory, prior, held, budget, caution, cache=cache) for held in sorted(cells(prior))]
+             cache: dict | None = None, deviation: float | None = None) -> list[CellResult]:
+    return [evaluate_cell(model_factory, prior, held, budget, caution, cache=cache, deviation=deviation)
+            for held in sorted(cells(prior))]
 
 
 def score(results: list[CellResult]) -> float:

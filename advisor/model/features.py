@@ -61,6 +61,7 @@ class Observation:
     settings: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULTS))
     # where it comes from: a lab cell ("zfs2.3/hdd-raidz1x4/postgres") or "local:<pool>"
     cell: str = ""
+    run: str = ""  # the probe run: its candidates are compared with the baseline of the same run
     repeat: int = 0
     # measured (None for a candidate to predict)
     perf: float | None = None  # IOPS (random) or bytes/s read + written (sequential, mixed)
@@ -166,7 +167,7 @@ def from_csv_row(row: Mapping[str, str]) -> Observation:
         vdev_width=_int(row.get("vdev_width"), 1) or 1, ashift=_int(row.get("ashift")),
         parameter=row["parameter"], value=row["value"], baseline=row.get("baseline") in ("1", "True", "true"),
         settings=settings, cell=f"zfs{row['zfs_version']}/{row['layout']}/{row['workload']}",
-        repeat=_int(row.get("repeat"), 0) or 0,
+        run=row.get("run_id") or "", repeat=_int(row.get("repeat"), 0) or 0,
         perf=perf_of(pattern, float(row["iops"]), float(row.get("read_bw_bytes") or 0), float(row.get("write_bw_bytes") or 0)),
         write_p99=p99 / 1e6 if p99 else None,
     )
@@ -235,7 +236,7 @@ def from_result(row: Any, workload: WorkloadShape, pool_name: str) -> Observatio
         read_fraction=workload.read_fraction, **job_shape(row.job),
         working_set_bytes=row.working_set_bytes, arc_max_bytes=row.arc_max_bytes, **pool_shape(row.pool),
         parameter=row.parameter, value=row.value, baseline=bool(row.baseline), settings=settings,
-        cell=f"local:{pool_name}", repeat=row.repeat,
+        cell=f"local:{pool_name}", run=str(row.run_id), repeat=row.repeat,
         perf=perf_of(workload.pattern, row.iops, row.read_bw, row.write_bw), write_p99=row.write_p99,
     )
 

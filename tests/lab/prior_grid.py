@@ -507,8 +507,8 @@ def write_provenance(csv_path: Path, meta: dict) -> Path:
 
 
 def markdown_summary(rows: list[dict[str, str]]) -> str:
-    """Per cell: each candidate's IOPS mean ± half the range of its repeats, mean write p99, ARC hit
-    ratio, ranked; the best marked."""
+    """Per cell: each candidate's IOPS mean ± half the range of its repeats, its ratio to the
+    baseline of its own run, mean write p99, ARC hit ratio, ranked by that ratio; the best marked."""
     cells: dict[tuple[str, str, str], dict[str, list[dict]]] = {}
     for r in rows:
         cells.setdefault((r["layout"], r["workload"], r["working_set_bytes"]), {}).setdefault(
@@ -521,7 +521,17 @@ def markdown_summary(rows: list[dict[str, str]]) -> str:
             return statistics.fmean(vals) / scale if vals else None
         base = next((rs for rs in cands.values() if rs[0]["baseline"] == "1"), None)
         base_iops = mean(base, "iops") if base else None
-        ranked = sorted(cands.items(), key=lambda kv: -mean(kv[1], "iops"))
+        # a candidate against the baseline of its own run (a cell extended by a second run has two)
+        by_run: dict[str, list[float]] = {}
+        for r in base or []:
+            by_run.setdefault(r["run_id"], []).append(float(r["iops"]))
+        run_base = {run: statistics.fmean(v) for run, v in by_run.items()}
+
+        def ratio(rs):
+            if not base_iops:
+                return None
+            return statistics.fmean(float(r["iops"]) / run_base.get(r["run_id"], base_iops) for r in rs)
+        ranked = sorted(cands.items(), key=lambda kv: -(ratio(kv[1]) or mean(kv[1], "iops")))
         for i, (name, rs) in enumerate(ranked):
             iops = [float(r["iops"]) for r in rs]
             m = statistics.fmean(iops)
@@ -531,7 +541,7 @@ def markdown_summary(rows: list[dict[str, str]]) -> str:
             ws_note = "" if int(ws) == 192 << 20 else f" ({int(ws) >> 20} MiB)"
             out.append(f"| {layout if i == 0 else ''} | {workload + ws_note if i == 0 else ''} | {label}"
                        f"{' (baseline)' if rs[0]['baseline'] == '1' else ''} | {m:,.0f} ± {(max(iops) - min(iops)) / 2:,.0f} | "
-                       f"{(f'{m / base_iops:.2f}x' if base_iops else '-')} | {fmt(mean(rs, 'write_p99_us', 1000))} | "
+                       f"{(f'{ratio(rs):.2f}x' if base_iops else '-')} | {fmt(mean(rs, 'write_p99_us', 1000))} | "
                        f"{fmt(mean(rs, 'read_p99_us', 1000))} | "
                        f"{'-' if hit is None else f'{hit:.0%}'} | "
                        f"{len(rs)} |")

@@ -41,8 +41,10 @@ def _by_value(rows: list[dict]) -> dict[str, list[float]]:
 @pytest.mark.parametrize("lab_vm", lab_params([LAYOUT], lines=["2.3"]), indirect=True, scope="session")
 def test_a_sample_of_the_prior_reproduces(lab_vm):
     settings = prior_grid.Settings()
-    stored = _by_value([r for r in prior_grid.read_rows(CSV) if r["layout"] == LAYOUT and r["workload"] == "postgres"
-                        and int(r["working_set_bytes"]) == settings.working_set])
+    cell = [r for r in prior_grid.read_rows(CSV) if r["layout"] == LAYOUT and r["workload"] == "postgres"
+            and int(r["working_set_bytes"]) == settings.working_set]
+    runs = {r["run_id"] for r in cell if r["parameter"] == "recordsize" and r["value"] == SAMPLE[0]}
+    stored = _by_value([r for r in cell if r["run_id"] in runs])  # 8K and the baseline of its run
     assert set(stored) == set(SAMPLE), f"{CSV} lacks postgres on {LAYOUT}: run tests/lab/prior-grid"
     vm = lab_vm
     arc_min = vm.exec("awk '$1==\"c_min\"{print $3}' /proc/spl/kstat/zfs/arcstats", check=True).stdout.strip()

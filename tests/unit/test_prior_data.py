@@ -66,12 +66,23 @@ def test_values_parse_and_are_in_range():
         assert (r["write_p99_us"] != "") == (float(r["write_iops"]) > 0)
 
 
-def test_one_row_per_cell_candidate_and_repeat_and_at_least_two_repeats():
+def test_one_row_per_run_candidate_and_repeat_and_at_least_two_repeats():
     _, rows = _rows()
-    keys = Counter((*_candidate(r), r["repeat"]) for r in rows)
+    keys = Counter((*_candidate(r), r["run_id"], r["repeat"]) for r in rows)
     assert [k for k, n in keys.items() if n > 1] == []
-    repeats = Counter(_candidate(r) for r in rows)
+    repeats = Counter((*_candidate(r), r["run_id"]) for r in rows)
     assert min(repeats.values()) >= 2
+
+
+def test_every_run_measured_the_baseline_beside_its_candidates():
+    _, rows = _rows()
+    runs: dict[str, set[str]] = {}
+    for r in rows:
+        runs.setdefault(r["run_id"], set())
+        if r["baseline"] == "1":
+            runs[r["run_id"]].add(r["value"])
+    assert {run: b for run, b in runs.items() if not b} == {}
+    assert len({r["run_id"] for r in rows}) >= len({_cell(r) for r in rows})
 
 
 def test_every_cell_has_exactly_one_baseline_candidate():
