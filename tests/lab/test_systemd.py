@@ -33,6 +33,7 @@ import labimage
 from labparams import lab_params
 
 from advisor.cli.serve import WEDGE_AFTER, WEDGE_CONSENT, WEDGE_GUARD
+from advisor.model import MODEL_VERSION
 from advisor.settings import DEFAULT_PORT
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "golden"))
@@ -329,7 +330,7 @@ def test_the_sandboxed_service_reads_zfs(installed):
     assert by_parameter["ashift"]["current"] == "12"  # zdb -C, read as the dynamic user
     assert by_parameter["ashift"]["status"] == "passed"
     # the default install predicts: the fit shipped beside the prior, loaded with numpy alone
-    assert advice["model"]["available"] and advice["model"]["version"].startswith("1+gp.prior-"), advice["model"]
+    assert advice["model"]["available"] and advice["model"]["version"].startswith(f"{MODEL_VERSION}+gp.prior-"), advice["model"]
     assert "loaded from prior-zfs2.3.gp.json" in journal(vm, 0)
     denied = [l for l in journal(vm, 0).splitlines() if re.search(r"denied|not permitted|EPERM|EACCES", l, re.I)]
     assert denied == []
@@ -502,7 +503,7 @@ def test_the_prober_unit_measures_the_candidates_the_model_chooses(installed):
                    "--pool tank --workload mysql --budget-probes 2 --plan-only", check=True)
     chosen_line = next(l for l in plan.stderr.splitlines() if l.startswith("candidates chosen"))
     print(f"\n{chosen_line}")
-    assert "by expected improvement (model 1+gp.prior-" in chosen_line, plan.stderr
+    assert f"by expected improvement (model {MODEL_VERSION}+gp.prior-" in chosen_line, plan.stderr
     chosen = set(chosen_line.split(": ", 1)[1].split(", "))
     assert len(chosen) == 2 and "recordsize=128K" in chosen, chosen
     # the pool idle (no writer of an earlier test, a txg committed), then one pass of the prober

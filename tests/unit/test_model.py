@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import math
+import statistics
 
 import pytest
 
@@ -81,14 +82,26 @@ def test_a_lab_row_and_the_store_record_it_came_from_are_one_point():
         assert lab.perf == local.perf and lab.settings == local.settings and lab.baseline == local.baseline
 
 
-def test_targets_are_ratios_to_the_cells_baseline():
+def test_targets_are_ratios_to_the_baseline_of_the_same_run():
     cell = [s for s in samples(load_csv()) if s.obs.cell == CELL]
-    base = [s.y_perf for s in cell if s.obs.baseline]
-    assert sum(math.exp(y) for y in base) / len(base) == pytest.approx(1.0) and len(base) >= 2
     rows = csv_rows()
-    mean_base = sum(float(r["iops"]) for r in rows if r["baseline"] == "1") / len(base)
-    first = next(s for s in cell if not s.obs.baseline)
-    assert math.exp(first.y_perf) * mean_base == pytest.approx(first.obs.perf)
+    runs = {r["run_id"] for r in rows}
+    for run in runs:
+        mine = [s for s in cell if s.obs.run == run]
+        base = [s.y_perf for s in mine if s.obs.baseline]
+        assert sum(math.exp(y) for y in base) / len(base) == pytest.approx(1.0) and len(base) >= 2
+        mean_base = statistics.fmean(float(r["iops"]) for r in rows if r["run_id"] == run and r["baseline"] == "1")
+        first = next(s for s in mine if not s.obs.baseline)
+        assert math.exp(first.y_perf) * mean_base == pytest.approx(first.obs.perf)
+
+
+def test_a_run_without_a_baseline_is_compared_with_the_cells():
+    observations = [o for o in load_csv() if o.cell == CELL]
+    runs = sorted({o.run for o in observations})
+    cut = [o for o in observations if not (o.run == runs[-1] and o.baseline)]
+    kept_base = statistics.fmean(o.perf for o in cut if o.baseline)
+    orphan = next(s for s in samples(cut) if s.obs.run == runs[-1] and not s.obs.baseline)
+    assert math.exp(orphan.y_perf) * kept_base == pytest.approx(orphan.obs.perf)
 
 
 def test_fixed_seed_same_predictions(prior_without_cell, grid):
@@ -144,8 +157,10 @@ def test_expected_improvement_starts_with_the_baseline_and_never_repeats(model, 
 def test_next_probe_candidates_reads_the_store(tmp_path):
     store = ProbeStore(connect(tmp_path))
     run = store.start_run("tank", "postgres", "data", {}, [], MIRROR2X2)
-    for r in csv_rows():
-        if r["value"] in ("128K", "8K"):
+    rows = csv_rows()
+    first_run = next(r["run_id"] for r in rows if r["value"] == "8K")  # 8K and the baseline beside it
+    for r in rows:
+        if r["value"] in ("128K", "8K") and r["run_id"] == first_run:
             store.add_result(result_row(r, run))
     store.end_run(run, "completed")
     store.conn.close()
@@ -184,6 +199,23 @@ def test_nested_caution_never_lets_the_judged_cell_choose_the_knob():
     assert set(cache) == {frozenset({c}) for c in three} | {frozenset(p) for p in combinations(three, 2)}
     fixed = evaluate(lambda: GPModel(seed=0, restarts=0), prior, 2, caution=results[0].caution)
     assert fixed[0].pick == results[0].pick
+
+
+def test_the_deviation_variance_widens_the_intervals_without_a_refit(model, grid):
+    from advisor.model.evaluation import with_deviation
+
+    narrow, wide = with_deviation(model, 0.0), with_deviation(model, 0.2)
+    assert wide.fitted.perf is model.fitted.perf and model.fitted.deviation != 0.2  # the original is untouched
+    a, b = narrow.predict([], grid).perf, wide.predict([], grid).perf
+    assert (b.sd >= a.sd - 1e-12).all() and (b.sd > a.sd + 1e-3).any()
+    assert list(a.mean) == pytest.approx(list(b.mean))  # no probe of the pool: the lab's means alone
+
+
+def test_evaluate_refuses_a_negative_deviation():
+    from advisor.cli import main
+
+    assert main(["evaluate", "--models", "gp", "--deviation", "-0.1"]) == 2
+    assert main(["evaluate", "--models", "gp", "--deviation", "wide"]) == 2
 
 
 # --- the shipped fit (advisor/model/fitted.py, advisor/model/gp.py) -------------------------------

@@ -20,6 +20,7 @@ from support import RECORDING, REPO
 from advisor.app import create_app
 from advisor.engine.models import Recommendation
 from advisor.engine.predicted import CandidatePrediction, PairEffect, ParameterPrediction, apply_predictions
+from advisor.model import MODEL_VERSION
 from advisor.settings import Settings
 from advisor.store.db import connect
 from advisor.store.probes import ProbeStore, ResultRow
@@ -35,7 +36,7 @@ async def test_recommend_carries_the_models_prediction(http_client, tmp_path):
     client = await http_client(create_app(Settings(root=str(RECORDING), state_dir=str(tmp_path / "state"))))
     answer = await (await client.get("/recommend", params={"workload": "postgres", "pool": "tank"})).json()
     model = answer["model"]
-    assert model["available"] and model["version"].startswith("1+gp.prior-") and model["lab_runs"] > 0
+    assert model["available"] and model["version"].startswith(f"{MODEL_VERSION}+gp.prior-") and model["lab_runs"] > 0
     rec = recordsize(answer)
     assert rec["source"] in ("model", "rule+model")
     assert f"from 0 probes on this pool and {model['lab_runs']} lab runs" in rec["explanation"]
@@ -45,7 +46,7 @@ async def test_recommend_carries_the_models_prediction(http_client, tmp_path):
     assert effect["interval"][0] <= effect["change_ratio"] <= effect["interval"][1]
     assert any(e["fact"].startswith("model.recordsize.") for e in rec["evidence"])
     text = await (await client.get("/recommend", params={"workload": "postgres", "pool": "tank", "format": "text"})).text()
-    assert "lab runs (model 1+gp.prior-" in text
+    assert f"lab runs (model {MODEL_VERSION}+gp.prior-" in text
     assert not (tmp_path / "state").exists()  # reading advice creates no database
     # 1M sequential I/O: a block size beyond what the lab measured, so no prediction
     media = await (await client.get("/recommend", params={"workload": "media", "pool": "tank"})).json()
@@ -116,7 +117,7 @@ def _recommend_with_blocked(*modules: str) -> tuple[dict, str]:
 @pytest.mark.parametrize("blocked", [(), ("sklearn", "scipy")], ids=["installed-or-not", "blocked"])
 def test_the_shipped_fit_answers_without_importing_scikit_learn(blocked):
     answer, imported = _recommend_with_blocked(*blocked)
-    assert answer["model"]["available"] and answer["model"]["version"].startswith("1+gp.prior-")
+    assert answer["model"]["available"] and answer["model"]["version"].startswith(f"{MODEL_VERSION}+gp.prior-")
     assert recordsize(answer)["source"] in ("model", "rule+model")
     assert recordsize(answer)["expected_effect"]["metric"] == "iops"
     assert imported == "[]"  # not even when installed: about 90 MB resident (docs/reliability.md)
