@@ -154,6 +154,8 @@ class ForegroundWatch:
         now = time.monotonic()
         for entry in self._entries():
             self._update(entry, now)
+        for seen in self._seen.values():  # a baseline, not a measurement: the last reading may be
+            seen.ops_rate = seen.bytes_rate = 0.0  # milliseconds old, and a rate over that is noise
         self._relist(now)
 
     def counters(self) -> tuple[IoSample, IoSample]:

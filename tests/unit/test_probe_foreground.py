@@ -188,6 +188,18 @@ def test_rates_are_per_second_of_the_time_since_the_datasets_last_reading(tmp_pa
     assert seen.bytes_per_second == pytest.approx((3 << 20) / ticks)
 
 
+def test_a_refresh_is_a_baseline_not_a_rate(tmp_path, pool):
+    """Two readings milliseconds apart (scratch_written, then the refresh at fio's start) must not
+    leave a rate behind for datasets the next polls do not read again yet."""
+    for i in range(20):
+        pool.create(f"tank/many/ds{i:02d}")
+    watch = _watch(tmp_path, budget=0.0)
+    watch.scratch_written()  # reads every dataset once (the first call finds them)
+    pool.write("tank/many/ds19", 1, 4096)  # a trickle between the two readings
+    watch.refresh()
+    assert watch.poll().bytes_per_second == 0
+
+
 def test_counters_split_foreground_and_scratch_totals(tmp_path, pool):
     pool.create(SCRATCH)
     watch = _watch(tmp_path)
