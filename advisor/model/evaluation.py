@@ -65,17 +65,12 @@ def _worst_p99_ratio(samples: list[Sample]) -> float | None:
 def oracle(grid: dict[tuple, list[Sample]]) -> tuple:
     """The measured best of a cell's grid (advisor/engine/measured.py measured_best), on ratios to
     the baseline: with one run per cell the same as on raw means."""
-    def mean(key: tuple) -> float:
-        return _mean_ratio(grid[key])
-
-    def worst_p99(key: tuple) -> float | None:
-        return _worst_p99_ratio(grid[key])
-
     base = next(k for k, rs in grid.items() if rs[0].obs.baseline)
-    limit = worst_p99(base) * WRITE_P99_TOLERANCE if worst_p99(base) else None
-    ranked = sorted(grid, key=lambda k: -mean(k))
+    base_p99 = _worst_p99_ratio(grid[base])
+    limit = base_p99 * WRITE_P99_TOLERANCE if base_p99 else None
+    ranked = sorted(grid, key=lambda k: -_mean_ratio(grid[k]))
     for k in ranked:
-        p99 = worst_p99(k)
+        p99 = _worst_p99_ratio(grid[k])
         if limit is None or p99 is None or p99 <= limit:
             return k
     return ranked[0]

@@ -134,10 +134,10 @@ class ForegroundWatch:
         seen.reading, seen.at = reading, now
         return seen
 
-    def _relist(self, now: float) -> None:
+    def _relist(self, now: float, entries: list[str] | None = None) -> None:
         """Datasets created since the last listing are read, destroyed ones forgotten, and
         the round starts again over the datasets that are not scratch."""
-        entries = self._entries()
+        entries = self._entries() if entries is None else entries
         for gone in set(self._seen) - set(entries):
             del self._seen[gone]
             self._scratch.discard(gone)
@@ -152,11 +152,12 @@ class ForegroundWatch:
     def refresh(self) -> None:
         """Read every objset now (a new scratch child is found), and start a round."""
         now = time.monotonic()
-        for entry in self._entries():
+        entries = self._entries()
+        for entry in entries:
             self._update(entry, now)
         for seen in self._seen.values():  # a baseline, not a measurement: the last reading may be
             seen.ops_rate = seen.bytes_rate = 0.0  # milliseconds old, and a rate over that is noise
-        self._relist(now)
+        self._relist(now, entries)
 
     def counters(self) -> tuple[IoSample, IoSample]:
         """(foreground, scratch) cumulative reads+writes and bytes read+written, read now."""
