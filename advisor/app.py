@@ -20,6 +20,7 @@ from advisor.api import facts, health, metrics, openapi, pools, probes, recommen
 from advisor.api.auth import auth_middleware
 from advisor.api.errors import error_middleware
 from advisor.api.shared import Bodies, HeapFreezer, WorkLimiter
+from advisor.memory import release_freed_memory
 from advisor.appkeys import (ADVICE, BODIES, EXPORT_OPTIONS, EXPORTER, FACTS, LIMITER, MODEL, RULEBOOK, SETTINGS,
                              WEB_CONFIG)
 from advisor.engine.advice import Advice
@@ -82,6 +83,7 @@ async def _background_refresh(app: web.Application) -> AsyncIterator[None]:
 
     async def after_refresh(commands: CommandFacts) -> None:
         await metrics.warm(app, commands)
+        await asyncio.to_thread(release_freed_memory)  # the parse's and the render's temporaries
         heap.freeze()  # the new facts are long-lived: out of the full GC passes (advisor/api/shared.py)
 
     task = asyncio.create_task(app[FACTS].run(after_refresh=after_refresh))

@@ -28,10 +28,11 @@ class FactsJson:
         head = host.model_dump_json(exclude={"datasets"}).encode()
         parts = [head[:-1] + b',"datasets":[']
         last, kept = self._chunks, {}
-        for start in range(0, len(host.datasets), CHUNK):
+        replaced = list(last)  # the last build's keys, in order (a dict keeps its insertion order)
+        for n, start in enumerate(range(0, len(host.datasets), CHUNK)):
             group = host.datasets[start:start + CHUNK]
             key = tuple(map(id, group))
-            known = last.get(key)
+            known = last.pop(key, None)
             if known is not None and all(ref() is d for ref, d in zip(known[0], group)):
                 body = known[1]
             else:
@@ -39,6 +40,12 @@ class FactsJson:
                 self.serialised += 1
             kept[key] = (tuple(map(weakref.ref, group)), body)
             parts.append(body)
+            # The last build's chunk at this place goes now, not at the end: with the previous
+            # body no longer cached, only responses still sending it hold it, so a rebuild of
+            # every chunk (after each `zfs get`, which makes every dataset anew) does not hold
+            # two 20 MB bodies at its end.
+            if n < len(replaced):
+                last.pop(replaced[n], None)
         parts.append(b"]}")
         self._chunks = kept  # one assignment: a build in another thread sees the old or the new
         return tuple(parts)

@@ -21,8 +21,6 @@ import asyncio
 import contextlib
 import gc
 import time
-import ctypes
-import ctypes.util
 import logging
 import sys
 from typing import Any, AsyncIterator, Awaitable, Callable, Hashable
@@ -34,6 +32,7 @@ from aiohttp import payload, web
 from advisor.api.errors import json_error
 from advisor.api.facts_body import FactsJson
 from advisor.logs import RateLimitedLog
+from advisor.memory import release_freed_memory
 
 log = logging.getLogger(__name__)
 _busy_log = RateLimitedLog(log, interval=60.0)
@@ -46,26 +45,31 @@ Body = bytes | tuple[bytes, ...]  # a body in one piece, or in chunks sent one a
 
 class SlicedBody(payload.Payload):
     """A body (bytes, or a tuple of byte chunks never joined into one) written SLICE at a time,
-    draining the socket and letting the event loop run between slices."""
+    draining the socket and letting the event loop run between slices.
+
+    It lets go of each chunk once the chunk is sent: when a new generation's body replaces this
+    one, the old chunks are freed as the responses still sending them move on, instead of all of
+    them staying alive (a second 20 MB /v1/facts body) until the slowest of those responses ends."""
 
     def __init__(self, body: Body, content_type: str) -> None:
-        chunks = (body,) if isinstance(body, bytes) else body
-        super().__init__(chunks, content_type=content_type)
+        chunks = [body] if isinstance(body, bytes) else list(body)
+        super().__init__(None, content_type=content_type)
         self._size = sum(len(c) for c in chunks)
+        self._unsent = chunks[::-1]  # popped from the end: the next chunk to send is last
 
     def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
-        return b"".join(self._value).decode(encoding, errors)
+        return b"".join(reversed(self._unsent)).decode(encoding, errors)
 
     async def as_bytes(self, encoding: str = "utf-8", errors: str = "strict") -> bytes:
-        return b"".join(self._value)
+        return b"".join(reversed(self._unsent))
 
     async def write(self, writer: Any) -> None:
         await self.write_with_length(writer, None)
 
     async def write_with_length(self, writer: Any, content_length: int | None) -> None:
         left = self._size if content_length is None else min(content_length, self._size)
-        for chunk in self._value:
-            view = memoryview(chunk)[:left]
+        while self._unsent and left > 0:
+            view = memoryview(self._unsent.pop())[:left]
             for start in range(0, len(view), SLICE):
                 await writer.write(view[start:start + SLICE])  # aiohttp drains once its buffer passes 64 KB
                 # and a drain returns at once while the kernel takes the bytes: without a turn of the
@@ -73,8 +77,7 @@ class SlicedBody(payload.Payload):
                 # /healthz waited
                 await asyncio.sleep(0)
             left -= len(view)
-            if left <= 0:
-                break
+            del view  # the chunk is free to go once no other response holds it
 
 
 def body_response(body: Body, headers: dict[str, str]) -> web.Response:
@@ -115,18 +118,6 @@ class SharedBodies:
             await asyncio.to_thread(release_freed_memory)
 
 
-def _glibc(name: str) -> Callable[..., int] | None:
-    """A glibc function by name; None on other C libraries."""
-    try:
-        return getattr(ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6"), name)
-    except (OSError, AttributeError):  # not glibc
-        return None
-
-
-_TRIM = _glibc("malloc_trim")
-_M_MMAP_THRESHOLD = -3  # glibc malloc.h
-
-
 # How long a worker thread may keep the GIL while the event loop asks for it (Python's default
 # is 5 ms). The loop gives the GIL up for every select() and socket send; with a render or a
 # command parse running in a thread it waited up to 5 ms to get it back each time, and tens of
@@ -137,26 +128,6 @@ LOOP_SWITCH_INTERVAL_SECONDS = 0.0005
 def favour_the_event_loop(interval: float = LOOP_SWITCH_INTERVAL_SECONDS) -> None:
     """Shorten the GIL switch interval (sys.setswitchinterval) for the service process."""
     sys.setswitchinterval(interval)
-
-
-def keep_big_blocks_apart(threshold: int = 128 * 1024) -> None:
-    """Have glibc map every block of `threshold` bytes or more on its own (mallopt
-    M_MMAP_THRESHOLD), so a 20 MB body or the chunks of one go back to the kernel when freed.
-
-    By default glibc raises that threshold each time such a block is freed (up to 32 MB), after
-    which bodies come from the heap, between long-lived facts, and stay resident: a /v1/facts
-    body at 10,000 datasets, built and held, took 39 MB resident by default, 20 MB (the body) with this.
-    Called once by the service at start-up; nothing on other C libraries."""
-    if (mallopt := _glibc("mallopt")) is not None:
-        mallopt(_M_MMAP_THRESHOLD, threshold)
-
-
-def release_freed_memory() -> None:
-    """Give the heap's free pages back to the kernel (glibc's malloc_trim). Building a body at
-    10,000 datasets frees tens of megabytes of temporaries that glibc would otherwise keep
-    mapped: measured 199 -> 177 MB after a /metrics render (docs/reliability.md)."""
-    if _TRIM is not None:
-        _TRIM(0)
 
 
 class Bodies:

@@ -13,7 +13,8 @@ from aiohttp import web
 
 from advisor import __version__, systemd
 from advisor.api.errors import JsonErrorAppRunner, loop_exception_handler
-from advisor.api.shared import favour_the_event_loop, keep_big_blocks_apart
+from advisor.api.shared import favour_the_event_loop
+from advisor.memory import keep_big_blocks_apart
 from advisor.appkeys import WEB_CONFIG
 from advisor.app import create_app
 from advisor.cli.common import add_subcommand, settings

@@ -61,6 +61,34 @@ def lines_in_blocks(text: str, block: int = 1 << 20) -> Iterator[str]:
         start = cut
 
 
+# Classes whose instances' attribute dicts share one key table, one class per tuple of names.
+_ROW_CLASSES: dict[tuple[str, ...], type] = {}
+_MAX_ROW_CLASSES = 64
+_MAX_SHARED_KEYS = 30  # CPython shares at most 30 keys (SHARED_KEYS_MAX_SIZE, Objects/dictobject.c)
+
+
+def compact_dict(items: dict[str, object]) -> dict[str, object]:
+    """The same mapping as a dict whose key table is shared with every other dict of the same
+    names in the same order (CPython's split-table dicts, PEP 412): at 10,000 datasets, one
+    properties dict and one I/O counter dict each, about 830 bytes a dict become 300.
+
+    It is a plain `dict` (equal, serialised and copied like any), made as the attribute dict of
+    an instance of a class kept for that tuple of names.  Names that could be a class's own
+    attributes (dunder names), or too many names, get the dict back unchanged."""
+    names = tuple(items)
+    if not 0 < len(names) <= _MAX_SHARED_KEYS or any(type(n) is not str or n.startswith("__") for n in names):
+        return items
+    cls = _ROW_CLASSES.get(names)
+    if cls is None:
+        if len(_ROW_CLASSES) >= _MAX_ROW_CLASSES:
+            return items
+        cls = _ROW_CLASSES[names] = type("_Row", (), {})
+    row = cls()
+    for name, value in items.items():
+        setattr(row, name, value)
+    return row.__dict__
+
+
 def interned(name: str) -> str:
     """One shared string object per distinct name: property and counter names repeat on every
     dataset (28 `zfs get` properties and 27 objset counters each, 550,000 strings at 10,000

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from advisor.facts import KStat
 from advisor.host.files import HostFiles
 from advisor.host.kstat import KSTAT_DIR, parse_named_kstat
-from advisor.host.parsing import ParseError
+from advisor.host.parsing import ParseError, compact_dict
 
 
 @dataclass
@@ -97,6 +97,7 @@ def read_objsets(
                 errors.append(f"{entry}: {exc}")
             continue
         name = kstat.values.pop("dataset_name", None)
+        kstat.values = compact_dict(kstat.values)  # one per dataset: 10,000 and more
         if isinstance(name, str) and name:
             found[name] = kstat
             if cache is not None:

@@ -25,6 +25,7 @@ import time
 from typing import Awaitable, Callable
 
 from advisor.host.collect import CollectCache, Collection, CommandFacts, assemble, run_commands
+from advisor.memory import release_freed_memory
 from advisor.host.snapshot import host_view
 
 log = logging.getLogger(__name__)
@@ -116,6 +117,11 @@ class FactsProvider:
             self._collecting = asyncio.create_task(self._collect(wait_seconds))
         return await asyncio.shield(self._collecting)
 
+    def _assemble(self, commands: CommandFacts | None) -> Collection:
+        collection = assemble(self.files, commands, self._replayed_at, self._cache)
+        release_freed_memory()
+        return collection
+
     async def _collect(self, wait_seconds: float | None) -> Collection:
         try:
             commands = self._commands
@@ -128,7 +134,7 @@ class FactsProvider:
                 except Exception:  # a bug in a source: serve the last good output, the log says why
                     log.exception("zpool/zfs command run failed")
                     commands = self._commands
-            collection = await asyncio.to_thread(assemble, self.files, commands, self._replayed_at, self._cache)
+            collection = await asyncio.to_thread(self._assemble, commands)
             collection.stale = self.commands_overdue()
             self.collections += 1
             self._last, self._last_at = collection, time.monotonic()

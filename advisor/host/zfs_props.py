@@ -6,7 +6,7 @@ One call for every filesystem and volume, a fixed property list (asking for
 from __future__ import annotations
 
 from advisor.facts import Dataset, Property, fields_set
-from advisor.host.parsing import INT_MAX, ParseError, interned, lines_in_blocks, shown
+from advisor.host.parsing import INT_MAX, ParseError, compact_dict, interned, lines_in_blocks, shown
 
 # Present in every OpenZFS >= 2.1 (an unknown name fails the whole call).
 TUNING_PROPERTIES = (
@@ -78,5 +78,5 @@ def parse_zfs_get(stdout: str) -> list[Dataset]:
         kind = p["type"].value if "type" in p else "filesystem"
         if kind not in ("filesystem", "volume"):
             continue
-        datasets.append(Dataset.model_construct(_DATASET_FIELDS, name=name, type=kind, properties=p))
+        datasets.append(Dataset.model_construct(_DATASET_FIELDS, name=name, type=kind, properties=compact_dict(p)))
     return datasets

@@ -1,6 +1,7 @@
 """Facts at 10,000 datasets stay small: names shared, no per-instance copies, replayed output not held."""
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 
@@ -8,7 +9,7 @@ import pytest
 from support import REPO, recorded_snapshots
 
 from advisor.host import kstat, zfs_props
-from advisor.host.parsing import lines_in_blocks
+from advisor.host.parsing import compact_dict, lines_in_blocks
 from advisor.host.snapshot import collect_from_root, open_snapshot
 
 SNAPSHOTS = recorded_snapshots("idle")
@@ -68,10 +69,10 @@ async def test_replay_reads_recorded_output_when_asked(tmp_path):
 
 
 @pytest.mark.skipif(not SNAPSHOTS, reason="no recorded lab snapshot yet")
-async def test_facts_json_in_chunks_reuses_unchanged_datasets(tmp_path):
+async def test_facts_json_in_chunks_reuses_unchanged_datasets(tmp_path, monkeypatch):
     import gzip
-    import json
 
+    from advisor.api import facts_body
     from advisor.api.facts_body import CHUNK, FactsJson
     from advisor.exporters.negotiation import gzipped_parts
 
@@ -93,3 +94,55 @@ async def test_facts_json_in_chunks_reuses_unchanged_datasets(tmp_path):
     assert renderer.serialised == built + 1  # only the chunk holding the changed dataset
     assert json.loads(b"".join(third))["datasets"][CHUNK + 1]["io"] is None
     assert gzip.decompress(gzipped_parts(third)) == b"".join(third)
+
+    # Every dataset new (as after each `zfs get`): each old chunk is let go as its place is
+    # rebuilt, so at no time does the renderer hold two bodies.
+    body = sum(map(len, third))
+    held: list[int] = []  # bytes of the last build and of this one held, at each serialisation
+
+    class Recording:
+        def dump_json(self, group):
+            held.append(sum(len(c) for _, c in renderer._chunks.values()) + sum(map(len, built_now)))
+            built_now.append(real.dump_json(group))
+            return built_now[-1]
+
+    real, built_now = facts_body._DATASETS, []
+    monkeypatch.setattr(facts_body, "_DATASETS", Recording())
+    fresh = host.model_copy(update={"datasets": [d.model_copy() for d in host.datasets]})
+    fourth = renderer.chunks(fresh)
+    assert len(held) == len(third) - 2  # every chunk rebuilt
+    biggest = max(map(len, third))
+    assert max(held) <= body + biggest, f"{max(held)} bytes held while a {body}-byte body was rebuilt"
+    assert json.loads(b"".join(fourth)) == json.loads(host.model_dump_json())
+
+
+@pytest.mark.parametrize("items", [
+    {"writes": 1, "nread": 7}, {"type": "a", "used": "1"}, {}, {"__class__": 1, "x": 2},
+    {f"k{i}": i for i in range(40)},
+])
+def test_compact_dict_is_the_same_dict(items):
+    compact = compact_dict(dict(items))
+    assert type(compact) is dict and compact == items and list(compact) == list(items)
+    assert json.dumps(compact) == json.dumps(items)
+    compact["new"] = 1  # still a dict like any other
+    assert compact["new"] == 1
+
+
+def test_compact_dicts_of_the_same_names_are_smaller_than_plain_ones():
+    names = [f"counter_{i}" for i in range(26)]
+    plain = dict(zip(names, range(26)))
+    compact = compact_dict(dict(plain))
+    assert sys.getsizeof(compact) < sys.getsizeof(plain) / 2
+
+
+def test_parsed_datasets_and_counters_use_compact_dicts():
+    rows = [f"tank/ds{i}\t{p}\t{'filesystem' if p == 'type' else i}\t-"
+            for i in range(2) for p in zfs_props.TUNING_PROPERTIES]
+    a, b = zfs_props.parse_zfs_get("\n".join(rows) + "\n")
+    plain = dict(a.properties)
+    assert a.properties == plain and sys.getsizeof(a.properties) < sys.getsizeof(plain) / 2
+    text = "1 1 0x01 27 0 1 2\nname type data\ndataset_name 7 tank/a\n" + "".join(
+        f"counter_{i} 4 {i}\n" for i in range(26))
+    values = kstat.parse_named_kstat(text).values
+    values.pop("dataset_name")
+    assert sys.getsizeof(compact_dict(values)) < sys.getsizeof(dict(values)) / 2

@@ -107,7 +107,8 @@ async def test_probe_ids_and_limits_in_other_digits_are_a_400(http_client):
 def test_the_service_favours_the_event_loop_for_the_gil():
     import sys
 
-    from advisor.api.shared import LOOP_SWITCH_INTERVAL_SECONDS, favour_the_event_loop, keep_big_blocks_apart
+    from advisor.api.shared import LOOP_SWITCH_INTERVAL_SECONDS, favour_the_event_loop
+    from advisor.memory import keep_big_blocks_apart
 
     before = sys.getswitchinterval()
     try:
@@ -117,3 +118,34 @@ def test_the_service_favours_the_event_loop_for_the_gil():
         assert len(bytes(4 << 20)) == 4 << 20
     finally:
         sys.setswitchinterval(before)
+
+
+async def test_a_sliced_body_lets_go_of_each_chunk_once_sent():
+    from advisor.api.shared import SLICE, SlicedBody
+
+    chunks = (b"a" * (SLICE + 10), b"b" * 5, b"c" * (2 * SLICE))
+    body = SlicedBody(chunks, "application/json")
+    sent, unsent_at_write = [], []
+
+    class Writer:
+        async def write(self, data):
+            sent.append(bytes(data))
+            unsent_at_write.append(sum(len(c) for c in body._unsent))
+
+    assert body.size == sum(map(len, chunks)) and await body.as_bytes() == b"".join(chunks)
+    await body.write_with_length(Writer(), None)
+    assert b"".join(sent) == b"".join(chunks)
+    # while the first chunk is sent the others are still held; while the last is, nothing else
+    assert unsent_at_write[0] == len(chunks[1]) + len(chunks[2]) and unsent_at_write[-1] == 0
+    assert not body._unsent
+
+
+def test_cached_collector_text_is_kept_compressed_when_large():
+    from advisor.exporters.collector import CachedText
+
+    big = b"".join(b'zfs_dataset_used_bytes{name="tank/ds%d",pool="tank"} %d\n' % (i, i * 4096)
+                   for i in range(20_000))
+    cached = CachedText(big)
+    assert cached.text() == big and len(cached._data) < len(big) / 5
+    small = b"zfs_up 1\n"
+    assert CachedText(small).text() is small
