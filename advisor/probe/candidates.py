@@ -6,6 +6,8 @@ parameter is always part of the plan: effects are ratios against it.
 """
 from __future__ import annotations
 
+import math
+
 import re
 from typing import Literal
 
@@ -91,10 +93,24 @@ def parse_candidate_spec(spec: str) -> list[Candidate]:
 
 
 def recordsize_grid(block_size: str) -> list[str]:
-    """The workload's I/O size, its double and quadruple, and the 128K default."""
+    """Six consecutive powers of two from 4K to 1M: up to 8 times the workload's I/O size and at
+    least up to the 128K default (4K-128K for pages of 4K-16K, 32K-1M for 128K I/O).  The lab
+    prior measured the same grid for each of its workloads (docs/prior.md), so the model predicts
+    every value it is asked about from measurements of that value."""
     try:
         size = parse_size(block_size)
     except ValueError:
         size = 8192
-    values = [size, size * 2, size * 4, 128 << 10]
-    return [format_size(v) for v in sorted({min(v, 1 << 20) for v in values if v >= 4096})]
+    top = min(1 << 20, max(128 << 10, size * 8))
+    top = 1 << (top.bit_length() - 1)  # a power of two
+    return [format_size(top >> shift) for shift in range(5, -1, -1) if top >> shift >= 4096]
+
+
+def nearest_first(values: list[str], block_size: str) -> list[str]:
+    """`values` (sizes) nearest the I/O size first, in doublings, the larger first between two
+    as near: a plan whose budget cannot take the whole grid drops the values farthest from it."""
+    try:
+        size = parse_size(block_size)
+    except ValueError:
+        size = 8192
+    return sorted(values, key=lambda v: (abs(math.log2(parse_size(v) / size)), -parse_size(v)))

@@ -17,7 +17,7 @@ from advisor.host.kstat import read_named_kstat
 from advisor.host.runner import CommandRunner
 from advisor.names import check_pool_name
 from advisor.probe import evidence as evidence_module
-from advisor.probe.candidates import Candidate, make_candidate, recordsize_grid
+from advisor.probe.candidates import Candidate, make_candidate, nearest_first, recordsize_grid
 from advisor.probe.fio_job import Hygiene, JobError, build_job
 from advisor.probe.modparams import ModuleParamError, ModuleParams, ParamGuard, restore_leftovers
 from advisor.probe.plan import Budget, Plan, estimate_seconds, fit_runtime
@@ -78,7 +78,7 @@ class ProbeService:
         if candidates is None:
             block = wl.io.block_size
             page = params.get("page_size") or (wl.parameters["page_size"].default if "page_size" in wl.parameters else None)
-            grid = recordsize_grid(page or block)
+            grid = nearest_first(recordsize_grid(page or block), page or block)
             candidates = [make_candidate("recordsize", v, baseline=(v == "128K")) for v in grid]
         if not any(c.baseline for c in candidates):
             raise PlanError("a plan needs a baseline candidate (the value the others are compared with)")

@@ -20,7 +20,9 @@ def service(tmp_path):
 
 def test_default_plan_is_a_recordsize_grid_with_the_default_as_baseline(service):
     plan = service.plan("tank", "postgres", Budget(seconds=600))
-    assert [(c.value, c.baseline) for c in plan.candidates] == [("128K", True), ("8K", False), ("16K", False), ("32K", False)]
+    # the prior's grid (docs/prior.md), nearest the 8K page first
+    assert [(c.value, c.baseline) for c in plan.candidates] == [
+        ("128K", True), ("8K", False), ("16K", False), ("4K", False), ("32K", False), ("64K", False)]
     assert plan.repeats == 2 and plan.estimated_seconds <= 600
     assert plan.working_set_bytes == 4 * (256 << 20)  # 4 jobs x the 256M default file cap
     assert plan.arc_max_bytes == 256 << 20  # a quarter of the working set, above c_min + 64M
@@ -30,7 +32,8 @@ def test_default_plan_is_a_recordsize_grid_with_the_default_as_baseline(service)
 def test_small_budget_drops_candidates_and_says_which(service):
     plan = service.plan("tank", "postgres", Budget(seconds=150))
     assert plan.candidates[0].baseline and plan.dropped
-    assert len(plan.candidates) + len(plan.dropped) == 4
+    assert len(plan.candidates) + len(plan.dropped) == 6
+    assert [c.value for c in plan.candidates[1:]] == ["8K", "16K", "4K", "32K", "64K"][:len(plan.candidates) - 1]
     with pytest.raises(PlanError, match="too small"):
         service.plan("tank", "postgres", Budget(seconds=20))
 

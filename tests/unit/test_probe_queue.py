@@ -136,9 +136,11 @@ def test_choose_candidates_measures_what_this_pool_has_not_measured(tmp_path):
     assert choose_candidates(plan, []) == plan.candidates + plan.dropped
     history = [summarize("recordsize", [_result(1, "128K", 400, True), _result(1, "8K", 1100, False)])]
     chosen = choose_candidates(plan, history)
-    assert [(c.value, c.baseline) for c in chosen] == [("128K", True), ("16K", False), ("32K", False)]
+    assert [(c.value, c.baseline) for c in chosen] == [
+        ("128K", True), ("16K", False), ("4K", False), ("32K", False), ("64K", False)]
     everything = history + [summarize("recordsize", [_result(2, "128K", 400, True), _result(2, "16K", 900, False),
-                                                     _result(2, "32K", 800, False)])]
+                                                     _result(2, "4K", 700, False), _result(2, "32K", 800, False),
+                                                     _result(2, "64K", 600, False)])]
     assert choose_candidates(plan, everything) == []
 
 

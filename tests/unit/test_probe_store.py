@@ -140,8 +140,8 @@ def test_one_probe_per_pool(tmp_path):
 
 
 def test_candidates():
-    assert recordsize_grid("8K") == ["8K", "16K", "32K", "128K"]
-    assert recordsize_grid("1M") == ["128K", "1M"]
+    assert recordsize_grid("8K") == ["4K", "8K", "16K", "32K", "64K", "128K"]
+    assert recordsize_grid("1M") == recordsize_grid("128K") == ["32K", "64K", "128K", "256K", "512K", "1M"]
     cands = parse_candidate_spec("recordsize=8K,16K,128K")
     assert [c.baseline for c in cands] == [False, False, True]
     assert cands[0].dataset_properties()["recordsize"] == "8K" and cands[0].key == "recordsize-8K"
