@@ -92,6 +92,11 @@ def with_deviation(model, deviation: float | None):
     (advisor/model/gp.py): no refit, the deviation only enters the predictions."""
     from advisor.model.gp import GPPredictor
 
+    if deviation is not None and getattr(model, "by_workload", None) is not None:  # WorkloadGP: each of its GPs
+        twin = copy.copy(model)
+        twin.overall = with_deviation(model.overall, deviation)
+        twin.by_workload = {w: with_deviation(m, deviation) for w, m in model.by_workload.items()}
+        return twin
     if deviation is None or not isinstance(getattr(model, "fitted", None), GPPredictor):
         return model
     twin = copy.copy(model)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import math
 import statistics
+from dataclasses import replace
 
 import pytest
 
@@ -283,3 +284,22 @@ def test_refitting_a_file_that_is_no_prior_is_refused_with_the_reason(tmp_path, 
         assert fitted.main(["--csv", str(path)]) == 2
         assert str(path) in capsys.readouterr().err
         assert not fitted.fitted_path(path).exists()
+
+
+def test_the_per_workload_gp_predicts_from_its_workloads_rows(prior_without_cell, grid):
+    from advisor.model.evaluation import with_deviation
+    from advisor.model.regress import WorkloadGP
+
+    # two workloads with two layouts each, one workload on one layout only
+    keep = {"zfs2.3.2/hdd-stripe5/postgres", "zfs2.3.2/hdd-raidz1x4/postgres", "zfs2.3.2/hdd-stripe5/mysql",
+            "zfs2.3.2/hdd-raidz1x4/mysql", "zfs2.3.2/ssd-mirror2x2/sqlite"}
+    prior = [s for s in prior_without_cell if s.obs.cell in keep]
+    model = WorkloadGP(seed=0, restarts=0).fit(prior)
+    assert sorted(model.by_workload) == ["mysql", "postgres"]  # sqlite: one layout, the overall GP
+    postgres_alone = GPModel(seed=0, restarts=0).fit([s for s in prior if s.obs.workload == "postgres"])
+    ours, theirs = model.predict([], grid).perf, postgres_alone.predict([], grid).perf
+    assert list(ours.mean) == pytest.approx(list(theirs.mean)) and list(ours.sd) == pytest.approx(list(theirs.sd))
+    sqlite = [replace(q, workload="sqlite") for q in grid]
+    assert list(model.predict([], sqlite).perf.mean) == pytest.approx(list(model.overall.predict([], sqlite).perf.mean))
+    wide = with_deviation(model, 0.2)  # the deviation reaches every GP of it
+    assert wide.by_workload["postgres"].fitted.deviation == 0.2 and model.by_workload["postgres"].fitted.deviation != 0.2
