@@ -100,7 +100,7 @@ def with_deviation(model, deviation: float | None):
     if deviation is None or not isinstance(getattr(model, "fitted", None), GPPredictor):
         return model
     twin = copy.copy(model)
-    twin.fitted = GPPredictor(model.fitted.perf, model.fitted.p99, deviation)
+    twin.fitted = model.fitted.with_deviation(deviation)
     twin.deviation = deviation
     return twin
 

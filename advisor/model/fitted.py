@@ -53,6 +53,9 @@ def to_document(model: Any, csv_path: Path, lab_rows: int) -> dict[str, Any]:
         "fitted_with": {"scikit-learn": sklearn.__version__, "scipy": scipy.__version__, "numpy": numpy.__version__},
         "kernels": model.kernels,
         "perf": f.perf.to_json(), "write_p99": f.p99.to_json() if f.p99 is not None else None,
+        # the same GPs conditioned on each workload's rows alone (advisor/model/gp.py GPPredictor)
+        "by_workload": {w: {"perf": perf.to_json(), "write_p99": p99.to_json() if p99 is not None else None}
+                        for w, (perf, p99) in f.by_workload.items()},
     }
 
 
@@ -75,9 +78,12 @@ def load(csv_path: Path) -> tuple[Any, dict[str, Any]]:
     try:
         perf = FittedGP.from_json(doc["perf"])
         p99 = FittedGP.from_json(doc["write_p99"]) if doc.get("write_p99") else None
-    except (KeyError, TypeError, ValueError, ArithmeticError) as exc:  # LinAlgError is a ValueError
+        by_workload = {str(w): (FittedGP.from_json(d["perf"]),
+                                FittedGP.from_json(d["write_p99"]) if d.get("write_p99") else None)
+                       for w, d in doc["by_workload"].items()}
+    except (KeyError, TypeError, ValueError, ArithmeticError, AttributeError) as exc:  # LinAlgError is a ValueError
         raise FittedError(f"{path.name} is damaged: {exc}") from None
-    return GPPredictor(perf, p99), doc
+    return GPPredictor(perf, p99, by_workload=by_workload), doc
 
 
 def fit_document(csv_path: Path) -> dict[str, Any]:
@@ -106,16 +112,21 @@ def _predictions_agree(a: dict[str, Any], b: dict[str, Any], csv_path: Path, tol
     from advisor.model.gp import FittedGP, matrix
 
     X = matrix(load_csv(csv_path))
-    for target in ("perf", "write_p99"):
-        if (a.get(target) is None) != (b.get(target) is None):
-            return f"{target}: fitted in one file only"
-        if a.get(target) is None:
-            continue
-        mu_a, cov_a = FittedGP.from_json(a[target]).predict(X)
-        mu_b, cov_b = FittedGP.from_json(b[target]).predict(X)
-        worst = max(float(np.abs(mu_a - mu_b).max()), float(np.sqrt(np.abs(np.diag(cov_a) - np.diag(cov_b))).max()))
-        if worst > tolerance:
-            return f"{target}: predictions differ by up to {worst:.4f} (log ratio; tolerance {tolerance})"
+    if sorted(a.get("by_workload") or {}) != sorted(b.get("by_workload") or {}):
+        return "the workloads with GPs of their own differ"
+    pairs = [("", a, b)] + [(f"{w} ", a["by_workload"][w], b["by_workload"][w]) for w in sorted(a.get("by_workload") or {})]
+    for label, doc_a, doc_b in pairs:
+        for target in ("perf", "write_p99"):
+            if (doc_a.get(target) is None) != (doc_b.get(target) is None):
+                return f"{label}{target}: fitted in one file only"
+            if doc_a.get(target) is None:
+                continue
+            mu_a, cov_a = FittedGP.from_json(doc_a[target]).predict(X)
+            mu_b, cov_b = FittedGP.from_json(doc_b[target]).predict(X)
+            worst = max(float(np.abs(mu_a - mu_b).max()),
+                        float(np.sqrt(np.abs(np.diag(cov_a) - np.diag(cov_b))).max()))
+            if worst > tolerance:
+                return f"{label}{target}: predictions differ by up to {worst:.4f} (log ratio; tolerance {tolerance})"
     return None
 
 

@@ -150,19 +150,47 @@ def condition(fitted: FittedGP, local: list[Observation], y_local: list[float], 
     return Dist(mu[n:] + S_ql @ alpha, S[n:, n:] - V.T @ V, noise)
 
 
+def conditioned_on(fitted: FittedGP, rows: np.ndarray) -> FittedGP:
+    """The same GP (constant, length scales, noise: the hyperparameters fitted on every row)
+    conditioned on the training rows selected by the boolean mask `rows` alone.  The targets are
+    recovered from the fit itself: (K + noise I) α = y."""
+    K = fitted._k(fitted.X_train, fitted.X_train) + (fitted.noise + JITTER) * np.eye(len(fitted.X_train))
+    y = (K @ fitted.alpha)[rows]
+    X = fitted.X_train[rows]
+    K_rows = fitted._k(X, X) + (fitted.noise + JITTER) * np.eye(len(X))
+    return FittedGP(fitted.constant, fitted.length_scales, fitted.noise, fitted.keep, X, np.linalg.solve(K_rows, y))
+
+
 class GPPredictor:
     """Predictions of the fitted lab GP (write p99 when the lab had enough rows of it),
-    conditioned on this pool's probes: the `predict(local, queries)` of every model."""
+    conditioned on this pool's probes: the `predict(local, queries)` of every model.
+
+    For a workload the lab measured on several layouts, the GP is conditioned on that workload's
+    lab rows alone (`by_workload`: the same hyperparameters, fitted on every row): the other
+    workloads teach the kernel how settings and pools vary, but their own best values pull a
+    prediction the wrong way (docs/model.md: MySQL's 16K pulled PostgreSQL's towards 16K)."""
     name = "gp"
 
-    def __init__(self, perf: FittedGP, p99: FittedGP | None, deviation: float = LOCAL_DEVIATION_VARIANCE):
+    def __init__(self, perf: FittedGP, p99: FittedGP | None, deviation: float = LOCAL_DEVIATION_VARIANCE,
+                 by_workload: dict[str, tuple[FittedGP, FittedGP | None]] | None = None):
         self.perf, self.p99, self.deviation = perf, p99, deviation
+        self.by_workload = by_workload or {}
+
+    def with_deviation(self, deviation: float) -> GPPredictor:
+        return GPPredictor(self.perf, self.p99, deviation, self.by_workload)
+
+    def fits_for(self, queries: list[Observation]) -> tuple[FittedGP, FittedGP | None]:
+        """(perf, write p99) GPs for the queries: their workload's, when they share one that has its own."""
+        workloads = {q.workload for q in queries}
+        own = self.by_workload.get(next(iter(workloads))) if len(workloads) == 1 else None
+        return own if own is not None else (self.perf, self.p99)
 
     def predict(self, local: list[Sample], queries: list[Observation]) -> Prediction:
-        perf = condition(self.perf, [s.obs for s in local], [s.y_perf for s in local], queries, self.deviation)
+        perf_gp, p99_gp = self.fits_for(queries)
+        perf = condition(perf_gp, [s.obs for s in local], [s.y_perf for s in local], queries, self.deviation)
         p99 = None
-        if self.p99 is not None:
+        if p99_gp is not None:
             loc = [s for s in local if s.y_p99 is not None]
-            p99 = condition(self.p99, [s.obs for s in loc], [s.y_p99 for s in loc],  # type: ignore[misc]
+            p99 = condition(p99_gp, [s.obs for s in loc], [s.y_p99 for s in loc],  # type: ignore[misc]
                             queries, self.deviation)
         return Prediction(perf, p99)

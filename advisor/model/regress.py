@@ -32,7 +32,8 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 
 from advisor.model.dataset import Sample
 from advisor.model.features import Observation
-from advisor.model.gp import LOCAL_DEVIATION_VARIANCE, Z90, Dist, FittedGP, GPPredictor, Prediction, matrix
+from advisor.model.gp import (LOCAL_DEVIATION_VARIANCE, Z90, Dist, FittedGP, GPPredictor, Prediction,
+                              conditioned_on, matrix)
 
 
 class GPModel:
@@ -68,12 +69,34 @@ class GPModel:
         if len(with_p99) >= 5:
             p99, self.kernels["write_p99"] = self._fit_one(matrix([s.obs for s in with_p99]),
                                                            np.array([s.y_p99 for s in with_p99]))
-        self.fitted = GPPredictor(perf, p99, self.deviation)
+        self.fitted = GPPredictor(perf, p99, self.deviation, by_workload(prior, perf, p99, with_p99))
         return self
 
     def predict(self, local: list[Sample], queries: list[Observation]) -> Prediction:
         assert self.fitted is not None, "fit first"
         return self.fitted.predict(local, queries)
+
+
+# A workload gets its own conditioning (GPPredictor.by_workload) when the lab measured it on this
+# many layouts: with one, a held-out pool of that workload would be predicted from nothing.
+MIN_WORKLOAD_CELLS = 2
+
+
+def by_workload(prior: list[Sample], perf: FittedGP, p99: FittedGP | None,
+                with_p99: list[Sample]) -> dict[str, tuple[FittedGP, FittedGP | None]]:
+    """Each workload's rows of the fit, for the workloads the lab measured on MIN_WORKLOAD_CELLS
+    layouts or more (the rows of `perf` are `prior`, those of `p99` are `with_p99`)."""
+    out: dict[str, tuple[FittedGP, FittedGP | None]] = {}
+    names = np.array([s.obs.workload for s in prior])
+    names_p99 = np.array([s.obs.workload for s in with_p99])
+    for workload in sorted(set(names)):
+        if len({s.obs.cell for s in prior if s.obs.workload == workload}) < MIN_WORKLOAD_CELLS:
+            continue
+        mine_p99 = None
+        if p99 is not None and (names_p99 == workload).sum() >= 5:
+            mine_p99 = conditioned_on(p99, names_p99 == workload)
+        out[workload] = (conditioned_on(perf, names == workload), mine_p99)
+    return out
 
 
 class QuantileBoost:

@@ -265,7 +265,9 @@ def test_a_fit_for_another_prior_or_a_damaged_one_is_refused(tmp_path):
     csv_copy.write_bytes(prior_path().read_bytes())
     for damage, reason in [(dict(shipped, model_version="0"), "model version"),
                            (dict(shipped, perf=dict(shipped["perf"], alpha=[1.0])), "damaged"),
-                           (dict(shipped, perf=dict(shipped["perf"], keep=["no_such_feature"])), "damaged")]:
+                           (dict(shipped, perf=dict(shipped["perf"], keep=["no_such_feature"])), "damaged"),
+                           ({k: v for k, v in shipped.items() if k != "by_workload"}, "damaged"),
+                           (dict(shipped, by_workload={"postgres": {"perf": None}}), "damaged")]:
         target.write_text(json.dumps(damage))
         with pytest.raises(fitted.FittedError, match=reason):
             fitted.load(csv_copy)
@@ -303,3 +305,23 @@ def test_the_per_workload_gp_predicts_from_its_workloads_rows(prior_without_cell
     assert list(model.predict([], sqlite).perf.mean) == pytest.approx(list(model.overall.predict([], sqlite).perf.mean))
     wide = with_deviation(model, 0.2)  # the deviation reaches every GP of it
     assert wide.by_workload["postgres"].fitted.deviation == 0.2 and model.by_workload["postgres"].fitted.deviation != 0.2
+
+
+def test_the_shipped_gp_conditions_a_workload_on_its_own_lab_rows(model, grid):
+    import numpy as np
+
+    from advisor.model.gp import conditioned_on, matrix
+
+    fitted = model.fitted
+    # the prior without ssd-mirror2x2/postgres still has postgres on two layouts
+    assert {"postgres", "mysql", "sqlite", "kafka", "fileserver"} <= set(fitted.by_workload)
+    everything = conditioned_on(fitted.perf, np.ones(len(fitted.perf.X_train), dtype=bool))
+    X = matrix(grid)
+    assert fitted.perf.predict(X)[0] == pytest.approx(everything.predict(X)[0])  # y recovered from the fit
+    own, _ = fitted.by_workload["postgres"]
+    assert own.constant == fitted.perf.constant and list(own.length_scales) == list(fitted.perf.length_scales)
+    assert len(own.X_train) == sum(1 for s in samples(load_csv()) if s.obs.workload == "postgres"
+                                   and s.obs.cell != CELL)
+    assert list(model.predict([], grid).perf.mean) == pytest.approx(list(own.predict(X)[0]))
+    vm = [replace(q, workload="vm") for q in grid]  # no lab rows: every row of the lab
+    assert list(model.predict([], vm).perf.mean) == pytest.approx(list(fitted.perf.predict(matrix(vm))[0]))
