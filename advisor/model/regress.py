@@ -150,9 +150,10 @@ def _as_local(o: Observation) -> Observation:
 
 class WorkloadGP:
     """One GP per workload the prior measured on at least MIN_CELLS layouts, fitted on that
-    workload's rows alone, and the GP of all rows for any other workload.  Evaluated beside the
-    shipped GP (docs/model.md: it picks better at two probes, and its intervals cover less);
-    not what the service uses."""
+    workload's rows alone (hyperparameters included), and the GP of all rows for any other
+    workload.  Evaluated beside the shipped GP, which fits its hyperparameters on every row and
+    conditions each workload on its own rows (docs/model.md: this one picks about as well, and its
+    intervals cover less); not what the service uses."""
     name = "gp-workload"
     MIN_CELLS = 2
 
