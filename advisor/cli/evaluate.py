@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     names = [m.strip() for m in args.models.split(",") if m.strip()]
     unknown = [m for m in names if m not in MODELS]
-    if unknown or not budgets or min(budgets) < 1:
+    if unknown or not names or not budgets or min(budgets) < 1:
         print(f"zfs-advisor evaluate: models must be among {sorted(MODELS)} and budgets >= 1", file=sys.stderr)
         return 2
     prior = samples(load_csv(args.prior))

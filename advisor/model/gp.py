@@ -150,6 +150,12 @@ def condition(fitted: FittedGP, local: list[Observation], y_local: list[float], 
     return Dist(mu[n:] + S_ql @ alpha, S[n:, n:] - V.T @ V, noise)
 
 
+def single_workload(queries: list[Observation]) -> str | None:
+    """The workload all the queries are of, or None when they mix workloads."""
+    workloads = {q.workload for q in queries}
+    return next(iter(workloads)) if len(workloads) == 1 else None
+
+
 def conditioned_on(fitted: FittedGP, rows: np.ndarray) -> FittedGP:
     """The same GP (constant, length scales, noise: the hyperparameters fitted on every row)
     conditioned on the training rows selected by the boolean mask `rows` alone.  The targets are
@@ -181,8 +187,7 @@ class GPPredictor:
 
     def fits_for(self, queries: list[Observation]) -> tuple[FittedGP, FittedGP | None]:
         """(perf, write p99) GPs for the queries: their workload's, when they share one that has its own."""
-        workloads = {q.workload for q in queries}
-        own = self.by_workload.get(next(iter(workloads))) if len(workloads) == 1 else None
+        own = self.by_workload.get(single_workload(queries) or "")
         return own if own is not None else (self.perf, self.p99)
 
     def predict(self, local: list[Sample], queries: list[Observation]) -> Prediction:

@@ -33,7 +33,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 from advisor.model.dataset import Sample
 from advisor.model.features import Observation
 from advisor.model.gp import (LOCAL_DEVIATION_VARIANCE, Z90, Dist, FittedGP, GPPredictor, Prediction,
-                              conditioned_on, matrix)
+                              conditioned_on, matrix, single_workload)
 
 
 class GPModel:
@@ -82,6 +82,14 @@ class GPModel:
 MIN_WORKLOAD_CELLS = 2
 
 
+def measured_workloads(prior: list[Sample]) -> list[str]:
+    """The workloads the lab measured on MIN_WORKLOAD_CELLS layouts or more."""
+    cells: dict[str, set[str]] = {}
+    for s in prior:
+        cells.setdefault(s.obs.workload, set()).add(s.obs.cell)
+    return sorted(w for w, c in cells.items() if len(c) >= MIN_WORKLOAD_CELLS)
+
+
 def by_workload(prior: list[Sample], perf: FittedGP, p99: FittedGP | None,
                 with_p99: list[Sample]) -> dict[str, tuple[FittedGP, FittedGP | None]]:
     """Each workload's rows of the fit, for the workloads the lab measured on MIN_WORKLOAD_CELLS
@@ -89,9 +97,7 @@ def by_workload(prior: list[Sample], perf: FittedGP, p99: FittedGP | None,
     out: dict[str, tuple[FittedGP, FittedGP | None]] = {}
     names = np.array([s.obs.workload for s in prior])
     names_p99 = np.array([s.obs.workload for s in with_p99])
-    for workload in sorted(set(names)):
-        if len({s.obs.cell for s in prior if s.obs.workload == workload}) < MIN_WORKLOAD_CELLS:
-            continue
+    for workload in measured_workloads(prior):
         mine_p99 = None
         if p99 is not None and (names_p99 == workload).sum() >= 5:
             mine_p99 = conditioned_on(p99, names_p99 == workload)
@@ -149,13 +155,12 @@ def _as_local(o: Observation) -> Observation:
 
 
 class WorkloadGP:
-    """One GP per workload the prior measured on at least MIN_CELLS layouts, fitted on that
+    """One GP per workload the prior measured on MIN_WORKLOAD_CELLS layouts or more, fitted on that
     workload's rows alone (hyperparameters included), and the GP of all rows for any other
     workload.  Evaluated beside the shipped GP, which fits its hyperparameters on every row and
     conditions each workload on its own rows (docs/model.md: this one picks about as well, and its
     intervals cover less); not what the service uses."""
     name = "gp-workload"
-    MIN_CELLS = 2
 
     def __init__(self, seed: int = 0, restarts: int = 2, deviation: float = LOCAL_DEVIATION_VARIANCE):
         self.seed, self.restarts, self.deviation = seed, restarts, deviation
@@ -164,16 +169,14 @@ class WorkloadGP:
 
     def fit(self, prior: list[Sample]) -> WorkloadGP:
         self.overall = GPModel(self.seed, self.restarts, self.deviation).fit(prior)
-        for workload in sorted({s.obs.workload for s in prior}):
+        for workload in measured_workloads(prior):
             rows = [s for s in prior if s.obs.workload == workload]
-            if len({s.obs.cell for s in rows}) >= self.MIN_CELLS:
-                self.by_workload[workload] = GPModel(self.seed, self.restarts, self.deviation).fit(rows)
+            self.by_workload[workload] = GPModel(self.seed, self.restarts, self.deviation).fit(rows)
         return self
 
     def predict(self, local: list[Sample], queries: list[Observation]) -> Prediction:
         assert self.overall is not None, "fit first"
-        workloads = {q.workload for q in queries}
-        model = self.by_workload.get(workloads.pop()) if len(workloads) == 1 else None
+        model = self.by_workload.get(single_workload(queries) or "")
         return (model or self.overall).predict(local, queries)
 
 

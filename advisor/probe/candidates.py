@@ -92,16 +92,20 @@ def parse_candidate_spec(spec: str) -> list[Candidate]:
     return [make_candidate(parameter.strip(), v, baseline=(v == baseline_value)) for v in dict.fromkeys(items)]
 
 
+def _io_size(block_size: str) -> int:
+    """The workload's I/O size in bytes (8K when it cannot be read)."""
+    try:
+        return parse_size(block_size)
+    except ValueError:
+        return 8192
+
+
 def recordsize_grid(block_size: str) -> list[str]:
     """Six consecutive powers of two from 4K to 1M: up to 8 times the workload's I/O size and at
     least up to the 128K default (4K-128K for pages of 4K-16K, 32K-1M for 128K I/O).  The lab
     prior measured the same grid for each of its workloads (docs/prior.md), so the model predicts
     every value it is asked about from measurements of that value."""
-    try:
-        size = parse_size(block_size)
-    except ValueError:
-        size = 8192
-    top = min(1 << 20, max(128 << 10, size * 8))
+    top = min(1 << 20, max(128 << 10, _io_size(block_size) * 8))
     top = 1 << (top.bit_length() - 1)  # a power of two
     return [format_size(top >> shift) for shift in range(5, -1, -1) if top >> shift >= 4096]
 
@@ -109,8 +113,5 @@ def recordsize_grid(block_size: str) -> list[str]:
 def nearest_first(values: list[str], block_size: str) -> list[str]:
     """`values` (sizes) nearest the I/O size first, in doublings, the larger first between two
     as near: a plan whose budget cannot take the whole grid drops the values farthest from it."""
-    try:
-        size = parse_size(block_size)
-    except ValueError:
-        size = 8192
+    size = _io_size(block_size)
     return sorted(values, key=lambda v: (abs(math.log2(parse_size(v) / size)), -parse_size(v)))

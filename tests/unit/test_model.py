@@ -219,6 +219,14 @@ def test_evaluate_refuses_a_negative_deviation():
     assert main(["evaluate", "--models", "gp", "--deviation", "wide"]) == 2
 
 
+@pytest.mark.parametrize("models", ["", ",,", "nope", "gp,nope"])
+def test_evaluate_refuses_no_model_or_an_unknown_one(models, capsys):
+    from advisor.cli import main
+
+    assert main(["evaluate", "--models", models, "--budget", "1"]) == 2
+    assert "models must be among ['gp', 'gp-workload', 'quantile-gb']" in capsys.readouterr().err
+
+
 # --- the shipped fit (advisor/model/fitted.py, advisor/model/gp.py) -------------------------------
 def test_numpy_predictions_are_scikit_learns(model, grid):
     """gp.FittedGP.predict is GaussianProcessRegressor.predict(return_cov=True), to rounding."""
