@@ -61,9 +61,10 @@ done
 
 if [ -n "$UNINSTALL" ]; then
     if under_systemd; then
-        # Every zfs-advisor unit, with the drop-ins `systemctl edit` (or --runtime) wrote for it.
-        for unit in /etc/systemd/system/zfs-advisor*.service /etc/systemd/system/zfs-advisor*.timer \
-                    /etc/systemd/system/zfs-advisor*.path; do
+        # Every zfs-advisor unit, with the drop-ins `systemctl edit` (or --runtime) wrote for it;
+        # the timers and path units first, so that none starts a service again once it is stopped.
+        for unit in /etc/systemd/system/zfs-advisor*.timer /etc/systemd/system/zfs-advisor*.path \
+                    /etc/systemd/system/zfs-advisor*.service; do
             [ -f "$unit" ] || continue
             name=$(basename "$unit")
             systemctl disable --now "$name" || true
