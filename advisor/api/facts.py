@@ -1,10 +1,10 @@
 """GET /v1/facts: everything the advisor knows about the host, as typed JSON.
 
 At 10,000 datasets the document is about 20 MB. It is built once per collection, in a worker
-thread, as a tuple of chunks that is never joined into one 20 MB copy (advisor/api/shared.py
-sends chunks in slices), and every request for that collection gets the same chunks (gzipped
-once too, for clients that accept it). The datasets are serialised 100 at a time, and a chunk
-whose 100 datasets are the very objects of the last build is reused, not serialised again: the
+thread, as deflate segments that are never joined into one 20 MB copy (advisor/api/deflated.py:
+a client that accepts gzip gets them as they are, any other client gets them inflated a slice at
+a time, advisor/api/shared.py), and every request for that collection gets the same segments.
+The datasets are serialised 100 at a time, and a chunk whose 100 datasets are the very objects of the last build is reused, not serialised again: the
 collector keeps an idle dataset's object from one collection to the next (advisor/host/collect.py),
 so between two runs of `zfs get` only the chunks holding datasets with new I/O counters are built.
 """
@@ -14,9 +14,10 @@ import asyncio
 
 from aiohttp import web
 
+from advisor.api.deflated import Deflated
 from advisor.api.shared import body_response
 from advisor.appkeys import BODIES, FACTS
-from advisor.exporters.negotiation import accepts_gzip, gzipped_parts
+from advisor.exporters.negotiation import accepts_gzip
 
 routes = web.RouteTableDef()
 
@@ -27,12 +28,13 @@ async def get_facts(request: web.Request) -> web.Response:
     bodies = request.app[BODIES]
     gzip_it = accepts_gzip(request.headers.get("Accept-Encoding"))
 
-    async def json_chunks() -> tuple[bytes, ...]:
-        return await asyncio.to_thread(bodies.facts_json.chunks, collection.host)
+    async def deflated() -> Deflated:
+        return await asyncio.to_thread(bodies.facts_json.body, collection.host)
 
-    async def gzip_bytes() -> bytes:  # only the variant asked for is kept
-        return await asyncio.to_thread(lambda: gzipped_parts(bodies.facts_json.chunks(collection.host)))
+    async def gzipped() -> tuple[bytes, ...]:  # the same segments: both variants cost one body
+        plain = await bodies.facts.get(collection, False, deflated)
+        return await asyncio.to_thread(plain.gzip_parts)  # its CRC-32 inflates the whole body once
 
-    body = await bodies.facts.get(collection, gzip_it, gzip_bytes if gzip_it else json_chunks)
+    body = await bodies.facts.get(collection, gzip_it, gzipped if gzip_it else deflated)
     headers = {"Content-Type": "application/json; charset=utf-8", "Vary": "Accept-Encoding"}
     return body_response(body, headers | ({"Content-Encoding": "gzip"} if gzip_it else {}))

@@ -11,9 +11,10 @@ JSON. Built once per request, 50 concurrent clients cost gigabytes and stall the
 * `WorkLimiter`: at most `in_flight` heavy requests run at once; up to `waiting` more wait
   their turn for at most `wait_seconds`; beyond that a request gets 503 with Retry-After at
   once instead of piling up. /healthz never passes through it.
-* `SlicedBody`: a body (bytes, or chunks never joined) is written in slices, each waiting for
-  the socket to drain and then for a turn of the event loop, so a slow reader holds one slice in
-  the transport's buffer, not a copy of the whole body, and a fast one does not hold the loop.
+* `SlicedBody`: a body (bytes, chunks never joined, or deflate segments inflated as they go)
+  is written in slices, each waiting for the socket to drain and then for a turn of the event
+  loop, so a slow reader holds one slice in the transport's buffer, not a copy of the whole
+  body, and a fast one does not hold the loop.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ HEAVY_PATHS = ("/metrics", "/v1/facts", "/recommend", "/v1/pools", "/v1/probes")
 
 from aiohttp import payload, web
 
+from advisor.api.deflated import Deflated, inflate
 from advisor.api.errors import json_error
 from advisor.api.facts_body import FactsJson
 from advisor.logs import RateLimitedLog
@@ -40,28 +42,39 @@ _busy_log = RateLimitedLog(log, interval=60.0)
 SLICE = 256 * 1024
 
 
-Body = bytes | tuple[bytes, ...]  # a body in one piece, or in chunks sent one after the other
+# a body in one piece, in chunks sent one after the other, or deflated and sent inflated
+Body = bytes | tuple[bytes, ...] | Deflated
 
 
 class SlicedBody(payload.Payload):
-    """A body (bytes, or a tuple of byte chunks never joined into one) written SLICE at a time,
-    draining the socket and letting the event loop run between slices.
+    """A body (bytes, a tuple of byte chunks never joined into one, or deflate segments)
+    written SLICE at a time, draining the socket and letting the event loop run between slices.
 
     It lets go of each chunk once the chunk is sent: when a new generation's body replaces this
     one, the old chunks are freed as the responses still sending them move on, instead of all of
-    them staying alive (a second 20 MB /v1/facts body) until the slowest of those responses ends."""
+    them staying alive (a second /v1/facts body) until the slowest of those responses ends."""
 
     def __init__(self, body: Body, content_type: str) -> None:
-        chunks = [body] if isinstance(body, bytes) else list(body)
+        self._deflated = isinstance(body, Deflated)
+        if isinstance(body, Deflated):
+            chunks, self._size = list(body.segments), body.size
+        else:
+            chunks = [body] if isinstance(body, bytes) else list(body)
+            self._size = sum(len(c) for c in chunks)
         super().__init__(None, content_type=content_type)
-        self._size = sum(len(c) for c in chunks)
         self._unsent = chunks[::-1]  # popped from the end: the next chunk to send is last
 
+    def _plain(self, chunk: bytes) -> bytes:
+        return inflate(chunk) if self._deflated else chunk
+
+    def _all(self) -> bytes:
+        return b"".join(self._plain(chunk) for chunk in reversed(self._unsent))
+
     def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
-        return b"".join(reversed(self._unsent)).decode(encoding, errors)
+        return self._all().decode(encoding, errors)
 
     async def as_bytes(self, encoding: str = "utf-8", errors: str = "strict") -> bytes:
-        return b"".join(reversed(self._unsent))
+        return self._all()
 
     async def write(self, writer: Any) -> None:
         await self.write_with_length(writer, None)
@@ -69,7 +82,12 @@ class SlicedBody(payload.Payload):
     async def write_with_length(self, writer: Any, content_length: int | None) -> None:
         left = self._size if content_length is None else min(content_length, self._size)
         while self._unsent and left > 0:
-            view = memoryview(self._unsent.pop())[:left]
+            # popped: the chunk is free to go once sent, unless another response holds it
+            chunk = self._unsent.pop()
+            if self._deflated:  # a segment (about 200 KB inflated) in a worker thread: zlib lets go of the GIL
+                chunk = await asyncio.to_thread(inflate, chunk)
+            view = memoryview(chunk)[:left]
+            del chunk
             for start in range(0, len(view), SLICE):
                 await writer.write(view[start:start + SLICE])  # aiohttp drains once its buffer passes 64 KB
                 # and a drain returns at once while the kernel takes the bytes: without a turn of the
@@ -77,7 +95,7 @@ class SlicedBody(payload.Payload):
                 # /healthz waited
                 await asyncio.sleep(0)
             left -= len(view)
-            del view  # the chunk is free to go once no other response holds it
+            del view
 
 
 def body_response(body: Body, headers: dict[str, str]) -> web.Response:

@@ -74,46 +74,48 @@ async def test_facts_json_in_chunks_reuses_unchanged_datasets(tmp_path, monkeypa
 
     from advisor.api import facts_body
     from advisor.api.facts_body import CHUNK, FactsJson
-    from advisor.exporters.negotiation import gzipped_parts
 
     sys.path.insert(0, str(REPO / "tests" / "bench"))
     import scale_snapshot
 
     host = (await collect_from_root(scale_snapshot.scale(SNAPSHOTS[0], tmp_path / "scaled", 3 * CHUNK))).host
     renderer = FactsJson()
-    chunks = renderer.chunks(host)
-    whole = b"".join(chunks)
+    body = renderer.body(host)
+    whole = body.inflate()
+    assert len(whole) == body.size and body.stored < body.size / 5  # kept deflated
     assert json.loads(whole) == json.loads(host.model_dump_json())  # the same document as one dump
     built = renderer.serialised
     assert built == -(-len(host.datasets) // CHUNK)
-    again = renderer.chunks(host.model_copy(update={"hostname": "other"}))
-    assert renderer.serialised == built and again[1:] == chunks[1:]  # same datasets: nothing serialised
+    again = renderer.body(host.model_copy(update={"hostname": "other"}))
+    # same datasets: nothing serialised, the very segments reused
+    assert renderer.serialised == built and all(a is b for a, b in zip(again.segments[1:-1], body.segments[1:-1]))
+    assert json.loads(again.inflate())["hostname"] == "other"
     changed = list(host.datasets)
     changed[CHUNK + 1] = changed[CHUNK + 1].model_copy(update={"io": None})
-    third = renderer.chunks(host.model_copy(update={"datasets": changed}))
+    third = renderer.body(host.model_copy(update={"datasets": changed}))
     assert renderer.serialised == built + 1  # only the chunk holding the changed dataset
-    assert json.loads(b"".join(third))["datasets"][CHUNK + 1]["io"] is None
-    assert gzip.decompress(gzipped_parts(third)) == b"".join(third)
+    assert json.loads(third.inflate())["datasets"][CHUNK + 1]["io"] is None
+    assert gzip.decompress(b"".join(third.gzip_parts())) == third.inflate()
 
     # Every dataset new (as after each `zfs get`): each old chunk is let go as its place is
     # rebuilt, so at no time does the renderer hold two bodies.
-    body = sum(map(len, third))
-    held: list[int] = []  # bytes of the last build and of this one held, at each serialisation
+    stored = third.stored
+    held: list[int] = []  # deflated bytes of the last build and of this one held, at each chunk deflated
+    real_deflate = facts_body.deflate_segment
 
-    class Recording:
-        def dump_json(self, group):
-            held.append(sum(len(c) for _, c in renderer._chunks.values()) + sum(map(len, built_now)))
-            built_now.append(real.dump_json(group))
-            return built_now[-1]
+    def recording(text: bytes) -> bytes:
+        held.append(sum(len(c[1]) for c in renderer._chunks.values()) + sum(map(len, built_now)))
+        built_now.append(real_deflate(text))
+        return built_now[-1]
 
-    real, built_now = facts_body._DATASETS, []
-    monkeypatch.setattr(facts_body, "_DATASETS", Recording())
+    built_now: list[bytes] = []
+    monkeypatch.setattr(facts_body, "deflate_segment", recording)
     fresh = host.model_copy(update={"datasets": [d.model_copy() for d in host.datasets]})
-    fourth = renderer.chunks(fresh)
-    assert len(held) == len(third) - 2  # every chunk rebuilt
-    biggest = max(map(len, third))
-    assert max(held) <= body + biggest, f"{max(held)} bytes held while a {body}-byte body was rebuilt"
-    assert json.loads(b"".join(fourth)) == json.loads(host.model_dump_json())
+    fourth = renderer.body(fresh)
+    assert len(held) == len(third.segments)  # every chunk rebuilt, and the head and tail
+    biggest = max(map(len, third.segments))
+    assert max(held) <= stored + biggest, f"{max(held)} bytes held while a {stored}-byte body was rebuilt"
+    assert json.loads(fourth.inflate()) == json.loads(host.model_dump_json())
 
 
 @pytest.mark.parametrize("items", [

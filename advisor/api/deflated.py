@@ -1,0 +1,88 @@
+"""A large body kept compressed at rest: raw deflate segments, inflated a slice at a time when sent.
+
+The /v1/facts document is about 20 MB at 10,000 datasets and is cached for as long as its
+collection is the newest. Kept as plain bytes it was a tenth of the service's resident memory,
+twice that while a new collection's document was built beside the one still being sent
+(docs/reliability.md). Kept as deflate it is a few megabytes.
+
+Each segment is compressed on its own and ends on a full flush (zlib's Z_FULL_FLUSH): it refers
+to nothing before it and ends on a byte boundary, so segments can be built, reused and inflated
+one by one, and their concatenation, closed by an empty final block, is one valid deflate
+stream (RFC 1951). Wrapped in a gzip header and trailer (RFC 1952) it is the gzip body too,
+with no second compression: a client that accepts gzip is sent the stored segments as they are.
+"""
+from __future__ import annotations
+
+import struct
+import zlib
+from typing import Iterable, Iterator
+
+LEVEL = 1  # zlib's fastest: the document is built again after each `zfs get` that a client asks for
+RAW_DEFLATE = -zlib.MAX_WBITS  # raw deflate: no zlib header or checksum per segment
+_FINAL_EMPTY_BLOCK = b"\x03\x00"  # what a raw compressor that was given nothing ends with
+_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"  # deflate, no name, no mtime, OS unknown
+
+
+def deflate_segment(data: bytes) -> bytes:
+    """`data` as a self-contained raw deflate segment (no final block)."""
+    compressor = zlib.compressobj(LEVEL, zlib.DEFLATED, RAW_DEFLATE)
+    return compressor.compress(data) + compressor.flush(zlib.Z_FULL_FLUSH)
+
+
+def inflate(segment: bytes) -> bytes:
+    """The bytes `segment` holds (zlib.decompress() would want a final block)."""
+    inflater = zlib.decompressobj(RAW_DEFLATE)
+    return inflater.decompress(segment) + inflater.flush()
+
+
+def inflate_segment(segment: bytes, piece: int) -> Iterator[bytes]:
+    """The bytes `segment` holds, at most `piece` of them at a time."""
+    inflater = zlib.decompressobj(RAW_DEFLATE)
+    data = segment
+    while True:
+        out = inflater.decompress(data, piece)
+        data = inflater.unconsumed_tail
+        if out:
+            yield out
+        elif not data:
+            break
+    if rest := inflater.flush():
+        yield rest
+
+
+class Deflated:
+    """A body as raw deflate segments, with its inflated size (the Content-Length when sent
+    as it is)."""
+
+    __slots__ = ("segments", "size")
+
+    def __init__(self, segments: Iterable[bytes], size: int) -> None:
+        self.segments = tuple(segments)
+        self.size = size
+
+    @classmethod
+    def of(cls, parts: Iterable[bytes]) -> Deflated:
+        """Each of `parts` deflated as a segment of its own."""
+        parts = list(parts)
+        return cls(map(deflate_segment, parts), sum(map(len, parts)))
+
+    @property
+    def stored(self) -> int:
+        """Bytes held."""
+        return sum(map(len, self.segments))
+
+    def inflated(self, piece: int = 256 * 1024) -> Iterator[bytes]:
+        for segment in self.segments:
+            yield from inflate_segment(segment, piece)
+
+    def inflate(self) -> bytes:
+        return b"".join(self.inflated())
+
+    def gzip_parts(self) -> tuple[bytes, ...]:
+        """The gzip member of the body: the stored segments between a header and a trailer.
+        The trailer's CRC-32 needs the inflated bytes once (a pass of the C inflater, no copy held)."""
+        crc = 0
+        for piece in self.inflated():
+            crc = zlib.crc32(piece, crc)
+        trailer = _FINAL_EMPTY_BLOCK + struct.pack("<II", crc, self.size & 0xFFFFFFFF)
+        return (_GZIP_HEADER, *self.segments, trailer)
