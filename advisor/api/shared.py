@@ -24,6 +24,7 @@ import gc
 import time
 import logging
 import sys
+import weakref
 from typing import Any, AsyncIterator, Awaitable, Callable, Hashable
 
 HEAVY_PATHS = ("/metrics", "/v1/facts", "/recommend", "/v1/pools", "/v1/probes")
@@ -111,15 +112,18 @@ class SharedBodies:
 
     def __init__(self, max_variants: int = 64) -> None:
         self.max_variants = max_variants
-        self._holds: object = None  # the object whose id() is the generation: alive while cached
+        # The generation's object, weakly: the bodies are bytes, and holding a Collection would
+        # keep its facts, and the `zfs get` parse they came from, alive after the provider
+        # replaced it (a second parse of 10,000 datasets, docs/reliability.md).
+        self._holds: weakref.ref[object] | None = None
         self._tasks: dict[Hashable, asyncio.Future[Body]] = {}
         self.builds = 0  # bodies built (tests: concurrent requests of one generation build once)
 
     async def get(self, owner: object, variant: Hashable, build: Callable[[], Awaitable[Body]]) -> Body:
         """The body of `variant` for the generation `owner` (a Collection), built by `build` once."""
-        if self._holds is not owner:
+        if self._holds is None or self._holds() is not owner:
             self._tasks.clear()  # an older generation's bodies go (requests still sending them keep theirs)
-            self._holds = owner
+            self._holds = weakref.ref(owner)
         task = self._tasks.get(variant)
         if task is None or (task.done() and (task.cancelled() or task.exception() is not None)):
             task = asyncio.ensure_future(self._build(build))

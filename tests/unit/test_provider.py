@@ -64,6 +64,60 @@ async def test_the_background_task_refreshes_the_commands(host):
     assert provider.command_runs >= 3
 
 
+async def test_a_refresh_replaces_the_last_collection_so_one_parse_stays_alive(host):
+    """The last collection's datasets come from the output it was built from; kept until the next
+    request, it held a second `zfs get` parse alive beside the new one (at 10,000 datasets, 30,000
+    more Property objects)."""
+    import gc
+    import weakref
+
+    from advisor.facts import Dataset
+
+    provider = FactsProvider(str(host), max_age_seconds=3600, commands_interval_seconds=0.02)
+    first = await provider.get()
+    old_datasets = weakref.ref(first.host.datasets[0])
+    first_output = first.commands_finished_at
+    del first
+    task = asyncio.create_task(provider.run())
+    try:
+        for _ in range(300):
+            if provider.command_runs >= 3:
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        task.cancel()
+    last = provider.last
+    assert last.commands_finished_at != first_output and provider.collections >= 2
+    gc.collect()
+    assert old_datasets() is None
+    names = {d.name for d in last.host.datasets}
+    alive = [o for o in gc.get_objects() if type(o) is Dataset and o.name in names]
+    assert len(alive) <= 2 * len(names)  # the newest parse, and the same datasets with their I/O counters
+
+
+async def test_shared_bodies_do_not_keep_their_generation_alive():
+    import gc
+    import weakref
+
+    from advisor.api.shared import SharedBodies
+
+    class Generation:
+        pass
+
+    bodies, generation = SharedBodies(), Generation()
+
+    async def build():
+        return b"body"
+
+    assert await bodies.get(generation, "v", build) == b"body"
+    gone = weakref.ref(generation)
+    del generation
+    gc.collect()
+    assert gone() is None
+    newer = Generation()
+    assert await bodies.get(newer, "v", build) == b"body" and bodies.builds == 2
+
+
 async def test_concurrent_callers_share_one_collection(host):
     provider = FactsProvider(str(host), max_age_seconds=0)
     results = await asyncio.gather(*(provider.get() for _ in range(20)))
