@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 KSTAT_DIR = "/proc/spl/kstat/zfs"
-VARIED_PROPERTIES = {"used", "available", "referenced", "logicalused"}
+VARIED_PROPERTIES = {"used", "referenced", "logicalused"}  # not `available`: the pool's free space, shared
 _COUNTER = re.compile(r"^(\w+\s+4\s+)(\d+)$", re.MULTILINE)  # kstat type 4: uint64
 
 
