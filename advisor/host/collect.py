@@ -197,7 +197,9 @@ async def run_commands(
     if "-j" in status.argv:
         rec.step("zpool_status", lambda: _resolve_leaf_names(files, pools))
     # thousands of datasets take a while to parse: not on the event loop
-    facts.datasets = await asyncio.to_thread(rec.parse, "zfs_get", datasets_out, zfs_props.parse_zfs_get) or []
+    last = previous.datasets if previous is not None else ()
+    facts.datasets = await asyncio.to_thread(
+        rec.parse, "zfs_get", datasets_out, lambda out: zfs_props.parse_zfs_get(out, last)) or []
     _check_covers(rec, "zfs_get", datasets_out, pools, {d.name for d in facts.datasets}, "the root dataset of")
     vdev_iostat = rec.parse("zpool_iostat", iostat_out, zpool_iostat.parse_vdev_iostat) or {}
     _check_covers(rec, "zpool_iostat", iostat_out, pools, vdev_iostat)

@@ -97,12 +97,12 @@ class FactsProvider:
         while True:
             try:
                 commands = await self.refresh_commands()
+                if after_refresh is not None:
+                    await after_refresh(commands)
                 if self._last is not None and self._last.commands_finished_at != commands.finished_at:
                     # The last collection holds the previous output's datasets: replaced now, the
                     # two parses are not both kept until the next request (docs/reliability.md).
                     await self.get(max_age_seconds=0)
-                if after_refresh is not None:
-                    await after_refresh(commands)
             except Exception:  # keep serving the last good output; the log says why
                 log.exception("zpool/zfs command refresh failed")
             await asyncio.sleep(self.commands_interval_seconds)

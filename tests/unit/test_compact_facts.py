@@ -33,6 +33,20 @@ def _zfs_get(datasets: int) -> str:
     return "\n".join(rows) + "\n"
 
 
+def test_a_parse_reuses_the_objects_of_the_last_one_where_rows_are_as_they_were():
+    first = zfs_props.parse_zfs_get(_zfs_get(3))
+    again = zfs_props.parse_zfs_get(_zfs_get(3), first)
+    assert all(a is b for a, b in zip(first, again))  # nothing changed: the same datasets
+    changed = _zfs_get(3).replace("tank/ds1\tused\t1001\t-", "tank/ds1\tused\t5\t-").replace(
+        "tank/ds2\tcompression\tlz4\tinherited from tank", "tank/ds2\tcompression\tlz4\tlocal")
+    third = zfs_props.parse_zfs_get(changed, again)
+    assert third[0] is first[0] and third[1] is not first[1] and third[2] is not first[2]
+    assert third[1].value("used") == "5" and third[1].properties["recordsize"] is first[1].properties["recordsize"]
+    assert third[2].properties["compression"].source == "local"
+    assert [d.name for d in third] == ["tank/ds0", "tank/ds1", "tank/ds2"]
+    assert zfs_props.parse_zfs_get(_zfs_get(2), third) == first[:2]  # a dataset gone is gone
+
+
 def test_datasets_share_property_names_values_and_field_sets():
     a, b = zfs_props.parse_zfs_get(_zfs_get(2))
     assert a.value("used") == "1000" and b.value("used") == "1001"
