@@ -1,9 +1,10 @@
 """A large body kept compressed at rest: raw deflate segments, inflated a slice at a time when sent.
 
-The /v1/facts document is about 20 MB at 10,000 datasets and is cached for as long as its
-collection is the newest. Kept as plain bytes it was a tenth of the service's resident memory,
-twice that while a new collection's document was built beside the one still being sent
-(docs/reliability.md). Kept as deflate it is a few megabytes.
+The /v1/facts document is about 20 MB at 10,000 datasets, the /metrics text about 16 MB, and
+each is cached for as long as its collection is the newest. Kept as plain bytes the document
+was a tenth of the service's resident memory, twice that while a new collection's document was
+built beside the one still being sent (docs/reliability.md). Kept as deflate it is a few
+megabytes.
 
 Each segment is compressed on its own and ends on a full flush (zlib's Z_FULL_FLUSH): it refers
 to nothing before it and ends on a byte boundary, so segments can be built, reused and inflated
@@ -23,7 +24,7 @@ _FINAL_EMPTY_BLOCK = b"\x03\x00"  # what a raw compressor that was given nothing
 _GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"  # deflate, no name, no mtime, OS unknown
 
 
-def deflate_segment(data: bytes) -> bytes:
+def deflate_segment(data: bytes | memoryview) -> bytes:
     """`data` as a self-contained raw deflate segment (no final block)."""
     compressor = zlib.compressobj(LEVEL, zlib.DEFLATED, RAW_DEFLATE)
     return compressor.compress(data) + compressor.flush(zlib.Z_FULL_FLUSH)
@@ -61,10 +62,16 @@ class Deflated:
         self.size = size
 
     @classmethod
-    def of(cls, parts: Iterable[bytes]) -> Deflated:
+    def of(cls, parts: Iterable[bytes | memoryview]) -> Deflated:
         """Each of `parts` deflated as a segment of its own."""
         parts = list(parts)
         return cls(map(deflate_segment, parts), sum(map(len, parts)))
+
+    @classmethod
+    def of_bytes(cls, data: bytes, part: int = 256 * 1024) -> Deflated:
+        """`data` deflated `part` bytes a segment (each inflates to at most that much)."""
+        view = memoryview(data)
+        return cls.of(view[start:start + part] for start in range(0, len(view), part))
 
     @property
     def stored(self) -> int:

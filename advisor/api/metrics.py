@@ -19,7 +19,8 @@ from datetime import datetime, timezone
 
 from aiohttp import web
 
-from advisor.api.shared import body_response
+from advisor.api.deflated import Deflated
+from advisor.api.shared import Body, body_response
 from advisor.appkeys import ADVICE, BODIES, EXPORT_OPTIONS, EXPORTER, FACTS, SETTINGS
 from advisor.exporters.base import Scrape
 from advisor.exporters.negotiation import encode, response_headers, variant
@@ -103,8 +104,10 @@ async def get_metrics(request: web.Request) -> web.Response:
         )
         return await asyncio.to_thread(app[EXPORTER].render, scrape)
 
-    async def encoded() -> bytes:  # only the variant asked for is kept: text and OpenMetrics are 16 MB each
-        return (await asyncio.to_thread(encode, await text(), openmetrics, gzip_it))[0]
+    async def encoded() -> Body:  # only the variant asked for is kept: text and OpenMetrics are 16 MB each
+        body = (await asyncio.to_thread(encode, await text(), openmetrics, gzip_it))[0]
+        # uncompressed variants (curl, a browser) are kept deflated and inflated as sent (advisor/api/deflated.py)
+        return body if gzip_it else await asyncio.to_thread(Deflated.of_bytes, body)
 
-    body = await bodies.get(collection, (stale, openmetrics, gzip_it), encoded if openmetrics or gzip_it else text)
+    body = await bodies.get(collection, (stale, openmetrics, gzip_it), encoded)
     return body_response(body, response_headers(openmetrics, gzip_it))

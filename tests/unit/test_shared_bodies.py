@@ -57,6 +57,21 @@ async def test_concurrent_facts_requests_share_one_serialisation(http_client):
     assert json.loads(gzip.decompress(zipped[2])) == facts
 
 
+async def test_uncompressed_bodies_are_cached_deflated_and_sent_plain(http_client):
+    from advisor.api.deflated import Deflated
+
+    app, client = await _app_client(http_client)
+    status, headers, plain = await _body(client, "/metrics", {"Accept-Encoding": "identity"})
+    assert status == 200 and "Content-Encoding" not in headers and b"# TYPE zfs_arc_hits_total counter" in plain
+    assert int(headers["Content-Length"]) == len(plain)
+    cached = [task.result() for task in app[BODIES].metrics._tasks.values()]
+    assert len(cached) == 1 and isinstance(cached[0], Deflated) and cached[0].stored < len(plain)
+    _, _, zipped = await _body(client, "/metrics", {"Accept-Encoding": "gzip"})
+    assert gzip.decompress(zipped).split(b"\n")[:6] == plain.split(b"\n")[:6]  # self-metrics differ further on
+    await _body(client, "/v1/facts", {"Accept-Encoding": "identity"})
+    assert all(isinstance(t.result(), Deflated) for t in app[BODIES].facts._tasks.values())
+
+
 async def test_beyond_the_queue_heavy_requests_get_503_with_retry_after_and_healthz_still_answers(http_client):
     app, client = await _app_client(http_client)
     limiter = app[LIMITER]
