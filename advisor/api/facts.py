@@ -1,12 +1,14 @@
 """GET /v1/facts: everything the advisor knows about the host, as typed JSON.
 
 At 10,000 datasets the document is about 20 MB. It is built once per collection, in a worker
-thread, as deflate segments that are never joined into one 20 MB copy (advisor/api/deflated.py:
-a client that accepts gzip gets them as they are, any other client gets them inflated a slice at
-a time, advisor/api/shared.py), and every request for that collection gets the same segments.
-The datasets are serialised 100 at a time, and a chunk whose 100 datasets are the very objects of the last build is reused, not serialised again: the
-collector keeps an idle dataset's object from one collection to the next (advisor/host/collect.py),
-so between two runs of `zfs get` only the chunks holding datasets with new I/O counters are built.
+thread, as deflate segments that are never joined into one copy (advisor/api/deflated.py: a
+client that accepts gzip gets them as they are, any other client gets them inflated one segment
+at a time in a worker thread, advisor/api/shared.py), and every request for that collection
+gets the same segments. The datasets are serialised 50 at a time, and a chunk whose 50 datasets
+are the very objects of the last build is reused, not serialised again: a `zfs get` parse
+reuses the datasets whose rows did not change (advisor/host/zfs_props.py), and the collector
+keeps an idle dataset's object from one collection to the next (advisor/host/collect.py), so
+only the chunks holding datasets with new properties or I/O counters are built again.
 """
 from __future__ import annotations
 

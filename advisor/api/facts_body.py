@@ -9,7 +9,7 @@ from advisor.api.deflated import Deflated, deflate_segment
 from advisor.facts import Dataset, Host
 
 _DATASETS = TypeAdapter(list[Dataset])
-CHUNK = 100
+CHUNK = 50  # about 105 KB of JSON: what each response sending it holds inflated at a time
 
 
 class FactsJson:
@@ -23,7 +23,7 @@ class FactsJson:
         self.serialised = 0  # chunks serialised (tests: an unchanged chunk is not serialised again)
 
     def body(self, host: Host) -> Deflated:
-        """`host` as JSON (datasets last), in chunks of 100 datasets: one model_dump_json() of
+        """`host` as JSON (datasets last), in chunks of CHUNK datasets: one model_dump_json() of
         10,000 datasets is one C call that holds the GIL for a quarter of a second, and the
         event loop (answering /healthz) cannot run meanwhile. Each chunk is deflated as soon as
         it is serialised, so the plain JSON of one chunk at a time exists."""
