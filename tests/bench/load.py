@@ -70,12 +70,16 @@ def serve(root: Path, state: Path, extra_env: dict[str, str]) -> tuple[subproces
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO), "ZFS_ADVISOR_STATE_DIR": str(state),
            "ZFS_ADVISOR_LOG_LEVEL": "warning", **extra_env}
-    proc = subprocess.Popen([sys.executable, "-m", "advisor", "serve", "--root", str(root), "--port", str(port)],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO)
+    # The log goes to a file beside the state: a pipe nobody reads fills at 64 KB, and then the
+    # service blocks in its next log write (a burst of errors stalled /healthz for 10 s that way).
+    log = state / "service.log"
+    with log.open("wb") as sink:
+        proc = subprocess.Popen([sys.executable, "-m", "advisor", "serve", "--root", str(root), "--port", str(port)],
+                                env=env, stdout=subprocess.DEVNULL, stderr=sink, cwd=REPO)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise SystemExit(f"service exited: {proc.stderr.read().decode() if proc.stderr else ''}")
+            raise SystemExit(f"service exited: {log.read_text(errors='replace')[-4000:]}")
         try:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
             conn.request("GET", "/metrics")  # waits for the first collection
