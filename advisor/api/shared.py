@@ -85,7 +85,7 @@ class SlicedBody(payload.Payload):
         while self._unsent and left > 0:
             # popped: the chunk is free to go once sent, unless another response holds it
             chunk = self._unsent.pop()
-            if self._deflated:  # a segment (about 200 KB inflated) in a worker thread: zlib lets go of the GIL
+            if self._deflated:  # a segment (at most 256 KB inflated) in a worker thread: zlib lets go of the GIL
                 chunk = await asyncio.to_thread(inflate, chunk)
             view = memoryview(chunk)[:left]
             del chunk
