@@ -32,7 +32,10 @@ def _label(name: str) -> str:
     return escape_label_name(name)
 
 
-@lru_cache(maxsize=65536)
+# Values that recur (0, 1, a recordsize) keep their text; at 10,000 datasets with counters of
+# their own most values are seen once, and a cache of 65,536 held about 4 MB of them at a 50 %
+# hit rate, the same rate as this size (docs/reliability.md).
+@lru_cache(maxsize=4096)
 def _value(value: float) -> str:
     return floatToGoString(value)
 
