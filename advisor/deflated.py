@@ -36,21 +36,6 @@ def inflate(segment: bytes) -> bytes:
     return inflater.decompress(segment) + inflater.flush()
 
 
-def inflate_segment(segment: bytes, piece: int) -> Iterator[bytes]:
-    """The bytes `segment` holds, at most `piece` of them at a time."""
-    inflater = zlib.decompressobj(RAW_DEFLATE)
-    data = segment
-    while True:
-        out = inflater.decompress(data, piece)
-        data = inflater.unconsumed_tail
-        if out:
-            yield out
-        elif not data:
-            break
-    if rest := inflater.flush():
-        yield rest
-
-
 class Deflated:
     """A body as raw deflate segments, with its inflated size (the Content-Length when sent
     as it is)."""
@@ -68,26 +53,51 @@ class Deflated:
         return cls(map(deflate_segment, parts), sum(map(len, parts)))
 
     @classmethod
-    def of_bytes(cls, data: bytes, part: int = 256 * 1024) -> Deflated:
-        """`data` deflated `part` bytes a segment (each inflates to at most that much)."""
-        view = memoryview(data)
-        return cls.of(view[start:start + part] for start in range(0, len(view), part))
+    def of_stream(cls, parts: Iterable[bytes | memoryview], target: int = 256 * 1024,
+                  whole_parts: bool = False) -> Deflated:
+        """`parts` deflated as they come (they need not be held all at once), in segments of
+        `target` bytes inflated; with `whole_parts` a segment closes only after the part that
+        brings it to `target`, so no part is split (a part of the /metrics text is whole
+        families, and a segment of them can be rewritten as OpenMetrics alone)."""
+        segments: list[bytes] = []
+        pending: list[bytes] = []
+        compressor = zlib.compressobj(LEVEL, zlib.DEFLATED, RAW_DEFLATE)
+        size = in_segment = 0
+
+        def close() -> None:
+            nonlocal pending, in_segment
+            segments.append(b"".join([*pending, compressor.flush(zlib.Z_FULL_FLUSH)]))
+            pending, in_segment = [], 0
+
+        for part in parts:
+            view = memoryview(part)
+            size += len(view)
+            while view:
+                take = len(view) if whole_parts else min(len(view), target - in_segment)
+                pending.append(compressor.compress(view[:take]))
+                in_segment += take
+                view = view[take:]
+                if in_segment >= target:
+                    close()
+        if in_segment:
+            close()
+        return cls(segments, size)
 
     @property
     def stored(self) -> int:
         """Bytes held."""
         return sum(map(len, self.segments))
 
-    def inflated(self, piece: int = 256 * 1024) -> Iterator[bytes]:
-        for segment in self.segments:
-            yield from inflate_segment(segment, piece)
+    def inflated(self) -> Iterator[bytes]:
+        """The body a segment at a time."""
+        return map(inflate, self.segments)
 
     def inflate(self) -> bytes:
         return b"".join(self.inflated())
 
     def gzip_parts(self) -> tuple[bytes, ...]:
         """The gzip member of the body: the stored segments between a header and a trailer.
-        The trailer's CRC-32 needs the inflated bytes once (a pass of the C inflater, no copy held)."""
+        The trailer's CRC-32 needs the inflated bytes once (a segment at a time)."""
         crc = 0
         for piece in self.inflated():
             crc = zlib.crc32(piece, crc)

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from prometheus_client.core import InfoMetricFamily, Metric
+from prometheus_client.core import Metric
 
 from advisor.facts import Dataset
 from advisor.host.zfs_props import TUNING_PROPERTIES
-from advisor.exporters.base import CACHED, Scrape, append
+from advisor.exporters.base import CACHED, Scrape
 from advisor.exporters.exposition import RowsFamily
 from advisor.exporters.named import KStatFamilies, KStatSpec
 
@@ -82,10 +82,11 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
     """Properties and space, from `zfs get` alone."""
     src = f"Source: zfs get -Hp.{CACHED}"
     labels = ["name", "pool", "type"]
-    info = InfoMetricFamily(
+    # rows of label values, not a Sample with a dict of 23 labels per dataset (15 MB at 10,000)
+    info = RowsFamily(
         "zfs_dataset_properties",
         f"Tuning properties of a filesystem or volume as labels (values as zfs get -p prints them). {src}",
-        labels=labels,
+        "info", [*labels, *INFO_PROPERTIES], keep_label_text=False,
     )
     block = RowsFamily(
         "zfs_dataset_block_size_bytes",
@@ -99,8 +100,7 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
     for ds in scrape.datasets:
         key = (ds.name, ds.pool, ds.type)
         props = ds.properties
-        text = {p: props[p].value if p in props else "" for p in INFO_PROPERTIES}
-        append(info, {"name": ds.name, "pool": ds.pool, "type": ds.type, **text}, 1.0)
+        info.add((*key, *(props[p].value if p in props else "" for p in INFO_PROPERTIES)), 1.0)
         if (size := _block_size(ds)) is not None:
             block.add(key, size)
         if (r := _compress_ratio(ds)) is not None:

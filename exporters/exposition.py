@@ -10,7 +10,7 @@ so rendering costs a few microseconds per sample.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 from prometheus_client.core import Metric
 from prometheus_client.openmetrics.exposition import escape_label_name, escape_metric_name
@@ -73,17 +73,22 @@ class RowsFamily(Metric):
     (generate_latest, a registry) sees an ordinary family.
     """
 
-    def __init__(self, name: str, documentation: str, typ: str, labelnames: Sequence[str]):
+    def __init__(self, name: str, documentation: str, typ: str, labelnames: Sequence[str],
+                 keep_label_text: bool = True):
         super().__init__(name, documentation, typ)
         self.labelnames = tuple(labelnames)
         self.rows: list[tuple[tuple[str, ...], float]] = []
+        # A label set's text is kept between scrapes when other families and later scrapes
+        # write it again (a dataset's name, pool and type); not for one family's own long
+        # label sets (a dataset's 20 properties as info labels, 4 MB at 10,000 datasets).
+        self.keep_label_text = keep_label_text
 
     @classmethod
     def unchecked(cls, name: str, documentation: str, typ: str, labelnames: Sequence[str]) -> "RowsFamily":
         """A family whose name and type were validated before (KStatFamilies makes ~300 a scrape)."""
         family = cls.__new__(cls)
         family.name, family.documentation, family.unit, family.type = name, documentation, "", typ
-        family.labelnames, family.rows = tuple(labelnames), []
+        family.labelnames, family.rows, family.keep_label_text = tuple(labelnames), [], True
         return family
 
     def add(self, labelvalues: tuple[str, ...], value: float) -> None:
@@ -126,6 +131,8 @@ def _rows(metric: RowsFamily) -> list[str]:
     names = metric.labelnames
     if not names:
         return [f"{name} {_value(value)}\n" for _, value in metric.rows]
+    if not metric.keep_label_text:
+        return [f"{name}{{{_labels(dict(zip(names, values)))}}} {_value(value)}\n" for values, value in metric.rows]
     return [f"{name}{{{_row_labels(names, values)}}} {_value(value)}\n" for values, value in metric.rows]
 
 
@@ -135,25 +142,36 @@ def _header(name: str, documentation: str, mtype: str) -> str:
     return f"# HELP {_name(name)} {doc}\n# TYPE {_name(name)} {mtype}\n"
 
 
-def text(families: Iterable[Metric]) -> bytes:
-    output: list[str] = []
+def _family_lines(metric: Metric, cache: dict[tuple, str]) -> list[str]:
+    """The lines of one family: header, samples, and the OpenMetrics-only series as gauges."""
+    output = [_header(metric.name + _SUFFIX.get(metric.type, ""), metric.documentation,
+                      _TYPES.get(metric.type, metric.type))]
+    if isinstance(metric, RowsFamily):
+        output.extend(_rows(metric))
+        return output
+    extra: dict[str, list[str]] = {}
+    base = metric.name
+    for s in metric.samples:
+        line = _line(s.name, s.labels, s.value, s.timestamp, cache)
+        suffix = s.name[len(base):]
+        if suffix in _OPENMETRICS_ONLY and s.name.startswith(base):
+            extra.setdefault(suffix, []).append(line)
+        else:
+            output.append(line)
+    for suffix, lines in sorted(extra.items()):
+        output.append(_header(metric.name + suffix, metric.documentation, "gauge"))
+        output.extend(lines)
+    return output
+
+
+def text_parts(families: Iterable[Metric]) -> Iterator[bytes]:
+    """The exposition a family at a time: the lines of one family are joined and encoded
+    alone, so a scrape never holds every line of every family at once (at 10,000 datasets that
+    was 20 MB of line strings beside the 16 MB they joined into, docs/reliability.md)."""
     cache: dict[tuple, str] = {}
     for metric in families:
-        mtype = _TYPES.get(metric.type, metric.type)
-        output.append(_header(metric.name + _SUFFIX.get(metric.type, ""), metric.documentation, mtype))
-        if isinstance(metric, RowsFamily):
-            output.extend(_rows(metric))
-            continue
-        extra: dict[str, list[str]] = {}
-        base = metric.name
-        for s in metric.samples:
-            line = _line(s.name, s.labels, s.value, s.timestamp, cache)
-            suffix = s.name[len(base):]
-            if suffix in _OPENMETRICS_ONLY and s.name.startswith(base):
-                extra.setdefault(suffix, []).append(line)
-            else:
-                output.append(line)
-        for suffix, lines in sorted(extra.items()):
-            output.append(_header(metric.name + suffix, metric.documentation, "gauge"))
-            output.extend(lines)
-    return "".join(output).encode("utf-8")
+        yield "".join(_family_lines(metric, cache)).encode("utf-8")
+
+
+def text(families: Iterable[Metric]) -> bytes:
+    return b"".join(text_parts(families))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gzip
 import zlib
-from typing import Iterable, Mapping
+from typing import Iterable, Iterator, Mapping
 
 TEXT_0_0_4 = "text/plain; version=0.0.4; charset=utf-8"
 OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
@@ -61,12 +61,12 @@ def _comment_lines(text: bytes) -> list[tuple[int, int]]:
 
 def to_openmetrics(text: bytes) -> bytes:
     """The 0.0.4 exposition as OpenMetrics 1.0.0 (same series, same values)."""
-    return b"".join(openmetrics_parts(text))
+    return b"".join(openmetrics_stream([text]))
 
 
-def openmetrics_parts(text: bytes) -> list[bytes | memoryview]:
-    """`to_openmetrics(text)` in pieces, to be joined or compressed: the samples between two
-    rewritten comment lines are views of `text`, not copies (16 MB at 10,000 datasets)."""
+def _rewritten(text: bytes) -> list[bytes | memoryview]:
+    """`text` (whole families) with its HELP and TYPE lines in OpenMetrics form: the samples
+    between two rewritten comment lines are views of `text`, not copies."""
     view = memoryview(text)
     lines = [(start, end, text[start:end].split(b" ", 3)) for start, end in _comment_lines(text)]
     kinds = {f[2]: f[3] for _, _, f in lines if len(f) == 4 and f[1] == b"TYPE"}
@@ -83,8 +83,20 @@ def openmetrics_parts(text: bytes) -> list[bytes | memoryview]:
             rest = rest.replace(b'"', b'\\"')
         out += [view[done:start], b"# " + fields[1] + b" " + name + b" " + rest]
         done = end
-    out += [view[done:], b"" if text.endswith(b"\n") or not text else b"\n", b"# EOF\n"]
+    out.append(view[done:])
     return out
+
+
+def openmetrics_stream(parts: Iterable[bytes]) -> Iterator[bytes | memoryview]:
+    """`to_openmetrics` of the parts' concatenation, a part at a time; each part must hold
+    whole families (a HELP line, its TYPE line and their samples together)."""
+    last = b""
+    for part in parts:
+        if part:
+            yield from _rewritten(part)
+            last = part
+    yield b"" if last.endswith(b"\n") or not last else b"\n"
+    yield b"# EOF\n"
 
 
 def accepts_gzip(accept_encoding: str | None) -> bool:
@@ -121,7 +133,7 @@ def response_headers(openmetrics: bool, gzip_it: bool) -> dict[str, str]:
 
 def encode(body: bytes, openmetrics: bool, gzip_it: bool) -> tuple[bytes, dict[str, str]]:
     """The 0.0.4 `body` as the variant asked for, and its response headers."""
-    parts = openmetrics_parts(body) if openmetrics else [body]
+    parts = openmetrics_stream([body]) if openmetrics else [body]
     if gzip_it:
         body = gzipped_parts(parts)
     elif openmetrics:

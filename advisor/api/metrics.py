@@ -16,14 +16,15 @@ import asyncio
 import logging
 import sqlite3
 from datetime import datetime, timezone
+from typing import Iterable
 
 from aiohttp import web
 
-from advisor.api.deflated import Deflated
 from advisor.api.shared import Body, body_response
 from advisor.appkeys import ADVICE, BODIES, EXPORT_OPTIONS, EXPORTER, FACTS, SETTINGS
 from advisor.exporters.base import Scrape
-from advisor.exporters.negotiation import encode, response_headers, variant
+from advisor.exporters.negotiation import gzipped_parts, openmetrics_stream, response_headers, variant
+from advisor.deflated import Deflated
 from advisor.facts import Host, ZfsInfo
 from advisor.host.collect import Collection, CommandFacts, command_host
 from advisor.probe.stats import ProbeStats, probe_stats
@@ -86,7 +87,7 @@ async def get_metrics(request: web.Request) -> web.Response:
     openmetrics, gzip_it = variant(request.headers)
     bodies = app[BODIES].metrics
 
-    async def text() -> bytes:  # the 0.0.4 text of this collection
+    async def encoded() -> Body:  # only the variant asked for is kept: text and OpenMetrics are 16 MB each
         scrape = Scrape(
             host=collection.host,
             options=app[EXPORT_OPTIONS],
@@ -102,12 +103,15 @@ async def get_metrics(request: web.Request) -> web.Response:
             workload_datasets=app[ADVICE].datasets,
             probes=await _probe_stats(app),
         )
-        return await asyncio.to_thread(app[EXPORTER].render, scrape)
-
-    async def encoded() -> Body:  # only the variant asked for is kept: text and OpenMetrics are 16 MB each
-        body = (await asyncio.to_thread(encode, await text(), openmetrics, gzip_it))[0]
-        # uncompressed variants (curl, a browser) are kept deflated and inflated as sent (advisor/api/deflated.py)
-        return body if gzip_it else await asyncio.to_thread(Deflated.of_bytes, body)
+        return await asyncio.to_thread(_rendered, app[EXPORTER].render_parts(scrape), openmetrics, gzip_it)
 
     body = await bodies.get(collection, (stale, openmetrics, gzip_it), encoded)
     return body_response(body, response_headers(openmetrics, gzip_it))
+
+
+def _rendered(parts: Iterable[bytes], openmetrics: bool, gzip_it: bool) -> Body:
+    """The text's parts, as they are rendered, into the variant asked for: gzip, or kept deflated
+    for a client that wants it plain (inflated a segment at a time as sent, advisor/deflated.py);
+    the whole text is never held at once."""
+    pieces = openmetrics_stream(parts) if openmetrics else parts
+    return gzipped_parts(pieces) if gzip_it else Deflated.of_stream(pieces)

@@ -31,7 +31,7 @@ HEAVY_PATHS = ("/metrics", "/v1/facts", "/recommend", "/v1/pools", "/v1/probes")
 
 from aiohttp import payload, web
 
-from advisor.api.deflated import Deflated, inflate
+from advisor.deflated import Deflated, inflate
 from advisor.api.errors import json_error
 from advisor.api.facts_body import FactsJson
 from advisor.logs import RateLimitedLog

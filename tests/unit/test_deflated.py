@@ -1,14 +1,13 @@
-"""Bodies kept deflated (advisor/api/deflated.py): the same bytes out, as plain or as gzip, in bounded slices."""
+"""Bodies kept deflated (advisor/deflated.py): the same bytes out, as plain or as gzip, in bounded slices."""
 from __future__ import annotations
 
 import gzip
 import zlib
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.api.deflated import Deflated, deflate_segment, inflate_segment
+from advisor.deflated import Deflated
 from advisor.api.shared import SLICE, SlicedBody
 
 PARTS = st.lists(st.binary(max_size=3000), max_size=8)
@@ -31,11 +30,26 @@ def test_the_gzip_of_deflated_parts_is_a_standard_gzip_member(parts):
     assert inflater.decompress(gz) == b"".join(parts) and inflater.eof and not inflater.unused_data
 
 
-@pytest.mark.parametrize("piece", [1, 7, 4096])
-def test_a_segment_inflates_in_pieces_no_bigger_than_asked(piece):
-    data = bytes(range(256)) * 40 + b"x" * 10_000
-    pieces = list(inflate_segment(deflate_segment(data), piece))
-    assert b"".join(pieces) == data and max(map(len, pieces)) <= piece
+@settings(max_examples=200, deadline=None)
+@given(PARTS, st.integers(1, 5000), st.booleans())
+def test_a_stream_of_parts_deflates_into_bounded_segments(parts, target, whole_parts):
+    body = Deflated.of_stream(iter(parts), target=target, whole_parts=whole_parts)
+    assert body.inflate() == b"".join(parts) and body.size == sum(map(len, parts))
+    segments = list(body.inflated())
+    assert all(segments)  # no empty segment
+    if whole_parts:  # every segment ends where a part ends, and closes once it reaches the target
+        ends, at = set(), 0
+        for part in parts:
+            at += len(part)
+            ends.add(at)
+        at = 0
+        for segment in segments:
+            at += len(segment)
+            assert at in ends
+        assert all(len(s) < target + max(map(len, parts)) for s in segments)
+    else:
+        assert all(len(s) <= target for s in segments) and all(len(s) == target for s in segments[:-1])
+    assert gzip.decompress(b"".join(body.gzip_parts())) == b"".join(parts)
 
 
 async def test_a_sliced_deflated_body_sends_the_plain_bytes_a_slice_at_a_time():

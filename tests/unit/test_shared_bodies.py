@@ -58,7 +58,7 @@ async def test_concurrent_facts_requests_share_one_serialisation(http_client):
 
 
 async def test_uncompressed_bodies_are_cached_deflated_and_sent_plain(http_client):
-    from advisor.api.deflated import Deflated
+    from advisor.deflated import Deflated
 
     app, client = await _app_client(http_client)
     status, headers, plain = await _body(client, "/metrics", {"Accept-Encoding": "identity"})
@@ -155,12 +155,22 @@ async def test_a_sliced_body_lets_go_of_each_chunk_once_sent():
     assert not body._unsent
 
 
-def test_cached_collector_text_is_kept_compressed_when_large():
-    from advisor.exporters.collector import CachedText
+def test_cached_collector_text_is_kept_deflated_in_segments_of_whole_families():
+    from advisor.exporters.base import Scrape
+    from advisor.exporters.collector import FactsCollector
+    from advisor.exporters.negotiation import to_openmetrics
+    from support.hosts import make_host
 
-    big = b"".join(b'zfs_dataset_used_bytes{name="tank/ds%d",pool="tank"} %d\n' % (i, i * 4096)
-                   for i in range(20_000))
-    cached = CachedText(big)
-    assert cached.text() == big and len(cached._data) < len(big) / 5
-    small = b"zfs_up 1\n"
-    assert CachedText(small).text() is small
+    host = make_host(datasets=3000)
+    exporter = FactsCollector()
+    scrape = Scrape(host=host, commands_generation=1.0)
+    text = exporter.render(scrape)
+    kept = {name: body for name, (_, body) in exporter._text_cache.items()}
+    assert {"datasets", "vdevs", "module"} <= set(kept)
+    datasets = kept["datasets"]
+    assert len(datasets.segments) > 1 and datasets.stored < datasets.size / 5
+    for segment in datasets.inflated():  # whole families: each one alone rewrites as the whole does
+        assert segment.startswith(b"# HELP ") and segment.endswith(b"\n")
+        assert to_openmetrics(segment)[:-len(b"# EOF\n")] in to_openmetrics(text)
+    assert datasets.inflate() in text and datasets.inflate() in exporter.render(scrape)  # reused as it was
+    assert exporter._text_cache["datasets"][1] is datasets
