@@ -18,11 +18,11 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
 from advisor import __version__
+from advisor.deflated import Deflated
 from advisor.facts import SCHEMA_VERSION
 from advisor.exporters import (arc, datasets, disks, histograms, kstats, params, pools, probes, recommendations,
                                txgs, vdevs)
 from advisor.exporters.base import Collect, Scrape
-from advisor.deflated import Deflated
 from advisor.exporters.exposition import has_samples, text, text_parts
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,6 @@ the body gzipped, as node_exporter and client_golang do. Runs in a worker thread
 """
 from __future__ import annotations
 
-import gzip
 import zlib
 from typing import Iterable, Iterator, Mapping
 
@@ -114,10 +113,6 @@ def variant(headers: Mapping[str, str]) -> tuple[bool, bool]:
     return wants_openmetrics(headers.get("Accept")), accepts_gzip(headers.get("Accept-Encoding"))
 
 
-def gzipped(body: bytes) -> bytes:
-    return gzip.compress(body, compresslevel=GZIP_LEVEL, mtime=0)
-
-
 def gzipped_parts(parts: Iterable[bytes | memoryview]) -> bytes:
     """The gzip member of the parts' concatenation, compressed part by part (no joined copy)."""
     compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
@@ -129,18 +124,3 @@ def response_headers(openmetrics: bool, gzip_it: bool) -> dict[str, str]:
     if gzip_it:
         out["Content-Encoding"] = "gzip"
     return out
-
-
-def encode(body: bytes, openmetrics: bool, gzip_it: bool) -> tuple[bytes, dict[str, str]]:
-    """The 0.0.4 `body` as the variant asked for, and its response headers."""
-    parts = openmetrics_stream([body]) if openmetrics else [body]
-    if gzip_it:
-        body = gzipped_parts(parts)
-    elif openmetrics:
-        body = b"".join(parts)
-    return body, response_headers(openmetrics, gzip_it)
-
-
-def negotiate(body: bytes, headers: Mapping[str, str]) -> tuple[bytes, dict[str, str]]:
-    """The body and response headers for a scrape with these request headers."""
-    return encode(body, *variant(headers))

@@ -22,9 +22,9 @@ from aiohttp import web
 
 from advisor.api.shared import Body, body_response
 from advisor.appkeys import ADVICE, BODIES, EXPORT_OPTIONS, EXPORTER, FACTS, SETTINGS
+from advisor.deflated import Deflated
 from advisor.exporters.base import Scrape
 from advisor.exporters.negotiation import gzipped_parts, openmetrics_stream, response_headers, variant
-from advisor.deflated import Deflated
 from advisor.facts import Host, ZfsInfo
 from advisor.host.collect import Collection, CommandFacts, command_host
 from advisor.probe.stats import ProbeStats, probe_stats
