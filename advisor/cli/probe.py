@@ -50,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--space", default="4G", help="quota of each candidate's scratch dataset, >= 4 x its files (default 4G)")
     p.add_argument("--scratch-name", default=None, help="scratch dataset under the pool (default zfs-advisor-probe)")
     p.add_argument("--layout-rate", default="50M", help="assumed bytes/s of laying out files, for the estimate")
-    p.add_argument("--no-arc-cap", action="store_true", help="leave zfs_arc_max alone (results may come from memory)")
+    p.add_argument("--no-arc-cap", action="store_true", help="leave zfs_arc_max and zfs_arc_min alone (results may come from memory)")
     p.add_argument("--plan-only", action="store_true", help="print the plan and stop")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--list", action="store_true", help="list stored probe runs")
@@ -141,7 +141,8 @@ def _plan_text(plan: Plan) -> str:
     lines = [f"probe {plan.pool} for {plan.workload}: {values}",
              f"  {plan.repeats} repeats x ({plan.ramp_seconds} s warm-up + {plan.runtime_seconds} s measured) each; "
              f"working set {format_size(plan.working_set_bytes)}, quota {format_size(plan.quota_bytes)}, "
-             f"ARC cap {format_size(plan.arc_max_bytes) if plan.arc_max_bytes else 'none'}; "
+             f"ARC cap {format_size(plan.arc_max_bytes) if plan.arc_max_bytes else 'none'}"
+             f"{f' (floor lowered to {format_size(plan.arc_min_bytes)})' if plan.arc_min_bytes else ''}; "
              f"about {plan.estimated_seconds:.0f} s of {plan.budget.seconds:g} s"]
     lines += [f"  note: {n}" for n in plan.notes]
     if plan.dropped:

@@ -7,8 +7,12 @@ next start.  Writes go to /sys/module/zfs/parameters/<name> (zfs(4)) under the h
 Writing a parameter's file back is not always enough: `zfs_arc_max=0` means "default",
 and the ARC ignores a 0 written at run time (arc_tuning_update() in module/zfs/arc.c
 applies only non-zero values), so the ARC would stay capped although the file reads 0
-again (seen in the lab on OpenZFS 2.1.11).  For such parameters the value in effect
-(arcstats `c_max`) is saved too, and restoring writes it first, then the original.
+again (seen in the lab on OpenZFS 2.1.11).  `zfs_arc_min=0` is the same case.  For such
+parameters the value in effect (arcstats `c_max`, `c_min`) is saved too, and restoring
+writes it first, then the original.
+
+Parameters go back in the reverse order of their change: the ARC applies `zfs_arc_min` only
+up to the `zfs_arc_max` in effect, so a lowered cap must be lifted before the floor returns.
 """
 from __future__ import annotations
 
@@ -23,7 +27,8 @@ from advisor.store.probes import ProbeStore
 log = logging.getLogger("advisor.probe")
 _NAME = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
 # parameter -> (kstat file, field) holding the value in effect when the parameter is 0
-EFFECTIVE_WHEN_ZERO = {"zfs_arc_max": ("/proc/spl/kstat/zfs/arcstats", "c_max")}
+EFFECTIVE_WHEN_ZERO = {"zfs_arc_max": ("/proc/spl/kstat/zfs/arcstats", "c_max"),
+                       "zfs_arc_min": ("/proc/spl/kstat/zfs/arcstats", "c_min")}
 
 
 class ModuleParamError(Exception):
@@ -86,9 +91,11 @@ class ParamGuard:
         self.params.write(name, value)
 
     def restore(self, names: list[str] | None = None) -> list[str]:
-        """Restore `names` (default: all changed); -> problems (empty when all went back)."""
+        """Restore `names` (default: all changed), last changed first; -> problems (empty when
+        all went back)."""
         problems = []
-        for name in list(names if names is not None else self._originals):
+        wanted = set(names if names is not None else self._originals)
+        for name in [n for n in reversed(self._originals) if n in wanted]:
             saved = self._originals.get(name)
             if saved is None:
                 continue
@@ -114,7 +121,7 @@ def restore_leftovers(params: ModuleParams, store: ProbeStore) -> list[tuple[str
     for _, name, original, effective in rows:
         oldest.setdefault(name, (original, effective))
     restored = []
-    for name, (original, effective) in oldest.items():
+    for name, (original, effective) in reversed(oldest.items()):  # last saved first, as ParamGuard
         try:
             params.put_back(name, original, effective)
         except ModuleParamError as exc:

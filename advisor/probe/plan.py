@@ -36,6 +36,8 @@ class Plan(BaseModel):
     working_set_bytes: int
     quota_bytes: int
     arc_max_bytes: int | None = Field(None, description="ARC cap while the probe runs (None: left alone)")
+    arc_min_bytes: int | None = Field(None, description="ARC floor (zfs_arc_min) lowered to this while the probe "
+                                      "runs, so that the cap can go below it (None: left alone)")
     budget: Budget
     estimated_seconds: float
     dropped: list[Candidate] = Field(default_factory=list, description="candidates the budget had no room for")

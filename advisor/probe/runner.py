@@ -95,6 +95,8 @@ class PlanRunner:
                                    time.monotonic() - self.started))
 
     async def run(self) -> None:
+        if self.plan.arc_min_bytes:  # first: the ARC takes a cap only above its floor
+            self.guard.set("zfs_arc_min", str(self.plan.arc_min_bytes))
         if self.plan.arc_max_bytes:
             self.guard.set("zfs_arc_max", str(self.plan.arc_max_bytes))
         for index, cand in enumerate(self.plan.candidates, 1):

@@ -31,8 +31,12 @@ from advisor.store.probes import ProbeStore, RunRow
 
 log = logging.getLogger("advisor.probe")
 DAY_SECONDS = 86400.0
+# zfs(4) and arc_tuning_update(): a zfs_arc_max below 64 MiB, or not above the ARC's floor
+# (arc_c_min), is ignored; the floor (zfs_arc_min) may go down to 32 MiB at run time.
 MIN_ARC_MAX = 64 << 20
-QUOTA_HEADROOM = 4  # quota >= 4 x the working set  # zfs(4): zfs_arc_max below 64 MiB is ignored
+MIN_ARC_MIN = 32 << 20
+ARC_HEADROOM = 64 << 20  # the cap stays this far above the floor
+QUOTA_HEADROOM = 4  # quota >= 4 x the working set
 
 
 class PlanError(ValueError):
@@ -97,7 +101,7 @@ class ProbeService:
             job = build_job(wl, "/probe", Hygiene(max_file_bytes=max_file), role, params)
         working_set = job.working_set_bytes
         quota = budget.space_bytes
-        arc_cap = self._arc_cap(working_set) if self.config.cap_arc else None
+        arc_floor, arc_cap = self._arc_limits(working_set) if self.config.cap_arc else (None, None)
         notes = []
         if arc_cap and working_set < 2 * arc_cap:
             notes.append(f"working set {format_size(working_set)} is less than twice the ARC cap "
@@ -119,19 +123,26 @@ class ProbeService:
         return Plan(pool=pool, workload=workload, role=role, params=params, candidates=chosen,
                     repeats=self.config.repeats, runtime_seconds=runtime, ramp_seconds=self.config.ramp_seconds,
                     max_file_bytes=max_file, working_set_bytes=working_set, quota_bytes=quota,
-                    arc_max_bytes=arc_cap, budget=budget,
+                    arc_max_bytes=arc_cap, arc_min_bytes=arc_floor, budget=budget,
                     estimated_seconds=estimate_seconds(len(chosen), self.config.repeats, runtime,
                                                        self.config.ramp_seconds, working_set,
                                                        self.config.layout_bytes_per_second),
                     dropped=dropped, notes=notes)
 
-    def _arc_cap(self, working_set: int) -> int | None:
-        """An ARC limit well below the working set (a quarter of it), but above zfs_arc_min."""
+    def _arc_limits(self, working_set: int) -> tuple[int | None, int | None]:
+        """(zfs_arc_min to set while probing, or None; zfs_arc_max to set, or None).
+
+        The cap is a quarter of the working set, so the ARC cannot hide it.  The ARC's floor
+        (c_min, all memory / 32 unless set) often stands in the way: 2 GiB on a 64 GiB host,
+        above a 1 GiB working set.  Then the floor is lowered too, as far as the cap needs
+        and to 32 MiB at the lowest, and put back after the probe like the cap."""
         try:
             c_min = int(read_named_kstat(self.files, ARCSTATS).values["c_min"])
         except (OSError, ValueError, KeyError):
-            return None
-        return max(working_set // 4, c_min + (64 << 20), MIN_ARC_MAX)
+            return None, None
+        wanted = max(working_set // 4, MIN_ARC_MAX)
+        floor = max(MIN_ARC_MIN, min(c_min, wanted - ARC_HEADROOM))
+        return (floor if floor < c_min else None), max(wanted, floor + ARC_HEADROOM)
 
     # --- run ------------------------------------------------------------------------------
     async def run(self, plan: Plan, progress: ProgressCallback | None = None, queued_id: int | None = None) -> RunRow:

@@ -223,7 +223,7 @@ class ProbeStore:
     def saved_module_params(self) -> list[tuple[int, str, str, str | None]]:
         """(run id, name, original, effective) of parameters not yet restored, oldest save first."""
         return [(r[0], r[1], r[2], r[3]) for r in self.conn.execute(
-            "SELECT run_id, name, original, effective FROM saved_module_params ORDER BY saved_at, run_id")]
+            "SELECT run_id, name, original, effective FROM saved_module_params ORDER BY saved_at, run_id, rowid")]
 
 
     # --- pool efficiency reports --------------------------------------------------------

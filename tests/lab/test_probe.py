@@ -46,9 +46,17 @@ def _foreground_written(vm) -> dict[str, int]:
 
 
 def _params(vm, *names: str) -> dict[str, str]:
+    """The module parameters `names`, and the ARC limits in effect (arcstats c_max, c_min)."""
     out = vm.exec(" ; ".join(f"cat {PARAMS}/{n}" for n in names)
-                  + " ; awk '$1==\"c_max\"{print $3}' /proc/spl/kstat/zfs/arcstats", check=True).stdout.split()
-    return dict(zip([*names, "arcstats.c_max"], out))
+                  + " ; awk '$1==\"c_max\"{print $3}' /proc/spl/kstat/zfs/arcstats"
+                  + " ; awk '$1==\"c_min\"{print $3}' /proc/spl/kstat/zfs/arcstats", check=True).stdout.split()
+    return dict(zip([*names, "arcstats.c_max", "arcstats.c_min"], out))
+
+
+def _arc_demand_data(vm) -> tuple[int, int]:
+    out = vm.exec("awk '$1==\"demand_data_hits\"||$1==\"demand_data_misses\"{print $3}' "
+                  "/proc/spl/kstat/zfs/arcstats", check=True).stdout.split()
+    return int(out[0]), int(out[1])
 
 
 def _wait_for(vm, command: str, timeout: float, what: str) -> None:
@@ -71,9 +79,12 @@ def probed(request):
             f"rm -rf {STATE}; sleep 6", check=True)  # a txg commit, so the probe finds the pool idle
     before_sums = vm.exec(USER_FILES, check=True).stdout
     before_written = _foreground_written(vm)
+    args = f"--pool tank --workload postgres --param recordsize=8K,128K --budget 150s {SMALL}"
+    plan = _json(vm, f"{args} --plan-only")
     started = time.monotonic()
-    run = _json(vm, f"--pool tank --workload postgres --param recordsize=8K,128K --budget 150s {SMALL}")
+    run = _json(vm, args)
     took = time.monotonic() - started
+    run["plan"] = plan
     return vm, run, took, before_sums, before_written
 
 
@@ -95,28 +106,37 @@ def test_probe_results_match_an_independent_fio_run(lab_vm, probed):
     assert len(r8) == 2 and all(r["compress_percentage"] == 50 and r["compress_ratio"] for r in r8)
     job = r8[0]["job"].replace(next(l for l in r8[0]["job"].splitlines() if l.startswith("directory=")),
                                "directory=/tank/indep")
-    arc = _params(vm, "zfs_arc_max")
-    iops = []
+    arc = _params(vm, "zfs_arc_min", "zfs_arc_max")
+    c_min = arc["arcstats.c_min"]
+    floor = run["plan"]["arc_min_bytes"]
+    iops, hit_ratios = [], []
     try:
         quota = run["run"]["budget"]["space_bytes"]
         vm.exec(f"zfs create -o recordsize=8K -o compression=lz4 -o atime=on -o quota={quota} tank/indep && "
-                f"echo {r8[0]['arc_max_bytes']} > {PARAMS}/zfs_arc_max", check=True)
+                + (f"echo {floor} > {PARAMS}/zfs_arc_min && " if floor else "")
+                + f"echo {r8[0]['arc_max_bytes']} > {PARAMS}/zfs_arc_max", check=True)
         vm.exec("cat > /tmp/indep.fio", input=job, check=True)
         vm.exec("sed '0,/\\[global\\]/s//[global]\\ncreate_only=1/' /tmp/indep.fio > /tmp/indep-layout.fio && "
                 "fio --output-format=json --output=/tmp/indep-layout.json /tmp/indep-layout.fio && zpool sync tank",
                 check=True)
         for i in range(2):
+            before = _arc_demand_data(vm)
             out = vm.exec(f"fio --output-format=json /tmp/indep.fio", check=True, timeout=300).stdout
+            hits, misses = (a - b for a, b in zip(_arc_demand_data(vm), before))
             jobs = json.loads(out[out.index("{"):])["jobs"][0]
             iops.append(jobs["read"]["iops"] + jobs["write"]["iops"])
+            hit_ratios.append(hits / max(1, hits + misses))
     finally:
         vm.exec(f"zfs destroy -r tank/indep; echo {arc['arcstats.c_max']} > {PARAMS}/zfs_arc_max; "
-                f"echo {arc['zfs_arc_max']} > {PARAMS}/zfs_arc_max")
+                f"echo {arc['zfs_arc_max']} > {PARAMS}/zfs_arc_max; echo {c_min} > {PARAMS}/zfs_arc_min; "
+                f"echo {arc['zfs_arc_min']} > {PARAMS}/zfs_arc_min")
     c8 = next(c for c in ev["candidates"] if c["value"] == "8K")
     independent = statistics.fmean(iops)
     tolerance = max(c8["iops_dispersion"], (max(iops) - min(iops)) / independent, 0.10)
     print(f"probe 8K: {c8['iops']:.0f} IOPS (repeats {c8['iops_min']:.0f}..{c8['iops_max']:.0f}, "
-          f"dispersion {c8['iops_dispersion']:.1%}); independent fio: {iops}; probe took {took:.0f} s")
+          f"dispersion {c8['iops_dispersion']:.1%}, ARC hit {[r['arc_hit_ratio'] for r in r8]}, ARC cap "
+          f"{r8[0]['arc_max_bytes']}, floor {floor}); independent fio: {iops}, ARC hit {hit_ratios}; "
+          f"probe took {took:.0f} s")
     assert abs(independent / c8["iops"] - 1) <= tolerance, (c8, iops)
 
 
@@ -171,7 +191,7 @@ def test_foreground_writes_abort_the_probe_within_a_second(lab_vm):
 @pytest.mark.parametrize("lab_vm", BOTH_LINES, indirect=True, scope="session")
 def test_sigkill_mid_probe_then_recovery_restores_everything(lab_vm):
     vm = lab_vm
-    names = ("zfs_arc_max", "zfs_txg_timeout")
+    names = ("zfs_arc_min", "zfs_arc_max", "zfs_txg_timeout")
     before = _params(vm, *names)
     vm.exec(f"nohup sh -c 'exec {PROBE} --pool tank --workload postgres --param zfs_txg_timeout=1,5 --budget 150s "
             f"{SMALL} > /tmp/probe.log 2>&1' >/dev/null 2>&1 & echo $! > /tmp/probe.pid", check=True)

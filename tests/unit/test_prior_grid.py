@@ -84,3 +84,20 @@ def test_a_cell_without_its_first_grid_is_measured_whole():
     assert not keep
     one_repeat = _rows("hdd-stripe5", "kafka", _first_grid("kafka"), repeats=1)
     assert not prior_grid.cell_complete(one_repeat, "hdd-stripe5", "kafka", s)
+
+
+def test_one_run_measures_a_cell_of_several_runs_again_whole():
+    s = prior_grid.Settings()
+    first = [{**r, "run_id": "a"} for r in _rows("hdd-raidz1x4", "kafka", _first_grid("kafka"))]
+    second = [{**r, "run_id": "b"} for r in _rows("hdd-raidz1x4", "kafka", [("recordsize", v) for v in
+                                                                           ("128K", *prior_grid.EXTENSION["kafka"])])]
+    rows = first + second
+    assert prior_grid.cell_complete(rows, "hdd-raidz1x4", "kafka", s, extend=True)
+    assert not prior_grid.cell_todo(rows, "hdd-raidz1x4", "kafka", s, extend=True, one_run=False)
+    assert prior_grid.cell_todo(rows, "hdd-raidz1x4", "kafka", s, extend=True, one_run=True)
+    sizes, extra, keep = prior_grid.cell_plan(rows, "hdd-raidz1x4", "kafka", s, extend=True, one_run=True)
+    assert sizes == prior_grid.GRID["kafka"] + prior_grid.EXTENSION["kafka"] and extra == prior_grid.EXTRA
+    assert not keep  # the new run replaces the cell's rows
+    whole = [{**r, "run_id": "c"} for r in _rows("hdd-raidz1x4", "kafka", [("recordsize", v) for v in sizes]
+                                                 + [("compression", "off")])]
+    assert not prior_grid.cell_todo(whole, "hdd-raidz1x4", "kafka", s, extend=True, one_run=True)

@@ -10,12 +10,16 @@ from advisor.probe.plan import Budget
 from advisor.probe.service import PlanError, ProbeConfig, ProbeService, parse_budget
 
 
-@pytest.fixture
-def service(tmp_path):
+def _service(tmp_path, c_min: int, c_max: int) -> ProbeService:
     kstat = tmp_path / "root/proc/spl/kstat/zfs"
     kstat.mkdir(parents=True)
-    (kstat / "arcstats").write_text("13 1 0x01 2 96 1 1\nname type data\nc_min 4 134217728\nc_max 4 2147483648\n")
+    (kstat / "arcstats").write_text(f"13 1 0x01 2 96 1 1\nname type data\nc_min 4 {c_min}\nc_max 4 {c_max}\n")
     return ProbeService(ProbeConfig(tmp_path / "state"), load_rulebook(), files=HostFiles(tmp_path / "root"))
+
+
+@pytest.fixture
+def service(tmp_path):
+    return _service(tmp_path, 128 << 20, 2 << 30)  # a 4 GiB host: c_min is all memory / 32
 
 
 def test_default_plan_is_a_recordsize_grid_with_the_default_as_baseline(service):
@@ -26,6 +30,7 @@ def test_default_plan_is_a_recordsize_grid_with_the_default_as_baseline(service)
     assert plan.repeats == 2 and plan.estimated_seconds <= 600
     assert plan.working_set_bytes == 4 * (256 << 20)  # 4 jobs x the 256M default file cap
     assert plan.arc_max_bytes == 256 << 20  # a quarter of the working set, above c_min + 64M
+    assert plan.arc_min_bytes is None  # the floor is not in the way
     assert plan.quota_bytes == 4 << 30 and plan.working_set_bytes * 4 <= plan.quota_bytes
 
 
@@ -54,3 +59,16 @@ def test_bad_requests(service):
     assert parse_budget("5m") == 300 and parse_budget("90s") == 90 and parse_budget("1h") == 3600
     with pytest.raises(PlanError):
         parse_budget("soon")
+
+
+def test_the_arc_floor_is_lowered_when_it_would_keep_the_cap_above_a_quarter_of_the_working_set(tmp_path):
+    big = _service(tmp_path / "big", 2 << 30, 62 << 30)  # a 64 GiB host: c_min 2 GiB, above the 1 GiB working set
+    plan = big.plan("tank", "postgres", Budget(seconds=600))
+    assert plan.working_set_bytes == 1 << 30
+    assert (plan.arc_min_bytes, plan.arc_max_bytes) == (192 << 20, 256 << 20)  # lowered only as far as needed
+    assert not any("ARC cap" in n for n in plan.notes)
+    small = _service(tmp_path / "small", 128 << 20, 2 << 30)
+    plan = small.plan("tank", "postgres", Budget(seconds=600, space_bytes=768 << 20))  # 192 MiB of files
+    assert plan.working_set_bytes == 192 << 20
+    # the floor as low as zfs(4) allows (32 MiB), the cap 64 MiB above it: half the working set
+    assert (plan.arc_min_bytes, plan.arc_max_bytes) == (32 << 20, 96 << 20)

@@ -120,6 +120,51 @@ def test_leftovers_of_a_killed_run_are_restored_to_the_oldest_original(tmp_path,
     assert (d / "zfs_arc_max").read_text() == "0" and store.saved_module_params() == []
 
 
+class WriteLog(ModuleParams):
+    """The real ModuleParams, noting the order of its writes (the ARC applies zfs_arc_min only
+    up to the zfs_arc_max in effect, so the order matters on a host; files here do not care)."""
+
+    def __init__(self, files):
+        super().__init__(files)
+        self.writes: list[tuple[str, str]] = []
+
+    def write(self, name, value):
+        self.writes.append((name, value))
+        super().write(name, value)
+
+
+def _arc_root(tmp_path):
+    files, d = _params_root(tmp_path, zfs_arc_min=0, zfs_arc_max=0)
+    kstat = tmp_path / "root/proc/spl/kstat/zfs"
+    kstat.mkdir(parents=True)
+    (kstat / "arcstats").write_text("13 1 0x01 2 96 1 1\nname type data\nc_min 4 2147483648\nc_max 4 66571993088\n")
+    return files, d
+
+
+def test_the_arc_floor_goes_down_before_the_cap_and_back_after_it(tmp_path, store):
+    files, d = _arc_root(tmp_path)
+    params = WriteLog(files)
+    guard = ParamGuard(params, store, store.start_run("tank", "postgres", None, {}, [], POOL))
+    guard.set("zfs_arc_min", str(192 << 20))
+    guard.set("zfs_arc_max", str(256 << 20))
+    assert guard.restore() == []
+    # the cap lifted (to the limit in effect, then "default") before the floor returns
+    assert params.writes == [("zfs_arc_min", str(192 << 20)), ("zfs_arc_max", str(256 << 20)),
+                             ("zfs_arc_max", "66571993088"), ("zfs_arc_max", "0"),
+                             ("zfs_arc_min", "2147483648"), ("zfs_arc_min", "0")]
+    assert (d / "zfs_arc_min").read_text() == "0" and (d / "zfs_arc_max").read_text() == "0"
+
+
+def test_leftover_arc_limits_come_back_cap_first(tmp_path, store):
+    files, _ = _arc_root(tmp_path)
+    guard = ParamGuard(ModuleParams(files), store, store.start_run("tank", "postgres", None, {}, [], POOL))
+    guard.set("zfs_arc_min", str(32 << 20))
+    guard.set("zfs_arc_max", str(96 << 20))  # then "killed"
+    params = WriteLog(files)
+    assert restore_leftovers(params, store) == [("zfs_arc_max", "0"), ("zfs_arc_min", "0")]
+    assert [name for name, _ in params.writes] == ["zfs_arc_max", "zfs_arc_max", "zfs_arc_min", "zfs_arc_min"]
+
+
 def test_module_param_names_and_values_are_checked(tmp_path, store):
     files, _ = _params_root(tmp_path, zfs_txg_timeout=5)
     params = ModuleParams(files)
