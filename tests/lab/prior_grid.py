@@ -4,6 +4,7 @@
     tests/lab/prior-grid --layouts ssd-mirror2x2 --workloads postgres
     tests/lab/prior-grid --max-minutes 30 --out /tmp/prior.csv
     tests/lab/prior-grid --extend                          # + 2 recordsizes per cell (EXTENSION)
+    tests/lab/prior-grid --extend --one-run                # cells made of several runs, again in one
 
 For each layout (one VM boot each, holding /tmp/lab-vm.lock from boot to shutdown so other
 lab users can run between layouts) and each workload, the real probe runner runs inside the
@@ -26,6 +27,7 @@ import csv
 import fcntl
 import io
 import json
+import os
 import shlex
 import statistics
 import subprocess
@@ -257,12 +259,25 @@ def cell_complete(rows: list[dict[str, str]], layout: str, workload: str, s: Set
     return required(workload, extend) <= measured(rows, layout, workload, s)
 
 
+def cell_runs(rows: list[dict[str, str]], layout: str, workload: str, s: Settings) -> set[str]:
+    """The probe runs the cell's rows come from."""
+    return {r["run_id"] for r in rows if in_cell(r, layout, workload, s)}
+
+
+def cell_todo(rows: list[dict[str, str]], layout: str, workload: str, s: Settings, extend: bool,
+              one_run: bool) -> bool:
+    """Does the cell need a run?  Incomplete, or (`one_run`) made of several runs."""
+    return (not cell_complete(rows, layout, workload, s, extend)
+            or (one_run and len(cell_runs(rows, layout, workload, s)) > 1))
+
+
 def cell_plan(rows: list[dict[str, str]], layout: str, workload: str, s: Settings,
-              extend: bool) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
-    """What to run for an incomplete cell: (recordsizes, extra candidates, keep the cell's rows).
+              extend: bool, one_run: bool = False) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
+    """What to run for a cell: (recordsizes, extra candidates, keep the cell's rows).
     A cell whose first grid is complete gets a run of the baseline and its extension, added to
-    its rows; any other cell is measured whole (with the extension too when `extend`)."""
-    if cell_complete(rows, layout, workload, s):
+    its rows, unless `one_run`; any other cell is measured whole, in one run (with the
+    extension too when `extend`), and replaces the cell's rows."""
+    if cell_complete(rows, layout, workload, s) and not one_run:
         return (BASELINE_RECORDSIZE, *EXTENSION[workload]), (), True
     return GRID[workload] + (EXTENSION[workload] if extend else ()), EXTRA, False
 
@@ -352,6 +367,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="directory shared as /project (default: a git archive of HEAD)")
     ap.add_argument("--extend", action="store_true",
                     help="measure each cell's EXTENSION too (a second run beside the baseline for complete cells)")
+    ap.add_argument("--one-run", action="store_true",
+                    help="measure again, whole and in one probe run, every cell whose rows come from several runs "
+                         "(their candidates were compared with different measurements of the baseline)")
     ap.add_argument("--summary", action="store_true", help="print the CSV's summary table (markdown) and stop")
     ap.add_argument("--provenance", action="store_true", help="rewrite PROVENANCE.md from the meta file and stop")
     args = ap.parse_args(argv)
@@ -391,12 +409,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for layout in layouts:
             rows = read_rows(out)
-            todo = [w for w in workloads if not cell_complete(rows, layout, w, s, args.extend)]
+            todo = [w for w in workloads if cell_todo(rows, layout, w, s, args.extend, args.one_run)]
             if not todo:
                 log(f"{layout}: every cell complete, skipped")
                 continue
             pace = statistics.fmean(per_candidate) if per_candidate else 60.0
-            plan0 = cell_plan(rows, layout, todo[0], s, args.extend)
+            plan0 = cell_plan(rows, layout, todo[0], s, args.extend, args.one_run)
             if time.monotonic() + boot_cost + pace * (len(plan0[0]) + len(plan0[1])) > deadline:
                 skipped += [f"{layout}/{w}" for w in todo]
                 log(f"{layout}: no time left for a single cell, skipped")
@@ -419,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
                         f"{facts['fio']}, ARC c_min {facts['arc_c_min'] >> 20} MiB")
                     for workload in todo:
                         pace = statistics.fmean(per_candidate) if per_candidate else 60.0
-                        sizes, extra, keep = cell_plan(read_rows(out), layout, workload, s, args.extend)
+                        sizes, extra, keep = cell_plan(read_rows(out), layout, workload, s, args.extend, args.one_run)
                         n = len(sizes) + len(extra)
                         need = pace * n + 30
                         if time.monotonic() + need > deadline:
@@ -427,6 +445,7 @@ def main(argv: list[str] | None = None) -> int:
                             log(f"{layout}/{workload}: skipped, {need:.0f} s would pass the deadline")
                             continue
                         t0 = time.monotonic()
+                        load_before = os.getloadavg()[0]
                         output = probe_cell(vm, workload, s, layout, sizes, extra)
                         took = time.monotonic() - t0
                         if output is None:
@@ -440,7 +459,9 @@ def main(argv: list[str] | None = None) -> int:
                         run = output["run"]
                         run_meta["cells"].append({"layout": layout, "workload": workload, "status": run["status"],
                                                   "reason": run["reason"], "seconds": round(took, 1),
-                                                  "rows": len(new), "candidates": [*sizes, *extra]})
+                                                  "rows": len(new), "candidates": [*sizes, *extra],
+                                                  # the host's, VM included (2 vCPUs): above ~3, other work ran beside
+                                                  "host_load_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)]})
                         meta_path.write_text(json.dumps(meta, indent=2) + "\n")
                         log(f"{layout}/{workload}: {run['status']}{' (' + run['reason'] + ')' if run['reason'] else ''}"
                             f", {len(new)} rows in {took:.0f} s ({took / n:.0f} s a candidate)")
