@@ -59,7 +59,8 @@ class Observation:
     value: str
     baseline: bool
     settings: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULTS))
-    # where it comes from: a lab cell ("zfs2.3/hdd-raidz1x4/postgres") or "local:<pool>"
+    # where it comes from: a lab cell ("zfs2.3.2/hdd-raidz1x4/postgres/512M": line, layout, workload,
+    # working set) or "local:<pool>"
     cell: str = ""
     run: str = ""  # the probe run: its candidates are compared with the baseline of the same run
     repeat: int = 0
@@ -152,6 +153,14 @@ def perf_of(pattern: str, iops: float, read_bw: float, write_bw: float) -> float
     return iops if metric_of(pattern) == "iops" else read_bw + write_bw
 
 
+def lab_cell(row: Mapping[str, str]) -> str:
+    """One grid measured in the lab.  The working set is part of it: grids of one layout and
+    workload at another working set against the same ARC cap measure another mix of memory
+    and disk, and their candidates are not compared with each other's baseline."""
+    ws = _int(row.get("working_set_bytes"))
+    return f"zfs{row['zfs_version']}/{row['layout']}/{row['workload']}" + (f"/{ws >> 20}M" if ws else "")
+
+
 def from_csv_row(row: Mapping[str, str]) -> Observation:
     """A row of advisor/model/data/prior-*.csv (columns in its provenance file)."""
     settings = {k: row.get(k) or DEFAULTS[k] for k in DEFAULTS}
@@ -166,7 +175,7 @@ def from_csv_row(row: Mapping[str, str]) -> Observation:
         media=row["media"], vdev_type=row["vdev_type"], top_vdevs=_int(row.get("top_vdevs"), 1) or 1,
         vdev_width=_int(row.get("vdev_width"), 1) or 1, ashift=_int(row.get("ashift")),
         parameter=row["parameter"], value=row["value"], baseline=row.get("baseline") in ("1", "True", "true"),
-        settings=settings, cell=f"zfs{row['zfs_version']}/{row['layout']}/{row['workload']}",
+        settings=settings, cell=lab_cell(row),
         run=row.get("run_id") or "", repeat=_int(row.get("repeat"), 0) or 0,
         perf=perf_of(pattern, float(row["iops"]), float(row.get("read_bw_bytes") or 0), float(row.get("write_bw_bytes") or 0)),
         write_p99=p99 / 1e6 if p99 else None,

@@ -35,8 +35,19 @@ DAY_SECONDS = 86400.0
 # (arc_c_min), is ignored; the floor (zfs_arc_min) may go down to 32 MiB at run time.
 MIN_ARC_MAX = 64 << 20
 MIN_ARC_MIN = 32 << 20
-ARC_HEADROOM = 64 << 20  # the cap stays this far above the floor
+ARC_HEADROOM = 32 << 20  # the cap stays this far above the floor (it must be above it)
+ARC_SHARE = 4  # the cap is at most this fraction of the working set as the ARC stores it
 QUOTA_HEADROOM = 4  # quota >= 4 x the working set
+
+
+def stored_bytes(working_set: int, compress_percentage: int) -> int:
+    """About what the working set takes in the ARC, which keeps records compressed as on disk.
+
+    fio's buffer_compress_percentage=P makes P % of each buffer compressible: lz4 stored the
+    lab's 50 % buffers at 1.73:1 (docs/prior.md), so (100 - P) % is a lower bound, and a cap
+    sized from it errs towards a smaller ARC.  A candidate with compression=off stores the
+    whole working set, which only makes the cap a smaller share of it."""
+    return max(1, working_set * (100 - compress_percentage) // 100)
 
 
 class PlanError(ValueError):
@@ -101,11 +112,14 @@ class ProbeService:
             job = build_job(wl, "/probe", Hygiene(max_file_bytes=max_file), role, params)
         working_set = job.working_set_bytes
         quota = budget.space_bytes
-        arc_floor, arc_cap = self._arc_limits(working_set) if self.config.cap_arc else (None, None)
+        stored = stored_bytes(working_set, job.compress_percentage)
+        arc_floor, arc_cap = self._arc_limits(stored) if self.config.cap_arc else (None, None)
         notes = []
-        if arc_cap and working_set < 2 * arc_cap:
-            notes.append(f"working set {format_size(working_set)} is less than twice the ARC cap "
-                         f"{format_size(arc_cap)}: part of it may be read from memory (see arc_hit_ratio)")
+        if arc_cap and stored < ARC_SHARE * arc_cap:
+            notes.append(f"working set {format_size(working_set)} ({format_size(stored)} as the compressed ARC "
+                         f"stores {job.compress_percentage} % compressible data) is less than {ARC_SHARE} x the "
+                         f"ARC cap {format_size(arc_cap)}: up to {min(1.0, arc_cap / stored):.0%} of it may be "
+                         f"read from memory (see arc_hit_ratio)")
         if not self.config.cap_arc:
             notes.append("the ARC is not capped: results may come from memory")
         chosen, dropped = list(candidates), []
@@ -129,10 +143,11 @@ class ProbeService:
                                                        self.config.layout_bytes_per_second),
                     dropped=dropped, notes=notes)
 
-    def _arc_limits(self, working_set: int) -> tuple[int | None, int | None]:
+    def _arc_limits(self, stored: int) -> tuple[int | None, int | None]:
         """(zfs_arc_min to set while probing, or None; zfs_arc_max to set, or None).
 
-        The cap is a quarter of the working set, so the ARC cannot hide it.  The ARC's floor
+        The cap is a quarter of the working set as the ARC stores it (`stored_bytes`), so
+        the ARC cannot hide it.  The ARC's floor
         (c_min, all memory / 32 unless set) often stands in the way: 2 GiB on a 64 GiB host,
         above a 1 GiB working set.  Then the floor is lowered too, as far as the cap needs
         and to 32 MiB at the lowest, and put back after the probe like the cap."""
@@ -140,7 +155,7 @@ class ProbeService:
             c_min = int(read_named_kstat(self.files, ARCSTATS).values["c_min"])
         except (OSError, ValueError, KeyError):
             return None, None
-        wanted = max(working_set // 4, MIN_ARC_MAX)
+        wanted = max(stored // ARC_SHARE, MIN_ARC_MAX)
         floor = max(MIN_ARC_MIN, min(c_min, wanted - ARC_HEADROOM))
         return (floor if floor < c_min else None), max(wanted, floor + ARC_HEADROOM)
 

@@ -20,7 +20,7 @@ pytest.importorskip("sklearn")
 from advisor.engine.loader import load_rulebook  # noqa: E402
 from advisor.model.dataset import load_csv, prior_path, samples  # noqa: E402
 from advisor.model.evaluation import evaluate, evaluate_cell, nested_caution, summary  # noqa: E402
-from advisor.model.features import WorkloadShape, from_csv_row, from_result, vector  # noqa: E402
+from advisor.model.features import WorkloadShape, from_csv_row, from_result, lab_cell, vector  # noqa: E402
 from advisor.model.provider import ModelProvider, candidates_of  # noqa: E402
 from advisor.model.regress import GPModel, QuantileBoost  # noqa: E402
 from advisor.model.select import next_candidates  # noqa: E402
@@ -29,7 +29,7 @@ from advisor.store.db import connect  # noqa: E402
 from advisor.store.probes import ProbeStore, ResultRow  # noqa: E402
 
 BOOK = load_rulebook()
-CELL = "zfs2.3.2/ssd-mirror2x2/postgres"
+CELL = "zfs2.3.2/ssd-mirror2x2/postgres/192M"
 MIRROR2X2 = {"pool": "tank", "layout": "2 x mirror of 2", "ashift": 12, "media": "ssd",
              "vdevs": [{"type": "mirror", "width": 2, "ashift": 12, "nparity": None, "disks": ["vdb", "vdc"]},
                        {"type": "mirror", "width": 2, "ashift": 12, "nparity": None, "disks": ["vdd", "vde"]}]}
@@ -37,7 +37,7 @@ MIRROR2X2 = {"pool": "tank", "layout": "2 x mirror of 2", "ashift": 12, "media":
 
 def csv_rows(cell: str = CELL) -> list[dict[str, str]]:
     with prior_path().open(newline="") as f:
-        return [r for r in csv.DictReader(f) if f"zfs{r['zfs_version']}/{r['layout']}/{r['workload']}" == cell]
+        return [r for r in csv.DictReader(f) if lab_cell(r) == cell]
 
 
 def result_row(row: dict[str, str], run_id: int = 1) -> ResultRow:
@@ -193,7 +193,7 @@ def test_leave_one_cell_out_on_the_shipped_prior():
 def test_nested_caution_never_lets_the_judged_cell_choose_the_knob():
     from itertools import combinations
 
-    three = ["zfs2.3.2/ssd-mirror2x2/mysql", "zfs2.3.2/ssd-mirror2x2/postgres", "zfs2.3.2/ssd-mirror2x2/sqlite"]
+    three = ["zfs2.3.2/ssd-mirror2x2/mysql/192M", "zfs2.3.2/ssd-mirror2x2/postgres/192M", "zfs2.3.2/ssd-mirror2x2/sqlite/192M"]
     prior = [s for s in samples(load_csv()) if s.obs.cell in three]
     cache: dict = {}
     results = nested_caution(lambda: GPModel(seed=0, restarts=0), prior, 2, [0.0, 1.0], cache)
@@ -304,8 +304,8 @@ def test_the_per_workload_gp_predicts_from_its_workloads_rows(prior_without_cell
     from advisor.model.regress import WorkloadGP
 
     # two workloads with two layouts each, one workload on one layout only
-    keep = {"zfs2.3.2/hdd-stripe5/postgres", "zfs2.3.2/hdd-raidz1x4/postgres", "zfs2.3.2/hdd-stripe5/mysql",
-            "zfs2.3.2/hdd-raidz1x4/mysql", "zfs2.3.2/ssd-mirror2x2/sqlite"}
+    keep = {"zfs2.3.2/hdd-stripe5/postgres/192M", "zfs2.3.2/hdd-raidz1x4/postgres/192M", "zfs2.3.2/hdd-stripe5/mysql/192M",
+            "zfs2.3.2/hdd-raidz1x4/mysql/192M", "zfs2.3.2/ssd-mirror2x2/sqlite/192M"}
     prior = [s for s in prior_without_cell if s.obs.cell in keep]
     model = WorkloadGP(seed=0, restarts=0).fit(prior)
     assert sorted(model.by_workload) == ["mysql", "postgres"]  # sqlite: one layout, the overall GP

@@ -7,7 +7,7 @@ from advisor.engine.loader import load_rulebook
 from advisor.host.files import HostFiles
 from advisor.probe.candidates import parse_candidate_spec
 from advisor.probe.plan import Budget
-from advisor.probe.service import PlanError, ProbeConfig, ProbeService, parse_budget
+from advisor.probe.service import PlanError, ProbeConfig, ProbeService, parse_budget, stored_bytes
 
 
 def _service(tmp_path, c_min: int, c_max: int) -> ProbeService:
@@ -29,8 +29,10 @@ def test_default_plan_is_a_recordsize_grid_with_the_default_as_baseline(service)
         ("128K", True), ("8K", False), ("16K", False), ("4K", False), ("32K", False), ("64K", False)]
     assert plan.repeats == 2 and plan.estimated_seconds <= 600
     assert plan.working_set_bytes == 4 * (256 << 20)  # 4 jobs x the 256M default file cap
-    assert plan.arc_max_bytes == 256 << 20  # a quarter of the working set, above c_min + 64M
-    assert plan.arc_min_bytes is None  # the floor is not in the way
+    # a quarter of the working set as the compressed ARC stores it (50 % compressible data: half),
+    # and the floor (c_min 128 MiB) lowered to stay below the cap
+    assert (plan.arc_min_bytes, plan.arc_max_bytes) == (96 << 20, 128 << 20)
+    assert not plan.notes
     assert plan.quota_bytes == 4 << 30 and plan.working_set_bytes * 4 <= plan.quota_bytes
 
 
@@ -65,10 +67,21 @@ def test_the_arc_floor_is_lowered_when_it_would_keep_the_cap_above_a_quarter_of_
     big = _service(tmp_path / "big", 2 << 30, 62 << 30)  # a 64 GiB host: c_min 2 GiB, above the 1 GiB working set
     plan = big.plan("tank", "postgres", Budget(seconds=600))
     assert plan.working_set_bytes == 1 << 30
-    assert (plan.arc_min_bytes, plan.arc_max_bytes) == (192 << 20, 256 << 20)  # lowered only as far as needed
+    assert (plan.arc_min_bytes, plan.arc_max_bytes) == (96 << 20, 128 << 20)  # lowered only as far as needed
     assert not any("ARC cap" in n for n in plan.notes)
+    roomy = _service(tmp_path / "roomy", 32 << 20, 2 << 30)  # c_min already at the lowest: left alone
+    assert roomy.plan("tank", "postgres", Budget(seconds=600)).arc_min_bytes is None
     small = _service(tmp_path / "small", 128 << 20, 2 << 30)
     plan = small.plan("tank", "postgres", Budget(seconds=600, space_bytes=768 << 20))  # 192 MiB of files
     assert plan.working_set_bytes == 192 << 20
-    # the floor as low as zfs(4) allows (32 MiB), the cap 64 MiB above it: half the working set
-    assert (plan.arc_min_bytes, plan.arc_max_bytes) == (32 << 20, 96 << 20)
+    # the floor as low as zfs(4) allows (32 MiB), the cap at the 64 MiB minimum: 96 MiB of
+    # compressed working set is not 4 x that, and the plan says how much the ARC may hold
+    assert (plan.arc_min_bytes, plan.arc_max_bytes) == (32 << 20, 64 << 20)
+    assert any("up to 67% of it may be read from memory" in n for n in plan.notes), plan.notes
+
+
+def test_the_arc_cap_follows_the_working_set_as_the_arc_stores_it():
+    # the compressed ARC keeps 1 GiB of 50 % compressible data in about half as much
+    assert stored_bytes(1 << 30, 50) == 512 << 20
+    assert stored_bytes(1 << 30, 0) == 1 << 30  # incompressible: all of it
+    assert stored_bytes(1 << 30, 100) == 1  # all zeros: next to nothing, never a division by 0
