@@ -32,6 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--deviation", metavar="V[,V...]",
                    help="gp: prior variance of a pool's own deviation from the lab (log-ratio units) instead of "
                         "the shipped LOCAL_DEVIATION_VARIANCE (one table each; no refit)")
+    p.add_argument("--cells", default="", metavar="TEXT",
+                   help="hold out only the cells whose name contains TEXT, e.g. /512M (the model still learns "
+                        "from all the others)")
     p.add_argument("--json", action="store_true", help="the per-cell results and summaries as JSON")
     p.set_defaults(func=run)
 
@@ -67,6 +70,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     prior = samples(load_csv(args.prior))
     cells = sorted({s.obs.cell for s in prior})
+    held = [c for c in cells if args.cells in c]
+    if not held:
+        print(f"zfs-advisor evaluate: no cell's name contains {args.cells!r}; cells: {', '.join(cells)}",
+              file=sys.stderr)
+        return 2
     if len(cells) < 2:
         print(f"zfs-advisor evaluate: {len(cells)} cell(s) in the prior: leaving one out needs at least two",
               file=sys.stderr)
@@ -79,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
             return MODELS[name](seed=args.seed)
 
         for budget in budgets:
-            runs = [(c, d, evaluate(factory, prior, budget, c, cache, d)) for c in cautions for d in deviations]
+            runs = [(c, d, evaluate(factory, prior, budget, c, cache, d, args.cells))
+                    for c in cautions for d in deviations]
             if nested:
                 runs.append(("nested", None, nested_caution(factory, prior, budget, nested, cache)))
             for caution, deviation, results in runs:
@@ -90,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
                            "(nested)" if caution == "nested" else f", CAUTION {caution:g}")
                     how += "" if deviation is None else f", deviation variance {deviation:g}"
                     print(f"\n{name}, budget {budget} probe(s) per cell{how}, {len(prior)} lab rows in "
-                          f"{len(cells)} cells:")
+                          f"{len(cells)} cells" + (f", {len(held)} held out in turn" if args.cells else "") + ":")
                     print(table(results))
     if args.json:
         print(json.dumps(report, indent=2))

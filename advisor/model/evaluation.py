@@ -105,13 +105,21 @@ def with_deviation(model, deviation: float | None):
     return twin
 
 
+def twins(held: str, names) -> frozenset[str]:
+    """`held` and the cells of the same line, layout and workload at another working set
+    ("zfs2.3.2/ssd-mirror2x2/postgres/192M" for ".../512M"): measurements of the held-out pool
+    itself, which a pool new to the prior would not have, so they leave the training set too."""
+    stem = held.rsplit("/", 1)[0] if held.count("/") >= 3 else held
+    return frozenset(c for c in names if c == held or c.startswith(stem + "/")) | {held}
+
+
 def evaluate_cell(model_factory, prior: list[Sample], held: str, budget: int, caution: float | None = None,
                   exclude: frozenset[str] = frozenset(), cache: dict | None = None,
                   deviation: float | None = None) -> CellResult:
-    """Hold `held` out (and `exclude`: the nested protocol's outer cell), probe it `budget` times,
-    pick with `caution` (None: the shipped CAUTION)."""
+    """Hold `held` out (with its `twins`, and `exclude`: the nested protocol's outer cell), probe it
+    `budget` times, pick with `caution` (None: the shipped CAUTION)."""
     by_cell = cells(prior)
-    model = with_deviation(_fit(model_factory, prior, frozenset({held}) | exclude, cache), deviation)
+    model = with_deviation(_fit(model_factory, prior, twins(held, by_cell) | exclude, cache), deviation)
     grid = _grid(by_cell[held])
     keys = list(grid)
     candidates = [grid[k][0].obs for k in keys]
@@ -150,9 +158,10 @@ def evaluate_cell(model_factory, prior: list[Sample], held: str, budget: int, ca
 
 
 def evaluate(model_factory, prior: list[Sample], budget: int, caution: float | None = None,
-             cache: dict | None = None, deviation: float | None = None) -> list[CellResult]:
+             cache: dict | None = None, deviation: float | None = None, only: str = "") -> list[CellResult]:
+    """Every cell whose name contains `only` (all by default), held out in turn."""
     return [evaluate_cell(model_factory, prior, held, budget, caution, cache=cache, deviation=deviation)
-            for held in sorted(cells(prior))]
+            for held in sorted(cells(prior)) if only in held]
 
 
 def score(results: list[CellResult]) -> float:
@@ -172,8 +181,9 @@ def nested_caution(model_factory, prior: list[Sample], budget: int, values: list
     names = sorted(cells(prior))
     out = []
     for outer in names:
-        inner = [c for c in names if c != outer]
-        scores = {v: score([evaluate_cell(model_factory, prior, c, budget, v, frozenset({outer}), cache)
+        held = twins(outer, names)
+        inner = [c for c in names if c not in held]
+        scores = {v: score([evaluate_cell(model_factory, prior, c, budget, v, held, cache)
                             for c in inner]) for v in values}
         best = max(values, key=lambda v: (scores[v], v))
         out.append(evaluate_cell(model_factory, prior, outer, budget, best, cache=cache))

@@ -1,6 +1,6 @@
 """The probe plan ranks like a cold-cache grid: PostgreSQL's data job on the SSD mirror, recordsize
-8K / 16K / 32K / 128K, first by the probe (as tests/lab/prior-grid runs it: 4 x 48 MiB files, 2 s
-warm-up, 8 s measured, 2 repeats, the ARC capped at 96 MiB), then by an independent grid: for
+8K / 16K / 32K / 128K, first by the probe (4 x 48 MiB files, 2 s warm-up, 8 s measured, 2 repeats,
+the ARC capped as the probe caps it: 64 MiB since dbd3806, 96 MiB before), then by an independent grid: for
 each recordsize a fresh dataset made like the candidate's (advisor/probe/candidates.py BASELINE,
 the probe's quota), its files laid out and committed, and plain fio of the job the probe stored,
 2 runs each, every run started with a cold cache: the pool exported and imported (export drops

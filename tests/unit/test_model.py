@@ -19,7 +19,7 @@ pytest.importorskip("sklearn")
 
 from advisor.engine.loader import load_rulebook  # noqa: E402
 from advisor.model.dataset import load_csv, prior_path, samples  # noqa: E402
-from advisor.model.evaluation import evaluate, evaluate_cell, nested_caution, summary  # noqa: E402
+from advisor.model.evaluation import evaluate, evaluate_cell, nested_caution, summary, twins  # noqa: E402
 from advisor.model.features import WorkloadShape, from_csv_row, from_result, lab_cell, vector  # noqa: E402
 from advisor.model.provider import ModelProvider, candidates_of  # noqa: E402
 from advisor.model.regress import GPModel, QuantileBoost  # noqa: E402
@@ -213,6 +213,21 @@ def test_the_deviation_variance_widens_the_intervals_without_a_refit(model, grid
     a, b = narrow.predict([], grid).perf, wide.predict([], grid).perf
     assert (b.sd >= a.sd - 1e-12).all() and (b.sd > a.sd + 1e-3).any()
     assert list(a.mean) == pytest.approx(list(b.mean))  # no probe of the pool: the lab's means alone
+
+
+def test_a_held_out_cell_takes_its_twins_at_other_working_sets_with_it():
+    names = ["zfs2.3.2/ssd/postgres/192M", "zfs2.3.2/ssd/postgres/512M", "zfs2.3.2/ssd/mysql/512M",
+             "zfs2.3.2/ssd-raidz/postgres/512M"]
+    assert twins("zfs2.3.2/ssd/postgres/512M", names) == {"zfs2.3.2/ssd/postgres/192M", "zfs2.3.2/ssd/postgres/512M"}
+    assert twins("zfs2.3.2/ssd/mysql/512M", names) == {"zfs2.3.2/ssd/mysql/512M"}
+
+
+def test_evaluate_says_which_cells_there_are_when_none_matches(capsys):
+    from advisor.cli import main
+
+    assert main(["evaluate", "--models", "gp", "--budget", "1", "--cells", "/no-such-cell"]) == 2
+    err = capsys.readouterr().err
+    assert "no cell's name contains '/no-such-cell'" in err and CELL in err
 
 
 def test_evaluate_refuses_a_negative_deviation():
