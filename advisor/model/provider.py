@@ -15,7 +15,6 @@ import logging
 import math
 import os
 import sqlite3
-import statistics
 import threading
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from advisor.model.dataset import Sample, load_csv, prior_path, samples
 from advisor.model.features import (DEFAULTS, KNOWN_COMPRESSION, Observation, WorkloadShape, from_result, query,
                                     supported)
 from advisor.model.select import CAUTION
+from advisor.probe.arc import arc_cap, stored_bytes
 from advisor.probe.candidates import Candidate, make_candidate, recordsize_grid
 from advisor.probe.fio_job import Hygiene, JobError, build_job
 from advisor.probe.pooldesc import describe_pool
@@ -168,14 +168,6 @@ class ModelProvider:
                if r.scope == "dataset" and r.parameter in PREDICTED_PARAMETERS]
         return [s for s in samples(o for o in obs if supported(o))]
 
-    def _arc_for(self, workload: str, working_set: int) -> int:
-        """The ARC cap against the working set the lab measured this workload with (its median)."""
-        ratios = [s.obs.working_set_bytes / s.obs.arc_max_bytes for s in self._prior
-                  if s.obs.workload == workload and s.obs.working_set_bytes and s.obs.arc_max_bytes]
-        ratios = ratios or [s.obs.working_set_bytes / s.obs.arc_max_bytes for s in self._prior
-                            if s.obs.working_set_bytes and s.obs.arc_max_bytes] or [2.0]
-        return int(working_set / statistics.median(ratios))
-
     def base_observation(self, pool: str, workload: Any, params: dict[str, str] | None = None,
                          host: Host | None = None, descriptor: dict | None = None,
                          local: list[Sample] | None = None) -> Observation | None:
@@ -194,8 +186,11 @@ class ModelProvider:
             job = build_job(workload, "/probe", Hygiene(max_file_bytes=PROBE_FILE_BYTES), role, params)
         except JobError:
             return None
+        # As a probe of this pool would measure it: the ARC capped below the working set
+        # (advisor/probe/arc.py), where the lab's 512 MiB cells were measured too.
         ws = job.working_set_bytes
-        return query(WorkloadShape.of(workload), job.text, ws, self._arc_for(workload.name, ws), descriptor, pool)
+        cap = arc_cap(stored_bytes(ws, job.compress_percentage))
+        return query(WorkloadShape.of(workload), job.text, ws, cap, descriptor, pool)
 
     def advice_lookup(self, host: Host) -> tuple[object, PredictionLookup | None]:
         """For the exporter's advice (advisor/engine/advice.py): (what the predictions depend on,

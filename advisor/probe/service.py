@@ -22,6 +22,7 @@ from advisor.probe.fio_job import Hygiene, JobError, build_job
 from advisor.probe.modparams import ModuleParamError, ModuleParams, ParamGuard, restore_leftovers
 from advisor.probe.plan import Budget, Plan, estimate_seconds, fit_runtime
 from advisor.probe.pooldesc import PoolUnavailable, read_pool_descriptor
+from advisor.probe.arc import ARC_SHARE, arc_limits, stored_bytes
 from advisor.probe.runner import ARCSTATS, PlanRunner, ProbeAborted, ProbeFailed, ProgressCallback
 from advisor.probe.foreground import ForegroundWatch, foreground_rate
 from advisor.probe.safety import ProbeLock, Thresholds, UnsafeToProbe, check_pool
@@ -31,23 +32,7 @@ from advisor.store.probes import ProbeStore, RunRow
 
 log = logging.getLogger("advisor.probe")
 DAY_SECONDS = 86400.0
-# zfs(4) and arc_tuning_update(): a zfs_arc_max below 64 MiB, or not above the ARC's floor
-# (arc_c_min), is ignored; the floor (zfs_arc_min) may go down to 32 MiB at run time.
-MIN_ARC_MAX = 64 << 20
-MIN_ARC_MIN = 32 << 20
-ARC_HEADROOM = 32 << 20  # the cap stays this far above the floor (it must be above it)
-ARC_SHARE = 4  # the cap is at most this fraction of the working set as the ARC stores it
 QUOTA_HEADROOM = 4  # quota >= 4 x the working set
-
-
-def stored_bytes(working_set: int, compress_percentage: int) -> int:
-    """About what the working set takes in the ARC, which keeps records compressed as on disk.
-
-    fio's buffer_compress_percentage=P makes P % of each buffer compressible: lz4 stored the
-    lab's 50 % buffers at 1.73:1 (docs/prior.md), so (100 - P) % is a lower bound, and a cap
-    sized from it errs towards a smaller ARC.  A candidate with compression=off stores the
-    whole working set, which only makes the cap a smaller share of it."""
-    return max(1, working_set * (100 - compress_percentage) // 100)
 
 
 class PlanError(ValueError):
@@ -144,20 +129,14 @@ class ProbeService:
                     dropped=dropped, notes=notes)
 
     def _arc_limits(self, stored: int) -> tuple[int | None, int | None]:
-        """(zfs_arc_min to set while probing, or None; zfs_arc_max to set, or None).
-
-        The cap is a quarter of the working set as the ARC stores it (`stored_bytes`), so
-        the ARC cannot hide it.  The ARC's floor
-        (c_min, all memory / 32 unless set) often stands in the way: 2 GiB on a 64 GiB host,
-        above a 1 GiB working set.  Then the floor is lowered too, as far as the cap needs
-        and to 32 MiB at the lowest, and put back after the probe like the cap."""
+        """(zfs_arc_min to set while probing, or None; zfs_arc_max to set, or None when the
+        ARC's limits cannot be read): a quarter of the working set as the ARC stores it
+        (advisor/probe/arc.py)."""
         try:
             c_min = int(read_named_kstat(self.files, ARCSTATS).values["c_min"])
         except (OSError, ValueError, KeyError):
             return None, None
-        wanted = max(stored // ARC_SHARE, MIN_ARC_MAX)
-        floor = max(MIN_ARC_MIN, min(c_min, wanted - ARC_HEADROOM))
-        return (floor if floor < c_min else None), max(wanted, floor + ARC_HEADROOM)
+        return arc_limits(stored, c_min)
 
     # --- run ------------------------------------------------------------------------------
     async def run(self, plan: Plan, progress: ProgressCallback | None = None, queued_id: int | None = None) -> RunRow:

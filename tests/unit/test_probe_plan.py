@@ -7,7 +7,8 @@ from advisor.engine.loader import load_rulebook
 from advisor.host.files import HostFiles
 from advisor.probe.candidates import parse_candidate_spec
 from advisor.probe.plan import Budget
-from advisor.probe.service import PlanError, ProbeConfig, ProbeService, parse_budget, stored_bytes
+from advisor.probe.arc import stored_bytes
+from advisor.probe.service import PlanError, ProbeConfig, ProbeService, parse_budget
 
 
 def _service(tmp_path, c_min: int, c_max: int) -> ProbeService:
