@@ -32,6 +32,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--deviation", metavar="V[,V...]",
                    help="gp: prior variance of a pool's own deviation from the lab (log-ratio units) instead of "
                         "the shipped LOCAL_DEVIATION_VARIANCE (one table each; no refit)")
+    p.add_argument("--leap", metavar="L[,L...]",
+                   help="pick with these LEAP values instead of the shipped one: how many standard deviations an "
+                        "unprobed candidate must be predicted better by than the best probed one (inf: probed "
+                        "candidates only, -inf: the best predicted whether probed or not, written --leap=-inf; one table each)")
     p.add_argument("--cells", default="", metavar="TEXT",
                    help="hold out only the cells whose name contains TEXT, e.g. /512M (the model still learns "
                         "from all the others)")
@@ -56,8 +60,9 @@ def run(args: argparse.Namespace) -> int:
         cautions = [float(c) for c in (args.caution or "").split(",") if c.strip()] or [None]
         nested = [float(c) for c in (args.nested_caution or "").split(",") if c.strip()]
         deviations = [float(v) for v in (args.deviation or "").split(",") if v.strip()] or [None]
+        leaps = [float(v) for v in (args.leap or "").split(",") if v.strip()] or [None]
     except ValueError:
-        print("zfs-advisor evaluate: --caution, --nested-caution and --deviation take numbers like 0,0.5,1",
+        print("zfs-advisor evaluate: --caution, --nested-caution, --deviation and --leap take numbers like 0,0.5,1",
               file=sys.stderr)
         return 2
     if any(v is not None and v < 0 for v in deviations):
@@ -87,17 +92,18 @@ def run(args: argparse.Namespace) -> int:
             return MODELS[name](seed=args.seed)
 
         for budget in budgets:
-            runs = [(c, d, evaluate(factory, prior, budget, c, cache, d, args.cells))
-                    for c in cautions for d in deviations]
+            runs = [(c, d, lp, evaluate(factory, prior, budget, c, cache, d, args.cells, lp))
+                    for c in cautions for d in deviations for lp in leaps]
             if nested:
-                runs.append(("nested", None, nested_caution(factory, prior, budget, nested, cache)))
-            for caution, deviation, results in runs:
+                runs.append(("nested", None, None, nested_caution(factory, prior, budget, nested, cache)))
+            for caution, deviation, leap, results in runs:
                 report.append({"model": name, "budget": budget, "caution": caution, "deviation": deviation,
-                               "summary": summary(results), "cells": [r.__dict__ for r in results]})
+                               "leap": leap, "summary": summary(results), "cells": [r.__dict__ for r in results]})
                 if not args.json:
                     how = ("" if caution is None else f", CAUTION chosen per cell among {args.nested_caution} "
                            "(nested)" if caution == "nested" else f", CAUTION {caution:g}")
                     how += "" if deviation is None else f", deviation variance {deviation:g}"
+                    how += "" if leap is None else f", LEAP {leap:g}"
                     print(f"\n{name}, budget {budget} probe(s) per cell{how}, {len(prior)} lab rows in "
                           f"{len(cells)} cells" + (f", {len(held)} held out in turn" if args.cells else "") + ":")
                     print(table(results))

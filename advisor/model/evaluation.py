@@ -36,6 +36,7 @@ class CellResult:
     oracle_vs_default: float
     pick_p99_ok: bool
     caution: float | None = None  # the pick's CAUTION (None: the shipped constant)
+    leap: float | None = None  # the pick's LEAP (None: the shipped constant)
     covered: int = 0
     checked: int = 0
     abs_errors: list[float] = field(default_factory=list)  # |predicted mean - measured mean| of log ratios
@@ -115,9 +116,9 @@ def twins(held: str, names) -> frozenset[str]:
 
 def evaluate_cell(model_factory, prior: list[Sample], held: str, budget: int, caution: float | None = None,
                   exclude: frozenset[str] = frozenset(), cache: dict | None = None,
-                  deviation: float | None = None) -> CellResult:
+                  deviation: float | None = None, leap: float | None = None) -> CellResult:
     """Hold `held` out (with its `twins`, and `exclude`: the nested protocol's outer cell), probe it
-    `budget` times, pick with `caution` (None: the shipped CAUTION)."""
+    `budget` times, pick with `caution` and `leap` (None: the shipped CAUTION, LEAP)."""
     by_cell = cells(prior)
     model = with_deviation(_fit(model_factory, prior, twins(held, by_cell) | exclude, cache), deviation)
     grid = _grid(by_cell[held])
@@ -133,7 +134,7 @@ def evaluate_cell(model_factory, prior: list[Sample], held: str, budget: int, ca
         key = tuple(sorted(nxt[0].settings.items()))
         local += grid[key]
         probed.append(_label(nxt[0]))
-    chosen, prediction = pick(model, local, queries, caution)
+    chosen, prediction = pick(model, local, queries, caution, leap)
     best = oracle(grid)
     mean = {k: _mean_ratio(grid[k]) for k in keys}
     base = next(k for k in keys if grid[k][0].obs.baseline)
@@ -144,7 +145,7 @@ def evaluate_cell(model_factory, prior: list[Sample], held: str, budget: int, ca
         cell=held, model=getattr(model, "name", type(model).__name__), budget=budget, grid=len(keys),
         probed=probed, pick=_label(candidates[chosen]), oracle=_label(grid[best][0].obs),
         pick_vs_oracle=mean[pick_key] / mean[best], pick_vs_default=mean[pick_key] / mean[base],
-        oracle_vs_default=mean[best] / mean[base], pick_p99_ok=p99_ok, caution=caution)
+        oracle_vs_default=mean[best] / mean[base], pick_p99_ok=p99_ok, caution=caution, leap=leap)
     probed_keys = {tuple(sorted(s.obs.settings.items())) for s in local}
     for i, k in enumerate(keys):
         if k in probed_keys:
@@ -158,9 +159,10 @@ def evaluate_cell(model_factory, prior: list[Sample], held: str, budget: int, ca
 
 
 def evaluate(model_factory, prior: list[Sample], budget: int, caution: float | None = None,
-             cache: dict | None = None, deviation: float | None = None, only: str = "") -> list[CellResult]:
+             cache: dict | None = None, deviation: float | None = None, only: str = "",
+             leap: float | None = None) -> list[CellResult]:
     """Every cell whose name contains `only` (all by default), held out in turn."""
-    return [evaluate_cell(model_factory, prior, held, budget, caution, cache=cache, deviation=deviation)
+    return [evaluate_cell(model_factory, prior, held, budget, caution, cache=cache, deviation=deviation, leap=leap)
             for held in sorted(cells(prior)) if only in held]
 
 

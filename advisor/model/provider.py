@@ -29,7 +29,7 @@ from advisor.model import MODEL_VERSION, numpy_missing, sklearn_missing
 from advisor.model.dataset import Sample, load_csv, prior_path, samples
 from advisor.model.features import (DEFAULTS, KNOWN_COMPRESSION, Observation, WorkloadShape, from_result, query,
                                     supported)
-from advisor.model.select import CAUTION
+from advisor.model.select import choose, settings_key
 from advisor.probe.arc import arc_cap, stored_bytes
 from advisor.probe.candidates import Candidate, make_candidate, recordsize_grid
 from advisor.probe.fio_job import Hygiene, JobError, build_job
@@ -260,10 +260,9 @@ class ModelProvider:
         # Against the default as predicted for this pool (its ratio is 1 by definition): the
         # difference of the two, their covariance counted.
         b = next(i for i, q in enumerate(queries) if q.baseline)
-        cands, score = [], []
+        cands = []
         for i, q in enumerate(queries):
             d, sd = perf.difference(i, b)
-            score.append(d - CAUTION * sd)  # the pick of advisor/model/select.py
             d99 = p99.difference(i, b)[0] if p99 is not None else None
             cands.append(CandidatePrediction(
                 value=q.value, ratio=round(math.exp(d), 4),
@@ -271,8 +270,7 @@ class ModelProvider:
                 write_p99_ratio=round(math.exp(d99), 4) if d99 is not None else None,
                 feasible=d99 is None or d99 <= limit,
                 probes=sum(1 for s in local if s.obs.settings == q.settings), baseline=i == b))
-        ranked = sorted(range(len(cands)), key=lambda i: -score[i])
-        best = next((i for i in ranked if cands[i].feasible), ranked[0])
+        best = choose(prediction, queries, {settings_key(s.obs) for s in local})
         effects = []
         for i in range(len(cands)):
             for j in range(len(cands)):
