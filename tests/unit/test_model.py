@@ -29,7 +29,7 @@ from advisor.store.db import connect  # noqa: E402
 from advisor.store.probes import ProbeStore, ResultRow  # noqa: E402
 
 BOOK = load_rulebook()
-CELL = "zfs2.3.2/ssd-mirror2x2/postgres/192M"
+CELL = "zfs2.3.2/ssd-mirror2x2/postgres/512M"
 MIRROR2X2 = {"pool": "tank", "layout": "2 x mirror of 2", "ashift": 12, "media": "ssd",
              "vdevs": [{"type": "mirror", "width": 2, "ashift": 12, "nparity": None, "disks": ["vdb", "vdc"]},
                        {"type": "mirror", "width": 2, "ashift": 12, "nparity": None, "disks": ["vdd", "vde"]}]}
@@ -178,7 +178,7 @@ def test_leave_one_cell_out_on_the_shipped_prior():
     prior = samples(load_csv())
     if len({s.obs.cell for s in prior}) < 3:
         pytest.skip("the shipped prior has fewer than three cells")
-    # Every other cell held out, one optimizer start a fold: all 25 folds of ~365 rows took 75 s
+    # Every other cell held out, one optimizer start a fold: 13 folds of ~336 rows took 48 s
     # (docs/model.md has the whole evaluation, `zfs-advisor evaluate`).
     held = sorted({s.obs.cell for s in prior})[::2]
     s = summary([evaluate_cell(lambda: GPModel(seed=0, restarts=0), prior, cell, 2) for cell in held])
@@ -193,7 +193,7 @@ def test_leave_one_cell_out_on_the_shipped_prior():
 def test_nested_caution_never_lets_the_judged_cell_choose_the_knob():
     from itertools import combinations
 
-    three = ["zfs2.3.2/ssd-mirror2x2/mysql/192M", "zfs2.3.2/ssd-mirror2x2/postgres/192M", "zfs2.3.2/ssd-mirror2x2/sqlite/192M"]
+    three = ["zfs2.3.2/ssd-mirror2x2/mysql/512M", "zfs2.3.2/ssd-mirror2x2/postgres/512M", "zfs2.3.2/ssd-mirror2x2/sqlite/512M"]
     prior = [s for s in samples(load_csv()) if s.obs.cell in three]
     cache: dict = {}
     results = nested_caution(lambda: GPModel(seed=0, restarts=0), prior, 2, [0.0, 1.0], cache)
@@ -235,6 +235,7 @@ def test_evaluate_refuses_a_negative_deviation():
 
     assert main(["evaluate", "--models", "gp", "--deviation", "-0.1"]) == 2
     assert main(["evaluate", "--models", "gp", "--deviation", "wide"]) == 2
+    assert main(["evaluate", "--models", "gp", "--leap", "far"]) == 2
 
 
 @pytest.mark.parametrize("models", ["", ",,", "nope", "gp,nope"])
@@ -319,8 +320,8 @@ def test_the_per_workload_gp_predicts_from_its_workloads_rows(prior_without_cell
     from advisor.model.regress import WorkloadGP
 
     # two workloads with two layouts each, one workload on one layout only
-    keep = {"zfs2.3.2/hdd-stripe5/postgres/192M", "zfs2.3.2/hdd-raidz1x4/postgres/192M", "zfs2.3.2/hdd-stripe5/mysql/192M",
-            "zfs2.3.2/hdd-raidz1x4/mysql/192M", "zfs2.3.2/ssd-mirror2x2/sqlite/192M"}
+    keep = {"zfs2.3.2/hdd-mirror2x2/postgres/512M", "zfs2.3.2/hdd-raidz1x4/postgres/512M",
+            "zfs2.3.2/hdd-mirror2x2/mysql/512M", "zfs2.3.2/hdd-raidz1x4/mysql/512M", "zfs2.3.2/ssd-mirror2x2/sqlite/512M"}
     prior = [s for s in prior_without_cell if s.obs.cell in keep]
     model = WorkloadGP(seed=0, restarts=0).fit(prior)
     assert sorted(model.by_workload) == ["mysql", "postgres"]  # sqlite: one layout, the overall GP
