@@ -409,6 +409,17 @@ def bus_property(vm, unit: str, interface: str, name: str) -> list[str]:
                     name], check=True).stdout.split()
 
 
+def wait_for_the_timers_pass(vm, seconds: float = 120) -> None:
+    """Until the probe timer is waiting and the prober inactive.  While a pass the timer started
+    runs, the timer is in SubState=running and has no next elapse (systemd's timer_set_state); its
+    boot trigger (OnBootSec=15min, up to 5 min of randomized delay) falls within this module's
+    tests.  With the profiler off such a pass only drains the empty queue: seconds."""
+    deadline = time.monotonic() + seconds
+    while (vm.exec(["systemctl", "show", PROBE_TIMER, "--property=SubState"]).stdout.strip() != "SubState=waiting"
+           or vm.exec(f"systemctl is-active -q {PROBE_SERVICE}").rc == 0) and time.monotonic() < deadline:
+        time.sleep(1)
+
+
 def test_a_queued_probe_starts_the_prober_through_the_path_unit(installed):
     """POST /v1/probes to the installed API (DynamicUser) writes the queue file; the installed
     zfs-advisor-probe.path starts zfs-advisor-probe.service (root) within seconds, not the timer;
@@ -417,6 +428,7 @@ def test_a_queued_probe_starts_the_prober_through_the_path_unit(installed):
     says (OnBootSec=15min; OnUnitInactiveSec=30min after the prober went inactive) and the next
     elapse lies within RandomizedDelaySec=5min after the earliest one still ahead."""
     vm, http = installed[:2]
+    wait_for_the_timers_pass(vm)  # its boot trigger may come as this starts (CI, at 18 min of uptime)
     for unit in (PROBE_PATH, PROBE_TIMER):
         state = vm.exec(["systemctl", "show", unit, "--property=ActiveState", "--property=SubState",
                          "--property=UnitFileState"], check=True).stdout.split()
@@ -474,13 +486,8 @@ def test_a_queued_probe_starts_the_prober_through_the_path_unit(installed):
     assert {line.split()[0] for line in owners.splitlines()} == {api_uid}, (api_uid, owners)
     assert vm.exec("zfs list -H tank/zfs-advisor-probe").rc != 0
 
-    # The timer has no next elapse while a pass it started runs (SubState=running: systemd's
-    # timer_set_state); its boot trigger may come just after the path unit's run (CI, at 18.1 min
-    # of uptime).  With the profiler off that pass only drains the empty queue: wait it out.
-    deadline = time.monotonic() + 120
-    while (vm.exec(["systemctl", "show", PROBE_TIMER, "--property=SubState"]).stdout.strip() != "SubState=waiting"
-           or vm.exec(f"systemctl is-active -q {PROBE_SERVICE}").rc == 0) and time.monotonic() < deadline:
-        time.sleep(1)
+    # its boot trigger may also come just after the path unit's run (CI, at 18.1 min of uptime)
+    wait_for_the_timers_pass(vm)
     inactive = int(bus_property(vm, PROBE_SERVICE, "Unit", "InactiveEnterTimestampMonotonic")[1])
     timers = bus_property(vm, PROBE_TIMER, "Timer", "TimersMonotonic")  # a(stt) N "Base" value next ...
     elapse = {timers[i].strip('"'): (int(timers[i + 1]), int(timers[i + 2])) for i in range(2, len(timers), 3)}
