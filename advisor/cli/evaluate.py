@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
 from advisor.model import sklearn_missing
@@ -63,6 +64,10 @@ def run(args: argparse.Namespace) -> int:
         leaps = [float(v) for v in (args.leap or "").split(",") if v.strip()] or [None]
     except ValueError:
         print("zfs-advisor evaluate: --caution, --nested-caution, --deviation and --leap take numbers like 0,0.5,1",
+              file=sys.stderr)
+        return 2
+    if any(v is not None and math.isnan(v) for v in cautions + nested + deviations + leaps):
+        print("zfs-advisor evaluate: nan is not a value of --caution, --nested-caution, --deviation or --leap",
               file=sys.stderr)
         return 2
     if any(v is not None and v < 0 for v in deviations):

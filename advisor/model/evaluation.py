@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from advisor.engine.measured import WRITE_P99_TOLERANCE
 from advisor.model.dataset import Sample, cells
 from advisor.model.features import Observation
-from advisor.model.select import next_candidates, pick
+from advisor.model.select import next_candidates, pick, settings_key
 
 
 @dataclass
@@ -49,7 +49,7 @@ def _label(o: Observation) -> str:
 def _grid(cell: list[Sample]) -> dict[tuple, list[Sample]]:
     by: dict[tuple, list[Sample]] = {}
     for s in cell:
-        by.setdefault(tuple(sorted(s.obs.settings.items())), []).append(s)
+        by.setdefault(settings_key(s.obs), []).append(s)
     return by
 
 
@@ -131,7 +131,7 @@ def evaluate_cell(model_factory, prior: list[Sample], held: str, budget: int, ca
         nxt = next_candidates(model, local, queries, 1)
         if not nxt:
             break
-        key = tuple(sorted(nxt[0].settings.items()))
+        key = settings_key(nxt[0])
         local += grid[key]
         probed.append(_label(nxt[0]))
     chosen, prediction = pick(model, local, queries, caution, leap)
@@ -146,7 +146,7 @@ def evaluate_cell(model_factory, prior: list[Sample], held: str, budget: int, ca
         probed=probed, pick=_label(candidates[chosen]), oracle=_label(grid[best][0].obs),
         pick_vs_oracle=mean[pick_key] / mean[best], pick_vs_default=mean[pick_key] / mean[base],
         oracle_vs_default=mean[best] / mean[base], pick_p99_ok=p99_ok, caution=caution, leap=leap)
-    probed_keys = {tuple(sorted(s.obs.settings.items())) for s in local}
+    probed_keys = {settings_key(s.obs) for s in local}
     for i, k in enumerate(keys):
         if k in probed_keys:
             continue

@@ -236,6 +236,7 @@ def test_evaluate_refuses_a_negative_deviation():
     assert main(["evaluate", "--models", "gp", "--deviation", "-0.1"]) == 2
     assert main(["evaluate", "--models", "gp", "--deviation", "wide"]) == 2
     assert main(["evaluate", "--models", "gp", "--leap", "far"]) == 2
+    assert main(["evaluate", "--models", "gp", "--leap", "nan"]) == 2
 
 
 @pytest.mark.parametrize("models", ["", ",,", "nope", "gp,nope"])
