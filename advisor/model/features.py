@@ -27,7 +27,7 @@ FEATURES = (
     # workload descriptor
     "log2_block_size", "read_fraction", "randomness", "fsync_rate", "log2_queue", "log2_working_set_vs_arc",
     # dataset settings
-    "log2_recordsize", "log2_recordsize_vs_block", "compression_off", "logbias_throughput",
+    "log2_recordsize", "log2_recordsize_vs_block", "log2_hdd_disks_per_record", "compression_off", "logbias_throughput",
     "primarycache_not_all", "sync_disabled", "sync_always",
     # pool descriptor
     "ssd", "mirror", "raidz", "log2_vdev_width", "log2_top_vdevs", "ashift",
@@ -109,6 +109,20 @@ def supported(obs: Observation) -> bool:
             and obs.settings.get("compression", "lz4") in KNOWN_COMPRESSION)
 
 
+def disks_per_record(vdev_type: str, vdev_width: int, ashift: int | None, recordsize: int) -> int:
+    """The disks one record lies on.  A raidz vdev splits a record into sectors of 2^ashift bytes
+    over its data disks (OpenZFS docs, Basic Concepts: RAIDZ), so reading a record waits for each
+    of them; a mirror or a stripe keeps a record on one disk.  On a raidz1 of 4 disks at ashift 12:
+    1 at recordsize 4K, 2 at 8K, 3 from 16K on.  Compression is not counted: what it saves is
+    measured, not known before the probe."""
+    parity = vdev_type[len("raidz"):]
+    if not vdev_type.startswith("raidz"):
+        return 1
+    data_disks = max(1, vdev_width - (int(parity) if parity.isdigit() else 1))
+    sector = 1 << (ashift or 12)
+    return min(data_disks, -(-recordsize // sector))
+
+
 def vector(obs: Observation) -> list[float]:
     s = obs.settings
     rs = parse_size(s.get("recordsize", DEFAULTS["recordsize"]))
@@ -125,6 +139,9 @@ def vector(obs: Observation) -> list[float]:
         "log2_working_set_vs_arc": ws_vs_arc,
         "log2_recordsize": math.log2(rs) - 17,
         "log2_recordsize_vs_block": math.log2(rs / bs),
+        # HDDs only: each disk a record lies on costs a seek; an SSD does not seek
+        "log2_hdd_disks_per_record": (0.0 if obs.media in ("ssd", "nvme") else
+                                      math.log2(disks_per_record(obs.vdev_type, obs.vdev_width, obs.ashift, rs))),
         "compression_off": 1.0 if s.get("compression") == "off" else 0.0,
         "logbias_throughput": 1.0 if s.get("logbias") == "throughput" else 0.0,
         "primarycache_not_all": 0.0 if s.get("primarycache", "all") == "all" else 1.0,
