@@ -273,6 +273,37 @@ def test_the_shipped_fit_matches_a_refit_of_the_shipped_prior():
     assert fitted.main(["--check"]) == 0
 
 
+def test_the_check_refuses_other_data_less_likely_hyperparameters_and_stale_workload_fits():
+    """`--check`'s comparison, on the shipped document against itself with one part changed (no
+    refit: the shipped file stands in for the refit)."""
+    import json
+
+    import numpy as np
+
+    from advisor.model import fitted
+    from advisor.model.gp import FittedGP
+
+    shipped = json.loads(fitted.fitted_path(prior_path()).read_text())
+    assert fitted._disagreement(shipped, shipped, prior_path(), 0.5) is None
+
+    def refitted_at(doc: dict, scale: float) -> dict:
+        """The write-p99 GP with its first length scale times `scale`, its weights solved again
+        for the same targets: a consistent fit, only a less likely one."""
+        f = FittedGP.from_json(doc)
+        y = fitted._targets(f)
+        g = FittedGP(f.constant, f.length_scales * np.r_[scale, np.ones(len(f.length_scales) - 1)], f.noise,
+                     f.keep, f.X_train, np.zeros(len(y)))
+        return dict(doc, length_scales=g.length_scales.tolist(),
+                    alpha=np.linalg.solve(g._L.T, np.linalg.solve(g._L, y)).tolist())
+
+    worse = dict(shipped, write_p99=refitted_at(shipped["write_p99"], 3.0))
+    assert "nats less likely" in fitted._disagreement(worse, shipped, prior_path(), 0.5)
+    moved = dict(shipped, write_p99=refitted_at(shipped["write_p99"], 1.001))  # a step along the optimum
+    assert "not the stored GP conditioned on" in fitted._disagreement(moved, shipped, prior_path(), 0.5)
+    shifted = dict(shipped, perf=dict(shipped["perf"], alpha=[a * 1.01 for a in shipped["perf"]["alpha"]]))
+    assert "other targets" in fitted._disagreement(shifted, shipped, prior_path(), 0.5)
+
+
 def test_a_fit_for_another_prior_or_a_damaged_one_is_refused(tmp_path):
     import json
 
