@@ -50,6 +50,9 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--space", default="4G", help="quota of each candidate's scratch dataset, >= 4 x its files (default 4G)")
     p.add_argument("--scratch-name", default=None, help="scratch dataset under the pool (default zfs-advisor-probe)")
     p.add_argument("--layout-rate", default="50M", help="assumed bytes/s of laying out files, for the estimate")
+    p.add_argument("--layout-per", choices=("repeat", "candidate"), default="repeat",
+                   help="lay files out afresh in a new scratch dataset for each repeat (default), or once per "
+                        "candidate for all its repeats (how the lab prior was measured)")
     p.add_argument("--no-arc-cap", action="store_true", help="leave zfs_arc_max and zfs_arc_min alone (results may come from memory)")
     p.add_argument("--plan-only", action="store_true", help="print the plan and stop")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -67,6 +70,7 @@ def _service(args: argparse.Namespace) -> ProbeService:
     config = ProbeConfig(state_dir=state_dir, repeats=args.repeats, ramp_seconds=args.ramp,
                          max_file_bytes=parse_size(args.file_size), cap_arc=not args.no_arc_cap,
                          layout_bytes_per_second=float(parse_size(args.layout_rate)),
+                         layout_per_repeat=args.layout_per == "repeat",
                          **({"scratch_name": args.scratch_name} if args.scratch_name else {}))
     return ProbeService(config, load_rulebook(load_settings(args.config).rules_dir))
 
@@ -139,7 +143,8 @@ def _chosen_by_model(service: ProbeService, args: argparse.Namespace, given: lis
 def _plan_text(plan: Plan) -> str:
     values = ", ".join(f"{c.parameter}={c.value}{' (baseline)' if c.baseline else ''}" for c in plan.candidates)
     lines = [f"probe {plan.pool} for {plan.workload}: {values}",
-             f"  {plan.repeats} repeats x ({plan.ramp_seconds} s warm-up + {plan.runtime_seconds} s measured) each; "
+             f"  {plan.repeats} repeats x ({plan.ramp_seconds} s warm-up + {plan.runtime_seconds} s measured) each, "
+             f"{'each on a fresh layout' if plan.layout_per_repeat else 'on one layout a candidate'}; "
              f"working set {format_size(plan.working_set_bytes)}, quota {format_size(plan.quota_bytes)}, "
              f"ARC cap {format_size(plan.arc_max_bytes) if plan.arc_max_bytes else 'none'}"
              f"{f' (floor lowered to {format_size(plan.arc_min_bytes)})' if plan.arc_min_bytes else ''}; "

@@ -38,6 +38,8 @@ class Plan(BaseModel):
     arc_max_bytes: int | None = Field(None, description="ARC cap while the probe runs (None: left alone)")
     arc_min_bytes: int | None = Field(None, description="ARC floor (zfs_arc_min) lowered to this while the probe "
                                       "runs, so that the cap can go below it (None: left alone)")
+    layout_per_repeat: bool = Field(True, description="each repeat lays out its files in a fresh scratch child "
+                                    "(False: a candidate's repeats share one layout, as the lab prior was measured)")
     budget: Budget
     estimated_seconds: float
     dropped: list[Candidate] = Field(default_factory=list, description="candidates the budget had no room for")
@@ -49,10 +51,12 @@ def layout_seconds(working_set_bytes: int, rate: float = ASSUMED_LAYOUT_BYTES_PE
 
 
 def fit_runtime(budget_seconds: float, candidates: int, repeats: int, ramp: int, working_set_bytes: int,
-                longest: int, layout_rate: float = ASSUMED_LAYOUT_BYTES_PER_SECOND) -> int | None:
+                longest: int, layout_rate: float = ASSUMED_LAYOUT_BYTES_PER_SECOND,
+                layout_per_repeat: bool = True) -> int | None:
     """The longest fio runtime (<= `longest`) that lets every candidate run `repeats` times
     within the budget; None when even the shortest does not fit."""
-    per_candidate = budget_seconds / candidates - OVERHEAD_SECONDS - layout_seconds(working_set_bytes, layout_rate)
+    layouts = repeats if layout_per_repeat else 1
+    per_candidate = budget_seconds / candidates - layouts * (OVERHEAD_SECONDS + layout_seconds(working_set_bytes, layout_rate))
     runtime = int(per_candidate / repeats) - ramp
     if runtime < MIN_RUNTIME_SECONDS:
         return None
@@ -60,5 +64,7 @@ def fit_runtime(budget_seconds: float, candidates: int, repeats: int, ramp: int,
 
 
 def estimate_seconds(candidates: int, repeats: int, runtime: int, ramp: int, working_set_bytes: int,
-                     layout_rate: float = ASSUMED_LAYOUT_BYTES_PER_SECOND) -> float:
-    return candidates * (OVERHEAD_SECONDS + layout_seconds(working_set_bytes, layout_rate) + repeats * (runtime + ramp))
+                     layout_rate: float = ASSUMED_LAYOUT_BYTES_PER_SECOND, layout_per_repeat: bool = True) -> float:
+    layouts = repeats if layout_per_repeat else 1
+    return candidates * (layouts * (OVERHEAD_SECONDS + layout_seconds(working_set_bytes, layout_rate))
+                         + repeats * (runtime + ramp))

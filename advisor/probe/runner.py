@@ -1,4 +1,4 @@
-"""Run a plan: one scratch child per candidate, layout, repeats of fio under a watch, results stored.
+"""Run a plan: a scratch child per repeat (or per candidate), layout, fio under a watch, results stored.
 
 Everything the run changes is undone in `finally` blocks (module parameters restored,
 scratch datasets destroyed), and saved to the store before it is changed, so a killed
@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -104,10 +104,34 @@ class PlanRunner:
 
     async def _candidate(self, index: int, cand: Candidate) -> None:
         self._emit("candidate", cand, index)
-        dataset, mountpoint = await self.scratch.create_child(cand.key, cand.dataset_properties(), self.plan.quota_bytes)
         try:
             for name, value in cand.module_parameters().items():
                 self.guard.set(name, value)
+            if self.plan.layout_per_repeat:
+                # Each repeat on files of its own, in a dataset of its own: where blocks land and
+                # what the ARC kept from the last run differ from one layout to the next, and the
+                # dispersion is only honest when the repeats sample that too.
+                for repeat in range(1, self.plan.repeats + 1):
+                    async with self._laid_out(index, cand) as (dataset, job, jobfile, layout_bytes):
+                        await self._repeat(index, cand, dataset, job, jobfile, repeat, layout_bytes)
+            else:
+                async with self._laid_out(index, cand) as (dataset, job, jobfile, layout_bytes):
+                    for repeat in range(1, self.plan.repeats + 1):
+                        await self._repeat(index, cand, dataset, job, jobfile, repeat,
+                                           layout_bytes if repeat == 1 else 0)
+        finally:
+            problems = self.guard.restore(list(cand.module_parameters()))
+            if problems:
+                raise ProbeFailed("; ".join(problems))
+
+    @contextlib.asynccontextmanager
+    async def _laid_out(self, index: int, cand: Candidate) -> AsyncIterator[tuple[str, FioJob, Path, int]]:
+        """A fresh scratch child with the candidate's properties and the job's files written
+        and committed -> (dataset, job, job file, bytes the layout wrote); destroyed after."""
+        if time.monotonic() + self.plan.runtime_seconds + self.plan.ramp_seconds > self.deadline:
+            raise ProbeAborted(f"time budget of {self.plan.budget.seconds:g} s spent before laying out {cand.key}")
+        dataset, mountpoint = await self.scratch.create_child(cand.key, cand.dataset_properties(), self.plan.quota_bytes)
+        try:
             hygiene = Hygiene(runtime_seconds=self.plan.runtime_seconds, ramp_seconds=self.plan.ramp_seconds,
                               max_file_bytes=self.plan.max_file_bytes)
             job = build_job(self.workload, mountpoint, hygiene, self.plan.role, self.plan.params)
@@ -116,21 +140,28 @@ class PlanRunner:
             layout = jobfile.with_name(jobfile.stem + "-layout.fio")
             layout.write_text(job.layout_text, encoding="utf-8")
             self._emit("layout", cand, index)
+            written_before = await asyncio.to_thread(self.watch.scratch_written)
             await self._fio(layout)
             # The layout's writes are still dirty in memory: commit them, or the first repeat
             # measures their txg sync as well as its own I/O.
             synced = await self.runner.run(["zpool", "sync", self.plan.pool], 300.0)
             if not synced.ok:
                 raise ProbeFailed(synced.error())
-            for repeat in range(1, self.plan.repeats + 1):
-                await self._repeat(index, cand, dataset, job, jobfile, repeat)
+            layout_bytes = max(0, await asyncio.to_thread(self.watch.scratch_written) - written_before)
+            self._count_written(layout_bytes)
+            yield dataset, job, jobfile, layout_bytes
         finally:
-            problems = self.guard.restore(list(cand.module_parameters()))
             await self.scratch.destroy(dataset)
-            if problems:
-                raise ProbeFailed("; ".join(problems))
 
-    async def _repeat(self, index: int, cand: Candidate, dataset: str, job: FioJob, jobfile: Path, repeat: int) -> None:
+    def _count_written(self, nbytes: int) -> None:
+        """Layouts and measured runs alike count against the run's byte budget."""
+        self.written += nbytes
+        if self.written > self.plan.budget.bytes:
+            raise ProbeAborted(f"byte budget: probes wrote {self.written >> 20} MiB, "
+                               f"more than {self.plan.budget.bytes >> 20} MiB")
+
+    async def _repeat(self, index: int, cand: Candidate, dataset: str, job: FioJob, jobfile: Path, repeat: int,
+                      layout_bytes: int) -> None:
         if time.monotonic() + job.seconds > self.deadline:
             raise ProbeAborted(f"time budget of {self.plan.budget.seconds:g} s spent before {cand.key} repeat {repeat}")
         written_before = await asyncio.to_thread(self.watch.scratch_written)
@@ -142,7 +173,6 @@ class PlanRunner:
         except FioParseError as exc:
             raise ProbeFailed(str(exc)) from None
         written = max(0, await asyncio.to_thread(self.watch.scratch_written) - written_before)
-        self.written += written
         arc_after = arc_hit_counters(self.files)
         hit_ratio = None
         if arc_before and arc_after:
@@ -158,13 +188,12 @@ class PlanRunner:
             write_p99=metrics.write.latency.p99_seconds, write_p999=metrics.write.latency.p999_seconds,
             sync_p99=metrics.sync_latency.p99_seconds, cpu_user=metrics.cpu_user_ratio,
             cpu_system=metrics.cpu_system_ratio, runtime_seconds=metrics.runtime_seconds, written_bytes=written,
+            layout_written_bytes=layout_bytes,
             compress_percentage=job.compress_percentage, compress_ratio=await self.scratch.compress_ratio(dataset),
             working_set_bytes=job.working_set_bytes, arc_max_bytes=self.plan.arc_max_bytes, arc_hit_ratio=hit_ratio,
             pool=self.pool_descriptor, job=job.text, fio_version=metrics.fio_version))
         self._emit("result", cand, index, repeat, metrics)
-        if self.written > self.plan.budget.bytes:
-            raise ProbeAborted(f"byte budget: probes wrote {self.written >> 20} MiB, "
-                               f"more than {self.plan.budget.bytes >> 20} MiB")
+        self._count_written(written)
 
     async def _fio(self, jobfile: Path) -> str:
         return await run_watched_fio(self.runner, jobfile, self.watch, self.thresholds, self.deadline,

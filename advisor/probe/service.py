@@ -51,6 +51,7 @@ class ProbeConfig:
     # How fast fio lays out files (compressible data, written once), for the plan's estimate;
     # an emulated lab VM manages ~10 MB/s, real disks far more.
     layout_bytes_per_second: float = 50e6
+    layout_per_repeat: bool = True  # when the budget has room for it (plan.Plan.layout_per_repeat)
     thresholds: Thresholds = field(default_factory=Thresholds)
 
 
@@ -107,26 +108,41 @@ class ProbeService:
                          f"read from memory (see arc_hit_ratio)")
         if not self.config.cap_arc:
             notes.append("the ARC is not capped: results may come from memory")
-        chosen, dropped = list(candidates), []
-        runtime = None
-        while len(chosen) >= 2:
-            runtime = fit_runtime(budget.seconds, len(chosen), self.config.repeats, self.config.ramp_seconds,
-                                  working_set, self.config.longest_runtime_seconds,
-                                  self.config.layout_bytes_per_second)
-            if runtime is not None:
-                break
-            dropped.insert(0, chosen.pop())
+        per_repeat = self.config.layout_per_repeat
+        chosen, dropped, runtime = self._fit(budget, candidates, working_set, per_repeat)
+        if per_repeat:
+            shared = self._fit(budget, candidates, working_set, False)
+            if shared[2] is not None and len(shared[0]) > len(chosen):
+                chosen, dropped, runtime = shared
+                per_repeat = False
+                notes.append("the budget has no room for a fresh layout per repeat: each candidate's repeats share "
+                             "one, and the dispersion leaves out how much layouts differ")
         if runtime is None:
             raise PlanError(f"a budget of {budget.seconds:g} s is too small for {self.config.repeats} repeats of "
                             f"two candidates with a {format_size(working_set)} working set")
         return Plan(pool=pool, workload=workload, role=role, params=params, candidates=chosen,
                     repeats=self.config.repeats, runtime_seconds=runtime, ramp_seconds=self.config.ramp_seconds,
                     max_file_bytes=max_file, working_set_bytes=working_set, quota_bytes=quota,
-                    arc_max_bytes=arc_cap, arc_min_bytes=arc_floor, budget=budget,
+                    arc_max_bytes=arc_cap, arc_min_bytes=arc_floor, layout_per_repeat=per_repeat,
+                    budget=budget,
                     estimated_seconds=estimate_seconds(len(chosen), self.config.repeats, runtime,
                                                        self.config.ramp_seconds, working_set,
-                                                       self.config.layout_bytes_per_second),
+                                                       self.config.layout_bytes_per_second, per_repeat),
                     dropped=dropped, notes=notes)
+
+    def _fit(self, budget: Budget, candidates: list[Candidate], working_set: int,
+             per_repeat: bool) -> tuple[list[Candidate], list[Candidate], int | None]:
+        """(chosen, dropped, fio runtime): the most candidates, in order, whose repeats fit the
+        budget; runtime None when not even two do."""
+        chosen, dropped = list(candidates), []
+        while len(chosen) >= 2:
+            runtime = fit_runtime(budget.seconds, len(chosen), self.config.repeats, self.config.ramp_seconds,
+                                  working_set, self.config.longest_runtime_seconds,
+                                  self.config.layout_bytes_per_second, per_repeat)
+            if runtime is not None:
+                return chosen, dropped, runtime
+            dropped.insert(0, chosen.pop())
+        return chosen, dropped, None
 
     def _arc_limits(self, stored: int) -> tuple[int | None, int | None]:
         """(zfs_arc_min to set while probing, or None; zfs_arc_max to set, or None when the

@@ -122,6 +122,12 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX profiler_skips_at ON profiler_skips (at);
     """,
+    # 4: the bytes a repeat's own layout wrote (each repeat lays its files out afresh; with one
+    # layout a candidate, its first repeat carries them), counted in the daily byte budget.
+    # NULL for results stored before: their layouts were not counted.
+    """
+    ALTER TABLE probe_results ADD COLUMN layout_written_bytes INTEGER;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

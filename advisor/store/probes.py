@@ -42,7 +42,8 @@ class ResultRow(BaseModel):
     cpu_user: float | None = None
     cpu_system: float | None = None
     runtime_seconds: float
-    written_bytes: int
+    written_bytes: int  # by the measured run (ramp included)
+    layout_written_bytes: int | None = None  # by laying out the files this repeat ran on (None: not counted)
     compress_percentage: int | None = None
     compress_ratio: float | None = None
     working_set_bytes: int | None = None
@@ -186,7 +187,7 @@ class ProbeStore:
             " WHERE pool = ? AND started_at >= ? AND status != 'queued'",
             (time.time(), pool, since)).fetchone()
         written = self.conn.execute(
-            "SELECT COALESCE(SUM(r.written_bytes), 0) FROM probe_results r JOIN probe_runs p ON p.id = r.run_id"
+            "SELECT COALESCE(SUM(r.written_bytes + COALESCE(r.layout_written_bytes, 0)), 0) FROM probe_results r JOIN probe_runs p ON p.id = r.run_id"
             " WHERE p.pool = ? AND p.started_at >= ?", (pool, since)).fetchone()
         return float(row[0]), int(written[0])
 

@@ -10,7 +10,8 @@ For each layout (one VM boot each, holding /tmp/lab-vm.lock from boot to shutdow
 lab users can run between layouts) and each workload, the real probe runner runs inside the
 VM (`zfs-advisor probe --pool tank --workload W --param recordsize=... --param compression=off`,
 the code of the committed HEAD, see below), with its own hygiene: a fresh scratch child per
-candidate, files laid out and committed before measuring, warm-up discarded, >= 2 repeats,
+candidate, files laid out once a candidate (`--layout-per candidate`, as every row so far) and
+committed before measuring, warm-up discarded, >= 2 repeats,
 the ARC capped below the working set.  Every stored repeat becomes one CSV row
 (`COLUMNS`), appended after each (layout, workload) cell: a partial file is usable, and a
 second call skips the cells already complete (an incomplete cell is measured again).
@@ -151,7 +152,7 @@ def probe_command(workload: str, state: str, s: Settings, recordsizes: tuple[str
     argv = ["env", "PYTHONPATH=/project", GUEST_PY, "-m", "advisor", "probe", "--state-dir", state,
             "--pool", "tank", "--workload", workload, *candidate_args(recordsizes, extra),
             "--repeats", str(s.repeats), "--ramp", str(s.ramp_s), "--file-size", str(file_bytes(workload, s)),
-            "--layout-rate", str(s.layout_rate),
+            "--layout-rate", str(s.layout_rate), "--layout-per", "candidate",  # as every row of the prior so far
             "--budget", f"{probe_budget(n, s.working_set, s)}s", "--json"]
     return shlex.join(argv)
 

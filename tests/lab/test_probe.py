@@ -79,7 +79,8 @@ def probed(request):
             f"rm -rf {STATE}; sleep 6", check=True)  # a txg commit, so the probe finds the pool idle
     before_sums = vm.exec(USER_FILES, check=True).stdout
     before_written = _foreground_written(vm)
-    args = f"--pool tank --workload postgres --param recordsize=8K,128K --budget 150s {SMALL}"
+    # 200 s: room for a fresh layout per repeat (150 s would share one a candidate)
+    args = f"--pool tank --workload postgres --param recordsize=8K,128K --budget 200s {SMALL}"
     plan = _json(vm, f"{args} --plan-only")
     started = time.monotonic()
     run = _json(vm, args)
@@ -143,6 +144,10 @@ def test_probe_results_match_an_independent_fio_run(lab_vm, probed):
 def test_probe_leaves_user_data_and_other_datasets_alone(lab_vm, probed):
     vm, run, _, before_sums, before_written = probed
     assert run["run"]["status"] == "completed"
+    # each repeat laid out its own files (the whole working set) in its own scratch child
+    assert run["plan"]["layout_per_repeat"] is True
+    assert all(r["layout_written_bytes"] >= run["plan"]["working_set_bytes"] for r in run["results"]), \
+        [r["layout_written_bytes"] for r in run["results"]]
     assert vm.exec(USER_FILES, check=True).stdout == before_sums
     after = _foreground_written(vm)
     assert after == before_written  # nothing but the scratch datasets was written

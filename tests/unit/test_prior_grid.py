@@ -2,11 +2,13 @@
 code), the job shape read back from the probe's fio jobs, the pool shape from its descriptor."""
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 
 import pytest
 
+from advisor.cli import build_parser
 from advisor.engine.loader import load_rulebook
 from advisor.probe.fio_job import Hygiene, build_job
 from advisor.probe.plan import fit_runtime
@@ -27,7 +29,11 @@ def test_every_cell_has_the_working_set_and_the_runtime_the_grid_asks_for(worklo
     assert job.working_set_bytes == s.working_set
     n = prior_grid.n_candidates(workload)
     assert fit_runtime(prior_grid.probe_budget(n, s.working_set, s), n, s.repeats, s.ramp_s, s.working_set,
-                       30, s.layout_rate) == s.runtime_s
+                       30, s.layout_rate, layout_per_repeat=False) == s.runtime_s
+    # the probe call itself asks for that: one layout a candidate, as every row of the prior
+    argv = shlex.split(prior_grid.probe_command(workload, "/tmp/state", s))
+    args = build_parser().parse_args(argv[argv.index("advisor") + 1:])
+    assert args.layout_per == "candidate" and args.repeats == s.repeats
     assert "128K" in prior_grid.GRID[workload] and len(prior_grid.GRID[workload]) >= 4
 
 
@@ -71,7 +77,7 @@ def test_an_extension_is_new_recordsizes_measured_beside_the_baseline(workloads,
     assert len(prior_grid.required(workload, True)) == 7
     n = len(sizes)
     assert fit_runtime(prior_grid.probe_budget(n, s.working_set, s), n, s.repeats, s.ramp_s, s.working_set,
-                       30, s.layout_rate) == s.runtime_s
+                       30, s.layout_rate, layout_per_repeat=False) == s.runtime_s
     rows += _rows("ssd-mirror2x2", workload, [("recordsize", v) for v in sizes])
     assert prior_grid.cell_complete(rows, "ssd-mirror2x2", workload, s, extend=True)
 

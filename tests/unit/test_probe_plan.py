@@ -6,7 +6,7 @@ import pytest
 from advisor.engine.loader import load_rulebook
 from advisor.host.files import HostFiles
 from advisor.probe.candidates import parse_candidate_spec
-from advisor.probe.plan import Budget
+from advisor.probe.plan import OVERHEAD_SECONDS, Budget
 from advisor.probe.arc import stored_bytes
 from advisor.probe.service import PlanError, ProbeConfig, ProbeService, parse_budget
 
@@ -35,6 +35,25 @@ def test_default_plan_is_a_recordsize_grid_with_the_default_as_baseline(service)
     assert (plan.arc_min_bytes, plan.arc_max_bytes) == (96 << 20, 128 << 20)
     assert not plan.notes
     assert plan.quota_bytes == 4 << 30 and plan.working_set_bytes * 4 <= plan.quota_bytes
+
+
+def test_each_repeat_gets_a_fresh_layout_when_the_budget_has_room_for_it(service, tmp_path):
+    roomy = service.plan("tank", "postgres", Budget(seconds=600))
+    assert roomy.layout_per_repeat and len(roomy.candidates) == 6
+    # a layout a repeat costs a dataset and a layout each: estimated, and within the budget
+    layout = roomy.working_set_bytes / service.config.layout_bytes_per_second
+    assert roomy.estimated_seconds == pytest.approx(
+        6 * (2 * (OVERHEAD_SECONDS + layout) + 2 * (roomy.runtime_seconds + roomy.ramp_seconds)))
+    assert roomy.estimated_seconds <= 600
+    # too little room for a layout per repeat of the whole grid: the repeats share one, and the plan
+    # says what that costs, rather than dropping candidates
+    tight = service.plan("tank", "postgres", Budget(seconds=300))
+    assert not tight.layout_per_repeat and len(tight.candidates) == 6 and not tight.dropped
+    assert any("share one" in n for n in tight.notes)
+    assert tight.estimated_seconds <= 300
+    shared = ProbeService(ProbeConfig(tmp_path / "state2", layout_per_repeat=False), service.rulebook,
+                          files=service.files).plan("tank", "postgres", Budget(seconds=600))
+    assert not shared.layout_per_repeat and not shared.notes and shared.runtime_seconds > roomy.runtime_seconds
 
 
 def test_small_budget_drops_candidates_and_says_which(service):

@@ -12,7 +12,7 @@ from advisor.probe.candidates import CandidateError, make_candidate, parse_candi
 from advisor.probe.evidence import evidence
 from advisor.probe.modparams import ModuleParamError, ModuleParams, ParamGuard, restore_leftovers
 from advisor.probe.safety import LockBusy, ProbeLock
-from advisor.store.db import SCHEMA_VERSION, StoreError, connect
+from advisor.store.db import DB_FILE, MIGRATIONS, SCHEMA_VERSION, StoreError, _statements, connect
 from advisor.store.probes import ProbeStore, ResultRow
 
 POOL = {"pool": "tank", "layout": "2 x mirror of 2", "ashift": 12, "media": "ssd"}
@@ -54,6 +54,30 @@ def test_runs_and_results_round_trip(store):
     assert written == 1 << 20 and seconds >= 0
     with pytest.raises(sqlite3.IntegrityError):
         store.end_run(run, "bogus")  # type: ignore[arg-type]
+
+
+def test_layout_bytes_count_against_the_daily_budget(store):
+    run = store.start_run("tank", "postgres", None, {}, [], POOL)
+    store.add_result(result(run, "128K", 1, 1000, 0.030, baseline=True).model_copy(
+        update={"layout_written_bytes": 256 << 20}))
+    store.add_result(result(run, "128K", 2, 1000, 0.030, baseline=True))  # a result without a counted layout
+    assert [r.layout_written_bytes for r in store.results(run)] == [256 << 20, None]
+    assert store.usage_since("tank", 0)[1] == (256 << 20) + 2 * (1 << 20)
+
+
+def test_a_version_3_database_keeps_its_results_and_gains_the_layout_column(tmp_path):
+    conn = sqlite3.connect(tmp_path / DB_FILE, isolation_level=None)
+    migrate_to(conn, 3)
+    conn.execute("INSERT INTO probe_runs (pool, workload, status, started_at, budget_json, plan_json)"
+                 " VALUES ('tank', 'postgres', 'completed', 1.0, '{}', '[]')")
+    conn.execute("INSERT INTO probe_results (run_id, parameter, value, scope, baseline, repeat, started_at, iops,"
+                 " read_iops, write_iops, read_bw, write_bw, runtime_seconds, written_bytes, pool_json, job)"
+                 " VALUES (1, 'recordsize', '8K', 'dataset', 0, 1, 1.0, 900, 600, 300, 0, 0, 10, 4096, '{}', '')")
+    conn.close()
+    store = ProbeStore(connect(tmp_path))
+    [r] = store.results(1)
+    assert (r.iops, r.written_bytes, r.layout_written_bytes) == (900, 4096, None)
+    assert store.usage_since("tank", 0)[1] == 4096
 
 
 def test_aborted_runs_give_no_evidence(store):
@@ -229,3 +253,11 @@ def test_root_writing_the_apis_database_leaves_it_writable_by_the_api(tmp_path_f
     assert status == "running" and store.run(int(queued)).status == "queued"
     store.conn.close()
     shutil.rmtree(top)
+
+
+def migrate_to(conn: sqlite3.Connection, version: int) -> None:
+    """The schema as an older zfs-advisor left it: the first `version` migrations."""
+    for number in range(version):
+        for statement in _statements(MIGRATIONS[number]):
+            conn.execute(statement)
+    conn.execute(f"PRAGMA user_version = {version}")
