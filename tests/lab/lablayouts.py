@@ -94,6 +94,8 @@ class Layout:
     expect: dict = field(default_factory=dict)
     # zfs module parameters set only around `zpool create`, restored afterwards
     create_module_params: dict = field(default_factory=dict)
+    # the OpenZFS lines the lab tests boot it on (empty: every line)
+    lines: tuple[str, ...] = ()
 
     def with_serial_prefix(self, prefix: str) -> "Layout":
         """The same layout with disk serials `<prefix><name>`: unique when layouts share a VM."""
@@ -170,6 +172,7 @@ def load(path: Path = LAYOUTS_FILE) -> dict[str, Layout]:
             datasets=datasets if spec.get("datasets", True) else (),
             fill=spec.get("fill"), expect=spec.get("expect", {}),
             create_module_params=spec.get("create_module_params", {}),
+            lines=tuple(spec.get("lines", ())),
         )
         out[name].zpool_create_argv()  # validates the @disk references
     return out

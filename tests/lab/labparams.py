@@ -29,8 +29,11 @@ def selected_layouts() -> list[str]:
 
 def lab_params(layout_names: list[str] | None = None, lines: list[str] | None = None) -> list:
     """`lines`: the OpenZFS lines a test needs (default: every selected one); long tests that
-    behave alike on both lines name one, to keep the lab tier within the CI budget."""
+    behave alike on both lines name one, to keep the lab tier within the CI budget.  A layout
+    with `lines` of its own in layouts.toml (the measured prior's) runs on those lines only."""
     selected = selected_layouts()
     names = [n for n in layout_names if n in selected] if layout_names else selected
     zfs = [z for z in selected_lines() if lines is None or z in lines]
-    return [pytest.param((z, n), id=f"zfs{z}-{n}") for z in zfs for n in names]
+    layouts = lablayouts.load()
+    return [pytest.param((z, n), id=f"zfs{z}-{n}") for z in zfs for n in names
+            if not layouts[n].lines or z in layouts[n].lines]

@@ -30,3 +30,16 @@ def test_each_pool_is_created_from_its_own_prefixed_disks():
 def test_a_layout_alone_keeps_its_recorded_disk_names():
     layout = lablayouts.get("ssd-mirror2x2")
     assert [d.by_id.rsplit("_", 1)[1] for d in layout.disks] == ["ssd0", "ssd1", "ssd2", "ssd3"]
+
+
+def test_the_measured_priors_layouts_boot_on_its_line_alone(monkeypatch):
+    import labparams
+
+    monkeypatch.delenv("ZFS_ADVISOR_LAB_ZFS", raising=False)
+    monkeypatch.delenv("ZFS_ADVISOR_LAB_LAYOUTS", raising=False)
+    ids = {p.id for p in labparams.lab_params()}
+    for name in ("ssd-raidz1x4", "hdd-mirror2x2", "hdd-raidz2x6"):
+        assert lablayouts.get(name).lines == ("2.3",)
+        assert f"zfs2.3-{name}" in ids and f"zfs2.1-{name}" not in ids
+    assert {"zfs2.1-hdd-raidz1x4", "zfs2.3-hdd-raidz1x4"} <= ids  # the others on every line
+    assert [p.id for p in labparams.lab_params(["hdd-raidz2x6"], lines=["2.1"])] == []
