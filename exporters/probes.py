@@ -59,7 +59,7 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
     families = {
         "zfs_advisor_profiler_budget_used_seconds": "Probe time on this pool in the last 24 hours (every run counts).",
         "zfs_advisor_profiler_budget_limit_seconds": "The [profiler] daily_seconds budget per pool.",
-        "zfs_advisor_profiler_budget_used_bytes": "Bytes probes wrote to this pool in the last 24 hours.",
+        "zfs_advisor_profiler_budget_used_bytes": "Bytes probes wrote to this pool in the last 24 hours, file layouts included.",
         "zfs_advisor_profiler_budget_limit_bytes": "The [profiler] daily_bytes budget per pool.",
     }
     built = {name: GaugeMetricFamily(name, text + " A probe that would exceed it is skipped.", labels=["pool"])

@@ -31,7 +31,7 @@ async def test_probe_families_from_the_store(http_client, tmp_path):
     store = ProbeStore(connect(tmp_path))
     done = store.start_run("tank", "postgres", None, {}, [], None)
     for value, iops, p99, base in (("128K", 450.0, 0.07, True), ("8K", 1160.0, 0.0065, False), ("16K", 980.0, 0.04, False)):
-        store.add_result(_row(done, value, iops, p99, base))
+        store.add_result(_row(done, value, iops, p99, base).model_copy(update={"layout_written_bytes": 1 << 20}))
     store.end_run(done, "completed")
     store.end_run(store.start_run("tank", "postgres", None, {}, [], None), "aborted", "foreground I/O")
     store.queue_run("tank", "postgres", None, {}, {})
@@ -51,7 +51,8 @@ async def test_probe_families_from_the_store(http_client, tmp_path):
     assert got[("zfs_advisor_probe_write_latency_p99_seconds", best)] == 0.0065
     assert not [k for k in got if k[0] == "zfs_advisor_probe_iops" and ("value", "16K") in k[1]]
     assert got[("zfs_advisor_probe_queued_runs", ())] == 1
-    assert got[("zfs_advisor_profiler_budget_used_bytes", (("pool", "tank"),))] == 3 * (3 << 20)
+    # what the runs wrote and what their layouts wrote
+    assert got[("zfs_advisor_profiler_budget_used_bytes", (("pool", "tank"),))] == 3 * (3 << 20) + 3 * (1 << 20)
     assert got[("zfs_advisor_profiler_budget_limit_seconds", (("pool", "tank"),))] == 1200
     assert 0 <= got[("zfs_advisor_profiler_budget_used_seconds", (("pool", "tank"),))] < 60
     doc = DOC.read_text()
