@@ -287,16 +287,14 @@ def test_the_check_refuses_other_data_less_likely_hyperparameters_and_stale_work
     assert fitted._disagreement(shipped, shipped, prior_path(), 0.5) is None
 
     def refitted_at(doc: dict, scale: float) -> dict:
-        """The write-p99 GP with its first length scale times `scale`, its weights solved again
-        for the same targets: a consistent fit, only a less likely one."""
+        """The write-p99 GP with its noise level times `scale`, its weights solved again for the
+        same targets: a consistent fit, only a less likely one."""
         f = FittedGP.from_json(doc)
         y = fitted._targets(f)
-        g = FittedGP(f.constant, f.length_scales * np.r_[scale, np.ones(len(f.length_scales) - 1)], f.noise,
-                     f.keep, f.X_train, np.zeros(len(y)))
-        return dict(doc, length_scales=g.length_scales.tolist(),
-                    alpha=np.linalg.solve(g._L.T, np.linalg.solve(g._L, y)).tolist())
+        g = FittedGP(f.constant, f.length_scales, f.noise * scale, f.keep, f.X_train, np.zeros(len(y)))
+        return dict(doc, noise=g.noise, alpha=np.linalg.solve(g._L.T, np.linalg.solve(g._L, y)).tolist())
 
-    worse = dict(shipped, write_p99=refitted_at(shipped["write_p99"], 3.0))
+    worse = dict(shipped, write_p99=refitted_at(shipped["write_p99"], 10.0))
     assert "nats less likely" in fitted._disagreement(worse, shipped, prior_path(), 0.5)
     moved = dict(shipped, write_p99=refitted_at(shipped["write_p99"], 1.001))  # a step along the optimum
     assert "not the stored GP conditioned on" in fitted._disagreement(moved, shipped, prior_path(), 0.5)
