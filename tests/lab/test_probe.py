@@ -92,9 +92,10 @@ def probed(request):
 
 
 @pytest.mark.xfail(strict=False, reason=(
-    "not met yet: with the ARC really capped (floor lowered, 99793a9) plain fio ran +5.2, +4.9, -3.5 and +13.3 % "
-    "from the probe in 4 lab runs (3 within +-10 %); two repeats on one layout agree to 0.1-6.8 %, less than "
-    "plain fio varies between layouts (0.5-17 %); docs/probes.md"))
+    "not shown over enough runs: with the ARC really capped (floor lowered, 99793a9) plain fio ran +5.2, +4.9, "
+    "-3.5 and +13.3 % from the probe in 4 lab runs (3 within +-10 %), when two repeats on one layout agreed to "
+    "0.1-6.8 %, less than plain fio varies between layouts (0.5-17 %); since 595fce6 each repeat has a layout "
+    "of its own (passed once); docs/probes.md"))
 @pytest.mark.parametrize("lab_vm", LAYOUT, indirect=True, scope="session")
 def test_probe_results_match_an_independent_fio_run(lab_vm, probed):
     """An independent fio run of the stored job, in a dataset made like the candidate's with
