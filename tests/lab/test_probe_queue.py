@@ -22,7 +22,9 @@ TOKEN = "lab-token-0123456789"
 PORT = 21199
 PY = "env PYTHONPATH=/project /opt/zfs-advisor-venv/bin/python -m advisor"
 API_USER = "nobody"
-# Small and short, as in test_probe.py: 4 fio jobs of 32 MiB, 2 s warm-up, ~8 MB/s layout.
+# Small and short, as in test_probe.py: 4 fio jobs of 32 MiB, 2 s warm-up; layouts assumed at 4 MB/s,
+# as in test_systemd.py, so a 150 s plan shares one layout a candidate with time to spare (at 8 MB/s
+# it chose a layout per repeat and, in a full lab tier, the run was not completed).
 PROFILER = """
 [profiler]
 enabled = {enabled}
@@ -31,7 +33,7 @@ workloads = ["postgres"]
 idle_window_seconds = 3
 max_file_bytes = 33554432
 ramp_seconds = 2
-layout_bytes_per_second = 8000000
+layout_bytes_per_second = 4000000
 probe_seconds = 150
 daily_seconds = {daily}
 """
