@@ -38,7 +38,7 @@ done
 
 export ZFS_ADVISOR_LAB=1
 set +e
-python3 -m pytest -m lab tests/lab -p no:cacheprovider -v --durations=10
+python3 -m pytest -m lab tests/lab -p no:cacheprovider -v --durations=40
 rc=$?
 set -e
 stage "lab tests"
