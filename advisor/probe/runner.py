@@ -141,21 +141,41 @@ class PlanRunner:
             layout.write_text(job.layout_text, encoding="utf-8")
             self._emit("layout", cand, index)
             written_before = await asyncio.to_thread(self.watch.scratch_written)
-            await self._fio(layout)
-            # The layout's writes are still dirty in memory: commit them, or the first repeat
-            # measures their txg sync as well as its own I/O.
-            synced = await self.runner.run(["zpool", "sync", self.plan.pool], 300.0)
-            if not synced.ok:
-                raise ProbeFailed(synced.error())
-            layout_bytes = max(0, await asyncio.to_thread(self.watch.scratch_written) - written_before)
+            try:
+                await self._fio(layout)
+                # The layout's writes are still dirty in memory: commit them, or the first repeat
+                # measures their txg sync as well as its own I/O.
+                synced = await self.runner.run(["zpool", "sync", self.plan.pool], 300.0)
+                if not synced.ok:
+                    raise ProbeFailed(synced.error())
+            except BaseException:
+                await self._count_interrupted(written_before)
+                raise
+            layout_bytes = await self._written_since(written_before)
             self._count_written(layout_bytes)
             yield dataset, job, jobfile, layout_bytes
         finally:
             await self.scratch.destroy(dataset)
 
+    async def _written_since(self, before: int) -> int:
+        return max(0, await asyncio.to_thread(self.watch.scratch_written) - before)
+
+    def _record_written(self, nbytes: int) -> None:
+        """The run's total so far goes to the store at once: the daily budget counts it whatever
+        happens next, an abort or a kill included."""
+        self.written += nbytes
+        self.store.set_run_written(self.run_id, self.written)
+
+    async def _count_interrupted(self, before: int) -> None:
+        """What an aborted layout or repeat wrote before it stopped: no result carries it, but
+        the pool took the writes all the same.  A failure to read the counters must not hide
+        why the step stopped."""
+        with contextlib.suppress(Exception):
+            self._record_written(await self._written_since(before))
+
     def _count_written(self, nbytes: int) -> None:
         """Layouts and measured runs alike count against the run's byte budget."""
-        self.written += nbytes
+        self._record_written(nbytes)
         if self.written > self.plan.budget.bytes:
             raise ProbeAborted(f"byte budget: probes wrote {self.written >> 20} MiB, "
                                f"more than {self.plan.budget.bytes >> 20} MiB")
@@ -167,12 +187,16 @@ class PlanRunner:
         written_before = await asyncio.to_thread(self.watch.scratch_written)
         arc_before = arc_hit_counters(self.files)
         started = time.time()
-        output = await self._fio(jobfile)
+        try:
+            output = await self._fio(jobfile)
+        except BaseException:
+            await self._count_interrupted(written_before)
+            raise
         try:
             metrics = parse_fio_json(output)
         except FioParseError as exc:
             raise ProbeFailed(str(exc)) from None
-        written = max(0, await asyncio.to_thread(self.watch.scratch_written) - written_before)
+        written = await self._written_since(written_before)
         arc_after = arc_hit_counters(self.files)
         hit_ratio = None
         if arc_before and arc_after:

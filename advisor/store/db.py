@@ -128,6 +128,12 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE probe_results ADD COLUMN layout_written_bytes INTEGER;
     """,
+    # 5: all the bytes a run wrote into its scratch datasets, kept up to date while it runs:
+    # also what an aborted layout or repeat wrote, which no result carries. NULL for runs
+    # stored before: the daily budget sums their results instead.
+    """
+    ALTER TABLE probe_runs ADD COLUMN written_bytes INTEGER;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -71,6 +71,7 @@ class RunRow(BaseModel):
     pid: int | None
     queued_at: float | None = None  # set for runs asked for with POST /v1/probes
     request: dict[str, Any] | None = None  # what that POST asked for
+    written_bytes: int | None = None  # all it wrote, aborted steps included (None: before schema 5)
 
 
 class SkipRow(BaseModel):
@@ -186,10 +187,15 @@ class ProbeStore:
             "SELECT COALESCE(SUM(COALESCE(ended_at, ?) - started_at), 0) FROM probe_runs"
             " WHERE pool = ? AND started_at >= ? AND status != 'queued'",
             (time.time(), pool, since)).fetchone()
+        # A run's own total where it has one (schema 5 on); before that, what its results carry.
         written = self.conn.execute(
-            "SELECT COALESCE(SUM(r.written_bytes + COALESCE(r.layout_written_bytes, 0)), 0) FROM probe_results r JOIN probe_runs p ON p.id = r.run_id"
+            "SELECT COALESCE(SUM(COALESCE(p.written_bytes, (SELECT SUM(r.written_bytes + COALESCE(r.layout_written_bytes, 0))"
+            " FROM probe_results r WHERE r.run_id = p.id), 0)), 0) FROM probe_runs p"
             " WHERE p.pool = ? AND p.started_at >= ?", (pool, since)).fetchone()
         return float(row[0]), int(written[0])
+
+    def set_run_written(self, run_id: int, nbytes: int) -> None:
+        self.conn.execute("UPDATE probe_runs SET written_bytes = ? WHERE id = ?", (nbytes, run_id))
 
     # --- results ------------------------------------------------------------------------
     def add_result(self, result: ResultRow) -> None:
@@ -245,7 +251,8 @@ def _run(row: sqlite3.Row) -> RunRow:
                   budget=json.loads(row["budget_json"]), plan=json.loads(row["plan_json"]),
                   pool_descriptor=json.loads(row["pool_json"]) if row["pool_json"] else None,
                   host=row["host"], pid=row["pid"], queued_at=row["queued_at"],
-                  request=json.loads(row["request_json"]) if row["request_json"] else None)
+                  request=json.loads(row["request_json"]) if row["request_json"] else None,
+                  written_bytes=row["written_bytes"])
 
 
 def _result(row: sqlite3.Row) -> ResultRow:

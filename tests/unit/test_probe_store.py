@@ -65,6 +65,38 @@ def test_layout_bytes_count_against_the_daily_budget(store):
     assert store.usage_since("tank", 0)[1] == (256 << 20) + 2 * (1 << 20)
 
 
+def test_a_runs_own_total_counts_what_no_result_carries(store):
+    """An aborted repeat or layout wrote to the pool but stored no result: the run's own total
+    (kept by the runner as it goes) is what the daily budget sums; a run without one (stored
+    before schema 5) still counts through its results."""
+    aborted = store.start_run("tank", "postgres", None, {}, [], POOL)
+    store.add_result(result(aborted, "128K", 1, 1000, 0.030, baseline=True))  # 1 MiB in its result
+    store.set_run_written(aborted, 300 << 20)  # + a layout and a repeat cut short: no result
+    store.end_run(aborted, "aborted", "foreground I/O")
+    older = store.start_run("tank", "postgres", None, {}, [], POOL)
+    store.add_result(result(older, "8K", 1, 1000, 0.030))
+    elsewhere = store.start_run("other", "postgres", None, {}, [], POOL)
+    store.set_run_written(elsewhere, 1 << 30)
+    assert store.run(aborted).written_bytes == 300 << 20 and store.run(older).written_bytes is None
+    assert store.usage_since("tank", 0)[1] == (300 << 20) + (1 << 20)
+    assert store.usage_since("other", 0)[1] == 1 << 30
+
+
+def test_a_version_4_database_gains_the_run_total_and_counts_as_before(tmp_path):
+    conn = sqlite3.connect(tmp_path / DB_FILE, isolation_level=None)
+    migrate_to(conn, 4)
+    conn.execute("INSERT INTO probe_runs (pool, workload, status, started_at, budget_json, plan_json)"
+                 " VALUES ('tank', 'postgres', 'completed', 1.0, '{}', '[]')")
+    conn.execute("INSERT INTO probe_results (run_id, parameter, value, scope, baseline, repeat, started_at, iops,"
+                 " read_iops, write_iops, read_bw, write_bw, runtime_seconds, written_bytes, layout_written_bytes,"
+                 " pool_json, job) VALUES (1, 'recordsize', '8K', 'dataset', 0, 1, 1.0, 900, 600, 300, 0, 0, 10, 4096,"
+                 " 8192, '{}', '')")
+    conn.close()
+    store = ProbeStore(connect(tmp_path))
+    assert store.run(1).written_bytes is None
+    assert store.usage_since("tank", 0)[1] == 4096 + 8192
+
+
 def test_a_version_3_database_keeps_its_results_and_gains_the_layout_column(tmp_path):
     conn = sqlite3.connect(tmp_path / DB_FILE, isolation_level=None)
     migrate_to(conn, 3)
