@@ -106,11 +106,16 @@ def test_a_run_without_a_baseline_is_compared_with_the_cells():
 
 
 def test_fixed_seed_same_predictions(prior_without_cell, grid):
-    a = GPModel(seed=0).fit(prior_without_cell).predict([], grid)
-    b = GPModel(seed=0).fit(prior_without_cell).predict([], grid)
+    # The seed drives the optimizer's restarts and the boosting's subsamples, whatever the
+    # data: the other cells of the same pool suffice (the whole prior took 96 s here).
+    pool = CELL.split("/")[1]
+    some = [s for s in prior_without_cell if s.obs.cell.split("/")[1] == pool]
+    assert len({s.obs.cell for s in some}) >= 3
+    a = GPModel(seed=0).fit(some).predict([], grid)
+    b = GPModel(seed=0).fit(some).predict([], grid)
     assert list(a.perf.mean) == list(b.perf.mean) and list(a.perf.sd) == list(b.perf.sd)
-    qa = QuantileBoost(seed=0).fit(prior_without_cell).predict([], grid)
-    qb = QuantileBoost(seed=0).fit(prior_without_cell).predict([], grid)
+    qa = QuantileBoost(seed=0).fit(some).predict([], grid)
+    qb = QuantileBoost(seed=0).fit(some).predict([], grid)
     assert list(qa.perf.mean) == list(qb.perf.mean)
 
 
@@ -178,9 +183,10 @@ def test_leave_one_cell_out_on_the_shipped_prior():
     prior = samples(load_csv())
     if len({s.obs.cell for s in prior}) < 3:
         pytest.skip("the shipped prior has fewer than three cells")
-    # Every other cell held out, one optimizer start a fold: 13 folds of ~336 rows took 48 s
-    # (docs/model.md has the whole evaluation, `zfs-advisor evaluate`).
-    held = sorted({s.obs.cell for s in prior})[::2]
+    # Every third cell held out, one optimizer start a fold: 10 folds of 30 (every other cell,
+    # 15 folds of ~406 rows, took 133 s on a slow 2-core machine); docs/model.md has the whole
+    # evaluation, `zfs-advisor evaluate`.
+    held = sorted({s.obs.cell for s in prior})[::3]
     s = summary([evaluate_cell(lambda: GPModel(seed=0, restarts=0), prior, cell, 2) for cell in held])
     # Floors, not the targets (docs/model.md, "Evaluation", says what the data give):
     # in the median held-out cell the pick is no worse than leaving the ZFS default, and the
