@@ -140,17 +140,13 @@ class PlanRunner:
             layout = jobfile.with_name(jobfile.stem + "-layout.fio")
             layout.write_text(job.layout_text, encoding="utf-8")
             self._emit("layout", cand, index)
-            written_before = await asyncio.to_thread(self.watch.scratch_written)
-            try:
+            async with self._writes_counted_if_cut_short() as written_before:
                 await self._fio(layout)
                 # The layout's writes are still dirty in memory: commit them, or the first repeat
                 # measures their txg sync as well as its own I/O.
                 synced = await self.runner.run(["zpool", "sync", self.plan.pool], 300.0)
                 if not synced.ok:
                     raise ProbeFailed(synced.error())
-            except BaseException:
-                await self._count_interrupted(written_before)
-                raise
             layout_bytes = await self._written_since(written_before)
             self._count_written(layout_bytes)
             yield dataset, job, jobfile, layout_bytes
@@ -166,12 +162,19 @@ class PlanRunner:
         self.written += nbytes
         self.store.set_run_written(self.run_id, self.written)
 
-    async def _count_interrupted(self, before: int) -> None:
-        """What an aborted layout or repeat wrote before it stopped: no result carries it, but
-        the pool took the writes all the same.  A failure to read the counters must not hide
-        why the step stopped."""
-        with contextlib.suppress(Exception):
-            self._record_written(await self._written_since(before))
+    @contextlib.asynccontextmanager
+    async def _writes_counted_if_cut_short(self) -> AsyncIterator[int]:
+        """-> the scratch datasets' written bytes before a layout or repeat.  If the step is cut
+        short (abort, kill, failure), what it wrote is counted here: no result carries it, but
+        the pool took the writes all the same.  A failure to read the counters then must not
+        hide why the step stopped."""
+        before = await asyncio.to_thread(self.watch.scratch_written)
+        try:
+            yield before
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self._record_written(await self._written_since(before))
+            raise
 
     def _count_written(self, nbytes: int) -> None:
         """Layouts and measured runs alike count against the run's byte budget."""
@@ -184,14 +187,10 @@ class PlanRunner:
                       layout_bytes: int) -> None:
         if time.monotonic() + job.seconds > self.deadline:
             raise ProbeAborted(f"time budget of {self.plan.budget.seconds:g} s spent before {cand.key} repeat {repeat}")
-        written_before = await asyncio.to_thread(self.watch.scratch_written)
-        arc_before = arc_hit_counters(self.files)
-        started = time.time()
-        try:
+        async with self._writes_counted_if_cut_short() as written_before:
+            arc_before = arc_hit_counters(self.files)
+            started = time.time()
             output = await self._fio(jobfile)
-        except BaseException:
-            await self._count_interrupted(written_before)
-            raise
         try:
             metrics = parse_fio_json(output)
         except FioParseError as exc:
