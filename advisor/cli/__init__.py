@@ -5,28 +5,36 @@ Exit codes: 0 success, 1 the work failed, 2 bad usage or settings.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
 from advisor import __version__
-from advisor.cli import evaluate, facts, probe, profile, recommend, serve, snapshot, verify
 from advisor.engine.loader import RulesError
 from advisor.host.snapshot import SnapshotError
 from advisor.settings import SettingsError
 
-SUBCOMMANDS = (serve, facts, snapshot, recommend, verify, probe, profile, evaluate)
+# Each in its module advisor.cli.<name>.  Only the command that runs is imported: the others
+# would bring the HTTP stack and more, seconds of start-up on a small or emulated host.
+SUBCOMMANDS = ("serve", "facts", "snapshot", "recommend", "verify", "probe", "profile", "evaluate")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser, or (`command`) that subcommand's in full and the others by name only."""
     parser = argparse.ArgumentParser(prog="zfs-advisor", description="Tuning advisor and exporter for OpenZFS.")
     parser.add_argument("--version", action="version", version=f"zfs-advisor {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in SUBCOMMANDS:
-        command.register(sub)
+    for name in SUBCOMMANDS:
+        if command in (None, name):
+            importlib.import_module(f"advisor.cli.{name}").register(sub)
+        else:
+            sub.add_parser(name)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    command = argv[0] if argv and argv[0] in SUBCOMMANDS else None  # otherwise: help or an error
+    args = build_parser(command).parse_args(argv)
     try:
         return args.func(args)
     except SettingsError as exc:

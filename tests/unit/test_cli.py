@@ -98,3 +98,19 @@ async def _get_when_up(url: str) -> dict:
             except aiohttp.ClientConnectionError:
                 await asyncio.sleep(0.1)
     raise AssertionError(f"{url} never answered")
+
+
+def test_a_command_imports_only_its_own_module():
+    """`zfs-advisor probe` must not pay for the HTTP stack (about 9 s of a 21 s start in the
+    emulated lab VM); the top-level help still lists every command."""
+    code = ("import sys; from advisor.cli import main\n"
+            "try:\n    main(['probe', '--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('aiohttp', 'advisor.cli.'))), file=sys.stderr)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "--efficiency" in out.stdout  # the probe subcommand's own help, in full
+    assert out.stderr.strip() == "['advisor.cli.probe']"
+    listing = run_cli("--help")
+    assert listing.returncode == 0
+    for name in ("serve", "facts", "snapshot", "recommend", "verify", "probe", "profile", "evaluate"):
+        assert f"    {name} " in listing.stdout or f"    {name}\n" in listing.stdout, listing.stdout
