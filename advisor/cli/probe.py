@@ -175,11 +175,13 @@ def _efficiency_text(report: dict) -> str:
     mb = lambda v: f"{v / 1e6:,.0f} MB/s"  # noqa: E731
     pool = report["pool"]
     lines = [f"pool {pool['pool']}: {pool['layout']}, ashift {pool['ashift']}, {pool['media']}",
-             "raw disks (read-only sequential 1M): " + ", ".join(
+             "raw disks (read-only sequential 1M, all at once): " + ", ".join(
                  f"{d} {mb(v)}" for d, v in report["raw_read_bytes_per_second"].items())]
     for r in report["results"]:
         lines.append(f"{r['direction']:5s}: measured {mb(r['measured_bytes_per_second'])}, layout should give "
                      f"{mb(r['expected_bytes_per_second'])} ({r['expectation']}): {r['ratio']:.0%}")
+        if r.get("cpu_busy_ratio") is not None:
+            lines.append(f"       CPU busy {r['cpu_busy_ratio']:.0%}")
         lines += [f"       - {d}" for d in r["diagnosis"]]
     lines.append(f"note: {report['note']}")
     return "\n".join(lines)

@@ -1,7 +1,7 @@
 """Pool efficiency: measured pool throughput against what its layout should give from its disks.
 
-The disks' own rate is measured READ-ONLY (fio --readonly, rw=read, O_DIRECT on each member
-disk: never a write to a device).  A disk's streaming write rate is taken to be its read
+The disks' own rate is measured READ-ONLY (fio --readonly, rw=read, O_DIRECT on every member
+disk at once: never a write to a device).  A disk's streaming write rate is taken to be its read
 rate (it cannot be measured without writing); the report says so.  What the layout should
 give for large sequential I/O, per top-level vdev (sum over vdevs):
 
@@ -27,15 +27,38 @@ from pydantic import BaseModel
 from advisor.facts import DiskStats
 
 Direction = Literal["read", "write"]
+# Disks busy less than this while the pool fell short: the idle time is a cause, named.
+IDLE_DISKS = 0.75
 
 
-def raw_read_argv(device: str, seconds: int, block: str = "1M") -> list[str]:
-    """fio reading one device: --readonly makes fio itself refuse any write or trim."""
-    if not device.startswith("/dev/") or any(c in device for c in "\n\0"):
-        raise ValueError(f"not a device path: {device!r}")
-    return ["fio", "--name=raw-read", f"--filename={device}", "--readonly", "--rw=read", f"--bs={block}",
-            "--direct=1", "--ioengine=psync", "--iodepth=1", "--time_based", f"--runtime={seconds}",
-            "--output-format=json"]
+def raw_read_argv(devices: list[str], seconds: int, block: str = "1M") -> list[str]:
+    """One fio reading every device at once, a job per device named disk0, disk1, ...
+    (--readonly, before the first job, makes fio itself refuse any write or trim).  All at
+    once, because that is how the pool uses them: a controller, bus or expander shared by
+    the disks shows here as each disk's rate falling below what it reads alone."""
+    for device in devices:
+        if not device.startswith("/dev/") or any(c in device for c in "\n\0"):
+            raise ValueError(f"not a device path: {device!r}")
+    argv = ["fio", "--readonly", "--rw=read", f"--bs={block}", "--direct=1", "--ioengine=psync",
+            "--iodepth=1", "--time_based", f"--runtime={seconds}", "--output-format=json"]
+    for index, device in enumerate(devices):
+        argv += [f"--name=disk{index}", f"--filename={device}"]
+    return argv
+
+
+def raw_read_rates(fio_json: dict[str, Any], devices: list[str]) -> dict[str, float]:
+    """Bytes/s each device read in `raw_read_argv`'s run, by its position in `devices`."""
+    rates = {}
+    for job in fio_json.get("jobs") or []:
+        name = str(job.get("jobname", ""))
+        if job.get("error"):
+            raise ValueError(f"fio job {name} failed with error {job['error']}")
+        if name.startswith("disk") and name[4:].isdigit() and int(name[4:]) < len(devices):
+            rates[devices[int(name[4:])]] = float((job.get("read") or {}).get("bw_bytes", 0))
+    missing = [d for d in devices if d not in rates]
+    if missing:
+        raise ValueError(f"fio reported no read of {', '.join(missing)}")
+    return rates
 
 
 def disks_per_vdev(vdev: dict[str, Any], direction: Direction) -> float:
@@ -79,6 +102,7 @@ class Efficiency(BaseModel):
     ratio: float
     expectation: str  # how the expectation was formed
     diagnosis: list[str]
+    cpu_busy_ratio: float | None = None  # whole host, from /proc/stat, over the run
 
 
 def disk_busy(before: dict[str, DiskStats], after: dict[str, DiskStats], disks: list[str],
@@ -110,8 +134,9 @@ def diagnose(direction: Direction, ratio: float, descriptor: dict[str, Any], bus
     if busy:
         mean_busy = sum(d["busy_ratio"] for d in busy.values()) / len(busy)
         avg_io = sum(d["avg_io_bytes"] for d in busy.values()) / len(busy)
-        if mean_busy < 0.6:
-            reasons.append(f"the disks were busy only {mean_busy:.0%} of the time: too few I/Os in flight "
+        if mean_busy < IDLE_DISKS:
+            cpu = f", the CPU {cpu_busy_ratio:.0%}" if cpu_busy_ratio is not None else ""
+            reasons.append(f"the disks were busy only {mean_busy:.0%} of the time{cpu}: too few I/Os in flight "
                            "(one stream, zfs_vdev_*_max_active limits) or time spent elsewhere")
         elif avg_io and avg_io < 64 << 10:
             reasons.append(f"the disks were busy {mean_busy:.0%} of the time with {avg_io / 1024:.0f} KiB I/Os: "

@@ -1,10 +1,11 @@
-"""Measure a pool's efficiency: raw read rate of each member disk (read-only), then large
+"""Measure a pool's efficiency: raw read rate of the member disks, all at once (read-only), then large
 sequential writes and reads in a scratch dataset, with disk and CPU counters alongside.
 
 Runs under the same lock, checks, scratch dataset, ARC cap and foreground watch as a probe.
 """
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -14,8 +15,9 @@ from pydantic import BaseModel
 from advisor.host.disks import DISKSTATS, parse_diskstats
 from advisor.host.files import HostFiles
 from advisor.host.runner import CommandRunner
-from advisor.probe.efficiency import Efficiency, diagnose, disk_busy, expected_bandwidth, layout_rule, raw_read_argv
-from advisor.probe.fio_result import FioParseError, parse_fio_json
+from advisor.probe.efficiency import (Efficiency, diagnose, disk_busy, expected_bandwidth, layout_rule, raw_read_argv,
+                                      raw_read_rates)
+from advisor.probe.fio_result import parse_fio_json
 from advisor.probe.runner import ProbeFailed, run_watched_fio
 from advisor.probe.foreground import ForegroundWatch
 from advisor.probe.safety import Thresholds
@@ -55,19 +57,19 @@ async def measure(pool_name: str, descriptor: dict[str, Any], runner: CommandRun
                   scratch: ScratchArea, thresholds: Thresholds, workdir: Path, seconds: int = 10,
                   file_bytes: int = 256 << 20, numjobs: int = 4, deadline: float | None = None) -> EfficiencyReport:
     deadline = deadline or time.monotonic() + 900
-    raw: dict[str, float] = {}
-    for disk in descriptor["disks"]:
-        result = await runner.run(raw_read_argv(f"/dev/{disk['name']}", seconds), seconds + 60)
-        if not result.ok:
-            raise ProbeFailed(f"raw read of /dev/{disk['name']}: {result.error()}")
-        try:
-            raw[disk["name"]] = parse_fio_json(result.stdout).read.bandwidth_bytes_per_second
-        except FioParseError as exc:
-            raise ProbeFailed(str(exc)) from None
+    members = [d["name"] for d in descriptor["disks"]]
+    devices = [f"/dev/{m}" for m in members]
+    result = await runner.run(raw_read_argv(devices, seconds), seconds + 60)
+    if not result.ok:
+        raise ProbeFailed(f"raw read of {', '.join(members)}: {result.error()}")
+    try:
+        rates = raw_read_rates(json.loads(result.stdout[result.stdout.find("{"):]), devices)
+    except ValueError as exc:  # JSONDecodeError included
+        raise ProbeFailed(f"raw read of {', '.join(members)}: {exc}") from None
+    raw = {m: rates[d] for m, d in zip(members, devices)}
     watch = ForegroundWatch(files, pool_name, scratch.root)
     dataset, mountpoint = await scratch.create_child("efficiency", EFFICIENCY_PROPERTIES,
                                                      numjobs * file_bytes * 2 + (256 << 20))
-    members = [d["name"] for d in descriptor["disks"]]
     results, disks = [], {}
     try:
         for direction in ("write", "read"):
@@ -87,7 +89,8 @@ async def measure(pool_name: str, descriptor: dict[str, Any], runner: CommandRun
             results.append(Efficiency(direction=direction, measured_bytes_per_second=measured,  # type: ignore[arg-type]
                                       expected_bytes_per_second=expected, ratio=ratio,
                                       expectation=layout_rule(descriptor, direction),  # type: ignore[arg-type]
-                                      diagnosis=diagnose(direction, ratio, descriptor, busy, cpu_busy)))  # type: ignore[arg-type]
+                                      diagnosis=diagnose(direction, ratio, descriptor, busy, cpu_busy),  # type: ignore[arg-type]
+                                      cpu_busy_ratio=cpu_busy))
             disks[direction] = busy
     finally:
         await scratch.destroy(dataset)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from advisor.facts import DiskStats
-from advisor.probe.efficiency import diagnose, disk_busy, expected_bandwidth, layout_rule, raw_read_argv
+from advisor.probe.efficiency import diagnose, disk_busy, expected_bandwidth, layout_rule, raw_read_argv, raw_read_rates
 
 MB = 1e6
 
@@ -44,12 +44,24 @@ def test_slowest_member_bounds_a_vdev():
     assert expected_bandwidth(layout(("raidz1", 4, 1)), raw, "write") == 3 * 5 * MB
 
 
-def test_raw_read_is_read_only():
-    argv = raw_read_argv("/dev/sdb", 5)
-    assert "--readonly" in argv and "--rw=read" in argv
-    assert not any(a.startswith("--rw=") and "write" in a for a in argv)
-    with pytest.raises(ValueError):
-        raw_read_argv("/tank/file", 5)
+def test_raw_read_is_read_only_and_reads_every_disk_at_once():
+    argv = raw_read_argv(["/dev/sdb", "/dev/sdc"], 5)
+    assert argv.index("--readonly") < argv.index("--name=disk0")  # global: applies to every job
+    assert "--rw=read" in argv and not any(a.startswith("--rw=") and "write" in a for a in argv)
+    assert [a for a in argv if a.startswith("--filename=")] == ["--filename=/dev/sdb", "--filename=/dev/sdc"]
+    for bad in (["/tank/file"], ["/dev/sdb", "/dev/sd\nc"]):
+        with pytest.raises(ValueError):
+            raw_read_argv(bad, 5)
+
+
+def test_raw_read_rates_by_device():
+    doc = {"jobs": [{"jobname": "disk1", "read": {"bw_bytes": 9_000_000}},
+                    {"jobname": "disk0", "read": {"bw_bytes": 10_000_000}}]}
+    assert raw_read_rates(doc, ["/dev/sdb", "/dev/sdc"]) == {"/dev/sdb": 10e6, "/dev/sdc": 9e6}
+    with pytest.raises(ValueError, match="/dev/sdc"):
+        raw_read_rates({"jobs": doc["jobs"][1:]}, ["/dev/sdb", "/dev/sdc"])  # disk1's job missing
+    with pytest.raises(ValueError, match="error 5"):
+        raw_read_rates({"jobs": [{"jobname": "disk0", "error": 5}]}, ["/dev/sdb"])
 
 
 def _stats(reads: int, sectors_read: int, io_ms: int) -> DiskStats:
@@ -63,7 +75,13 @@ def test_diagnosis_names_where_the_rest_went():
     zero = {"d0": _stats(0, 0, 0), "d1": _stats(0, 0, 0)}
     idle = disk_busy(zero, {"d0": _stats(100, 204800, 3000), "d1": _stats(100, 204800, 3000)}, ["d0", "d1"], 10)
     assert idle["d0"]["busy_ratio"] == pytest.approx(0.3) and idle["d0"]["avg_io_bytes"] == 1 << 20
-    assert "busy only 30%" in diagnose("read", 0.5, desc, idle, 0.2)[0]
+    assert "busy only 30% of the time, the CPU 20%" in diagnose("read", 0.5, desc, idle, 0.2)[0]
+    # busy 70 %, pool at 60 % (the emulated lab of 2026-11-26): idle disks named, not "no cause"
+    partly = disk_busy(zero, {"d0": _stats(100, 204800, 7000), "d1": _stats(100, 204800, 7000)}, ["d0", "d1"], 10)
+    assert "busy only 70%" in diagnose("read", 0.6, desc, partly, None)[0]
+    busy = disk_busy(zero, {"d0": _stats(100, 204800, 8000), "d1": _stats(100, 204800, 8000)}, ["d0", "d1"], 10)
+    assert diagnose("read", 0.6, desc, busy, None) == [
+        "no single cause measured: compare with the raw-disk rates and the pool's latency histograms"]
     assert "CPU busy 95%" in diagnose("read", 0.5, desc, idle, 0.95)[0]
     lopsided = disk_busy(zero, {"d0": _stats(1000, 2048000, 9500), "d1": _stats(10, 20480, 9500)}, ["d0", "d1"], 10)
     assert any("unbalanced" in r for r in diagnose("read", 0.5, desc, lopsided, 0.2))
