@@ -23,11 +23,15 @@ SAMPLE = ("8K", "128K")
 # effect's interval is the probe's own (advisor/probe/evidence.py): the worst and best pairing
 # of the repeats, [min(8K) / max(128K), max(8K) / min(128K)].  Two repeats on one host do not
 # span what another host gives: CI's host measured 2.38x [2.28, 2.48] against the stored 1.88x
-# [1.68, 2.14] (faster emulation, 4,454 / 1,796 IOPS), the loaded host above 1.49x.  So the new
-# run's interval must overlap the stored one widened by HOST_FACTOR each way (the largest
-# gap seen between a new interval and the stored one was 13 %), and the ranking must hold where
-# the stored repeats do not overlap: that ranking is what the model takes from the prior.
-HOST_FACTOR = 1.3
+# [1.68, 2.14] (faster emulation, 4,454 / 1,796 IOPS), the loaded host above 1.49x, and the slower
+# 2-core host of 2026-11-26 3.76x [3.38, 4.19] against the stored 2.35x [2.26, 2.43] (1,225-1,312 /
+# 313-363 IOPS, against 1,965-2,078 / 853-869) in a full lab tier, then 2.34x [2.22, 2.47] (885-894
+# / 362-398 IOPS) alone an hour later: the size of the effect moves with the host and its load.
+# So the new run's interval must overlap the stored one widened by HOST_FACTOR each way (the
+# largest gap seen between a new interval and the stored one: 1.39x, in that full tier), and the
+# ranking must hold where the stored repeats do not overlap: that ranking is what the model takes
+# from the prior, whose local probes set the size of the effect.
+HOST_FACTOR = 1.6
 
 
 def _by_value(rows: list[dict]) -> dict[str, list[float]]:
