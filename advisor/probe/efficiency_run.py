@@ -5,7 +5,6 @@ Runs under the same lock, checks, scratch dataset, ARC cap and foreground watch 
 """
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from advisor.host.files import HostFiles
 from advisor.host.runner import CommandRunner
 from advisor.probe.efficiency import (Efficiency, diagnose, disk_busy, expected_bandwidth, layout_rule, raw_read_argv,
                                       raw_read_rates)
-from advisor.probe.fio_result import parse_fio_json
+from advisor.probe.fio_result import load_fio_json, parse_fio_json
 from advisor.probe.runner import ProbeFailed, run_watched_fio
 from advisor.probe.foreground import ForegroundWatch
 from advisor.probe.safety import Thresholds
@@ -63,8 +62,8 @@ async def measure(pool_name: str, descriptor: dict[str, Any], runner: CommandRun
     if not result.ok:
         raise ProbeFailed(f"raw read of {', '.join(members)}: {result.error()}")
     try:
-        rates = raw_read_rates(json.loads(result.stdout[result.stdout.find("{"):]), devices)
-    except ValueError as exc:  # JSONDecodeError included
+        rates = raw_read_rates(load_fio_json(result.stdout), devices)
+    except ValueError as exc:  # FioParseError included
         raise ProbeFailed(f"raw read of {', '.join(members)}: {exc}") from None
     raw = {m: rates[d] for m, d in zip(members, devices)}
     watch = ForegroundWatch(files, pool_name, scratch.root)

@@ -92,7 +92,8 @@ def _add(a: Direction, b: Direction) -> Direction:
                      iops=a.iops + b.iops, ios=a.ios + b.ios, latency=_worst(a.latency, b.latency))
 
 
-def parse_fio_json(text: str) -> FioMetrics:
+def load_fio_json(text: str) -> dict:
+    """fio's JSON document, with at least one job."""
     # fio may print notes before the JSON document (e.g. "fio: file hash not empty").
     start = text.find("{")
     try:
@@ -101,6 +102,11 @@ def parse_fio_json(text: str) -> FioMetrics:
         raise FioParseError(f"fio output is not JSON: {exc}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list) or not doc["jobs"]:
         raise FioParseError("fio output has no jobs")
+    return doc
+
+
+def parse_fio_json(text: str) -> FioMetrics:
+    doc = load_fio_json(text)
     read, write, sync = Direction(), Direction(), Latency()
     runtime = usr = sys_ = 0.0
     for job in doc["jobs"]:
