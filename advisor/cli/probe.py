@@ -21,8 +21,10 @@ from advisor.names import InvalidName
 from advisor.probe.candidates import CandidateError, parse_candidate_spec
 from advisor.probe.evidence import ParameterEvidence, summarize
 from advisor.probe.plan import Budget, Plan
-from advisor.probe.runner import Progress
+from advisor.probe.modparams import ModuleParamError
+from advisor.probe.runner import ProbeAborted, ProbeFailed, Progress
 from advisor.probe.safety import LockBusy, UnsafeToProbe
+from advisor.probe.scratch import ScratchError
 from advisor.probe.service import PlanError, ProbeConfig, ProbeService, parse_budget
 from advisor.settings import load_settings
 from advisor.store.db import StoreError
@@ -90,8 +92,12 @@ def run(args: argparse.Namespace) -> int:
         if args.efficiency:
             if not args.pool:
                 raise PlanError("--efficiency needs --pool")
-            report = asyncio.run(service.efficiency(args.pool, int(parse_budget(args.budget) // 4) or 5,
-                                                    parse_size(args.file_size)))
+            try:
+                report = asyncio.run(service.efficiency(args.pool, int(parse_budget(args.budget) // 4) or 5,
+                                                        parse_size(args.file_size)))
+            except (ProbeFailed, ProbeAborted, ScratchError, ModuleParamError) as exc:
+                print(f"zfs-advisor probe: efficiency not measured: {exc}", file=sys.stderr)
+                return 1
             print(json.dumps(report, indent=2) if args.json else _efficiency_text(report))
             return 0
         if not args.pool or not args.workload:
@@ -178,11 +184,17 @@ def _efficiency_text(report: dict) -> str:
              "raw disks (read-only sequential 1M, all at once): " + ", ".join(
                  f"{d} {mb(v)}" for d, v in report["raw_read_bytes_per_second"].items())]
     for r in report["results"]:
-        lines.append(f"{r['direction']:5s}: measured {mb(r['measured_bytes_per_second'])}, layout should give "
-                     f"{mb(r['expected_bytes_per_second'])} ({r['expectation']}): {r['ratio']:.0%}")
-        if r.get("cpu_busy_ratio") is not None:
-            lines.append(f"       CPU busy {r['cpu_busy_ratio']:.0%}")
+        at_disks = (f" (the disks {mb(r['pool_bytes_per_second'])})"
+                    if r["direction"] == "read" and "pool_bytes_per_second" in r else "")
+        lines.append(f"{r['direction']:5s}: measured {mb(r['measured_bytes_per_second'])}{at_disks}, layout should "
+                     f"give {mb(r['expected_bytes_per_second'])} ({r['expectation']}): {r['ratio']:.0%}")
+        counters = [f"CPU busy {r['cpu_busy_ratio']:.0%}" if r.get("cpu_busy_ratio") is not None else "",
+                    f"disks moved {r['disk_bytes_per_byte']:.2f} bytes per byte" if r.get("disk_bytes_per_byte") else ""]
+        if any(counters):
+            lines.append("       " + ", ".join(c for c in counters if c))
         lines += [f"       - {d}" for d in r["diagnosis"]]
+    if report.get("arc_max_bytes"):
+        lines.append(f"ARC capped at {report['arc_max_bytes'] / 2**20:.0f} MiB while measuring")
     lines.append(f"note: {report['note']}")
     return "\n".join(lines)
 

@@ -29,6 +29,13 @@ from advisor.facts import DiskStats
 Direction = Literal["read", "write"]
 # Disks busy less than this while the pool fell short: the idle time is a cause, named.
 IDLE_DISKS = 0.75
+# The disks read this many times the bytes the reader got, or more: prefetched data was
+# dropped before it was used, and read again.
+WASTED_READS = 1.25
+# The disks read less than this per byte the reader got: the ARC served the rest, and the
+# reader's rate overstates the disks.  (The ARC's demand hit ratio cannot tell: a read that
+# finds its record prefetched from the disk counts as a hit.)
+FROM_DISKS = 0.9
 
 
 def raw_read_argv(devices: list[str], seconds: int, block: str = "1M") -> list[str]:
@@ -96,13 +103,20 @@ def layout_rule(descriptor: dict[str, Any], direction: Direction) -> str:
 
 
 class Efficiency(BaseModel):
+    """`ratio` is the pool's rate over the layout's.  The pool's rate is the writer's for writes
+    (the disks' bytes include parity and copies), the bytes the member disks read for reads:
+    the ARC can then not inflate it, and a read path that wastes what the disks give (prefetch
+    dropped before use) shows beside it, as `measured_bytes_per_second` (the reader's) and
+    `disk_bytes_per_byte`, instead of hiding the disks' rate."""
     direction: Direction
-    measured_bytes_per_second: float
+    measured_bytes_per_second: float  # fio's, the writer's or reader's
+    pool_bytes_per_second: float
     expected_bytes_per_second: float
     ratio: float
     expectation: str  # how the expectation was formed
     diagnosis: list[str]
     cpu_busy_ratio: float | None = None  # whole host, from /proc/stat, over the run
+    disk_bytes_per_byte: float | None = None  # bytes the member disks moved per byte fio moved
 
 
 def disk_busy(before: dict[str, DiskStats], after: dict[str, DiskStats], disks: list[str],
@@ -123,10 +137,15 @@ def disk_busy(before: dict[str, DiskStats], after: dict[str, DiskStats], disks: 
 
 
 def diagnose(direction: Direction, ratio: float, descriptor: dict[str, Any], busy: dict[str, dict[str, float]],
-             cpu_busy_ratio: float | None) -> list[str]:
-    """Plain-language reasons for the gap between measured and expected."""
+             cpu_busy_ratio: float | None, disk_bytes_per_byte: float | None = None,
+             reader_ratio: float | None = None) -> list[str]:
+    """Plain-language reasons for the gap between measured and expected; for reads, also
+    where the reader's rate parted from the disks' (`reader_ratio`: the reader's rate over
+    the layout's)."""
+    notes = _read_path(disk_bytes_per_byte, reader_ratio) if direction == "read" else []
     if ratio >= 0.85:
-        return [f"the pool gives {ratio:.0%} of what its layout should: nothing is lost"]
+        where = " at the disks: nothing is lost there" if direction == "read" else ": nothing is lost"
+        return [f"the pool gives {ratio:.0%} of what its layout should{where}", *notes]
     reasons = []
     if cpu_busy_ratio is not None and cpu_busy_ratio >= 0.85:
         reasons.append(f"CPU busy {cpu_busy_ratio:.0%} during the run: checksums, compression or parity "
@@ -150,4 +169,18 @@ def diagnose(direction: Direction, ratio: float, descriptor: dict[str, Any], bus
                     reasons.append(f"mirror reads unbalanced: its disks read {', '.join(f'{r / 2**20:.0f}' for r in reads)} MiB")
     if not reasons:
         reasons.append("no single cause measured: compare with the raw-disk rates and the pool's latency histograms")
-    return reasons
+    return reasons + notes
+
+
+def _read_path(disk_bytes_per_byte: float | None, reader_ratio: float | None) -> list[str]:
+    if disk_bytes_per_byte is None:
+        return []
+    if disk_bytes_per_byte < FROM_DISKS:
+        return [f"the disks read only {disk_bytes_per_byte:.0%} of the bytes the reader got: the ARC served "
+                "the rest (the pool's rate is taken at the disks)"]
+    if disk_bytes_per_byte >= WASTED_READS:
+        got = f"the reader got {reader_ratio:.0%} of the layout's rate: " if reader_ratio is not None else ""
+        return [f"{got}the disks read {disk_bytes_per_byte:.1f}x the bytes it got, prefetched data dropped before "
+                "use and read again (an ARC too small for the prefetch distance, zfetch_max_distance in zfs(4), "
+                "or primarycache=metadata)"]
+    return []

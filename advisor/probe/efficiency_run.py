@@ -1,7 +1,8 @@
 """Measure a pool's efficiency: raw read rate of the member disks, all at once (read-only), then large
-sequential writes and reads in a scratch dataset, with disk and CPU counters alongside.
+sequential writes and reads in a scratch dataset, with disk, CPU and ARC counters alongside.
 
-Runs under the same lock, checks, scratch dataset, ARC cap and foreground watch as a probe.
+Runs under the same lock, checks, scratch dataset and foreground watch as a probe; the caller
+caps the ARC as a probe does (a quarter of what is read), so that the reads come from the disks.
 """
 from __future__ import annotations
 
@@ -22,9 +23,17 @@ from advisor.probe.foreground import ForegroundWatch
 from advisor.probe.safety import Thresholds
 from advisor.probe.scratch import ScratchArea
 
-# Large records, no compression (random data would not compress anyway), metadata-only
-# caching so the reads come from the disks.
+# Large records, no compression (random data would not compress anyway).  Written under
+# primarycache=metadata, so the ARC keeps none of what was written (the file is read back
+# from the disks); read under "all", the default, since prefetch is what keeps every disk busy
+# behind one sequential reader.  Measured on the lab's stripe of four (docs/probes.md, "Pool
+# efficiency"): read under primarycache=metadata, the reader got 6.3 MB/s while the disks read
+# 31 (prefetched data dropped and read again; a slow sequential read under metadata with an
+# empty cache: openzfs/zfs#9375); read under "all", 39.4 MB/s of the disks' 40.  On the
+# raidz1 of four, a file laid out under "all" read at 27 MB/s with the disks reading 1.38
+# bytes per byte; laid out under metadata, at 38.8 MB/s and 1.08.
 EFFICIENCY_PROPERTIES = {"recordsize": "1M", "compression": "off", "primarycache": "metadata", "atime": "off"}
+READ_CACHE = ("primarycache", "all")
 
 
 class EfficiencyReport(BaseModel):
@@ -32,6 +41,7 @@ class EfficiencyReport(BaseModel):
     raw_read_bytes_per_second: dict[str, float]
     results: list[Efficiency]
     disks: dict[str, dict[str, dict[str, float]]]  # direction -> disk -> busy/bytes
+    arc_max_bytes: int | None = None  # the ARC cap while measuring (None: not capped)
     note: str = ("a disk's write rate is assumed equal to its measured read rate: writing to a raw "
                  "device to measure it would destroy the pool")
 
@@ -43,18 +53,25 @@ def _cpu_times(files: HostFiles) -> tuple[float, float]:
     return sum(values), idle
 
 
-def _job(directory: str, rw: str, size: int, numjobs: int, seconds: int) -> str:
+def efficiency_job(directory: str, rw: str, size: int, numjobs: int, seconds: int, create_only: bool = False) -> str:
+    """Writes: `numjobs` streams of `size` bytes each.  Reads: ONE stream over one file of
+    numjobs x size, as a user's sequential read, the prefetcher keeping the disks busy (several
+    streams thrashed the capped ARC: two readers got 12 MB/s while the disks read 42).
+    `create_only`: lay the read's file out and stop, so that the measured read is only a read."""
+    if rw == "read":
+        size, numjobs = size * numjobs, 1
     lines = ["[global]", f"directory={directory}", "ioengine=psync", "bs=1M", f"size={size}",
              f"numjobs={numjobs}", "thread=1", "group_reporting=1", "fallocate=none", "refill_buffers=1",
              "buffer_compress_percentage=0", "end_fsync=1"]
     if rw == "read":
-        lines += ["time_based=1", f"runtime={seconds}"]
+        lines += ["create_only=1"] if create_only else ["time_based=1", f"runtime={seconds}"]
     return "\n".join([*lines, "", f"[seq-{rw}]", f"rw={rw}", ""])
 
 
 async def measure(pool_name: str, descriptor: dict[str, Any], runner: CommandRunner, files: HostFiles,
                   scratch: ScratchArea, thresholds: Thresholds, workdir: Path, seconds: int = 10,
-                  file_bytes: int = 256 << 20, numjobs: int = 4, deadline: float | None = None) -> EfficiencyReport:
+                  file_bytes: int = 256 << 20, numjobs: int = 4, deadline: float | None = None,
+                  arc_max_bytes: int | None = None) -> EfficiencyReport:
     deadline = deadline or time.monotonic() + 900
     members = [d["name"] for d in descriptor["disks"]]
     devices = [f"/dev/{m}" for m in members]
@@ -73,24 +90,44 @@ async def measure(pool_name: str, descriptor: dict[str, Any], runner: CommandRun
     try:
         for direction in ("write", "read"):
             jobfile = workdir / f"efficiency-{direction}.fio"
-            jobfile.write_text(_job(mountpoint, direction, file_bytes, numjobs, seconds), encoding="utf-8")
+            if direction == "read":
+                jobfile.write_text(efficiency_job(mountpoint, direction, file_bytes, numjobs, seconds, True),
+                                   encoding="utf-8")
+                await run_watched_fio(runner, jobfile, watch, thresholds, deadline, pool_name, 900)
+                synced = await runner.run(["zpool", "sync", pool_name], 300.0)  # the layout committed first
+                if not synced.ok:
+                    raise ProbeFailed(synced.error())
+                await scratch.set_property(dataset, *READ_CACHE)
+            jobfile.write_text(efficiency_job(mountpoint, direction, file_bytes, numjobs, seconds), encoding="utf-8")
             stats0, cpu0, t0 = parse_diskstats(files.read_text(DISKSTATS)), _cpu_times(files), time.monotonic()
             output = await run_watched_fio(runner, jobfile, watch, thresholds, deadline, pool_name, 900)
             elapsed = time.monotonic() - t0
             stats1, cpu1 = parse_diskstats(files.read_text(DISKSTATS)), _cpu_times(files)
             metrics = parse_fio_json(output)
-            busy = disk_busy(stats0, stats1, members, elapsed)
+            # Rates and busy time over fio's own runtime: the counters bracket the whole fio
+            # process so that no I/O escapes them, but the process also starts and stops, and in
+            # the lab's emulated VM the wall time was 1.37-1.44 x a 5 s run, which made the disks
+            # look idle 30-50 % of the time they were asked to work (docs/probes.md).
+            window = metrics.runtime_seconds if 0 < metrics.runtime_seconds <= elapsed else elapsed
+            busy = disk_busy(stats0, stats1, members, window)
             total = cpu1[0] - cpu0[0]
             cpu_busy = 1 - (cpu1[1] - cpu0[1]) / total if total > 0 else None
+            asked = metrics.read.io_bytes if direction == "read" else metrics.write.io_bytes
+            at_disks = sum(d[f"{'read' if direction == 'read' else 'written'}_bytes"] for d in busy.values())
+            per_byte = at_disks / asked if asked else None
             measured = metrics.bandwidth_bytes_per_second
+            pool_rate = at_disks / window if direction == "read" and window > 0 else measured
             expected = expected_bandwidth(descriptor, raw, direction)  # type: ignore[arg-type]
-            ratio = measured / expected if expected else 0.0
+            ratio = pool_rate / expected if expected else 0.0
+            reader = measured / expected if expected else None
             results.append(Efficiency(direction=direction, measured_bytes_per_second=measured,  # type: ignore[arg-type]
-                                      expected_bytes_per_second=expected, ratio=ratio,
-                                      expectation=layout_rule(descriptor, direction),  # type: ignore[arg-type]
-                                      diagnosis=diagnose(direction, ratio, descriptor, busy, cpu_busy),  # type: ignore[arg-type]
-                                      cpu_busy_ratio=cpu_busy))
+                                      pool_bytes_per_second=pool_rate, expected_bytes_per_second=expected,
+                                      ratio=ratio, expectation=layout_rule(descriptor, direction),  # type: ignore[arg-type]
+                                      diagnosis=diagnose(direction, ratio, descriptor, busy, cpu_busy,  # type: ignore[arg-type]
+                                                         per_byte, reader),
+                                      cpu_busy_ratio=cpu_busy, disk_bytes_per_byte=per_byte))
             disks[direction] = busy
     finally:
         await scratch.destroy(dataset)
-    return EfficiencyReport(pool=descriptor, raw_read_bytes_per_second=raw, results=results, disks=disks)
+    return EfficiencyReport(pool=descriptor, raw_read_bytes_per_second=raw, results=results, disks=disks,
+                            arc_max_bytes=arc_max_bytes)

@@ -68,6 +68,14 @@ def arc_hit_counters(files: HostFiles) -> tuple[int, int] | None:
         return None
 
 
+def arc_hit_ratio(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+    """Share of the demand data reads between two `arc_hit_counters` the ARC served."""
+    if not before or not after:
+        return None
+    hits, misses = after[0] - before[0], after[1] - before[1]
+    return hits / (hits + misses) if hits + misses > 0 else None
+
+
 @dataclass
 class PlanRunner:
     plan: Plan
@@ -196,11 +204,7 @@ class PlanRunner:
         except FioParseError as exc:
             raise ProbeFailed(str(exc)) from None
         written = await self._written_since(written_before)
-        arc_after = arc_hit_counters(self.files)
-        hit_ratio = None
-        if arc_before and arc_after:
-            hits, misses = arc_after[0] - arc_before[0], arc_after[1] - arc_before[1]
-            hit_ratio = hits / (hits + misses) if hits + misses > 0 else None
+        hit_ratio = arc_hit_ratio(arc_before, arc_hit_counters(self.files))
         self.store.add_result(ResultRow(
             run_id=self.run_id, parameter=cand.parameter, value=cand.value, scope=cand.scope, baseline=cand.baseline,
             repeat=repeat, started_at=started, iops=metrics.iops, read_iops=metrics.read.iops,

@@ -66,6 +66,12 @@ class ScratchArea:
         except ValueError:
             return None
 
+    async def set_property(self, dataset: str, prop: str, value: str) -> None:
+        """Only on a child of the scratch dataset (never a user's dataset)."""
+        if not self.owns(dataset) or dataset == self.root:
+            raise ScratchError(f"refusing to change {dataset!r}: not under the scratch dataset {self.root}")
+        await self._zfs("set", f"{prop}={value}", dataset)
+
     async def destroy(self, dataset: str) -> None:
         if not self.owns(dataset):
             raise ScratchError(f"refusing to destroy {dataset!r}: not under the scratch dataset {self.root}")

@@ -33,6 +33,10 @@ from advisor.store.probes import ProbeStore, RunRow
 log = logging.getLogger("advisor.probe")
 DAY_SECONDS = 86400.0
 QUOTA_HEADROOM = 4  # quota >= 4 x the working set
+EFFICIENCY_STREAMS = 4  # an efficiency run writes this many files at once, then reads them back as one
+# Module parameters an efficiency run changed are saved under this run id (runs count from 1):
+# recovery after a crash puts them back like a probe's.
+EFFICIENCY_RUN_ID = 0
 
 
 class PlanError(ValueError):
@@ -221,11 +225,21 @@ class ProbeService:
             await self._check_idle(pool, scratch.root)
             workdir = self.config.state_dir / "probe-work"
             workdir.mkdir(parents=True, exist_ok=True)
+            # Capped as a probe's: a quarter of what is read (compression off: stored as written).
+            arc_floor, arc_cap = self._arc_limits(EFFICIENCY_STREAMS * file_bytes) if self.config.cap_arc else (None, None)
+            guard = ParamGuard(ModuleParams(self.files), self.store, EFFICIENCY_RUN_ID)
             try:
+                if arc_floor:  # first: the ARC takes a cap only above its floor
+                    guard.set("zfs_arc_min", str(arc_floor))
+                if arc_cap:
+                    guard.set("zfs_arc_max", str(arc_cap))
                 report = await measure(pool, descriptor, self.runner, self.files, scratch, self.config.thresholds,
-                                       workdir, seconds, file_bytes)
+                                       workdir, seconds, file_bytes, EFFICIENCY_STREAMS, arc_max_bytes=arc_cap)
             finally:
+                problems = guard.restore()
                 await scratch.remove_all()
+            if problems:
+                raise ModuleParamError("; ".join(problems))
             data = report.model_dump()
             self.store.add_efficiency(pool, data)
             return data

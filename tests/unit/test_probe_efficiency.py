@@ -5,6 +5,8 @@ import pytest
 
 from advisor.facts import DiskStats
 from advisor.probe.efficiency import diagnose, disk_busy, expected_bandwidth, layout_rule, raw_read_argv, raw_read_rates
+from advisor.probe.efficiency_run import efficiency_job
+from advisor.probe.runner import arc_hit_ratio
 
 MB = 1e6
 
@@ -88,3 +90,36 @@ def test_diagnosis_names_where_the_rest_went():
     small = disk_busy(zero, {"d0": _stats(10000, 80000, 9800), "d1": _stats(10000, 80000, 9800)}, ["d0", "d1"], 10)
     assert any("4 KiB I/Os" in r for r in diagnose("write", 0.5, desc, small, 0.2))
     assert "nothing is lost" in diagnose("write", 0.95, desc, small, 0.2)[0]
+
+
+def test_where_a_reader_parts_from_the_disks():
+    desc = layout(*[("disk", 1, None)] * 2)
+    zero = {"d0": _stats(0, 0, 0), "d1": _stats(0, 0, 0)}
+    idle = disk_busy(zero, {"d0": _stats(100, 204800, 3000), "d1": _stats(100, 204800, 3000)}, ["d0", "d1"], 10)
+    # the lab's stripe of four: the disks gave the layout, the reader 38 % of it
+    wasted = diagnose("read", 1.02, desc, idle, 0.4, disk_bytes_per_byte=2.66, reader_ratio=0.38)
+    assert wasted[0] == "the pool gives 102% of what its layout should at the disks: nothing is lost there"
+    assert wasted[1].startswith("the reader got 38% of the layout's rate: the disks read 2.7x the bytes it got")
+    assert diagnose("read", 1.02, desc, idle, 0.4, 1.1, 0.95) == [wasted[0]]
+    assert diagnose("write", 0.95, desc, idle, 0.4, 2.0, 0.95) == [  # a mirror's copies, not waste
+        "the pool gives 95% of what its layout should: nothing is lost"]
+    # reads from memory are named: the pool's rate, taken at the disks, is then low
+    short = diagnose("read", 0.5, desc, idle, 0.3, 0.6, 0.83)
+    assert "busy only 30%" in short[0] and "the disks read only 60% of the bytes the reader got" in short[-1]
+
+
+def test_writes_stream_in_parallel_and_the_read_is_one_stream_over_all_of_it():
+    write = efficiency_job("/tank/s", "write", 64 << 20, 4, 10)
+    assert "numjobs=4" in write and f"size={64 << 20}" in write and "rw=write" in write and "time_based" not in write
+    read = efficiency_job("/tank/s", "read", 64 << 20, 4, 10)
+    assert "numjobs=1" in read and f"size={256 << 20}" in read and "runtime=10" in read and "create_only" not in read
+    layout_only = efficiency_job("/tank/s", "read", 64 << 20, 4, 10, create_only=True)
+    assert "create_only=1" in layout_only and "runtime" not in layout_only
+    # the same [section] name, so the read finds the file its layout wrote
+    assert layout_only.split("\n\n")[1] == read.split("\n\n")[1] == "[seq-read]\nrw=read\n"
+
+
+def test_arc_hit_ratio_between_two_counter_readings():
+    assert arc_hit_ratio((10, 90), (40, 160)) == pytest.approx(0.3)
+    assert arc_hit_ratio((10, 90), (10, 90)) is None  # no demand reads
+    assert arc_hit_ratio(None, (1, 1)) is None
