@@ -1,5 +1,5 @@
 """Measure a pool's efficiency: raw read rate of the member disks, all at once (read-only), then large
-sequential writes and reads in a scratch dataset, with disk, CPU and ARC counters alongside.
+sequential writes and reads in a scratch dataset, with disk and CPU counters alongside.
 
 Runs under the same lock, checks, scratch dataset and foreground watch as a probe; the caller
 caps the ARC as a probe does (a quarter of what is read), so that the reads come from the disks.
