@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from advisor.probe.efficiency import IDLE_DISKS
 from labparams import lab_params
 
 pytestmark = pytest.mark.lab
@@ -19,11 +20,11 @@ EXPECTED = {"slow-stripe4": (4, 4), "slow-raidz1x4": (3, 3), "slow-mirror2": (1,
 
 
 PARAMS = lab_params(list(EXPECTED), lines=["2.3"])
-# Over fio's own runtime the reads keep the disks 85-94 % busy and give the layout's rate; the
-# writes of the four-disk pools keep them 50-61 % busy (73-78 % of the layout: ZFS batches
-# 256 MiB into a few transaction groups; docs/probes.md, "Pool efficiency").  What the layout
-# rule claims is the rate the disks give while they work, so below 70 % of the layout the ratio
-# per busy second must reach 70 %, and the report must name the idle disks as the cause.
+# Over fio's own runtime the reads keep the disks 85-100 % busy and give the layout's rate; the
+# writes of the four-disk pools leave them idle 40-50 % of the time (73-78 % of the layout: ZFS
+# batches 256 MiB into a few transaction groups; docs/probes.md, "Pool efficiency").  What the
+# layout rule claims is the rate the disks give while they work, so below 70 % of the layout the
+# ratio per busy second must reach 70 %, and idle disks must be named.
 FLOOR = 0.7
 
 
@@ -80,4 +81,5 @@ def test_pool_throughput_against_its_layout(lab_vm):
             continue
         busy = mean_busy(report, direction)
         assert r["ratio"] / busy >= FLOOR, lines  # short of the layout while the disks worked
-        assert any(f"the disks were busy only {busy:.0%}" in reason for reason in r["diagnosis"]), lines
+        if busy < IDLE_DISKS:  # the product names idle disks from a quarter of the time
+            assert any(f"the disks were busy only {busy:.0%}" in reason for reason in r["diagnosis"]), lines
