@@ -18,7 +18,7 @@ from advisor.host.runner import CommandRunner
 from advisor.probe.efficiency import (Efficiency, diagnose, disk_busy, expected_bandwidth, layout_rule, raw_read_argv,
                                       raw_read_rates)
 from advisor.probe.fio_result import load_fio_json, parse_fio_json
-from advisor.probe.runner import ProbeFailed, run_watched_fio
+from advisor.probe.runner import ProbeFailed, commit_pool, run_watched_fio
 from advisor.probe.foreground import ForegroundWatch
 from advisor.probe.safety import Thresholds
 from advisor.probe.scratch import ScratchArea
@@ -94,9 +94,7 @@ async def measure(pool_name: str, descriptor: dict[str, Any], runner: CommandRun
                 jobfile.write_text(efficiency_job(mountpoint, direction, file_bytes, numjobs, seconds, True),
                                    encoding="utf-8")
                 await run_watched_fio(runner, jobfile, watch, thresholds, deadline, pool_name, 900)
-                synced = await runner.run(["zpool", "sync", pool_name], 300.0)  # the layout committed first
-                if not synced.ok:
-                    raise ProbeFailed(synced.error())
+                await commit_pool(runner, pool_name)
                 await scratch.set_property(dataset, *READ_CACHE)
             jobfile.write_text(efficiency_job(mountpoint, direction, file_bytes, numjobs, seconds), encoding="utf-8")
             stats0, cpu0, t0 = parse_diskstats(files.read_text(DISKSTATS)), _cpu_times(files), time.monotonic()
@@ -113,7 +111,8 @@ async def measure(pool_name: str, descriptor: dict[str, Any], runner: CommandRun
             total = cpu1[0] - cpu0[0]
             cpu_busy = 1 - (cpu1[1] - cpu0[1]) / total if total > 0 else None
             asked = metrics.read.io_bytes if direction == "read" else metrics.write.io_bytes
-            at_disks = sum(d[f"{'read' if direction == 'read' else 'written'}_bytes"] for d in busy.values())
+            moved = "read_bytes" if direction == "read" else "written_bytes"
+            at_disks = sum(d[moved] for d in busy.values())
             per_byte = at_disks / asked if asked else None
             measured = metrics.bandwidth_bytes_per_second
             pool_rate = at_disks / window if direction == "read" and window > 0 else measured

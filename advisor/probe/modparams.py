@@ -90,6 +90,13 @@ class ParamGuard:
             self._originals[name] = (original, effective)
         self.params.write(name, value)
 
+    def cap_arc(self, floor: int | None, cap: int | None) -> None:
+        """The ARC's floor first: the ARC takes a cap only above its floor (advisor/probe/arc.py)."""
+        if floor:
+            self.set("zfs_arc_min", str(floor))
+        if cap:
+            self.set("zfs_arc_max", str(cap))
+
     def restore(self, names: list[str] | None = None) -> list[str]:
         """Restore `names` (default: all changed), last changed first; -> problems (empty when
         all went back)."""

@@ -68,6 +68,13 @@ def arc_hit_counters(files: HostFiles) -> tuple[int, int] | None:
         return None
 
 
+async def commit_pool(runner: CommandRunner, pool: str) -> None:
+    """`zpool sync`: what was just written leaves memory before the next measurement."""
+    synced = await runner.run(["zpool", "sync", pool], 300.0)
+    if not synced.ok:
+        raise ProbeFailed(synced.error())
+
+
 def arc_hit_ratio(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
     """Share of the demand data reads between two `arc_hit_counters` the ARC served."""
     if not before or not after:
@@ -103,10 +110,7 @@ class PlanRunner:
                                    time.monotonic() - self.started))
 
     async def run(self) -> None:
-        if self.plan.arc_min_bytes:  # first: the ARC takes a cap only above its floor
-            self.guard.set("zfs_arc_min", str(self.plan.arc_min_bytes))
-        if self.plan.arc_max_bytes:
-            self.guard.set("zfs_arc_max", str(self.plan.arc_max_bytes))
+        self.guard.cap_arc(self.plan.arc_min_bytes, self.plan.arc_max_bytes)
         for index, cand in enumerate(self.plan.candidates, 1):
             await self._candidate(index, cand)
 
@@ -152,9 +156,7 @@ class PlanRunner:
                 await self._fio(layout)
                 # The layout's writes are still dirty in memory: commit them, or the first repeat
                 # measures their txg sync as well as its own I/O.
-                synced = await self.runner.run(["zpool", "sync", self.plan.pool], 300.0)
-                if not synced.ok:
-                    raise ProbeFailed(synced.error())
+                await commit_pool(self.runner, self.plan.pool)
             layout_bytes = await self._written_since(written_before)
             self._count_written(layout_bytes)
             yield dataset, job, jobfile, layout_bytes

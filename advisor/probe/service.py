@@ -229,10 +229,7 @@ class ProbeService:
             arc_floor, arc_cap = self._arc_limits(EFFICIENCY_STREAMS * file_bytes) if self.config.cap_arc else (None, None)
             guard = ParamGuard(ModuleParams(self.files), self.store, EFFICIENCY_RUN_ID)
             try:
-                if arc_floor:  # first: the ARC takes a cap only above its floor
-                    guard.set("zfs_arc_min", str(arc_floor))
-                if arc_cap:
-                    guard.set("zfs_arc_max", str(arc_cap))
+                guard.cap_arc(arc_floor, arc_cap)
                 report = await measure(pool, descriptor, self.runner, self.files, scratch, self.config.thresholds,
                                        workdir, seconds, file_bytes, EFFICIENCY_STREAMS, arc_max_bytes=arc_cap)
             finally:

@@ -12,6 +12,7 @@ from advisor.probe.candidates import CandidateError, make_candidate, parse_candi
 from advisor.probe.evidence import evidence
 from advisor.probe.modparams import ModuleParamError, ModuleParams, ParamGuard, restore_leftovers
 from advisor.probe.safety import LockBusy, ProbeLock
+from advisor.probe.service import EFFICIENCY_RUN_ID
 from advisor.store.db import DB_FILE, MIGRATIONS, SCHEMA_VERSION, StoreError, _statements, connect
 from advisor.store.probes import ProbeStore, ResultRow
 
@@ -219,6 +220,17 @@ def test_leftover_arc_limits_come_back_cap_first(tmp_path, store):
     params = WriteLog(files)
     assert restore_leftovers(params, store) == [("zfs_arc_max", "0"), ("zfs_arc_min", "0")]
     assert [name for name, _ in params.writes] == ["zfs_arc_max", "zfs_arc_max", "zfs_arc_min", "zfs_arc_min"]
+
+
+def test_an_efficiency_run_killed_with_the_arc_capped_is_put_back_like_a_probe(tmp_path, store):
+    files, d = _arc_root(tmp_path)
+    params = WriteLog(files)
+    ParamGuard(params, store, EFFICIENCY_RUN_ID).cap_arc(32 << 20, 64 << 20)  # then "killed"
+    assert params.writes == [("zfs_arc_min", str(32 << 20)), ("zfs_arc_max", str(64 << 20))]  # floor first
+    assert {name for _, name, _, _ in store.saved_module_params()} == {"zfs_arc_min", "zfs_arc_max"}
+    assert restore_leftovers(ModuleParams(files), store) == [("zfs_arc_max", "0"), ("zfs_arc_min", "0")]
+    assert (d / "zfs_arc_min").read_text() == "0" and (d / "zfs_arc_max").read_text() == "0"
+    assert store.saved_module_params() == []
 
 
 def test_module_param_names_and_values_are_checked(tmp_path, store):
