@@ -39,18 +39,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-async def _pass(profiler: Profiler) -> list[Outcome] | None:
-    """One pass; SIGTERM (systemctl stop) or SIGINT cancels it, and the probe under way restores
-    its module parameters and destroys its scratch datasets before the process exits (Python's
-    default SIGTERM would end it at once, leaving that to the next pass's recovery)."""
+async def _pass(profiler: Profiler) -> list[Outcome] | signal.Signals:
+    """One pass, or the signal that stopped it: SIGTERM (systemctl stop) or SIGINT cancels it, and
+    the probe under way restores its module parameters and destroys its scratch datasets before
+    the process exits (Python's default SIGTERM would end it at once, leaving that to the next
+    pass's recovery)."""
     task = asyncio.current_task()
     loop = asyncio.get_running_loop()
+    stopped_by: list[signal.Signals] = []
+
+    def stop(sig: signal.Signals) -> None:
+        stopped_by.append(sig)
+        task.cancel()  # type: ignore[union-attr]
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, task.cancel)  # type: ignore[union-attr]
+        loop.add_signal_handler(sig, stop, sig)
     try:
         return await profiler.run_once()
     except asyncio.CancelledError:
-        return None
+        if not stopped_by:
+            raise
+        return stopped_by[0]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -77,10 +86,12 @@ def run(args: argparse.Namespace) -> int:
     except StoreError as exc:
         print(f"zfs-advisor profile: {exc}", file=sys.stderr)
         return 1
-    if outcomes is None:
-        print("zfs-advisor profile: stopped by a signal; the probe under way restored what it changed",
+    if isinstance(outcomes, signal.Signals):
+        print(f"zfs-advisor profile: stopped by {outcomes.name}; the probe under way restored what it changed",
               file=sys.stderr)
-        return 1
+        # The shell's 128 + signal: the prober's unit counts 143 (SIGTERM, `systemctl stop`) as a
+        # clean stop (SuccessExitStatus=), not a failure.
+        return 128 + outcomes.value
     for outcome in outcomes:
         print(json.dumps(asdict(outcome)))
     return 0

@@ -322,7 +322,7 @@ async def test_sigterm_stops_a_pass_cleanly(tmp_path):
     loop.call_later(1.0, os.kill, os.getpid(), signal.SIGTERM)
     started = time.monotonic()
     try:
-        assert await _pass(Profiler(service, settings)) is None
+        assert await _pass(Profiler(service, settings)) is signal.SIGTERM
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
