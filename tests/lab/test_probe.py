@@ -4,6 +4,7 @@ foreground writes, recovery after SIGKILL, and user data left untouched (docs/la
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import statistics
 import time
@@ -91,6 +92,28 @@ def probed(request):
     return vm, run, took, before_sums, before_written
 
 
+@pytest.mark.parametrize("lab_vm", LAYOUT, indirect=True, scope="session")
+def test_the_probe_stores_each_repeat_with_its_pool_and_data(lab_vm, probed):
+    """Both candidates, two repeats each, with the pool's layout, ashift and media, the data's
+    stated compressibility and the ratio it achieved, and the ARC cap the repeat ran under.  Half
+    compressible data compresses at 128K records (1.88x in docs/probes.md), not at 8K on ashift 12:
+    a compressed 8K record would still take two 4K sectors, so it is stored as it is (1.00x)."""
+    vm, run, took, _, _ = probed
+    assert run["run"]["status"] == "completed", run["run"]
+    [ev] = run["evidence"]
+    assert {c["value"] for c in ev["candidates"]} == {"8K", "128K"}
+    assert ev["pool"]["layout"] == "2 x mirror of 2" and ev["pool"]["ashift"] == 12 and ev["pool"]["media"] == "ssd"
+    for value in ("8K", "128K"):
+        repeats = [r for r in run["results"] if r["value"] == value]
+        assert len(repeats) == 2 and all(r["compress_percentage"] == 50 and r["arc_max_bytes"] for r in repeats)
+        assert all(r["compress_ratio"] > 1.2 if value == "128K" else r["compress_ratio"] >= 1 for r in repeats), \
+            repeats
+
+
+# Plain fio landed within the probe's dispersion in too few runs to be a check, and costs CI a
+# minute and a half of VM time: a long lab job (ZFS_ADVISOR_LAB_LONG=1), like the grid comparison.
+@pytest.mark.skipif(os.environ.get("ZFS_ADVISOR_LAB_LONG") != "1",
+                    reason="a long lab job: set ZFS_ADVISOR_LAB_LONG=1 (docs/lab.md)")
 @pytest.mark.xfail(strict=False, reason=(
     "not shown over enough runs: with the ARC really capped (floor lowered, 99793a9) plain fio ran +5.2, +4.9, "
     "-3.5 and +13.3 % from the probe in 4 lab runs (3 within +-10 %), when two repeats on one layout agreed to "
@@ -103,10 +126,7 @@ def test_probe_results_match_an_independent_fio_run(lab_vm, probed):
     vm, run, took, _, _ = probed
     assert run["run"]["status"] == "completed", run["run"]
     [ev] = run["evidence"]
-    assert {c["value"] for c in ev["candidates"]} == {"8K", "128K"}
-    assert ev["pool"]["layout"] == "2 x mirror of 2" and ev["pool"]["ashift"] == 12 and ev["pool"]["media"] == "ssd"
     r8 = [r for r in run["results"] if r["value"] == "8K"]
-    assert len(r8) == 2 and all(r["compress_percentage"] == 50 and r["compress_ratio"] for r in r8)
     job = r8[0]["job"].replace(next(l for l in r8[0]["job"].splitlines() if l.startswith("directory=")),
                                "directory=/tank/indep")
     arc = _params(vm, "zfs_arc_min", "zfs_arc_max")
@@ -183,14 +203,20 @@ def test_foreground_writes_abort_the_probe_within_a_second(lab_vm):
     vm.exec(f"nohup sh -c '{PROBE} --pool tank --workload postgres --param recordsize=8K,128K --budget 150s "
             f"{SMALL} > /tmp/probe.log 2>&1' >/dev/null 2>&1 &", check=True)
     _wait_for(vm, "grep -q 'repeat 1:' /tmp/probe.log", 240, "the first measured repeat")
-    t0 = float(vm.exec("date +%s.%N; dd if=/dev/zero of=/tank/home/foreground bs=64k count=400 status=none",
-                       check=True).stdout.split()[0])
+    # The writer's first 64 KiB block on its own, to time when its I/O reached ZFS: behind the
+    # probe's dirty data the write throttle can hold a write back for a second or more (a CI-like
+    # run, 2026-11-26: fio gone 1.69 s after the writer started), and until a write() returns, no
+    # counter anywhere shows it.  Then the rest, 25 MiB in all.
+    started, first = map(float, vm.exec(
+        "date +%s.%N; dd if=/dev/zero of=/tank/home/foreground bs=64k count=1 status=none; date +%s.%N; "
+        "dd if=/dev/zero of=/tank/home/foreground bs=64k seek=1 count=399 conv=notrunc status=none",
+        check=True).stdout.split())
     _wait_for(vm, f"! pgrep -f 'advisor probe --state-dir {STATE}' >/dev/null", 120, "the probe to end")
     [last] = json.loads(vm.exec(f"{PROBE} --list --json", check=True).stdout)[:1]
-    print(f"abort: {last['status']} {last['reason']!r}, fio gone {last['stopped_at'] - t0:.2f} s after the "
-          f"foreground writer started")
+    print(f"abort: {last['status']} {last['reason']!r}, fio gone {last['stopped_at'] - first:.2f} s after the "
+          f"foreground writer's first write returned ({first - started:.2f} s after it started)")
     assert last["status"] == "aborted" and "foreground I/O" in last["reason"]
-    assert 0 < last["stopped_at"] - t0 <= 1.0
+    assert 0 < last["stopped_at"] - first <= 1.0
     # the layout of the aborted repeat at least (48 MiB a job file) counts in the daily byte
     # budget, though no result of that repeat was stored
     assert last["written_bytes"] >= 48 << 20, last
