@@ -189,12 +189,13 @@ def _efficiency_text(report: dict) -> str:
         lines.append(f"{r['direction']:5s}: measured {mb(r['measured_bytes_per_second'])}{at_disks}, layout should "
                      f"give {mb(r['expected_bytes_per_second'])} ({r['expectation']}): {r['ratio']:.0%}")
         counters = [f"CPU busy {r['cpu_busy_ratio']:.0%}" if r.get("cpu_busy_ratio") is not None else "",
-                    f"disks moved {r['disk_bytes_per_byte']:.2f} bytes per byte" if r.get("disk_bytes_per_byte") else ""]
+                    f"disks moved {r['disk_bytes_per_byte']:.2f} bytes per byte" if r.get("disk_bytes_per_byte") else "",
+                    f"{r['txgs']['count']} txgs of {r['txgs']['dirty_bytes_mean'] / 2**20:.0f} MiB" if r.get("txgs") else ""]
         if any(counters):
             lines.append("       " + ", ".join(c for c in counters if c))
         lines += [f"       - {d}" for d in r["diagnosis"]]
     if report.get("arc_max_bytes"):
-        lines.append(f"ARC capped at {report['arc_max_bytes'] / 2**20:.0f} MiB while measuring")
+        lines.append(f"ARC capped at {report['arc_max_bytes'] / 2**20:.0f} MiB while reading")
     lines.append(f"note: {report['note']}")
     return "\n".join(lines)
 

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from advisor.facts import DiskStats
+from advisor.facts import DiskStats, Txg
 
 Direction = Literal["read", "write"]
 # Disks busy less than this while the pool fell short: the idle time is a cause, named.
@@ -102,6 +102,24 @@ def layout_rule(descriptor: dict[str, Any], direction: Direction) -> str:
     return f"{'; '.join(parts)} = {total:g} disk{'s' if total != 1 else ''}"
 
 
+class TxgsDuring(BaseModel):
+    """The pool's transaction groups committed during a run (the txgs kstat; none are listed
+    when zfs_txg_history is 0)."""
+    count: int
+    dirty_bytes_mean: float  # what each gathered before its sync
+    sync_seconds: float  # their sync times, added up
+
+
+def txgs_during(before: list[Txg], after: list[Txg]) -> TxgsDuring | None:
+    """The txgs committed between two reads of the txgs kstat; None when it lists none."""
+    last = max((t.txg for t in before if t.state == "committed"), default=-1)
+    done = [t for t in after if t.state == "committed" and t.txg > last]
+    if not done:
+        return None
+    return TxgsDuring(count=len(done), dirty_bytes_mean=sum(t.dirty_bytes for t in done) / len(done),
+                      sync_seconds=sum(t.sync_seconds for t in done))
+
+
 class Efficiency(BaseModel):
     """`ratio` is the pool's rate over the layout's.  The pool's rate is the writer's for writes
     (the disks' bytes include parity and copies), the bytes the member disks read for reads:
@@ -117,6 +135,7 @@ class Efficiency(BaseModel):
     diagnosis: list[str]
     cpu_busy_ratio: float | None = None  # whole host, from /proc/stat, over the run
     disk_bytes_per_byte: float | None = None  # bytes the member disks moved per byte fio moved
+    txgs: TxgsDuring | None = None  # writes: the txgs that carried them
 
 
 def disk_busy(before: dict[str, DiskStats], after: dict[str, DiskStats], disks: list[str],
@@ -138,10 +157,11 @@ def disk_busy(before: dict[str, DiskStats], after: dict[str, DiskStats], disks: 
 
 def diagnose(direction: Direction, ratio: float, descriptor: dict[str, Any], busy: dict[str, dict[str, float]],
              cpu_busy_ratio: float | None, disk_bytes_per_byte: float | None = None,
-             reader_ratio: float | None = None) -> list[str]:
+             reader_ratio: float | None = None, txgs: TxgsDuring | None = None,
+             seconds: float | None = None) -> list[str]:
     """Plain-language reasons for the gap between measured and expected; for reads, also
     where the reader's rate parted from the disks' (`reader_ratio`: the reader's rate over
-    the layout's)."""
+    the layout's); for writes with idle disks, the txgs that carried them over `seconds`."""
     notes = _read_path(disk_bytes_per_byte, reader_ratio) if direction == "read" else []
     if ratio >= 0.85:
         where = " at the disks: nothing is lost there" if direction == "read" else ": nothing is lost"
@@ -157,6 +177,8 @@ def diagnose(direction: Direction, ratio: float, descriptor: dict[str, Any], bus
             cpu = f", the CPU {cpu_busy_ratio:.0%}" if cpu_busy_ratio is not None else ""
             reasons.append(f"the disks were busy only {mean_busy:.0%} of the time{cpu}: too few I/Os in flight "
                            "(one stream, zfs_vdev_*_max_active limits) or time spent elsewhere")
+            if direction == "write" and txgs and txgs.count >= 2 and seconds:
+                reasons.append(_small_txgs(txgs, seconds))
         elif avg_io and avg_io < 64 << 10:
             reasons.append(f"the disks were busy {mean_busy:.0%} of the time with {avg_io / 1024:.0f} KiB I/Os: "
                            "small records or small I/Os cost per-operation time (raise recordsize)")
@@ -184,3 +206,15 @@ def _read_path(disk_bytes_per_byte: float | None, reader_ratio: float | None) ->
                 "use and read again (an ARC too small for the prefetch distance, zfetch_max_distance in zfs(4), "
                 "or primarycache=metadata)"]
     return []
+
+
+def _small_txgs(txgs: TxgsDuring, seconds: float) -> str:
+    # Measured on the lab's stripe of four (docs/probes.md, "Pool efficiency"): 4 x 64 MiB went
+    # out in 9 txgs of 32 MiB under a 64 MiB ARC cap, in 3 of 80 MiB without it, the disks idle
+    # 20-35 % of the time either way, with or without cache flushes (zfs_nocacheflush=1).
+    return (f"the writes went out in {txgs.count} transaction groups of {txgs.dirty_bytes_mean / 2**20:.0f} MiB, "
+            f"one every {seconds / txgs.count:.1f} s: each txg's sync has a fixed part (its metadata, the "
+            "uberblock) that keeps few disks busy, and small txgs pay it more often. A txg starts syncing once "
+            "its dirty data reaches zfs_dirty_data_sync_percent of zfs_dirty_data_max, or after zfs_txg_timeout "
+            "(zfs(4)); the ARC also holds dirty data to half its target size (arc_tempreserve_space() in "
+            "module/zfs/arc.c), so a small ARC makes small txgs")

@@ -1,22 +1,29 @@
 """Measure a pool's efficiency: raw read rate of the member disks, all at once (read-only), then large
 sequential writes and reads in a scratch dataset, with disk and CPU counters alongside.
 
-Runs under the same lock, checks, scratch dataset and foreground watch as a probe; the caller
-caps the ARC as a probe does (a quarter of what is read), so that the reads come from the disks.
+Runs under the same lock, checks, scratch dataset and foreground watch as a probe.  Before the
+reads, the caller's `cap_arc` caps the ARC as a probe does (a quarter of what is read), so that
+they come from the disks; the writes run with the ARC as the host has it, since the ARC bounds
+the dirty data a txg gathers (a 64 MiB cap made txgs of 32 MiB on the lab's stripe of four).
 """
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from advisor.host.disks import DISKSTATS, parse_diskstats
+from advisor.facts import Txg
 from advisor.host.files import HostFiles
+from advisor.host.kstat import KSTAT_DIR
+from advisor.host.parsing import ParseError
 from advisor.host.runner import CommandRunner
+from advisor.host.txgs import parse_txgs
 from advisor.probe.efficiency import (Efficiency, diagnose, disk_busy, expected_bandwidth, layout_rule, raw_read_argv,
-                                      raw_read_rates)
+                                      raw_read_rates, txgs_during)
 from advisor.probe.fio_result import load_fio_json, parse_fio_json
 from advisor.probe.runner import ProbeFailed, commit_pool, run_watched_fio
 from advisor.probe.foreground import ForegroundWatch
@@ -41,7 +48,7 @@ class EfficiencyReport(BaseModel):
     raw_read_bytes_per_second: dict[str, float]
     results: list[Efficiency]
     disks: dict[str, dict[str, dict[str, float]]]  # direction -> disk -> busy/bytes
-    arc_max_bytes: int | None = None  # the ARC cap while measuring (None: not capped)
+    arc_max_bytes: int | None = None  # the ARC cap while reading (None: not capped)
     note: str = ("a disk's write rate is assumed equal to its measured read rate: writing to a raw "
                  "device to measure it would destroy the pool")
 
@@ -51,6 +58,13 @@ def _cpu_times(files: HostFiles) -> tuple[float, float]:
     values = [float(v) for v in fields]
     idle = values[3] + (values[4] if len(values) > 4 else 0.0)
     return sum(values), idle
+
+
+def _txgs(files: HostFiles, pool: str) -> list[Txg]:
+    try:
+        return parse_txgs(files.read_text(f"{KSTAT_DIR}/{pool}/txgs"))
+    except (OSError, ParseError):
+        return []
 
 
 def efficiency_job(directory: str, rw: str, size: int, numjobs: int, seconds: int, create_only: bool = False) -> str:
@@ -71,7 +85,8 @@ def efficiency_job(directory: str, rw: str, size: int, numjobs: int, seconds: in
 async def measure(pool_name: str, descriptor: dict[str, Any], runner: CommandRunner, files: HostFiles,
                   scratch: ScratchArea, thresholds: Thresholds, workdir: Path, seconds: int = 10,
                   file_bytes: int = 256 << 20, numjobs: int = 4, deadline: float | None = None,
-                  arc_max_bytes: int | None = None) -> EfficiencyReport:
+                  cap_arc: Callable[[], int | None] | None = None) -> EfficiencyReport:
+    """`cap_arc`: caps the ARC before the reads, and returns the cap (None: not capped)."""
     deadline = deadline or time.monotonic() + 900
     members = [d["name"] for d in descriptor["disks"]]
     devices = [f"/dev/{m}" for m in members]
@@ -86,21 +101,24 @@ async def measure(pool_name: str, descriptor: dict[str, Any], runner: CommandRun
     watch = ForegroundWatch(files, pool_name, scratch.root)
     dataset, mountpoint = await scratch.create_child("efficiency", EFFICIENCY_PROPERTIES,
                                                      numjobs * file_bytes * 2 + (256 << 20))
-    results, disks = [], {}
+    results, disks, arc_max_bytes = [], {}, None
     try:
         for direction in ("write", "read"):
             jobfile = workdir / f"efficiency-{direction}.fio"
             if direction == "read":
+                arc_max_bytes = cap_arc() if cap_arc else None
                 jobfile.write_text(efficiency_job(mountpoint, direction, file_bytes, numjobs, seconds, True),
                                    encoding="utf-8")
                 await run_watched_fio(runner, jobfile, watch, thresholds, deadline, pool_name, 900)
                 await commit_pool(runner, pool_name)
                 await scratch.set_property(dataset, *READ_CACHE)
             jobfile.write_text(efficiency_job(mountpoint, direction, file_bytes, numjobs, seconds), encoding="utf-8")
+            txgs0 = _txgs(files, pool_name)
             stats0, cpu0, t0 = parse_diskstats(files.read_text(DISKSTATS)), _cpu_times(files), time.monotonic()
             output = await run_watched_fio(runner, jobfile, watch, thresholds, deadline, pool_name, 900)
             elapsed = time.monotonic() - t0
             stats1, cpu1 = parse_diskstats(files.read_text(DISKSTATS)), _cpu_times(files)
+            txgs = txgs_during(txgs0, _txgs(files, pool_name)) if direction == "write" else None
             metrics = parse_fio_json(output)
             # Rates and busy time over fio's own runtime: the counters bracket the whole fio
             # process so that no I/O escapes them, but the process also starts and stops, and in
@@ -123,8 +141,8 @@ async def measure(pool_name: str, descriptor: dict[str, Any], runner: CommandRun
                                       pool_bytes_per_second=pool_rate, expected_bytes_per_second=expected,
                                       ratio=ratio, expectation=layout_rule(descriptor, direction),  # type: ignore[arg-type]
                                       diagnosis=diagnose(direction, ratio, descriptor, busy, cpu_busy,  # type: ignore[arg-type]
-                                                         per_byte, reader),
-                                      cpu_busy_ratio=cpu_busy, disk_bytes_per_byte=per_byte))
+                                                         per_byte, reader, txgs, window),
+                                      cpu_busy_ratio=cpu_busy, disk_bytes_per_byte=per_byte, txgs=txgs))
             disks[direction] = busy
     finally:
         await scratch.destroy(dataset)

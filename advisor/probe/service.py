@@ -228,10 +228,14 @@ class ProbeService:
             # Capped as a probe's: a quarter of what is read (compression off: stored as written).
             arc_floor, arc_cap = self._arc_limits(EFFICIENCY_STREAMS * file_bytes) if self.config.cap_arc else (None, None)
             guard = ParamGuard(ModuleParams(self.files), self.store, EFFICIENCY_RUN_ID)
-            try:
+
+            def cap_arc() -> int | None:  # before the reads only: the ARC bounds a txg's dirty data
                 guard.cap_arc(arc_floor, arc_cap)
+                return arc_cap
+
+            try:
                 report = await measure(pool, descriptor, self.runner, self.files, scratch, self.config.thresholds,
-                                       workdir, seconds, file_bytes, EFFICIENCY_STREAMS, arc_max_bytes=arc_cap)
+                                       workdir, seconds, file_bytes, EFFICIENCY_STREAMS, cap_arc=cap_arc)
             finally:
                 problems = guard.restore()
                 await scratch.remove_all()

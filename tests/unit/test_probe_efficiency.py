@@ -1,10 +1,14 @@
 """What a layout should give from its disks, and the diagnosis of the gap (pure)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from advisor.facts import DiskStats
-from advisor.probe.efficiency import diagnose, disk_busy, expected_bandwidth, layout_rule, raw_read_argv, raw_read_rates
+from advisor.host.txgs import parse_txgs
+from advisor.probe.efficiency import (TxgsDuring, diagnose, disk_busy, expected_bandwidth, layout_rule, raw_read_argv,
+                                      raw_read_rates, txgs_during)
 from advisor.probe.efficiency_run import efficiency_job
 from advisor.probe.runner import arc_hit_ratio
 
@@ -106,6 +110,40 @@ def test_where_a_reader_parts_from_the_disks():
     # reads from memory are named: the pool's rate, taken at the disks, is then low
     short = diagnose("read", 0.5, desc, idle, 0.3, 0.6, 0.83)
     assert "busy only 30%" in short[0] and "the disks read only 60% of the bytes the reader got" in short[-1]
+
+
+# Recorded in the lab under fio load (tests/fixtures/hosts/PROVENANCE.md): txgs 75-172
+# committed, 173 syncing, 174 open.
+TXGS = Path(__file__).parents[1] / "fixtures/hosts/2.3.2/near-full/load/proc/spl/kstat/zfs/tank/txgs"
+
+
+def test_the_txgs_a_run_committed_are_those_after_the_last_committed_before_it():
+    after = parse_txgs(TXGS.read_text())
+    # the kstat as it read a few seconds earlier: 170 syncing, 171 open, 172 not born yet
+    state = {170: "syncing", 171: "open"}
+    before = [t.model_copy(update={"state": state.get(t.txg, t.state)}) for t in after if t.txg <= 171]
+    done = [t for t in after if t.txg in (170, 171, 172)]
+    during = txgs_during(before, after)
+    assert during is not None and during.count == 3
+    assert during.dirty_bytes_mean == pytest.approx(sum(t.dirty_bytes for t in done) / 3)
+    assert during.sync_seconds == pytest.approx(sum(t.sync_seconds for t in done)) == pytest.approx(5.22, abs=0.01)
+    assert txgs_during(after, after) is None  # nothing committed in between
+    assert txgs_during([], []) is None  # zfs_txg_history = 0: no rows
+
+
+def test_idle_disks_behind_small_txgs_are_named_with_the_tunables_that_size_them():
+    desc = layout(*[("disk", 1, None)] * 2)
+    zero = {"d0": _stats(0, 0, 0), "d1": _stats(0, 0, 0)}
+    idle = disk_busy(zero, {"d0": _stats(100, 204800, 6800), "d1": _stats(100, 204800, 6800)}, ["d0", "d1"], 10)
+    # the lab's stripe of four under a 64 MiB ARC cap: 9 txgs of 32 MiB in 8.4 s
+    small = TxgsDuring(count=9, dirty_bytes_mean=33.7e6, sync_seconds=7.0)
+    reasons = diagnose("write", 0.77, desc, idle, 0.35, 1.0, None, small, 8.4)
+    assert "busy only 68%" in reasons[0]
+    assert reasons[1].startswith("the writes went out in 9 transaction groups of 32 MiB, one every 0.9 s")
+    assert "zfs_dirty_data_sync_percent" in reasons[1] and "arc_tempreserve_space()" in reasons[1]
+    assert len(diagnose("write", 0.77, desc, idle, 0.35, 1.0, None, None, 8.4)) == 1  # no txg history
+    assert len(diagnose("write", 0.77, desc, idle, 0.35, 1.0, None, small.model_copy(update={"count": 1}), 8.4)) == 1
+    assert len(diagnose("read", 0.77, desc, idle, 0.35, 1.0, 0.77, small, 8.4)) == 1  # reads: not the txgs
 
 
 def test_writes_stream_in_parallel_and_the_read_is_one_stream_over_all_of_it():
