@@ -31,10 +31,10 @@ python3 -c 'import pytest' 2>/dev/null || python3 -m pip install -q "pytest>=8,<
 stage "host packages"
 
 lines=${ZFS_ADVISOR_LAB_ZFS:-2.1,2.3}
-zfs_args=()
-for line in ${lines//,/ }; do zfs_args+=(--zfs "$line"); done
-tests/lab/build-image "${zfs_args[@]}"  # the lines at once (tests/lab/build-image)
-stage "images OpenZFS $lines"
+for line in ${lines//,/ }; do
+    tests/lab/build-image --zfs "$line"
+    stage "image OpenZFS $line"
+done
 
 export ZFS_ADVISOR_LAB=1
 set +e
