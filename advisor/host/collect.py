@@ -401,7 +401,7 @@ def _attach_pool_kstats(
         for path in [p for p in objsets if not p.startswith(live)]:
             del objsets[path]
     for pool in pools:
-        path = f"{kstat_source.KSTAT_DIR}/{pool.name}/txgs"
+        path = txgs.txgs_path(pool.name)
         kstats = rec.read(f"pool_kstats:{pool.name}", lambda: pool_kstats.read_pool_kstats(files, pool.name, objsets),
                           f"{kstat_source.KSTAT_DIR}/{pool.name}") or pool_kstats.PoolKStats()
         if kstats.errors:  # the files understood are served, the source says which were not

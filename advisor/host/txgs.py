@@ -7,10 +7,24 @@ many rows are kept is `zfs_txg_history` (zfs(4)); 0 means none.
 from __future__ import annotations
 
 from advisor.facts import Txg
+from advisor.host.files import HostFiles
+from advisor.host.kstat import KSTAT_DIR
 from advisor.host.parsing import ParseError, shown, to_int
 
 _STATES = {"O": "open", "Q": "quiescing", "W": "waiting", "S": "syncing", "C": "committed"}
 _NS = 1e-9
+
+
+def txgs_path(pool: str) -> str:
+    return f"{KSTAT_DIR}/{pool}/txgs"
+
+
+def read_txgs(files: HostFiles, pool: str) -> list[Txg]:
+    """The pool's txg history, or [] when it cannot be read or parsed (a pool gone, no history)."""
+    try:
+        return parse_txgs(files.read_text(txgs_path(pool)))
+    except (OSError, ParseError):
+        return []
 
 
 def parse_txgs(text: str) -> list[Txg]:

@@ -210,7 +210,7 @@ def _read_path(disk_bytes_per_byte: float | None, reader_ratio: float | None) ->
 
 def _small_txgs(txgs: TxgsDuring, seconds: float) -> str:
     # Measured on the lab's stripe of four (docs/probes.md, "Pool efficiency"): 4 x 64 MiB went
-    # out in 9 txgs of 32 MiB under a 64 MiB ARC cap, in 3 of 80 MiB without it, the disks idle
+    # out in 9 txgs of 32 MiB under a 64 MiB ARC cap, in 3 of 79 MiB without it, the disks idle
     # 20-35 % of the time either way, with or without cache flushes (zfs_nocacheflush=1).
     return (f"the writes went out in {txgs.count} transaction groups of {txgs.dirty_bytes_mean / 2**20:.0f} MiB, "
             f"one every {seconds / txgs.count:.1f} s: each txg's sync has a fixed part (its metadata, the "

@@ -16,12 +16,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from advisor.host.disks import DISKSTATS, parse_diskstats
-from advisor.facts import Txg
 from advisor.host.files import HostFiles
-from advisor.host.kstat import KSTAT_DIR
-from advisor.host.parsing import ParseError
 from advisor.host.runner import CommandRunner
-from advisor.host.txgs import parse_txgs
+from advisor.host.txgs import read_txgs
 from advisor.probe.efficiency import (Efficiency, diagnose, disk_busy, expected_bandwidth, layout_rule, raw_read_argv,
                                       raw_read_rates, txgs_during)
 from advisor.probe.fio_result import load_fio_json, parse_fio_json
@@ -58,13 +55,6 @@ def _cpu_times(files: HostFiles) -> tuple[float, float]:
     values = [float(v) for v in fields]
     idle = values[3] + (values[4] if len(values) > 4 else 0.0)
     return sum(values), idle
-
-
-def _txgs(files: HostFiles, pool: str) -> list[Txg]:
-    try:
-        return parse_txgs(files.read_text(f"{KSTAT_DIR}/{pool}/txgs"))
-    except (OSError, ParseError):
-        return []
 
 
 def efficiency_job(directory: str, rw: str, size: int, numjobs: int, seconds: int, create_only: bool = False) -> str:
@@ -113,12 +103,13 @@ async def measure(pool_name: str, descriptor: dict[str, Any], runner: CommandRun
                 await commit_pool(runner, pool_name)
                 await scratch.set_property(dataset, *READ_CACHE)
             jobfile.write_text(efficiency_job(mountpoint, direction, file_bytes, numjobs, seconds), encoding="utf-8")
-            txgs0 = _txgs(files, pool_name)
+            writing = direction == "write"
+            txgs0 = read_txgs(files, pool_name) if writing else []
             stats0, cpu0, t0 = parse_diskstats(files.read_text(DISKSTATS)), _cpu_times(files), time.monotonic()
             output = await run_watched_fio(runner, jobfile, watch, thresholds, deadline, pool_name, 900)
             elapsed = time.monotonic() - t0
             stats1, cpu1 = parse_diskstats(files.read_text(DISKSTATS)), _cpu_times(files)
-            txgs = txgs_during(txgs0, _txgs(files, pool_name)) if direction == "write" else None
+            txgs = txgs_during(txgs0, read_txgs(files, pool_name)) if writing else None
             metrics = parse_fio_json(output)
             # Rates and busy time over fio's own runtime: the counters bracket the whole fio
             # process so that no I/O escapes them, but the process also starts and stops, and in
