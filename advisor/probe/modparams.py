@@ -13,6 +13,15 @@ writes it first, then the original.
 
 Parameters go back in the reverse order of their change: the ARC applies `zfs_arc_min` only
 up to the `zfs_arc_max` in effect, so a lowered cap must be lifted before the floor returns.
+
+Lifting a cap is not the whole way back either: capping lowers the ARC's target (arcstats `c`)
+with its maximum, and the target does not rise when the maximum does; it stays at the floor and
+grows back only as data is read (measured in the lab, OpenZFS 2.3.2: `c` 697 MB before a 64 MiB
+cap, 128 MB after the cap was lifted and still 30 s later).  So the target in effect before the
+first cap is noted, and once both limits are back, the floor is raised to that target for a
+moment and put back: `arc_tuning_update()` raises `c` to a new `zfs_arc_min`, and a lower one
+leaves it there (module/zfs/arc.c).  The raised floor is saved like any change, so a crash in
+between is put back at the next start.
 """
 from __future__ import annotations
 
@@ -27,8 +36,9 @@ from advisor.store.probes import ProbeStore
 log = logging.getLogger("advisor.probe")
 _NAME = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
 # parameter -> (kstat file, field) holding the value in effect when the parameter is 0
-EFFECTIVE_WHEN_ZERO = {"zfs_arc_max": ("/proc/spl/kstat/zfs/arcstats", "c_max"),
-                       "zfs_arc_min": ("/proc/spl/kstat/zfs/arcstats", "c_min")}
+ARCSTATS = "/proc/spl/kstat/zfs/arcstats"
+EFFECTIVE_WHEN_ZERO = {"zfs_arc_max": (ARCSTATS, "c_max"), "zfs_arc_min": (ARCSTATS, "c_min")}
+ARC_LIMITS = frozenset({"zfs_arc_min", "zfs_arc_max"})
 
 
 class ModuleParamError(Exception):
@@ -60,6 +70,14 @@ class ModuleParams:
         except (OSError, ValueError, KeyError):
             return None
 
+    def arc_target(self) -> tuple[int, int] | None:
+        """The ARC's target and maximum in effect (arcstats `c`, `c_max`), or None if unreadable."""
+        try:
+            values = read_named_kstat(self.files, ARCSTATS).values
+            return int(values["c"]), int(values["c_max"])
+        except (OSError, ValueError, KeyError):
+            return None
+
     def put_back(self, name: str, original: str, effective: str | None) -> None:
         if effective is not None and original == "0" and effective != "0":
             self.write(name, effective)  # the kernel's value first: a 0 alone would be ignored
@@ -81,6 +99,7 @@ class ParamGuard:
     def __init__(self, params: ModuleParams, store: ProbeStore, run_id: int):
         self.params, self.store, self.run_id = params, store, run_id
         self._originals: dict[str, tuple[str, str | None]] = {}
+        self._arc_target: int | None = None  # the ARC's target before the first cap
 
     def set(self, name: str, value: str) -> None:
         if name not in self._originals:
@@ -92,6 +111,9 @@ class ParamGuard:
 
     def cap_arc(self, floor: int | None, cap: int | None) -> None:
         """The ARC's floor first: the ARC takes a cap only above its floor (advisor/probe/arc.py)."""
+        if (floor or cap) and not ARC_LIMITS & self._originals.keys():
+            now = self.params.arc_target()
+            self._arc_target = now[0] if now else None
         if floor:
             self.set("zfs_arc_min", str(floor))
         if cap:
@@ -113,7 +135,30 @@ class ParamGuard:
                 continue
             self.store.forget_module_param(self.run_id, name)
             del self._originals[name]
+        if self._arc_target is not None and not ARC_LIMITS & self._originals.keys():
+            target, self._arc_target = self._arc_target, None
+            problems += self._regrow_arc_target(target)
         return problems
+
+    def _regrow_arc_target(self, target: int) -> list[str]:
+        """Raise the ARC's target back to `target` (at most its maximum): the floor set to it for a
+        moment, then put back (the module docstring says why)."""
+        now = self.params.arc_target()
+        if now is None or now[0] >= min(target, now[1]):
+            return []
+        name = "zfs_arc_min"
+        try:
+            original = self.params.read(name)
+            effective = self.params.effective(name) if original == "0" else None
+            self.store.save_module_param(self.run_id, name, original, effective)
+            try:
+                self.params.write(name, str(min(target, now[1])))
+            finally:
+                self.params.put_back(name, original, effective)
+        except ModuleParamError as exc:
+            return [f"the ARC's target not raised back to {target}: {exc}"]
+        self.store.forget_module_param(self.run_id, name)
+        return []
 
 
 def restore_leftovers(params: ModuleParams, store: ProbeStore) -> list[tuple[str, str]]:

@@ -410,6 +410,15 @@ def arc_limits(vm) -> tuple[str, ...]:
                          check=True).stdout.split())
 
 
+def arc_target(vm, at_least: int = 0) -> int:
+    """The ARC's target (arcstats c); first raised to `at_least` if below it, as the prober puts a
+    capped target back: the floor set to it for a moment, then put back (advisor/probe/modparams.py)."""
+    script = ("k() { awk -v f=$1 '$1==f{print $3}' /proc/spl/kstat/zfs/arcstats; }; P=/sys/module/zfs/parameters; "
+              f"if [ $(k c) -lt {at_least} ]; then m=$(cat $P/zfs_arc_min); e=$(k c_min); "
+              f"echo {at_least} > $P/zfs_arc_min; echo $e > $P/zfs_arc_min; echo $m > $P/zfs_arc_min; fi; k c")
+    return int(vm.exec(script, check=True).stdout)
+
+
 def bus_property(vm, unit: str, interface: str, name: str) -> list[str]:
     """A unit's D-Bus property, raw (`busctl get-property`: microseconds, not systemctl's rounded spans)."""
     path = "/org/freedesktop/systemd1/unit/" + re.sub(r"[^A-Za-z0-9]", lambda m: f"_{ord(m[0]):02x}", unit)
@@ -452,6 +461,8 @@ def test_a_queued_probe_starts_the_prober_through_the_path_unit(installed):
     # the Prometheus test's writer has ended, and a txg commit: the prober finds the pool idle
     vm.exec("while pgrep -f lab-io >/dev/null; do sleep 1; done; sync; sleep 6", check=True, timeout=180)
     arc_before = arc_limits(vm)
+    # a target well above the floor the cap leaves behind: the prober must bring it back
+    target_before = arc_target(vm, at_least=512 << 20)
     prober_runs = bus_property(vm, PROBE_SERVICE, "Unit", "InactiveExitTimestampMonotonic")[1]
     timer_fired = bus_property(vm, PROBE_TIMER, "Timer", "LastTriggerUSecMonotonic")[1]
     since = now(vm)
@@ -488,7 +499,8 @@ def test_a_queued_probe_starts_the_prober_through_the_path_unit(installed):
     print(f"\nprober started {started_after} s after POST (by the path unit: the timer's last trigger "
           f"unchanged); statuses seen {sorted(seen)}; stopped after {stop_started - t0:.0f} s with "
           f"{len(run['results'])} result(s), the stop took {stop_took:.1f} s; {result}; ARC limits before "
-          f"{arc_before}, while probing {arc_while}, after {arc_limits(vm)}; files:\n{owners}")
+          f"{arc_before}, while probing {arc_while}, after {arc_limits(vm)}; ARC target before {target_before}, "
+          f"after {arc_target(vm)}; files:\n{owners}")
     assert started_after is not None and started_after < 30, prober_log
     fired = bus_property(vm, PROBE_TIMER, "Timer", "LastTriggerUSecMonotonic")[1]
     # The timer's own first trigger (OnBootUSec=15min, plus up to 5 min of randomized delay) may
@@ -502,6 +514,7 @@ def test_a_queued_probe_starts_the_prober_through_the_path_unit(installed):
     assert run["results"] and {r["value"] for r in run["results"]} <= {"8K", "128K"}
     assert arc_while is not None and arc_while != arc_before and arc_limits(vm) == arc_before, \
         (arc_before, arc_while, arc_limits(vm))
+    assert arc_target(vm) >= target_before, (target_before, arc_target(vm), prober_log)
     assert vm.exec("zfs list -H tank/zfs-advisor-probe").rc != 0
     assert "running" in seen
     # root wrote the database; its files still belong to the API's dynamic user

@@ -233,6 +233,73 @@ def test_an_efficiency_run_killed_with_the_arc_capped_is_put_back_like_a_probe(t
     assert store.saved_module_params() == []
 
 
+class ArcModel(ModuleParams):
+    """A fake, since no ARC runs here: the part of arc_tuning_update() (module/zfs/arc.c) the guard
+    relies on, kept in arcstats: a new zfs_arc_min in [32 MiB, c_max] sets c_min and raises c to
+    it; a new zfs_arc_max of at least 64 MiB above c_min sets c_max and lowers c to it; 0 is
+    ignored.  The lab checks the real ARC (tests/lab/test_systemd.py)."""
+
+    def __init__(self, files, arcstats, c, c_min, c_max, store=None):
+        super().__init__(files)
+        self.arcstats, self.store, self.saved_at_write = arcstats, store, {}
+        self.arc = {"c": c, "c_min": c_min, "c_max": c_max}
+        self._publish()
+
+    def _publish(self):
+        self.arcstats.write_text("13 1 0x01 3 144 1 1\nname type data\n"
+                                 + "".join(f"{k} 4 {v}\n" for k, v in self.arc.items()))
+
+    def write(self, name, value):
+        super().write(name, value)
+        self.saved_at_write[(name, value)] = self.store.saved_module_params() if self.store else None
+        v, arc = int(value), self.arc
+        if name == "zfs_arc_min" and v and v != arc["c_min"] and 32 << 20 <= v <= arc["c_max"]:
+            arc["c_min"], arc["c"] = v, max(arc["c"], v)
+        elif name == "zfs_arc_max" and v and v != arc["c_max"] and v >= 64 << 20 and v > arc["c_min"]:
+            arc["c_max"], arc["c"] = v, min(arc["c"], v)
+        self._publish()
+
+
+def test_the_arcs_target_goes_back_to_where_it_was_before_the_cap(tmp_path, store):
+    """Lifting the cap leaves c at the floor (128 MiB here, as measured in the lab): the floor is
+    raised to the old target for a moment, saved first as any change, then put back."""
+    files, d = _arc_root(tmp_path)
+    arc = ArcModel(files, tmp_path / "root/proc/spl/kstat/zfs/arcstats", 697 << 20, 128 << 20, 2 << 30, store)
+    run = store.start_run("tank", "postgres", None, {}, [], POOL)
+    guard = ParamGuard(arc, store, run)
+    guard.cap_arc(32 << 20, 64 << 20)
+    assert arc.arc == {"c": 64 << 20, "c_min": 32 << 20, "c_max": 64 << 20}
+    assert guard.restore() == []
+    assert arc.arc == {"c": 697 << 20, "c_min": 128 << 20, "c_max": 2 << 30}
+    assert (d / "zfs_arc_min").read_text() == "0" and (d / "zfs_arc_max").read_text() == "0"
+    # while the floor stood at the old target, the store held what brings it back after a crash
+    assert arc.saved_at_write[("zfs_arc_min", str(697 << 20))] == [(run, "zfs_arc_min", "0", str(128 << 20))]
+    assert store.saved_module_params() == []
+
+
+def test_the_arcs_target_is_left_alone_when_nothing_capped_it(tmp_path, store):
+    files, _ = _arc_root(tmp_path)
+    (d := tmp_path / "root/sys/module/zfs/parameters" / "zfs_txg_timeout").write_text("5\n")
+    arc = ArcModel(files, tmp_path / "root/proc/spl/kstat/zfs/arcstats", 697 << 20, 128 << 20, 2 << 30)
+    guard = ParamGuard(arc, store, store.start_run("tank", "postgres", None, {}, [], POOL))
+    guard.set("zfs_txg_timeout", "1")
+    assert guard.restore() == [] and d.read_text() == "5"
+    assert {name for name, _ in arc.saved_at_write} == {"zfs_txg_timeout"} and arc.arc["c"] == 697 << 20
+
+
+def test_an_arc_target_that_grew_back_on_its_own_is_not_touched(tmp_path, store):
+    files, _ = _arc_root(tmp_path)
+    arc = ArcModel(files, tmp_path / "root/proc/spl/kstat/zfs/arcstats", 200 << 20, 128 << 20, 2 << 30, store)
+    guard = ParamGuard(arc, store, store.start_run("tank", "postgres", None, {}, [], POOL))
+    guard.cap_arc(None, 64 << 20)
+    arc.arc["c"] = 300 << 20  # grew while probing, above the target noted before the cap
+    arc.arc["c_max"] = 400 << 20
+    arc._publish()
+    guard.restore()
+    assert arc.arc["c"] == 300 << 20
+    assert ("zfs_arc_min", str(200 << 20)) not in arc.saved_at_write
+
+
 def test_module_param_names_and_values_are_checked(tmp_path, store):
     files, _ = _params_root(tmp_path, zfs_txg_timeout=5)
     params = ModuleParams(files)
