@@ -119,8 +119,8 @@ def test_the_probe_stores_each_repeat_with_its_pool_and_data(lab_vm, probed):
     "the probe in 3 lab runs on 2026-11-26 (the -3.5 % when the probe's own repeats were 1058 and 2151 IOPS), "
     "outside +-10 % twice with its two runs agreeing to 2.6 and 4.9 %: lower than the probe, for a reason not "
     "found (same job, properties and ARC cap; waiting out the frees of destroyed datasets, from the third run, "
-    "did not close the gap); with one "
-    "layout for both runs it ran +5.2, +4.9, -3.5 and +13.3 % before; docs/probes.md"))
+    "did not close the gap); the test of before, one layout for both runs, ran -15.6 % the same day, where it "
+    "ran +5.2, +4.9, -3.5 and +13.3 % on 2026-11-24; docs/probes.md"))
 @pytest.mark.parametrize("lab_vm", LAYOUT, indirect=True, scope="session")
 def test_probe_results_match_an_independent_fio_run(lab_vm, probed):
     """An independent fio run of the stored job, in a dataset made like the candidate's with
