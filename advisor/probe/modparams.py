@@ -142,23 +142,15 @@ class ParamGuard:
 
     def _regrow_arc_target(self, target: int) -> list[str]:
         """Raise the ARC's target back to `target` (at most its maximum): the floor set to it for a
-        moment, then put back (the module docstring says why)."""
+        moment, saved and put back as any change (the module docstring says why)."""
         now = self.params.arc_target()
         if now is None or now[0] >= min(target, now[1]):
             return []
-        name = "zfs_arc_min"
         try:
-            original = self.params.read(name)
-            effective = self.params.effective(name) if original == "0" else None
-            self.store.save_module_param(self.run_id, name, original, effective)
-            try:
-                self.params.write(name, str(min(target, now[1])))
-            finally:
-                self.params.put_back(name, original, effective)
+            self.set("zfs_arc_min", str(min(target, now[1])))
         except ModuleParamError as exc:
-            return [f"the ARC's target not raised back to {target}: {exc}"]
-        self.store.forget_module_param(self.run_id, name)
-        return []
+            return [f"the ARC's target not raised back to {target}: {exc}"] + self.restore(["zfs_arc_min"])
+        return self.restore(["zfs_arc_min"])
 
 
 def restore_leftovers(params: ModuleParams, store: ProbeStore) -> list[tuple[str, str]]:
