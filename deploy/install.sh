@@ -90,7 +90,20 @@ if ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
 fi
 # A fresh venv each time: an upgrade of the same version must replace the code, not keep it.
 rm -rf "$PREFIX/venv"
-python3 -m venv "$PREFIX/venv"
+# The venv gets no pip of its own when the pip wheel that ensurepip installs from is at hand
+# (Debian keeps it in /usr/share/python-wheels, CPython in ensurepip/_bundled): pip runs from that
+# wheel into the venv, as ensurepip itself does. The service never runs pip, and installing pip
+# into the venv (and byte-compiling it) is most of the venv's cost on a slow machine.
+PIP_WHEEL=$(ls /usr/share/python-wheels/pip-*.whl \
+    "$(python3 -c 'import ensurepip, os; print(os.path.dirname(ensurepip.__file__))')"/_bundled/pip-*.whl \
+    2>/dev/null | head -n 1 || true)
+if [ -n "$PIP_WHEEL" ]; then
+    python3 -m venv --without-pip "$PREFIX/venv"
+    venv_pip() { PYTHONPATH="$PIP_WHEEL" "$PREFIX/venv/bin/python" -m pip "$@"; }
+else
+    python3 -m venv "$PREFIX/venv"
+    venv_pip() { "$PREFIX/venv/bin/python" -m pip "$@"; }
+fi
 PIP=(-q --no-cache-dir --disable-pip-version-check)
 if [ -n "$WHEELS" ]; then
     PIP+=(--no-index --find-links "$WHEELS")  # no index at all: what is not in DIR fails
@@ -105,7 +118,7 @@ else
     tar -c --exclude=__pycache__ pyproject.toml README.md LICENSE advisor exporters rules | tar -x -C "$SRC"
     TARGET="$SRC$EXTRAS"  # pip reads DIR[extra] as the project in DIR with that extra
 fi
-"$PREFIX/venv/bin/python" -m pip install "${PIP[@]}" "$TARGET"
+venv_pip install "${PIP[@]}" "$TARGET"
 
 install -d -m 0755 "$CONFIG_DIR" "$PREFIX/share/prometheus" "$PREFIX/share/grafana"
 if [ ! -e "$CONFIG_DIR/config.toml" ]; then
