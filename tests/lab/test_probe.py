@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+import prior_grid
 from labparams import lab_params
 
 pytestmark = pytest.mark.lab
@@ -24,6 +25,7 @@ PROBE = f"env PYTHONPATH=/project /opt/zfs-advisor-venv/bin/python -m advisor pr
 # Small and short: 4 fio jobs of 48 MiB, 2 s warm-up, an emulated VM lays out ~8 MB/s.
 SMALL = "--file-size 48M --ramp 2 --layout-rate 8M"
 PARAMS = "/sys/module/zfs/parameters"
+PRIOR_SAMPLE = ("8K", "128K")  # the candidates of `probed`: a sample of the shipped prior's grid
 USER_FILES = ("find /tank -path /tank/zfs-advisor-probe -prune -o -type f -print0 | sort -z | "
               "xargs -0 sha256sum; sha256sum /dev/zvol/tank/vm")
 
@@ -73,22 +75,31 @@ def _wait_for(vm, command: str, timeout: float, what: str) -> None:
 @pytest.fixture(scope="module")
 def probed(request):
     """One probe plan (recordsize 8K vs 128K, postgres data job) on an idle pool, with the
-    user's files checksummed and the foreground write counters read before and after."""
+    user's files checksummed and the foreground write counters read before and after.  It is the
+    probe tests/lab/prior-grid runs for a cell of the shipped prior, with its settings (512 MiB,
+    8 s repeats, one layout a candidate, zfs_arc_min lowered for the VM as the grid did): one run
+    serves these tests and `test_a_sample_of_the_prior_reproduces`, which before had a probe of its
+    own of the same pool, workload and candidates (about 210 s of CI's lab time)."""
     vm = request.getfixturevalue("lab_vm")
     vm.exec("for d in home pg media logs; do head -c 3M /dev/urandom > /tank/$d/user-file; done; "
             "head -c 8M /dev/urandom | dd of=/dev/zvol/tank/vm bs=1M conv=fsync status=none; sync; "
-            f"rm -rf {STATE}; sleep 6", check=True)  # a txg commit, so the probe finds the pool idle
+            f"rm -rf {STATE}", check=True)
     before_sums = vm.exec(USER_FILES, check=True).stdout
     before_written = _foreground_written(vm)
-    # Room for a fresh layout per repeat (150 s would share one a candidate). The plan fills its
-    # budget; layouts assumed at 6 MB/s (the VM lays out at about 10) leave the run time to spare
-    # on a loaded host (at 8 MB/s and 200 s the run hit its deadline beside a kernel build).
-    args = f"--pool tank --workload postgres --param recordsize=8K,128K --budget 200s {SMALL} --layout-rate 6M"
-    plan = _json(vm, f"{args} --plan-only")
-    started = time.monotonic()
-    run = _json(vm, args)
-    took = time.monotonic() - started
-    run["plan"] = plan
+    arc_min = vm.exec("awk '$1==\"c_min\"{print $3}' /proc/spl/kstat/zfs/arcstats", check=True).stdout.strip()
+    settings = prior_grid.Settings()
+    command = prior_grid.probe_command("postgres", STATE, settings, recordsizes=PRIOR_SAMPLE, extra=())
+    try:
+        facts = prior_grid.guest_facts(vm)  # lowers zfs_arc_min as the grid did
+        plan = json.loads(vm.exec(f"{command} --plan-only", check=True).stdout)
+        vm.exec("sleep 6", check=True)  # a txg commit, so the probe finds the pool idle
+        started = time.monotonic()
+        run = json.loads(vm.exec(command, timeout=3600).stdout)
+        took = time.monotonic() - started
+    finally:
+        # the effective floor the other lab tests expect (writing 0 would not restore it)
+        vm.exec(f"echo {arc_min} > {PARAMS}/zfs_arc_min", check=True)
+    run["plan"], run["facts"], run["settings"] = plan, facts, settings
     return vm, run, took, before_sums, before_written
 
 
@@ -141,20 +152,23 @@ def test_probe_results_match_an_independent_fio_run(lab_vm, probed):
     try:
         vm.exec((f"echo {floor} > {PARAMS}/zfs_arc_min && " if floor else "")
                 + f"echo {r8[0]['arc_max_bytes']} > {PARAMS}/zfs_arc_max", check=True)
-        for i in range(2):  # as the probe's repeats: each run lays out its own files in a dataset of its own
-            # on an idle pool, as the probe waits for one: the blocks of the datasets destroyed
-            # before (the probe's, the last run's) are freed in the background, in later txgs
-            vm.exec(f"zpool wait -t free tank && zfs create -o recordsize=8K -o compression=lz4 -o atime=on "
-                    f"-o quota={quota} tank/indep && "
-                    "fio --output-format=json --output=/tmp/indep-layout.json /tmp/indep-layout.fio && "
-                    "zpool sync tank && sleep 3", check=True, timeout=300)
+        per_repeat = run["plan"]["layout_per_repeat"]
+        for i in range(2):  # as the probe's repeats: on a layout of their own, or on the candidate's one
+            if per_repeat or i == 0:
+                # on an idle pool, as the probe waits for one: the blocks of the datasets destroyed
+                # before (the probe's, the last run's) are freed in the background, in later txgs
+                vm.exec(f"zpool wait -t free tank && zfs create -o recordsize=8K -o compression=lz4 -o atime=on "
+                        f"-o quota={quota} tank/indep && "
+                        "fio --output-format=json --output=/tmp/indep-layout.json /tmp/indep-layout.fio && "
+                        "zpool sync tank && sleep 3", check=True, timeout=300)
             before = _arc_demand_data(vm)
             out = vm.exec("fio --output-format=json /tmp/indep.fio", check=True, timeout=300).stdout
             hits, misses = (a - b for a, b in zip(_arc_demand_data(vm), before))
             jobs = json.loads(out[out.index("{"):])["jobs"][0]
             iops.append(jobs["read"]["iops"] + jobs["write"]["iops"])
             hit_ratios.append(hits / max(1, hits + misses))
-            vm.exec("zfs destroy -r tank/indep", check=True)
+            if per_repeat or i == 1:
+                vm.exec("zfs destroy -r tank/indep", check=True)
     finally:
         vm.exec(f"zfs destroy -r tank/indep; echo {arc['arcstats.c_max']} > {PARAMS}/zfs_arc_max; "
                 f"echo {arc['zfs_arc_max']} > {PARAMS}/zfs_arc_max; echo {c_min} > {PARAMS}/zfs_arc_min; "
@@ -173,10 +187,14 @@ def test_probe_results_match_an_independent_fio_run(lab_vm, probed):
 def test_probe_leaves_user_data_and_other_datasets_alone(lab_vm, probed):
     vm, run, _, before_sums, before_written = probed
     assert run["run"]["status"] == "completed"
-    # each repeat laid out its own files (the whole working set) in its own scratch child
-    assert run["plan"]["layout_per_repeat"] is True
-    assert all(r["layout_written_bytes"] >= run["plan"]["working_set_bytes"] for r in run["results"]), \
-        [r["layout_written_bytes"] for r in run["results"]]
+    # each candidate laid out its own files (the whole working set) in its own scratch child, once:
+    # the prior's way (`--layout-per candidate`); the prober-unit test in test_systemd.py sees the
+    # default, a fresh layout per repeat
+    assert run["plan"]["layout_per_repeat"] is False
+    ws = run["plan"]["working_set_bytes"]
+    written = {(r["value"], r["repeat"]): r["layout_written_bytes"] for r in run["results"]}
+    first = min(r["repeat"] for r in run["results"])
+    assert all((w >= ws) == (repeat == first) for (_, repeat), w in written.items()), written
     assert vm.exec(USER_FILES, check=True).stdout == before_sums
     after = _foreground_written(vm)
     assert after == before_written  # nothing but the scratch datasets was written
@@ -201,6 +219,69 @@ def test_recommend_advises_from_the_probe_of_this_pool(lab_vm, probed):
     assert rec["expected_effect"]["metric"] == "iops"
     if "could not separate" not in rec["explanation"]:
         assert rec["recommended"] == ev["best"] or "write p99" in rec["explanation"]
+
+
+# -- a sample of the shipped prior reproduces (docs/prior.md, "Reproduces?") ---------------------
+# PostgreSQL on the SSD mirror, recordsize 8K and 128K, probed again the way tests/lab/prior-grid
+# measured them (the `probed` fixture): the effect of 8K against the 128K baseline falls within the
+# interval the stored repeats give, and the ranking holds. OpenZFS 2.3 only (the data is of 2.3).
+PRIOR_CSV = prior_grid.DATA_DIR / "prior-zfs2.3.csv"
+# What is compared is the effect, 8K against the 128K baseline measured in the same run, not
+# absolute IOPS: under TCG emulation on a shared 2-core host the absolute numbers follow the
+# host's load (the same cell measured 3,448 / 1,829 IOPS on an idle host and 887 / 596 with a
+# load average of 7, docs/prior.md), while the ratio within a run held (1.89x and 1.49x).  The
+# effect's interval is the probe's own (advisor/probe/evidence.py): the worst and best pairing
+# of the repeats, [min(8K) / max(128K), max(8K) / min(128K)].  Two repeats on one host do not
+# span what another host gives: CI's host measured 2.38x [2.28, 2.48] against the stored 1.88x
+# [1.68, 2.14] (faster emulation, 4,454 / 1,796 IOPS), the loaded host above 1.49x, and the slower
+# 2-core host of 2026-11-26 3.76x [3.38, 4.19] against the stored 2.35x [2.26, 2.43] (1,225-1,312 /
+# 313-363 IOPS, against 1,965-2,078 / 853-869) in a full lab tier, then 2.34x [2.22, 2.47] (885-894
+# / 362-398 IOPS) alone an hour later: the size of the effect moves with the host and its load.
+# So the new run's interval must overlap the stored one widened by HOST_FACTOR each way (the
+# largest gap seen between a new interval and the stored one: 1.39x, in that full tier), and the
+# ranking must hold where the stored repeats do not overlap: that ranking is what the model takes
+# from the prior, whose local probes set the size of the effect.
+HOST_FACTOR = 1.6
+
+
+def _prior_iops(rows: list[dict]) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    for r in rows:
+        if r["parameter"] == "recordsize" and r["value"] in PRIOR_SAMPLE:
+            out.setdefault(str(r["value"]), []).append(float(r["iops"]))
+    return out
+
+
+def _effect_interval(iops: dict[str, list[float]]) -> tuple[float, float]:
+    return min(iops["8K"]) / max(iops["128K"]), max(iops["8K"]) / min(iops["128K"])
+
+
+@pytest.mark.parametrize("lab_vm", LAYOUT, indirect=True, scope="session")
+def test_a_sample_of_the_prior_reproduces(lab_vm, probed):
+    _, output, _, _, _ = probed
+    settings, facts = output["settings"], output["facts"]
+    layout = "ssd-mirror2x2"
+    cell = [r for r in prior_grid.read_rows(PRIOR_CSV) if r["layout"] == layout and r["workload"] == "postgres"
+            and int(r["working_set_bytes"]) == settings.working_set]
+    runs = {r["run_id"] for r in cell if r["parameter"] == "recordsize" and r["value"] == PRIOR_SAMPLE[0]}
+    stored = _prior_iops([r for r in cell if r["run_id"] in runs])  # 8K and the baseline of its run
+    assert set(stored) == set(PRIOR_SAMPLE), f"{PRIOR_CSV} lacks postgres on {layout}: run tests/lab/prior-grid"
+    assert output["run"]["status"] == "completed", output["run"]
+    fresh = _prior_iops(prior_grid.rows_of(output, zfs_version=facts["zfs_version"], layout=layout,
+                                           profile=facts["profiles"]["postgres"], arc_min=facts["arc_c_min"],
+                                           s=settings))
+    old_lo, old_hi = _effect_interval(stored)
+    new_lo, new_hi = _effect_interval(fresh)
+    iops = {v: (statistics.fmean(stored[v]), statistics.fmean(fresh[v])) for v in PRIOR_SAMPLE}
+    print(f"stored: {stored}; again: {fresh}\n"
+          f"8K vs 128K: stored {iops['8K'][0] / iops['128K'][0]:.2f}x [{old_lo:.2f}, {old_hi:.2f}], "
+          f"again {iops['8K'][1] / iops['128K'][1]:.2f}x [{new_lo:.2f}, {new_hi:.2f}]")
+    assert new_lo <= old_hi * HOST_FACTOR and old_lo / HOST_FACTOR <= new_hi, \
+        f"the effect moved by more than {HOST_FACTOR}x between hosts"
+    if max(stored["128K"]) < min(stored["8K"]):
+        assert iops["8K"][1] > iops["128K"][1]
+    elif max(stored["8K"]) < min(stored["128K"]):
+        assert iops["128K"][1] > iops["8K"][1]
 
 
 @pytest.mark.parametrize("lab_vm", LAYOUT, indirect=True, scope="session")

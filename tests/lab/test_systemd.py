@@ -61,9 +61,11 @@ TIMEOUT_STOP = 30  # TimeoutStopSec of the shipped unit
 TIMEOUT_STOP_PROBE = 120  # and of the prober's
 PROBE_SERVICE, PROBE_TIMER, PROBE_PATH = "zfs-advisor-probe.service", "zfs-advisor-probe.timer", "zfs-advisor-probe.path"
 PROBE_TOKEN = "lab-token-0123456789"
-# Small and short, as in test_profiler_skips.py: 4 fio jobs of 32 MiB, 2 s warm-up, 3 s idle window; the
-# layout rate a loaded emulated VM manages (at 8 MB/s assumed, a 150 s plan ran out of time).
-PROFILER_SMALL = ("\\n[profiler]\\nidle_window_seconds = 3\\nmax_file_bytes = 33554432\\nramp_seconds = 2\\n"
+# Small and short: 4 fio jobs of 16 MiB, 2 s warm-up, 3 s idle window; the layout rate a loaded
+# emulated VM manages (at 8 MB/s assumed, a 150 s plan ran out of time). At 16 MiB a 150 s plan of
+# two candidates has room for a fresh layout per repeat, the default the prober-unit test checks
+# (at 32 MiB, as test_profiler_skips.py, the repeats of a candidate shared one).
+PROFILER_SMALL = ("\\n[profiler]\\nidle_window_seconds = 3\\nmax_file_bytes = 16777216\\nramp_seconds = 2\\n"
                   "layout_bytes_per_second = 4000000.0\\n")
 SCRAPE_INTERVAL = 10  # seconds; the shipped 30 s would make this test a minute longer
 # Grafana's $__rate_interval: max(4 x scrape interval, query interval + scrape interval).
@@ -570,6 +572,12 @@ def test_the_prober_unit_measures_the_candidates_the_model_chooses(installed):
     run = json.loads(http.get(f"/v1/probes/{runs[0]['id']}")[1])
     measured = {f"{r['parameter']}={r['value']}" for r in run["results"]}
     print(f"prober run {runs[0]['id']}: {run['run']['status']} ({run['run']['reason']}); measured {sorted(measured)}")
+    # the default the probe plan of test_probe.py leaves aside (it probes the prior's way): each repeat
+    # on a fresh layout of the whole working set, in a scratch child of its own (a 150 s pass of two
+    # candidates has room for four layouts of 4 x 16 MiB at the assumed 4 MB/s: PROFILER_SMALL)
+    layouts = [(r["value"], r["repeat"], r["layout_written_bytes"], r["working_set_bytes"]) for r in run["results"]]
+    print(f"layouts (value, repeat, written, working set): {layouts}")
+    assert layouts and all(written >= ws for *_, written, ws in layouts), layouts
     if run["run"]["status"] == "completed":
         assert measured == chosen, (measured, chosen, prober_log)  # 2 of the 7 candidates of MySQL's plan
     else:  # a loaded host: the pass's time budget may run out first; what it measured was chosen
