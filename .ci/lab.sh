@@ -5,8 +5,16 @@
 #
 #   .ci/lab.sh                      # both OpenZFS lines, every layout
 #   ZFS_ADVISOR_LAB_ZFS=2.3 ZFS_ADVISOR_LAB_LAYOUTS=ssd-mirror2x2 .ci/lab.sh
+#   .ci/lab.sh --images-only        # host packages and images, no tests (tests/run starts this
+#                                   # beside the unit tiers)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+images_only=0
+case "${1:-}" in
+    --images-only) images_only=1 ;;
+    "") ;;
+    *) echo "usage: .ci/lab.sh [--images-only]" >&2; exit 2 ;;
+esac
 
 stage_start=$(date +%s)
 all_start=$stage_start
@@ -27,7 +35,6 @@ if [ ${#need[@]} -gt 0 ]; then
     $SUDO apt-get update -q
     $SUDO apt-get install -y -q --no-install-recommends "${need[@]}"
 fi
-python3 -c 'import pytest' 2>/dev/null || python3 -m pip install -q "pytest>=8,<10" "pytest-asyncio>=0.23,<2"
 stage "host packages"
 
 lines=${ZFS_ADVISOR_LAB_ZFS:-2.1,2.3}
@@ -36,6 +43,12 @@ for line in ${lines//,/ }; do
     stage "image OpenZFS $line"
 done
 
+if [ "$images_only" = 1 ]; then
+    echo "::lab:: images ready in $(( $(date +%s) - all_start )) s"
+    exit 0
+fi
+
+python3 -c 'import pytest' 2>/dev/null || python3 -m pip install -q "pytest>=8,<10" "pytest-asyncio>=0.23,<2"
 export ZFS_ADVISOR_LAB=1
 set +e
 python3 -m pytest -m lab tests/lab -p no:cacheprovider -v --durations=40
