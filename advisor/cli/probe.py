@@ -190,7 +190,8 @@ def _efficiency_text(report: dict) -> str:
                      f"give {mb(r['expected_bytes_per_second'])} ({r['expectation']}): {r['ratio']:.0%}")
         counters = [f"CPU busy {r['cpu_busy_ratio']:.0%}" if r.get("cpu_busy_ratio") is not None else "",
                     f"disks moved {r['disk_bytes_per_byte']:.2f} bytes per byte" if r.get("disk_bytes_per_byte") else "",
-                    f"{r['txgs']['count']} txgs of {r['txgs']['dirty_bytes_mean'] / 2**20:.0f} MiB" if r.get("txgs") else ""]
+                    f"{r['txgs']['count']} txgs of {r['txgs']['dirty_bytes_mean'] / 2**20:.0f} MiB" if r.get("txgs") else "",
+                    f"{r['sync_ratio']:.0%} while they synced" if r.get("sync_ratio") is not None else ""]
         if any(counters):
             lines.append("       " + ", ".join(c for c in counters if c))
         lines += [f"       - {d}" for d in r["diagnosis"]]

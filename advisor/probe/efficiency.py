@@ -108,6 +108,9 @@ class TxgsDuring(BaseModel):
     count: int
     dirty_bytes_mean: float  # what each gathered before its sync
     sync_seconds: float  # their sync times, added up
+    # their dirty data over their sync time: what the pool writes while a txg syncs, as it does
+    # back to back in a long write (None when they took no time)
+    sync_bytes_per_second: float | None = None
 
 
 def txgs_during(before: list[Txg], after: list[Txg]) -> TxgsDuring | None:
@@ -116,8 +119,9 @@ def txgs_during(before: list[Txg], after: list[Txg]) -> TxgsDuring | None:
     done = [t for t in after if t.state == "committed" and t.txg > last]
     if not done:
         return None
-    return TxgsDuring(count=len(done), dirty_bytes_mean=sum(t.dirty_bytes for t in done) / len(done),
-                      sync_seconds=sum(t.sync_seconds for t in done))
+    dirty, sync = sum(t.dirty_bytes for t in done), sum(t.sync_seconds for t in done)
+    return TxgsDuring(count=len(done), dirty_bytes_mean=dirty / len(done), sync_seconds=sync,
+                      sync_bytes_per_second=dirty / sync if sync > 0 else None)
 
 
 class Efficiency(BaseModel):
@@ -136,6 +140,10 @@ class Efficiency(BaseModel):
     cpu_busy_ratio: float | None = None  # whole host, from /proc/stat, over the run
     disk_bytes_per_byte: float | None = None  # bytes the member disks moved per byte fio moved
     txgs: TxgsDuring | None = None  # writes: the txgs that carried them
+    # writes: the pool's rate while those txgs synced (txgs.sync_bytes_per_second) over the
+    # layout's; the writer's rate also counts the time no txg was syncing, such as the first one's
+    # gathering of dirty data before anything reaches the disks
+    sync_ratio: float | None = None
 
 
 def disk_busy(before: dict[str, DiskStats], after: dict[str, DiskStats], disks: list[str],
@@ -158,15 +166,23 @@ def disk_busy(before: dict[str, DiskStats], after: dict[str, DiskStats], disks: 
 def diagnose(direction: Direction, ratio: float, descriptor: dict[str, Any], busy: dict[str, dict[str, float]],
              cpu_busy_ratio: float | None, disk_bytes_per_byte: float | None = None,
              reader_ratio: float | None = None, txgs: TxgsDuring | None = None,
-             seconds: float | None = None) -> list[str]:
+             seconds: float | None = None, sync_ratio: float | None = None) -> list[str]:
     """Plain-language reasons for the gap between measured and expected; for reads, also
     where the reader's rate parted from the disks' (`reader_ratio`: the reader's rate over
-    the layout's); for writes with idle disks, the txgs that carried them over `seconds`."""
+    the layout's); for writes, the rate while the txgs synced (`sync_ratio`) and, with idle
+    disks, the txgs that carried them over `seconds`."""
     notes = _read_path(disk_bytes_per_byte, reader_ratio) if direction == "read" else []
     if ratio >= 0.85:
         where = " at the disks: nothing is lost there" if direction == "read" else ": nothing is lost"
         return [f"the pool gives {ratio:.0%} of what its layout should{where}", *notes]
     reasons = []
+    if direction == "write" and txgs and sync_ratio is not None and seconds:
+        idle = max(0.0, seconds - txgs.sync_seconds)
+        reasons.append(f"while its {txgs.count} transaction groups synced ({txgs.sync_seconds:.1f} s of the "
+                       f"{seconds:.1f} s) the pool wrote {sync_ratio:.0%} of what its layout should; for the other "
+                       f"{idle:.1f} s no txg was syncing: dirty data gathers until it reaches "
+                       "zfs_dirty_data_sync_percent of zfs_dirty_data_max, or zfs_txg_timeout passes (zfs(4)), "
+                       "before a txg starts writing, so a short write loses its start and a long one less of it")
     if cpu_busy_ratio is not None and cpu_busy_ratio >= 0.85:
         reasons.append(f"CPU busy {cpu_busy_ratio:.0%} during the run: checksums, compression or parity "
                        "computation bound the pool, not the disks")

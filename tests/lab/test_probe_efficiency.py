@@ -27,6 +27,8 @@ PARAMS = lab_params(list(EXPECTED), lines=["2.3"])
 # claims is the rate the disks give while they work, so below 70 % of the layout the ratio per
 # busy second must reach 70 %, and idle disks must be named, with the txgs.
 FLOOR = 0.7
+# The writes while their txgs synced: "about" the layout, as the issue puts it (4x, 3x, 1x).
+SYNC_FLOOR = 0.85
 
 
 def mean_busy(report: dict, direction: str) -> float:
@@ -59,7 +61,8 @@ def test_pool_throughput_against_its_layout(lab_vm):
         disks_worth = r["pool_bytes_per_second"] / one_disk
         busy = mean_busy(report, direction)
         io_kib = sum(d["avg_io_bytes"] for d in report["disks"][direction].values()) / len(raw) / 1024
-        lines.append(f"{layout} {direction}: {r['pool_bytes_per_second'] / 1e6:.1f} MB/s = {disks_worth:.2f} disks "
+        synced = f", {r['sync_ratio']:.0%} while its txgs synced" if r.get("sync_ratio") is not None else ""
+        lines.append(f"{layout} {direction}: {r['pool_bytes_per_second'] / 1e6:.1f} MB/s = {disks_worth:.2f} disks{synced} "
                      f"(the {'writer' if direction == 'write' else 'reader'} {r['measured_bytes_per_second'] / 1e6:.1f} MB/s) "
                      f"(expected {want}; ratio {r['ratio']:.0%}; {r['expectation']}; disks busy {busy:.0%}, "
                      f"{io_kib:.0f} KiB I/Os, CPU busy {r['cpu_busy_ratio']:.0%}, "
@@ -75,6 +78,13 @@ def test_pool_throughput_against_its_layout(lab_vm):
     lines.append(f"{layout} write txgs: {txgs}; the ARC's target now {int(arc_c) / 2**20:.0f} MiB")
     print("\n".join(lines))
     assert txgs["count"] >= 2 and 0 < txgs["dirty_bytes_mean"] * txgs["count"] >= 200 << 20, lines
+    # While its txgs synced, the pool wrote what its layout should (about 4, 3 and 1 disks' worth):
+    # the writer's rate also counts the time no txg was syncing, the first gathering dirty data
+    # (a stripe of four by hand, 2026-11-26: 93 % while syncing, 82 % for the writer).
+    write = by_dir["write"]
+    assert write["sync_ratio"] >= SYNC_FLOOR, lines
+    if write["ratio"] < 0.85:  # the product's own line between "nothing is lost" and reasons
+        assert any(d.startswith(f"while its {txgs['count']} transaction groups synced") for d in write["diagnosis"]), lines
     read = by_dir["read"]
     per_byte = read["disk_bytes_per_byte"]
     # the pool's read rate is taken at its disks (the ARC cannot inflate it); where the reader got
