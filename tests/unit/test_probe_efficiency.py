@@ -149,7 +149,7 @@ def test_idle_disks_behind_small_txgs_are_named_with_the_tunables_that_size_them
 
 def test_a_write_that_syncs_at_the_layouts_rate_is_told_from_its_start():
     """The lab's stripe of four, 4 x 64 MiB with the ARC uncapped (2026-11-26): 4 txgs of 273 MB
-    synced in 7.36 s (37.2 MB/s, 93 % of 40), the first one open 0.97 s before anything synced,
+    synced in 7.36 s (37.1 MB/s, 93 % of 40), the first one open 0.97 s before anything synced,
     so the writer saw 82 %. The report names the rate while syncing and the time no txg synced."""
     desc = layout(*[("disk", 1, None)] * 4)
     zero = {f"d{i}": _stats(0, 0, 0) for i in range(4)}
