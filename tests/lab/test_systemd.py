@@ -489,7 +489,16 @@ def test_a_queued_probe_starts_the_prober_through_the_path_unit(installed):
         time.sleep(2)
     assert run["run"]["status"] == "running" and run["results"], run
     stop_started = time.monotonic()
-    vm.exec(f"systemctl stop {PROBE_SERVICE}", check=True, timeout=TIMEOUT_STOP_PROBE + 30)
+    stop = vm.exec(f"systemctl stop {PROBE_SERVICE}", timeout=TIMEOUT_STOP_PROBE + 30)
+    # The timer's boot trigger (OnBootSec=15min, up to 5 min of randomized delay) may fire while
+    # the prober cleans up (CI: at 18 min of uptime). Its start job replaces the stop job, which
+    # systemd reports canceled; the SIGTERM has been sent, and once the prober has exited the
+    # timer's pass runs (the profiler is off: it only drains the queue). What a user sees too.
+    timers_pass = stop.rc != 0
+    if timers_pass:
+        assert "canceled" in stop.stderr, stop
+        assert bus_property(vm, PROBE_TIMER, "Timer", "LastTriggerUSecMonotonic")[1] != timer_fired, stop
+        wait_for_the_timers_pass(vm)
     stop_took = time.monotonic() - stop_started
     run = json.loads(http.get(location)[1])
     prober_log = vm.exec(f"journalctl -q -o cat --no-pager -u {PROBE_SERVICE} --since @{since}").stdout
@@ -500,7 +509,8 @@ def test_a_queued_probe_starts_the_prober_through_the_path_unit(installed):
                      "/var/lib/private/zfs-advisor/probe-queue", check=True).stdout
     print(f"\nprober started {started_after} s after POST (by the path unit: the timer's last trigger "
           f"unchanged); statuses seen {sorted(seen)}; stopped after {stop_started - t0:.0f} s with "
-          f"{len(run['results'])} result(s), the stop took {stop_took:.1f} s; {result}; ARC limits before "
+          f"{len(run['results'])} result(s), the stop took {stop_took:.1f} s (the timer's pass too: "
+          f"{timers_pass}); {result}; ARC limits before "
           f"{arc_before}, while probing {arc_while}, after {arc_limits(vm)}; ARC target before {target_before}, "
           f"after {arc_target(vm)}; files:\n{owners}")
     assert started_after is not None and started_after < 30, prober_log
@@ -510,7 +520,10 @@ def test_a_queued_probe_starts_the_prober_through_the_path_unit(installed):
     # prober before it, or the timer could have been what started it.
     assert fired == timer_fired or started_us < int(fired), (started_us, fired, prober_log)
     # stopped, not failed: the clean-up ran in the prober, well within TimeoutStopSec
-    assert result == ["Result=success", "ExecMainStatus=143", "ActiveState=inactive"], prober_log
+    # (after the timer's pass: that pass's clean exit; systemd logs no failure of either pass)
+    assert "Failed with result" not in prober_log, prober_log
+    assert result == ["Result=success", f"ExecMainStatus={0 if timers_pass else 143}", "ActiveState=inactive"], \
+        prober_log
     assert "stopped by SIGTERM" in prober_log and stop_took < TIMEOUT_STOP_PROBE, (stop_took, prober_log)
     assert run["run"]["status"] == "aborted" and run["run"]["reason"] == "cancelled", run["run"]
     assert run["results"] and {r["value"] for r in run["results"]} <= {"8K", "128K"}
