@@ -47,7 +47,19 @@ def _lab_requested(config: pytest.Config) -> tuple[bool, bool]:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     run, _ = _lab_requested(config)
     if run:
+        _deselect_unselected_lines(config, items)
         _order_by_vm(items)
+
+
+def _deselect_unselected_lines(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test none of whose (line, layout) pairs is selected (a 2.3-only test while
+    ZFS_ADVISOR_LAB_ZFS=2.1 runs) gets pytest's empty-parameter-set skip; it is deselected
+    instead, so the skips left are the tests that did not run for a reason."""
+    empty = [i for i in items if any(str(m.kwargs.get("reason", "")).startswith("got empty parameter set")
+                                     for m in i.iter_markers("skip"))]
+    if empty:
+        config.hook.pytest_deselected(items=empty)
+        items[:] = [i for i in items if i not in empty]
         return
     skip = pytest.mark.skip(reason="lab test: set ZFS_ADVISOR_LAB=1 or select -m lab")
     for item in items:

@@ -104,6 +104,3 @@ def test_pool_throughput_against_its_layout(lab_vm):
         # synced at the layout's rate (asserted above): their time went where no txg synced
         named = any(f"the disks were busy only {busy:.0%}" in reason for reason in r["diagnosis"])
         assert named == (busy < IDLE_DISKS and direction == "read"), lines
-            if direction == "write" and r["txgs"]["count"] >= 2:  # and the txgs that carried the writes
-                assert any(reason.startswith(f"the writes went out in {r['txgs']['count']} transaction groups")
-                           for reason in r["diagnosis"]), lines
