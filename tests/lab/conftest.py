@@ -49,6 +49,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if run:
         _deselect_unselected_lines(config, items)
         _order_by_vm(items)
+        return
+    skip = pytest.mark.skip(reason="lab test: set ZFS_ADVISOR_LAB=1 or select -m lab")
+    for item in items:
+        if "lab" in item.keywords:
+            item.add_marker(skip)
 
 
 def _deselect_unselected_lines(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -60,11 +65,6 @@ def _deselect_unselected_lines(config: pytest.Config, items: list[pytest.Item]) 
     if empty:
         config.hook.pytest_deselected(items=empty)
         items[:] = [i for i in items if i not in empty]
-        return
-    skip = pytest.mark.skip(reason="lab test: set ZFS_ADVISOR_LAB=1 or select -m lab")
-    for item in items:
-        if "lab" in item.keywords:
-            item.add_marker(skip)
 
 
 def _order_by_vm(items: list[pytest.Item]) -> None:
