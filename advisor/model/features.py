@@ -27,7 +27,7 @@ FEATURES = (
     # workload descriptor
     "log2_block_size", "read_fraction", "randomness", "fsync_rate", "log2_queue", "log2_working_set_vs_arc",
     # dataset settings
-    "log2_recordsize", "log2_recordsize_vs_block", "log2_hdd_disks_per_record", "compression_off", "logbias_throughput",
+    "log2_recordsize", "log2_recordsize_vs_block", "log2_hdd_disks_per_record", "log2_hdd_busiest_disk_vs_default", "compression_off", "logbias_throughput",
     "primarycache_not_all", "sync_disabled", "sync_always",
     # pool descriptor
     "ssd", "mirror", "raidz", "log2_vdev_width", "log2_top_vdevs", "ashift",
@@ -123,6 +123,42 @@ def disks_per_record(vdev_type: str, vdev_width: int, ashift: int | None, record
     return min(data_disks, -(-recordsize // sector))
 
 
+def busiest_disk_reads(vdev_type: str, vdev_width: int, top_vdevs: int, ashift: int | None, recordsize: int,
+                       block_size: int) -> float:
+    """Reads the busiest disk serves per application read of `block_size` bytes (each read
+    fetches whole records, `block_size / recordsize` of them, or one), when records lie evenly
+    over the top-level vdevs.  A disk that serves more of them bounds the pool's random reads.
+
+    A mirror serves a record from one of its disks, a plain disk from itself.  A raidz vdev
+    (module/zfs/vdev_raidz.c, vdev_raidz_map_alloc) lays a record's columns out from the disk
+    its offset falls on, sector offset modulo the width, parity first; every allocation is a
+    multiple of parity + 1 sectors, so a record starts on one of width / gcd(width, parity + 1)
+    disks, and raidz1 swaps the parity with the first data column every other MiB.  On a raidz1
+    of 4 at ashift 12 an 8K record's data lies on disks 0 and 2 three times in four (the lab:
+    36, 14, 39 and 11 % of the reads; 4K records 25 % each, docs/model.md); compression is not
+    counted."""
+    records = max(1.0, block_size / recordsize)
+    vdevs = max(1, top_vdevs)
+    if not vdev_type.startswith("raidz"):
+        per_disk = 1.0 / max(1, vdev_width) if vdev_type == "mirror" else 1.0
+        return records * per_disk / vdevs
+    digits = vdev_type[len("raidz"):]
+    parity = int(digits) if digits.isdigit() else 1
+    width = max(parity + 1, vdev_width)
+    sectors = -(-recordsize // (1 << (ashift or 12)))
+    rows, rest = divmod(sectors, width - parity)
+    columns = width if rows else rest + parity  # a record smaller than a row has rest + parity columns
+    starts = sorted({(k * (parity + 1)) % width for k in range(width)})
+    placements = [[0 if swapped and c == 1 else c for c in range(parity, columns)]
+                  for swapped in ((False, True) if parity == 1 else (False,))]
+    share = [0.0] * width
+    for start in starts:
+        for data_columns in placements:
+            for c in data_columns:
+                share[(start + c) % width] += 1.0 / (len(starts) * len(placements))
+    return records * max(share) / vdevs
+
+
 def vector(obs: Observation) -> list[float]:
     s = obs.settings
     rs = parse_size(s.get("recordsize", DEFAULTS["recordsize"]))
@@ -142,6 +178,11 @@ def vector(obs: Observation) -> list[float]:
         # HDDs only: each disk a record lies on costs a seek; an SSD does not seek
         "log2_hdd_disks_per_record": (0.0 if obs.media in ("ssd", "nvme") else
                                       math.log2(disks_per_record(obs.vdev_type, obs.vdev_width, obs.ashift, rs))),
+        # HDDs only: the busiest disk's reads against the default recordsize's on the same pool
+        "log2_hdd_busiest_disk_vs_default": (0.0 if obs.media in ("ssd", "nvme") else math.log2(
+            busiest_disk_reads(obs.vdev_type, obs.vdev_width, obs.top_vdevs, obs.ashift, rs, bs)
+            / busiest_disk_reads(obs.vdev_type, obs.vdev_width, obs.top_vdevs, obs.ashift,
+                                 parse_size(DEFAULTS["recordsize"]), bs))),
         "compression_off": 1.0 if s.get("compression") == "off" else 0.0,
         "logbias_throughput": 1.0 if s.get("logbias") == "throughput" else 0.0,
         "primarycache_not_all": 0.0 if s.get("primarycache", "all") == "all" else 1.0,
