@@ -18,6 +18,7 @@ from advisor.engine.units import parse_size
 # The OpenZFS defaults a probe's scratch child gets (advisor/probe/candidates.py BASELINE).
 DEFAULTS = {"recordsize": "128K", "compression": "lz4", "logbias": "latency", "primarycache": "all",
             "sync": "standard", "atime": "on"}
+DEFAULT_RECORDSIZE = parse_size(DEFAULTS["recordsize"])
 # Settings the model knows: a candidate with any other value is outside its support.
 KNOWN_COMPRESSION = ("lz4", "off")
 MIN_RECORDSIZE, MAX_RECORDSIZE = 4 << 10, 1 << 20
@@ -109,18 +110,29 @@ def supported(obs: Observation) -> bool:
             and obs.settings.get("compression", "lz4") in KNOWN_COMPRESSION)
 
 
+def _raidz_parity(vdev_type: str) -> int | None:
+    """raidz1/2/3 -> 1/2/3 ("raidz" alone is raidz1); None for a mirror, a disk or a stripe."""
+    if not vdev_type.startswith("raidz"):
+        return None
+    digits = vdev_type[len("raidz"):]
+    return int(digits) if digits.isdigit() else 1
+
+
+def _sectors(recordsize: int, ashift: int | None) -> int:
+    """A record's sectors (ashift unknown: 12, what ZFS picks for most disks today)."""
+    return -(-recordsize // (1 << (ashift or 12)))
+
+
 def disks_per_record(vdev_type: str, vdev_width: int, ashift: int | None, recordsize: int) -> int:
     """The disks one record lies on.  A raidz vdev splits a record into sectors of 2^ashift bytes
     over its data disks (OpenZFS docs, Basic Concepts: RAIDZ), so reading a record waits for each
     of them; a mirror or a stripe keeps a record on one disk.  On a raidz1 of 4 disks at ashift 12:
     1 at recordsize 4K, 2 at 8K, 3 from 16K on.  Compression is not counted: what it saves is
     measured, not known before the probe."""
-    parity = vdev_type[len("raidz"):]
-    if not vdev_type.startswith("raidz"):
+    parity = _raidz_parity(vdev_type)
+    if parity is None:
         return 1
-    data_disks = max(1, vdev_width - (int(parity) if parity.isdigit() else 1))
-    sector = 1 << (ashift or 12)
-    return min(data_disks, -(-recordsize // sector))
+    return min(max(1, vdev_width - parity), _sectors(recordsize, ashift))
 
 
 def busiest_disk_reads(vdev_type: str, vdev_width: int, top_vdevs: int, ashift: int | None, recordsize: int,
@@ -139,14 +151,12 @@ def busiest_disk_reads(vdev_type: str, vdev_width: int, top_vdevs: int, ashift: 
     counted."""
     records = max(1.0, block_size / recordsize)
     vdevs = max(1, top_vdevs)
-    if not vdev_type.startswith("raidz"):
+    parity = _raidz_parity(vdev_type)
+    if parity is None:
         per_disk = 1.0 / max(1, vdev_width) if vdev_type == "mirror" else 1.0
         return records * per_disk / vdevs
-    digits = vdev_type[len("raidz"):]
-    parity = int(digits) if digits.isdigit() else 1
     width = max(parity + 1, vdev_width)
-    sectors = -(-recordsize // (1 << (ashift or 12)))
-    rows, rest = divmod(sectors, width - parity)
+    rows, rest = divmod(_sectors(recordsize, ashift), width - parity)
     columns = width if rows else rest + parity  # a record smaller than a row has rest + parity columns
     starts = sorted({(k * (parity + 1)) % width for k in range(width)})
     placements = [[0 if swapped and c == 1 else c for c in range(parity, columns)]
@@ -157,6 +167,10 @@ def busiest_disk_reads(vdev_type: str, vdev_width: int, top_vdevs: int, ashift: 
             for c in data_columns:
                 share[(start + c) % width] += 1.0 / (len(starts) * len(placements))
     return records * max(share) / vdevs
+
+
+def _busiest_disk(obs: Observation, recordsize: int, block_size: int) -> float:
+    return busiest_disk_reads(obs.vdev_type, obs.vdev_width, obs.top_vdevs, obs.ashift, recordsize, block_size)
 
 
 def vector(obs: Observation) -> list[float]:
@@ -179,10 +193,8 @@ def vector(obs: Observation) -> list[float]:
         "log2_hdd_disks_per_record": (0.0 if obs.media in ("ssd", "nvme") else
                                       math.log2(disks_per_record(obs.vdev_type, obs.vdev_width, obs.ashift, rs))),
         # HDDs only: the busiest disk's reads against the default recordsize's on the same pool
-        "log2_hdd_busiest_disk_vs_default": (0.0 if obs.media in ("ssd", "nvme") else math.log2(
-            busiest_disk_reads(obs.vdev_type, obs.vdev_width, obs.top_vdevs, obs.ashift, rs, bs)
-            / busiest_disk_reads(obs.vdev_type, obs.vdev_width, obs.top_vdevs, obs.ashift,
-                                 parse_size(DEFAULTS["recordsize"]), bs))),
+        "log2_hdd_busiest_disk_vs_default": (0.0 if obs.media in ("ssd", "nvme") else
+                                             math.log2(_busiest_disk(obs, rs, bs) / _busiest_disk(obs, DEFAULT_RECORDSIZE, bs))),
         "compression_off": 1.0 if s.get("compression") == "off" else 0.0,
         "logbias_throughput": 1.0 if s.get("logbias") == "throughput" else 0.0,
         "primarycache_not_all": 0.0 if s.get("primarycache", "all") == "all" else 1.0,
