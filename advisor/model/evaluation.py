@@ -40,6 +40,8 @@ class CellResult:
     covered: int = 0
     checked: int = 0
     abs_errors: list[float] = field(default_factory=list)  # |predicted mean - measured mean| of log ratios
+    p99_covered: int = 0  # the same check for the write p99's interval
+    p99_checked: int = 0
 
 
 def _label(o: Observation) -> str:
@@ -155,6 +157,11 @@ def evaluate_cell(model_factory, prior: list[Sample], held: str, budget: int, ca
         result.checked += len(ys)
         result.covered += sum(lo <= y <= hi for y in ys)
         result.abs_errors.append(abs(float(prediction.perf.mean[i]) - statistics.fmean(ys)))
+        if prediction.p99 is not None:
+            lo, hi = prediction.p99.interval(i, measurement=True)
+            p99s = [s.y_p99 for s in grid[k] if s.y_p99 is not None]
+            result.p99_checked += len(p99s)
+            result.p99_covered += sum(lo <= y <= hi for y in p99s)
     return result
 
 
@@ -196,6 +203,7 @@ def summary(results: list[CellResult]) -> dict[str, float]:
     ratios = [r.pick_vs_oracle for r in results]
     checked = sum(r.checked for r in results)
     errors = [e for r in results for e in r.abs_errors]
+    p99_checked = sum(r.p99_checked for r in results)
     return {
         "cells": len(results),
         "median_vs_oracle": statistics.median(ratios) if ratios else math.nan,
@@ -205,6 +213,8 @@ def summary(results: list[CellResult]) -> dict[str, float]:
         "p99_ok": sum(r.pick_p99_ok for r in results),
         "coverage": sum(r.covered for r in results) / checked if checked else math.nan,
         "checked": checked,
+        "p99_coverage": sum(r.p99_covered for r in results) / p99_checked if p99_checked else math.nan,
+        "p99_checked": p99_checked,
         "median_abs_error": statistics.median(errors) if errors else math.nan,
     }
 
@@ -222,6 +232,7 @@ def table(results: list[CellResult]) -> str:
                  f"median pick/oracle {s['median_vs_oracle']:.1%}, worst {s['worst_vs_oracle']:.1%}, "
                  f"median pick/default {s['median_vs_default']:.2f}, probes {s['probes_fraction']:.0%} of the grid, "
                  f"write p99 within 1.5x the default's in {s['p99_ok']}/{s['cells']}, "
-                 f"90% interval covers {s['coverage']:.0%} of {s['checked']} held-out repeats, "
+                 f"90% interval covers {s['coverage']:.0%} of {s['checked']} held-out repeats "
+                 f"(write p99's: {s['p99_coverage']:.0%} of {s['p99_checked']}), "
                  f"median |error| {s['median_abs_error']:.3f} (log ratio)")
     return "\n".join(lines)
