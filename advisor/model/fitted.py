@@ -144,7 +144,11 @@ def _disagreement(stored: dict[str, Any], refit: dict[str, Any], csv_path: Path,
         mine, theirs = FittedGP.from_json(stored[target]), FittedGP.from_json(refit[target])
         if mine.X_train.shape != theirs.X_train.shape or not np.allclose(mine.X_train, theirs.X_train):
             return f"{target}: trained on other rows than {csv_path.name} holds"
-        y = _targets(theirs)
+        zero = np.zeros(len(FEATURES))
+        if not np.allclose(zero if mine.linear is None else mine.linear,
+                           zero if theirs.linear is None else theirs.linear, rtol=0, atol=1e-9):
+            return f"{target}: another linear mean than a refit's (least squares, no optimiser: a change of code)"
+        y = _targets(theirs)  # what the GP models: the targets less the linear mean
         if not np.allclose(_targets(mine), y, rtol=0, atol=1e-6):
             return f"{target}: trained on other targets than {csv_path.name} gives"
         gap = log_likelihood(theirs, y) - log_likelihood(mine, y)

@@ -8,7 +8,8 @@ training inputs, and K⁻¹y.  They are written as JSON beside the prior they we
 
 The algebra is scikit-learn's GaussianProcessRegressor.predict(return_cov=True) with
 normalize_y=False: mean K*·α, covariance K** − V'V with V = L⁻¹K*' and L the Cholesky factor
-of K + 1e-10·I, the kernel being constant × RBF (one length scale per feature) + white noise.
+of K + 1e-10·I, the kernel being constant × RBF (one length scale per feature) + white noise;
+plus, where the fit has one, a linear mean x·β fitted before the GP (which models what it leaves).
 """
 from __future__ import annotations
 
@@ -73,13 +74,18 @@ def matrix(observations: list[Observation]) -> np.ndarray:
 @dataclass
 class FittedGP:
     """One target's GP after the fit: constant × RBF(length_scales) + WhiteKernel(noise) over
-    the features in `keep` (a feature the lab never varied is left out), trained on X_train."""
+    the features in `keep` (a feature the lab never varied is left out), trained on X_train, on
+    top of the linear mean `linear` (β over all FEATURES, or None)."""
     constant: float
     length_scales: np.ndarray
     noise: float
     keep: np.ndarray
     X_train: np.ndarray
     alpha: np.ndarray
+    linear: np.ndarray | None = None
+
+    def mean_of(self, X: np.ndarray) -> np.ndarray:
+        return X @ self.linear if self.linear is not None else np.zeros(len(X))
 
     def __post_init__(self) -> None:
         K = self._k(self.X_train, self.X_train) + (self.noise + JITTER) * np.eye(len(self.X_train))
@@ -97,25 +103,30 @@ class FittedGP:
         K_trans = self._k(Xq, self.X_train)
         V = np.linalg.solve(self._L, K_trans.T)
         cov = self._k(Xq, Xq) + self.noise * np.eye(len(Xq)) - V.T @ V
-        return K_trans @ self.alpha, cov
+        return self.mean_of(X) + K_trans @ self.alpha, cov
 
     def to_json(self) -> dict[str, Any]:
+        linear = ({FEATURES[i]: float(self.linear[i]) for i in np.flatnonzero(self.linear)}
+                  if self.linear is not None else {})
         return {"constant": self.constant, "length_scales": self.length_scales.tolist(), "noise": self.noise,
-                "keep": [FEATURES[i] for i in np.flatnonzero(self.keep)],
+                "keep": [FEATURES[i] for i in np.flatnonzero(self.keep)], "linear": linear,
                 "X_train": self.X_train.tolist(), "alpha": self.alpha.tolist()}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> FittedGP:
         unknown = [f for f in d["keep"] if f not in FEATURES]
+        linear_of = d.get("linear") or {}
+        unknown += [f for f in linear_of if f not in FEATURES]
         if unknown:
             raise ValueError(f"features {unknown} are not this version's ({', '.join(FEATURES)})")
         keep = np.array([f in d["keep"] for f in FEATURES])
+        linear = np.array([float(linear_of.get(f, 0.0)) for f in FEATURES]) if linear_of else None
         X = np.array(d["X_train"], dtype=float).reshape(-1, int(keep.sum()))
         alpha = np.array(d["alpha"], dtype=float)
         scales = np.array(d["length_scales"], dtype=float)
         if len(alpha) != len(X) or len(scales) != X.shape[1]:
             raise ValueError("X_train, alpha and length_scales do not agree in size")
-        return cls(float(d["constant"]), scales, float(d["noise"]), keep, X, alpha)
+        return cls(float(d["constant"]), scales, float(d["noise"]), keep, X, alpha, linear)
 
 
 def deviation_kernel(X: np.ndarray, baseline: np.ndarray, variance: float = LOCAL_DEVIATION_VARIANCE) -> np.ndarray:
@@ -164,7 +175,8 @@ def conditioned_on(fitted: FittedGP, rows: np.ndarray) -> FittedGP:
     y = (K @ fitted.alpha)[rows]
     X = fitted.X_train[rows]
     K_rows = fitted._k(X, X) + (fitted.noise + JITTER) * np.eye(len(X))
-    return FittedGP(fitted.constant, fitted.length_scales, fitted.noise, fitted.keep, X, np.linalg.solve(K_rows, y))
+    return FittedGP(fitted.constant, fitted.length_scales, fitted.noise, fitted.keep, X, np.linalg.solve(K_rows, y),
+                    fitted.linear)
 
 
 class GPPredictor:

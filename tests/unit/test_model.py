@@ -191,9 +191,10 @@ def test_leave_one_cell_out_on_the_shipped_prior():
     # Floors, not the issue's targets (docs/model.md, "Evaluation", says what the data give):
     # in the median held-out cell the pick is no worse than leaving the ZFS default, and the
     # 90 % intervals cover at least half of the held-out repeats (below that they would claim a
-    # certainty the data do not have).
+    # certainty the data do not have), those of the write p99 too.
     assert s["median_vs_default"] >= 1.0
     assert s["coverage"] >= 0.5
+    assert s["p99_checked"] == s["checked"] and s["p99_coverage"] >= 0.5
 
 
 def test_nested_caution_never_lets_the_judged_cell_choose_the_knob():
@@ -250,7 +251,7 @@ def test_evaluate_refuses_no_model_or_an_unknown_one(models, capsys):
     from advisor.cli import main
 
     assert main(["evaluate", "--models", models, "--budget", "1"]) == 2
-    assert "models must be among ['gp', 'gp-workload', 'quantile-gb']" in capsys.readouterr().err
+    assert "models must be among ['gp', 'gp-no-linear-mean', 'gp-workload', 'quantile-gb']" in capsys.readouterr().err
 
 
 # --- the shipped fit (advisor/model/fitted.py, advisor/model/gp.py) -------------------------------
@@ -269,8 +270,28 @@ def test_numpy_predictions_are_scikit_learns(model, grid):
     X = matrix(grid)
     mu, cov = f.predict(X)
     mu_ref, cov_ref = reference.predict(X[:, f.keep], return_cov=True)
-    assert np.allclose(mu, mu_ref, atol=1e-12) and np.allclose(cov, cov_ref, atol=1e-12)
-    assert np.abs(mu).max() > 0.05  # not a trivial comparison of zeros
+    # the linear mean (fitted before the GP, which models what it leaves) is added on top
+    assert np.allclose(mu, f.mean_of(X) + mu_ref, atol=1e-12) and np.allclose(cov, cov_ref, atol=1e-12)
+    assert np.abs(mu_ref).max() > 0.05  # not a trivial comparison of zeros
+
+
+def test_a_busier_disk_costs_performance_in_the_linear_mean(model):
+    """The perf GP's linear mean over the busiest disk's reads (against the default's) has the
+    sign of the physics: more reads on the busiest disk, fewer IOPS; the write-p99 GP has none."""
+    import numpy as np
+
+    from advisor.model.features import FEATURES
+    from advisor.model.gp import FittedGP
+
+    perf, p99 = model.fitted.perf, model.fitted.p99
+    i = FEATURES.index("log2_hdd_busiest_disk_vs_default")
+    assert perf.linear is not None and -math.log(2) < perf.linear[i] < 0
+    assert np.count_nonzero(perf.linear) == 1 and p99.linear is None
+    twin = FittedGP.from_json(perf.to_json())  # what the shipped file keeps of it
+    assert list(twin.linear) == list(perf.linear)
+    X = np.zeros((1, len(FEATURES)))
+    X[0, i] = 1.0
+    assert twin.predict(X)[0] == pytest.approx(perf.predict(X)[0])
 
 
 def test_the_shipped_fit_matches_a_refit_of_the_shipped_prior():
@@ -306,6 +327,8 @@ def test_the_check_refuses_other_data_less_likely_hyperparameters_and_stale_work
     assert "not the stored GP conditioned on" in fitted._disagreement(moved, shipped, prior_path(), 0.5)
     shifted = dict(shipped, perf=dict(shipped["perf"], alpha=[a * 1.01 for a in shipped["perf"]["alpha"]]))
     assert "other targets" in fitted._disagreement(shifted, shipped, prior_path(), 0.5)
+    steeper = dict(shipped, perf=dict(shipped["perf"], linear={f: 2 * b for f, b in shipped["perf"]["linear"].items()}))
+    assert "another linear mean" in fitted._disagreement(steeper, shipped, prior_path(), 0.5)
 
 
 def test_a_fit_for_another_prior_or_a_damaged_one_is_refused(tmp_path):
@@ -329,6 +352,7 @@ def test_a_fit_for_another_prior_or_a_damaged_one_is_refused(tmp_path):
     for damage, reason in [(dict(shipped, model_version="0"), "model version"),
                            (dict(shipped, perf=dict(shipped["perf"], alpha=[1.0])), "damaged"),
                            (dict(shipped, perf=dict(shipped["perf"], keep=["no_such_feature"])), "damaged"),
+                           (dict(shipped, perf=dict(shipped["perf"], linear={"no_such_feature": 1.0})), "damaged"),
                            ({k: v for k, v in shipped.items() if k != "by_workload"}, "damaged"),
                            (dict(shipped, by_workload={"postgres": {"perf": None}}), "damaged")]:
         target.write_text(json.dumps(damage))
