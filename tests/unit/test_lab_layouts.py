@@ -38,7 +38,7 @@ def test_the_measured_priors_layouts_boot_on_its_line_alone(monkeypatch):
     monkeypatch.delenv("ZFS_ADVISOR_LAB_ZFS", raising=False)
     monkeypatch.delenv("ZFS_ADVISOR_LAB_LAYOUTS", raising=False)
     ids = {p.id for p in labparams.lab_params()}
-    for name in ("ssd-raidz1x4", "hdd-mirror2x2", "hdd-raidz2x6"):
+    for name in ("ssd-raidz1x4", "hdd-mirror2x2", "hdd-raidz2x6", "hdd-raidz1x5"):
         assert lablayouts.get(name).lines == ("2.3",)
         assert f"zfs2.3-{name}" in ids and f"zfs2.1-{name}" not in ids
     assert {"zfs2.1-hdd-raidz1x4", "zfs2.3-hdd-raidz1x4"} <= ids  # the others on every line
