@@ -1,6 +1,8 @@
 """Fixtures for every tier (the helpers they share are in tests/support/)."""
 from __future__ import annotations
 
+import logging
+
 import pytest
 from support import HOSTS, recorded_snapshots
 
@@ -9,6 +11,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Tables of tests over the recorded snapshots would silently be empty without them."""
     if not recorded_snapshots():
         raise pytest.UsageError(f"no recorded host snapshots under {HOSTS}")
+
+
+@pytest.fixture(autouse=True)
+def _root_logging_restored():
+    """A test that runs a CLI command sets the root logger's handler to its own captured stderr
+    (advisor/logs.py setup_logging); pytest closes that stream after the test, and a thread of a
+    later test (the model fit) that logs would write to it ("--- Logging error ---").  So the
+    root logger's handlers and level are put back after every test."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 @pytest.fixture
