@@ -152,17 +152,21 @@ def evaluate_cell(model_factory, prior: list[Sample], held: str, budget: int, ca
     for i, k in enumerate(keys):
         if k in probed_keys:
             continue
-        lo, hi = prediction.perf.interval(i, measurement=True)
         ys = [s.y_perf for s in grid[k]]
-        result.checked += len(ys)
-        result.covered += sum(lo <= y <= hi for y in ys)
+        covered, checked = _coverage(prediction.perf, i, ys)
+        result.covered, result.checked = result.covered + covered, result.checked + checked
         result.abs_errors.append(abs(float(prediction.perf.mean[i]) - statistics.fmean(ys)))
         if prediction.p99 is not None:
-            lo, hi = prediction.p99.interval(i, measurement=True)
-            p99s = [s.y_p99 for s in grid[k] if s.y_p99 is not None]
-            result.p99_checked += len(p99s)
-            result.p99_covered += sum(lo <= y <= hi for y in p99s)
+            covered, checked = _coverage(prediction.p99, i, [s.y_p99 for s in grid[k] if s.y_p99 is not None])
+            result.p99_covered, result.p99_checked = result.p99_covered + covered, result.p99_checked + checked
     return result
+
+
+def _coverage(dist, i: int, measured: list[float]) -> tuple[int, int]:
+    """(how many of the measured repeats the 90 % interval for one measurement at candidate i
+    covers, how many there are)."""
+    lo, hi = dist.interval(i, measurement=True)
+    return sum(lo <= y <= hi for y in measured), len(measured)
 
 
 def evaluate(model_factory, prior: list[Sample], budget: int, caution: float | None = None,

@@ -180,6 +180,7 @@ def vector(obs: Observation) -> list[float]:
     ws_vs_arc = (math.log2(obs.working_set_bytes / obs.arc_max_bytes)
                  if obs.working_set_bytes and obs.arc_max_bytes else 0.0)
     vt = obs.vdev_type
+    hdd = obs.media not in ("ssd", "nvme")  # the physical features: an SSD does not seek
     values = {
         "log2_block_size": math.log2(bs) - 13,
         "read_fraction": obs.read_fraction,
@@ -189,18 +190,18 @@ def vector(obs: Observation) -> list[float]:
         "log2_working_set_vs_arc": ws_vs_arc,
         "log2_recordsize": math.log2(rs) - 17,
         "log2_recordsize_vs_block": math.log2(rs / bs),
-        # HDDs only: each disk a record lies on costs a seek; an SSD does not seek
-        "log2_hdd_disks_per_record": (0.0 if obs.media in ("ssd", "nvme") else
-                                      math.log2(disks_per_record(obs.vdev_type, obs.vdev_width, obs.ashift, rs))),
-        # HDDs only: the busiest disk's reads against the default recordsize's on the same pool
-        "log2_hdd_busiest_disk_vs_default": (0.0 if obs.media in ("ssd", "nvme") else
-                                             math.log2(_busiest_disk(obs, rs, bs) / _busiest_disk(obs, DEFAULT_RECORDSIZE, bs))),
+        # each disk a record lies on costs a seek
+        "log2_hdd_disks_per_record": (math.log2(disks_per_record(obs.vdev_type, obs.vdev_width, obs.ashift, rs))
+                                      if hdd else 0.0),
+        # the busiest disk's reads against the default recordsize's on the same pool
+        "log2_hdd_busiest_disk_vs_default": (math.log2(_busiest_disk(obs, rs, bs) / _busiest_disk(obs, DEFAULT_RECORDSIZE, bs))
+                                             if hdd else 0.0),
         "compression_off": 1.0 if s.get("compression") == "off" else 0.0,
         "logbias_throughput": 1.0 if s.get("logbias") == "throughput" else 0.0,
         "primarycache_not_all": 0.0 if s.get("primarycache", "all") == "all" else 1.0,
         "sync_disabled": 1.0 if s.get("sync") == "disabled" else 0.0,
         "sync_always": 1.0 if s.get("sync") == "always" else 0.0,
-        "ssd": 1.0 if obs.media in ("ssd", "nvme") else 0.0,
+        "ssd": 0.0 if hdd else 1.0,
         "mirror": 1.0 if vt == "mirror" else 0.0,
         "raidz": 1.0 if vt.startswith("raidz") else 0.0,
         "log2_vdev_width": math.log2(max(1, obs.vdev_width)),
