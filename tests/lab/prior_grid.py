@@ -69,7 +69,8 @@ COLUMNS = (
 DEFAULTS = {"recordsize": "128K", "compression": "lz4", "logbias": "latency", "primarycache": "all",
             "sync": "standard", "atime": "on"}
 
-LAYOUTS = ("ssd-mirror2x2", "hdd-raidz1x4", "hdd-stripe5", "ssd-raidz1x4", "hdd-mirror2x2", "hdd-raidz2x6")
+LAYOUTS = ("ssd-mirror2x2", "hdd-raidz1x4", "hdd-stripe5", "ssd-raidz1x4", "hdd-mirror2x2", "hdd-raidz2x6",
+           "hdd-raidz1x5")
 # recordsize grid per workload: below, at and above the I/O size, and the 128K default.
 GRID = {
     "postgres": ("8K", "16K", "32K", "128K"),
