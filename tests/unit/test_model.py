@@ -12,16 +12,18 @@ import csv
 import math
 import statistics
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("sklearn")
 
+import numpy as np  # noqa: E402
+
 from advisor.engine.loader import load_rulebook  # noqa: E402
 from advisor.model.dataset import load_csv, prior_path, samples  # noqa: E402
 from advisor.model.evaluation import evaluate, evaluate_cell, nested_caution, summary, twins  # noqa: E402
 from advisor.model.features import WorkloadShape, from_csv_row, from_result, lab_cell, vector  # noqa: E402
+from advisor.model.gp import GPPredictor, conditioned_on  # noqa: E402
 from advisor.model.provider import ModelProvider, candidates_of  # noqa: E402
 from advisor.model.regress import GPModel, QuantileBoost  # noqa: E402
 from advisor.model.select import next_candidates  # noqa: E402
@@ -252,7 +254,7 @@ def test_evaluate_refuses_no_model_or_an_unknown_one(models, capsys):
     from advisor.cli import main
 
     assert main(["evaluate", "--models", models, "--budget", "1"]) == 2
-    assert "models must be among ['gp', 'gp-no-linear-mean', 'gp-workload', 'quantile-gb']" in capsys.readouterr().err
+    assert "models must be among ['gp', 'gp-no-linear-mean', 'gp-with-width', 'gp-workload', 'quantile-gb']" in capsys.readouterr().err
 
 
 # --- the shipped fit (advisor/model/fitted.py, advisor/model/gp.py) -------------------------------
@@ -293,6 +295,20 @@ def test_a_busier_disk_costs_performance_in_the_linear_mean(model):
     X = np.zeros((1, len(FEATURES)))
     X[0, i] = 1.0
     assert twin.predict(X)[0] == pytest.approx(perf.predict(X)[0])
+
+
+def test_the_kernels_leave_the_raw_vdev_width_out(model):
+    """The width reaches the model through the disks-per-record and busiest-disk features only
+    (model version 7); version 6, kept for the evaluation, had it in its kernels too."""
+    from advisor.model.features import FEATURES
+    from advisor.model.regress import GPWithWidth
+
+    i = FEATURES.index("log2_vdev_width")
+    assert not model.fitted.perf.keep[i] and not model.fitted.p99.keep[i]
+    assert model.fitted.perf.keep[FEATURES.index("log2_hdd_disks_per_record")]
+    few = [s for s in samples(load_csv()) if "/postgres/" in s.obs.cell]  # widths 1, 2, 4, 5 and 6
+    with_width = GPWithWidth(seed=0, restarts=0).fit(few)
+    assert with_width.fitted.perf.keep[i] and with_width.fitted.p99.keep[i]
 
 
 def test_the_shipped_fit_matches_a_refit_of_the_shipped_prior():
@@ -416,36 +432,50 @@ def test_the_shipped_gp_conditions_a_workload_on_its_own_lab_rows(model, grid):
 
 
 # --- a layout the model never saw (docs/model.md, "A raidz width the prior has not seen") --------
-HELD_OUT = (Path(__file__).resolve().parents[2] / "tests/lab/experiments/data/hdd-raidz1x5-held-out-2026-11-27.csv")
-
-
 class _ShippedFit:
-    """The shipped fit as a model that evaluate_cell can "fit": the held-out rows are not in the
-    shipped prior, so leaving them out of it gives the shipped fit back, without a refit."""
+    """The shipped fit as a model that evaluate_cell can "fit": `fit(rows)` conditions the shipped
+    GPs on the lab rows of the cells in `rows` alone (advisor/model/gp.py conditioned_on), without
+    a refit.  The hyperparameters stay those fitted on every row, the held-out cell's included."""
     name = "gp (shipped fit)"
 
-    def __init__(self, predictor):
-        self.predictor = predictor
+    def __init__(self, predictor, prior):
+        self.predictor, self.prior = predictor, prior
 
-    def fit(self, prior):
+    def fit(self, rows):
+        kept = {s.obs.cell for s in rows}
+
+        def mask(of):
+            return np.array([s.obs.cell in kept for s in of])
+
+        def without(perf, p99, of):
+            with_p99 = [s for s in of if s.y_p99 is not None]
+            return (conditioned_on(perf, mask(of)), conditioned_on(p99, mask(with_p99)) if p99 is not None else None)
+
+        p = self.predictor
+        by_workload = {w: without(perf, p99, [s for s in self.prior if s.obs.workload == w])
+                       for w, (perf, p99) in p.by_workload.items()}
+        self.fitted = GPPredictor(*without(p.perf, p.p99, self.prior), p.deviation, by_workload)
         return self
 
     def predict(self, local, queries):
-        return self.predictor.predict(local, queries)
+        return self.fitted.predict(local, queries)
 
 
-@pytest.mark.parametrize("workload", ["postgres", "sqlite", "mysql"])
-def test_the_shipped_model_picks_the_best_on_a_raidz_width_it_never_saw(workload):
-    """A raidz1 of five HDDs, measured in the lab after model version 6 was chosen: with the
-    baseline alone and with one probe more, the pick is the grid's measured best (4K for SQLite,
-    where the busiest disk's count, -2, lies beyond any the prior holds; version 5 picked 8K)."""
+@pytest.mark.parametrize("workload", ["postgres", "sqlite", "mysql", "kafka", "fileserver"])
+def test_the_shipped_model_picks_well_on_a_raidz_width_it_never_saw(workload):
+    """The raidz1 of five HDDs, every cell of that width left out: with two probes of the seven
+    candidates (the baseline and one by expected improvement) the pick is within the write-p99
+    limit and measures at least 90 % of the grid's best, and with three it is the best (the
+    targets of docs/model.md, "Evaluation").  Its first three cells were measured after model
+    version 6 was chosen; all five are in the prior now, so they are left out here (by conditioning
+    the shipped fit on the other rows: the hyperparameters did see them)."""
     from advisor.model import fitted
 
     predictor, _ = fitted.load(prior_path())
-    held_rows = [o for o in load_csv(HELD_OUT) if o.workload == workload]
-    assert len(held_rows) == 14 and {o.vdev_width for o in held_rows} == {5}
-    prior = samples(list(load_csv()) + held_rows)
-    held = held_rows[0].cell
-    for budget in (1, 2):
-        r = evaluate_cell(lambda: _ShippedFit(predictor), prior, held, budget)
-        assert r.pick == r.oracle, (budget, r)
+    prior = samples(load_csv())
+    width5 = {s.obs.cell for s in prior if s.obs.vdev_width == 5 and s.obs.vdev_type == "raidz1"}
+    [held] = [c for c in width5 if f"/{workload}/" in c]
+    two, three = (evaluate_cell(lambda: _ShippedFit(predictor, prior), prior, held, budget,
+                                exclude=frozenset(width5)) for budget in (2, 3))
+    assert two.pick_p99_ok and two.pick_vs_oracle >= 0.9, two
+    assert three.pick == three.oracle, three
