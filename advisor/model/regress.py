@@ -45,11 +45,11 @@ class GPModel:
     # effect a GP with RBF kernels cannot carry to a pool whose count lies beyond the lab's (the
     # raidz2 of six's -1 at 8K from the raidz1 of four's -0.58 at 4K, docs/model.md).
     linear_features: tuple[str, ...] = ("log2_hdd_busiest_disk_vs_default",)
-    # Features the kernels leave out.  The raw vdev width gave each lab layout its own length scale
-    # (0.21 doublings on the 35-cell prior, maximum likelihood): the GP told layouts apart by it and
+    # Features the kernels leave out.  Maximum likelihood gave the raw vdev width a length scale of
+    # 0.21 doublings on the 35-cell prior: the GP told the lab's layouts apart by it, and
     # predicted a held-out pool from little but its own baseline; what a width does to a record is
     # in the disks-per-record and busiest-disk features, computed from it.  Left out, leave-one-cell-
-    # out went from 15 cells below 90 % of the oracle to N with the baseline alone (docs/model.md).
+    # out went from 15 cells below 90 % of the oracle to 5 with the baseline alone (docs/model.md).
     kernel_excludes: tuple[str, ...] = ("log2_vdev_width",)
 
     def __init__(self, seed: int = 0, restarts: int = 2, deviation: float = LOCAL_DEVIATION_VARIANCE):
