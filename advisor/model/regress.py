@@ -200,19 +200,18 @@ class WorkloadGP:
         return (model or self.overall).predict(local, queries)
 
 
-class GPNoLinearMean(GPModel):
-    """Model version 5: the GP of version 6 without the linear mean; evaluated beside the shipped
-    one (docs/model.md), not what the service uses."""
-    name = "gp-no-linear-mean"
-    linear_features = ()
-    kernel_excludes = ()
-
-
 class GPWithWidth(GPModel):
     """Model version 6: the same GP with the raw vdev width in its kernels; evaluated beside the
     shipped one (docs/model.md), not what the service uses."""
     name = "gp-with-width"
     kernel_excludes = ()
+
+
+class GPNoLinearMean(GPWithWidth):
+    """Model version 5: version 6 without the linear mean; evaluated beside the shipped one
+    (docs/model.md), not what the service uses."""
+    name = "gp-no-linear-mean"
+    linear_features = ()
 
 
 MODELS = {"gp": GPModel, "gp-with-width": GPWithWidth, "gp-no-linear-mean": GPNoLinearMean, "quantile-gb": QuantileBoost,

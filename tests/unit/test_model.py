@@ -260,7 +260,6 @@ def test_evaluate_refuses_no_model_or_an_unknown_one(models, capsys):
 # --- the shipped fit (advisor/model/fitted.py, advisor/model/gp.py) -------------------------------
 def test_numpy_predictions_are_scikit_learns(model, grid):
     """gp.FittedGP.predict is GaussianProcessRegressor.predict(return_cov=True), to rounding."""
-    import numpy as np
     from sklearn.gaussian_process import GaussianProcessRegressor
     from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 
@@ -281,8 +280,6 @@ def test_numpy_predictions_are_scikit_learns(model, grid):
 def test_a_busier_disk_costs_performance_in_the_linear_mean(model):
     """The perf GP's linear mean over the busiest disk's reads (against the default's) has the
     sign of the physics: more reads on the busiest disk, fewer IOPS; the write-p99 GP has none."""
-    import numpy as np
-
     from advisor.model.features import FEATURES
     from advisor.model.gp import FittedGP
 
@@ -321,8 +318,6 @@ def test_the_check_refuses_other_data_less_likely_hyperparameters_and_stale_work
     """`--check`'s comparison, on the shipped document against itself with one part changed (no
     refit: the shipped file stands in for the refit)."""
     import json
-
-    import numpy as np
 
     from advisor.model import fitted
     from advisor.model.gp import FittedGP
@@ -412,8 +407,6 @@ def test_the_per_workload_gp_predicts_from_its_workloads_rows(prior_without_cell
 
 
 def test_the_shipped_gp_conditions_a_workload_on_its_own_lab_rows(model, grid):
-    import numpy as np
-
     from advisor.model.gp import conditioned_on, matrix
 
     fitted = model.fitted
