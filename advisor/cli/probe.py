@@ -214,12 +214,15 @@ def _print_runs(runs: list[RunRow], as_json: bool) -> int:
 def _table(ev: ParameterEvidence) -> str:
     lines = [f"{ev.parameter} (baseline {ev.baseline}), run {ev.run_id}, pool {ev.pool.get('layout')} "
              f"ashift {ev.pool.get('ashift')} {ev.pool.get('media')}:",
-             f"  {'rank':>4} {'value':>8} {'IOPS':>10} {'spread':>7} {'vs base':>8} {'write p99':>10} "
+             f"  {'rank':>4} {'value':>8} {'IOPS':>10} {'spread':>7} {'a run, 90 %':>17} {'vs base (90 %)':>20} {'write p99':>10} "
              f"{'read p99':>9} {'compress':>8} {'ARC hit':>7}"]
     for c in ev.candidates:
         ms = lambda s: f"{s * 1000:.1f} ms" if s is not None else "-"  # noqa: E731
         ratio = f"{c.effect_ratio:.2f}x" if c.effect_ratio is not None else "-"
-        lines.append(f"  {c.rank:>4} {c.value:>8} {c.iops:>10,.0f} {c.iops_dispersion:>7.1%} {ratio:>8} "
+        if c.effect_interval is not None and not c.baseline:
+            ratio += f" ({c.effect_interval[0]:.2f}..{c.effect_interval[1]:.2f})"
+        run = f"{c.run_interval[0]:,.0f}..{c.run_interval[1]:,.0f}" if c.run_interval else "-"
+        lines.append(f"  {c.rank:>4} {c.value:>8} {c.iops:>10,.0f} {c.iops_dispersion:>7.1%} {run:>17} {ratio:>20} "
                      f"{ms(c.write_p99_seconds):>10} {ms(c.read_p99_seconds):>9} "
                      f"{(f'{c.compress_ratio:.2f}x' if c.compress_ratio else '-'):>8} "
                      f"{(f'{c.arc_hit_ratio:.0%}' if c.arc_hit_ratio is not None else '-'):>7}")

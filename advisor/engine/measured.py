@@ -6,8 +6,9 @@ with `source: probe`, the measured `expected_effect` and the numbers in the expl
 
 The measured best is the candidate with the most IOPS whose write p99 is no worse than 1.5x the
 ZFS default's (read-modify-write shows in the write tail first). It overrules the rule's value
-only when the two are told apart by the repeats (their IOPS ranges do not overlap); otherwise
-the rule's value stands and the explanation says the probe could not separate them.
+only when the probe tells the two apart (the 90 % interval of their IOPS ratio, from the
+repeats of the run pooled, excludes 1: advisor/probe/interval.py); otherwise the rule's value
+stands and the explanation says the probe could not separate them.
 """
 from __future__ import annotations
 
@@ -43,20 +44,20 @@ def _find(ev: ParameterEvidence, value: str | None) -> CandidateEvidence | None:
     return next((c for c in ev.candidates if same_value(c.value, value)), None)
 
 
-def _effect(new: CandidateEvidence, old: CandidateEvidence) -> ExpectedEffect | None:
-    if old.iops <= 0 or old.iops_min <= 0:
+def _effect(ev: ParameterEvidence, new: CandidateEvidence, old: CandidateEvidence) -> ExpectedEffect | None:
+    found = ev.ratio(new, old)
+    if found is None or found[1] is None:
         return None
-    return ExpectedEffect(metric="iops", change_ratio=round(new.iops / old.iops, 3),
-                          interval=(round(new.iops_min / old.iops_max, 3), round(new.iops_max / old.iops_min, 3)))
+    ratio, (low, high) = found
+    return ExpectedEffect(metric="iops", change_ratio=round(ratio, 3), interval=(round(low, 3), round(high, 3)))
 
 
 def _display(c: CandidateEvidence) -> str:
     p99 = f", write p99 {c.write_p99_seconds * 1000:.1f} ms" if c.write_p99_seconds is not None else ""
-    return f"{c.iops:,.0f} IOPS (±{c.iops_dispersion * 50:.0f}% over {c.repeats} repeats){p99}"
-
-
-def _overlap(a: CandidateEvidence, b: CandidateEvidence) -> bool:
-    return a.iops_min <= b.iops_max and b.iops_min <= a.iops_max
+    spread = f"{c.repeats} repeats {c.iops_min:,.0f}..{c.iops_max:,.0f}"
+    if c.run_interval is not None:
+        spread += f", a run 90 % within {c.run_interval[0]:,.0f}..{c.run_interval[1]:,.0f}"
+    return f"{c.iops:,.0f} IOPS ({spread}){p99}"
 
 
 def apply_measurements(recs: list[Recommendation], measured: dict[str, list[ParameterEvidence]],
@@ -78,10 +79,10 @@ def _apply(rec: Recommendation, evidence: list[ParameterEvidence], new_datasets:
         verdict = f"The rule's value {rec.recommended} was not probed; the measured best is {best.value}."
     elif ruled.value == best.value:
         verdict = f"The probe confirms the rule: {best.value} measured best."
-    elif _overlap(ruled, best):
+    elif not ev.separated(best, ruled):
         choice = ruled
         verdict = (f"The probe could not separate {best.value} from the rule's {ruled.value} "
-                   f"(their repeats overlap), so the rule's value stands.")
+                   f"(the 90 % interval of their IOPS ratio includes 1), so the rule's value stands.")
     else:
         verdict = f"The measurement overrules the rule, which said {ruled.value}: {best.value} measured best."
     listing = "; ".join(f"{c.value}: {_display(c)}" for c in ev.candidates)
@@ -92,7 +93,7 @@ def _apply(rec: Recommendation, evidence: list[ParameterEvidence], new_datasets:
              for c in ev.candidates]
     update: dict = {"source": "probe", "explanation": explanation, "evidence": rec.evidence + facts}
     if current is not None:
-        update["expected_effect"] = _effect(choice, current)
+        update["expected_effect"] = _effect(ev, choice, current)
     if not same_value(choice.value, rec.recommended):
         change = not same_value(choice.value, rec.current)
         argv = _command(rec, choice.value, new_datasets) if change else None

@@ -1,5 +1,10 @@
 """What the probes of a pool and workload say, per parameter: candidates ranked by IOPS, with
-write p99, dispersion, and the effect against the baseline (ZFS default) value.
+write p99, the spread of their repeats, 90 % intervals, and the effect against the baseline
+(ZFS default) value.
+
+The intervals pool the repeats of all of a run's candidates (advisor/probe/interval.py): the
+effect's is a 90 % interval of the ratio of two candidates' mean IOPS, a candidate's `run_interval`
+where one more run of its job should land (90 %).
 
 Pure over the store's rows; the recommendation engine turns this into `source: probe` and
 `expected_effect`.  Candidates are compared only within one run (same pool state, same
@@ -16,6 +21,7 @@ from typing import Callable
 
 from pydantic import BaseModel
 
+from advisor.probe.interval import pooled_log_sd, ratio_interval, run_interval
 from advisor.store.db import StoreError
 from advisor.store.probes import ProbeStore, ResultRow, read_existing
 
@@ -31,15 +37,16 @@ class CandidateEvidence(BaseModel):
     iops_min: float
     iops_max: float
     iops_dispersion: float  # (max - min) / mean over the repeats
+    run_interval: tuple[float, float] | None  # 90 %: IOPS of one more run (None: no repeats to tell)
     write_p99_seconds: float | None  # worst repeat
     read_p99_seconds: float | None
     sync_p99_seconds: float | None
     compress_ratio: float | None
     arc_hit_ratio: float | None
     effect_ratio: float | None  # mean IOPS / the baseline's mean IOPS
-    effect_interval: tuple[float, float] | None  # worst and best pairing of repeats
+    effect_interval: tuple[float, float] | None  # 90 % interval of effect_ratio
     write_p99_ratio: float | None  # this write p99 / the baseline's
-    distinguishable: bool  # the interval excludes 1: the repeats do not overlap the baseline's
+    distinguishable: bool  # the effect's interval excludes 1
 
     def expected_effect(self) -> dict | None:
         """In the shape of /recommend's `expected_effect` (advisor/engine/models.py ExpectedEffect)."""
@@ -56,9 +63,31 @@ class ParameterEvidence(BaseModel):
     best: str
     pool: dict
     candidates: list[CandidateEvidence]
+    repeat_log_sd: float | None = None  # sd of log IOPS between repeats, pooled over the candidates
+    degrees_of_freedom: int = 0  # of repeat_log_sd: repeats beyond each candidate's first
 
     def candidate(self, value: str) -> CandidateEvidence | None:
         return next((c for c in self.candidates if c.value == value), None)
+
+    def ratio(self, new: CandidateEvidence, old: CandidateEvidence) -> tuple[float, tuple[float, float] | None] | None:
+        """Mean IOPS of `new` over `old`'s, with its 90 % interval (None without repeats to pool),
+        or None when `old` measured nothing."""
+        if new.value == old.value:
+            return (1.0, (1.0, 1.0)) if old.iops > 0 else None
+        return _ratio(new.iops, new.repeats, old.iops, old.repeats, self.repeat_log_sd, self.degrees_of_freedom)
+
+    def separated(self, a: CandidateEvidence, b: CandidateEvidence) -> bool:
+        """Whether the 90 % interval of their ratio excludes 1: the probe tells them apart."""
+        found = self.ratio(a, b)
+        return bool(found and found[1] and (found[1][0] > 1 or found[1][1] < 1))
+
+
+def _ratio(new: float, n_new: int, old: float, n_old: int, sd: float | None,
+           dof: int) -> tuple[float, tuple[float, float] | None] | None:
+    if old <= 0:
+        return None
+    ratio = new / old
+    return ratio, (ratio_interval(ratio, sd, dof, n_new, n_old) if sd is not None else None)
 
 
 def _worst(values: list[float | None]) -> float | None:
@@ -76,22 +105,24 @@ def summarize(parameter: str, rows: list[ResultRow]) -> ParameterEvidence:
     for row in rows:
         by_value[row.value].append(row)
     base_value = next((r.value for r in rows if r.baseline), None)
+    pooled = pooled_log_sd([r.iops for r in rs] for rs in by_value.values())
+    sd, dof = pooled if pooled else (None, 0)
     base_rows = by_value.get(base_value, []) if base_value else []
-    base_iops = [r.iops for r in base_rows]
+    base_iops = statistics.fmean(r.iops for r in base_rows) if base_rows else 0.0
     base_p99 = _worst([r.write_p99 for r in base_rows])
     ranked = sorted(by_value.items(), key=lambda kv: -statistics.fmean(r.iops for r in kv[1]))
     candidates = []
     for rank, (value, rs) in enumerate(ranked, 1):
         iops = [r.iops for r in rs]
         mean = statistics.fmean(iops)
-        ratio = interval = None
-        if base_iops and min(base_iops) > 0:
-            ratio = mean / statistics.fmean(base_iops)
-            interval = (min(iops) / max(base_iops), max(iops) / min(base_iops))
         p99 = _worst([r.write_p99 for r in rs])
+        is_base = value == base_value
+        effect = _ratio(mean, len(rs), base_iops, len(base_rows), sd, dof) if not is_base else (1.0, (1.0, 1.0))
+        ratio, interval = effect if base_rows and effect else (None, None)
         candidates.append(CandidateEvidence(
-            value=value, baseline=value == base_value, rank=rank, repeats=len(rs), iops=mean,
+            value=value, baseline=is_base, rank=rank, repeats=len(rs), iops=mean,
             iops_min=min(iops), iops_max=max(iops), iops_dispersion=(max(iops) - min(iops)) / mean if mean else 0.0,
+            run_interval=run_interval(mean, sd, dof, len(rs)) if sd is not None and mean > 0 else None,
             write_p99_seconds=p99, read_p99_seconds=_worst([r.read_p99 for r in rs]),
             sync_p99_seconds=_worst([r.sync_p99 for r in rs]), compress_ratio=_mean([r.compress_ratio for r in rs]),
             arc_hit_ratio=_mean([r.arc_hit_ratio for r in rs]), effect_ratio=ratio, effect_interval=interval,
@@ -99,7 +130,8 @@ def summarize(parameter: str, rows: list[ResultRow]) -> ParameterEvidence:
             distinguishable=bool(interval and (interval[0] > 1 or interval[1] < 1)),
         ))
     return ParameterEvidence(parameter=parameter, run_id=rows[-1].run_id, baseline=base_value,
-                             best=candidates[0].value, pool=rows[-1].pool, candidates=candidates)
+                             best=candidates[0].value, pool=rows[-1].pool, candidates=candidates,
+                             repeat_log_sd=sd, degrees_of_freedom=dof)
 
 
 def evidence(store: ProbeStore, pool: str, workload: str) -> list[ParameterEvidence]:

@@ -13,6 +13,8 @@ import pytest
 import prior_grid
 from labparams import lab_params
 
+from advisor.probe.interval import run_interval
+
 pytestmark = pytest.mark.lab
 
 # The probe plan runs on OpenZFS 2.3 (the same code on both lines, ~7 min a line); the crash
@@ -128,8 +130,11 @@ def test_the_probe_stores_each_repeat_with_its_pool_and_data(lab_vm, probed):
                     reason="a long lab job: set ZFS_ADVISOR_LAB_LONG=1 (docs/lab.md)")
 @pytest.mark.parametrize("lab_vm", LAYOUT, indirect=True, scope="session")
 def test_probe_results_match_an_independent_fio_run(lab_vm, probed):
-    """An independent fio run of the stored job, in a dataset made like the candidate's with
-    the same ARC cap, lands within the dispersion reported by either (at least +-10 %)."""
+    """Two independent fio runs of the stored job, in a dataset made like the candidate's with
+    the same ARC cap, land (their mean) within the 90 % interval the probe's repeats give for
+    the mean of two more runs (advisor/probe/interval.py). A 90 % interval: one check in ten
+    may fail by chance, and what moves between runs but not between repeats (the host) is not
+    in it (docs/probes.md)."""
     vm, run, took, _, _ = probed
     assert run["run"]["status"] == "completed", run["run"]
     [ev] = run["evidence"]
@@ -171,12 +176,14 @@ def test_probe_results_match_an_independent_fio_run(lab_vm, probed):
                 f"echo {arc['zfs_arc_min']} > {PARAMS}/zfs_arc_min")
     c8 = next(c for c in ev["candidates"] if c["value"] == "8K")
     independent = statistics.fmean(iops)
-    tolerance = max(c8["iops_dispersion"], (max(iops) - min(iops)) / independent, 0.10)
+    low, high = run_interval(c8["iops"], ev["repeat_log_sd"], ev["degrees_of_freedom"], c8["repeats"], runs=len(iops))
     print(f"probe 8K: {c8['iops']:.0f} IOPS (repeats {c8['iops_min']:.0f}..{c8['iops_max']:.0f}, "
-          f"dispersion {c8['iops_dispersion']:.1%}, ARC hit {[r['arc_hit_ratio'] for r in r8]}, ARC cap "
-          f"{r8[0]['arc_max_bytes']}, floor {floor}); independent fio: {iops}, ARC hit {hit_ratios}; "
-          f"probe took {took:.0f} s")
-    assert abs(independent / c8["iops"] - 1) <= tolerance, (c8, iops)
+          f"dispersion {c8['iops_dispersion']:.1%}; log sd {ev['repeat_log_sd']:.4f} pooled over "
+          f"{ev['degrees_of_freedom']} degrees of freedom; 90 % for the mean of {len(iops)} runs "
+          f"{low:.0f}..{high:.0f}; ARC hit {[r['arc_hit_ratio'] for r in r8]}, ARC cap "
+          f"{r8[0]['arc_max_bytes']}, floor {floor}); independent fio: {iops} (mean {independent:.0f}, "
+          f"{independent / c8['iops'] - 1:+.1%}), ARC hit {hit_ratios}; probe took {took:.0f} s")
+    assert low <= independent <= high, (c8, iops)
 
 
 @pytest.mark.parametrize("lab_vm", LAYOUT, indirect=True, scope="session")
@@ -201,7 +208,7 @@ def test_probe_leaves_user_data_and_other_datasets_alone(lab_vm, probed):
 def test_recommend_advises_from_the_probe_of_this_pool(lab_vm, probed):
     """After the probe, /recommend's engine (the CLI, same code) cites the measurement: source
     probe, every candidate as evidence, an expected effect, and the measured best unless the
-    repeats could not tell it from the rule's value."""
+    probe could not tell it from the rule's value (the 90 % interval of their ratio)."""
     vm, run, _, _, _ = probed
     assert run["run"]["status"] == "completed"
     [ev] = run["evidence"]
@@ -226,8 +233,9 @@ PRIOR_CSV = prior_grid.DATA_DIR / "prior-zfs2.3.csv"
 # absolute IOPS: under TCG emulation on a shared 2-core host the absolute numbers follow the
 # host's load (the same cell measured 3,448 / 1,829 IOPS on an idle host and 887 / 596 with a
 # load average of 7, docs/prior.md), while the ratio within a run held (1.89x and 1.49x).  The
-# effect's interval is the probe's own (advisor/probe/evidence.py): the worst and best pairing
-# of the repeats, [min(8K) / max(128K), max(8K) / min(128K)].  Two repeats on one host do not
+# effect's interval is the worst and best pairing of the repeats, [min(8K) / max(128K),
+# max(8K) / min(128K)] (what the probe reported until its Student-t intervals, 2026-11-27; kept
+# here because HOST_FACTOR was measured against it).  Two repeats on one host do not
 # span what another host gives: CI's host measured 2.38x [2.28, 2.48] against the stored 1.88x
 # [1.68, 2.14] (faster emulation, 4,454 / 1,796 IOPS), the loaded host above 1.49x, and the slower
 # 2-core host of 2026-11-26 3.76x [3.38, 4.19] against the stored 2.35x [2.26, 2.43] (1,225-1,312 /

@@ -29,7 +29,10 @@ def test_show_prints_the_ranked_table(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "run 1: completed" in out and "2 x mirror of 2" in out
     rows = [line.split() for line in out.splitlines() if line.strip().startswith(("1 ", "2 "))]
-    assert [r[1] for r in rows] == ["8K", "128K"] and rows[0][4] == "2.61x"
+    assert [r[1] for r in rows] == ["8K", "128K"] and rows[0][5] == "2.61x"
+    low, high = (float(v.replace(",", "")) for v in rows[0][4].split(".."))  # a run of 8K, 90 %
+    assert low < float(rows[0][2].replace(",", "")) < high
+    assert rows[0][6].startswith("(") and rows[1][5] == "1.00x" and rows[1][6] != "(1.00..1.00)"
 
 
 def test_list_and_show_json(tmp_path, capsys):

@@ -1,6 +1,8 @@
 """The SQLite store, module parameter save/restore and evidence ranking (real sqlite, real files)."""
 from __future__ import annotations
 
+import math
+
 import shutil
 import sqlite3
 from pathlib import Path
@@ -131,15 +133,38 @@ def test_evidence_ranks_with_effect_and_dispersion(store):
     assert ev.baseline == "128K" and ev.best == "8K"
     assert [c.value for c in ev.candidates] == ["8K", "32K", "128K"]
     best = ev.candidates[0]
-    assert best.effect_ratio == pytest.approx(1552 / 1195)
-    assert best.effect_interval == pytest.approx((1541 / 1205, 1563 / 1185))
+    # pooled over the three candidates: each pair's log difference squared over 2, 3 degrees of
+    # freedom; t(0.95, 3) = 2.353 (any table of Student's t); the ratio of two means of 2 repeats
+    # each has sd * sqrt(1/2 + 1/2)
+    sd = math.sqrt(sum(math.log(a / b) ** 2 / 2 for a, b in [(1185, 1205), (1563, 1541), (1426, 1400)]) / 3)
+    assert ev.repeat_log_sd == pytest.approx(sd) and ev.degrees_of_freedom == 3
+    half = 2.3534 * sd
+    ratio = 1552 / 1195
+    assert best.effect_ratio == pytest.approx(ratio)
+    assert best.effect_interval == pytest.approx((ratio * math.exp(-half), ratio * math.exp(half)), rel=1e-4)
     assert best.distinguishable and best.iops_dispersion == pytest.approx(22 / 1552)
+    assert best.run_interval == pytest.approx((1552 * math.exp(-half * math.sqrt(1.5)),
+                                               1552 * math.exp(half * math.sqrt(1.5))), rel=1e-4)
     assert best.write_p99_ratio == pytest.approx(0.0043 / 0.036)
-    assert best.expected_effect() == {"metric": "iops", "change_ratio": round(1552 / 1195, 3),
-                                      "interval": [round(1541 / 1205, 3), round(1563 / 1185, 3)]}
+    assert best.expected_effect() == {"metric": "iops", "change_ratio": round(ratio, 3),
+                                      "interval": [round(v, 3) for v in best.effect_interval]}
     assert ev.candidate("32K").rank == 2 and ev.candidate("4K") is None
     base = ev.candidates[-1]
-    assert base.effect_ratio == 1 and not base.distinguishable
+    assert base.effect_ratio == 1 and base.effect_interval == (1, 1) and not base.distinguishable
+
+
+def test_one_repeat_each_gives_no_interval(store):
+    """Without a second repeat of any candidate there is no noise to measure: no interval, no
+    expected effect, and the candidates are not told apart."""
+    run = store.start_run("tank", "postgres", None, {}, [], POOL)
+    store.add_result(result(run, "128K", 1, 1000, 0.03, baseline=True))
+    store.add_result(result(run, "8K", 1, 2000, 0.004))
+    store.end_run(run, "completed")
+    [ev] = evidence(store, "tank", "postgres")
+    best = ev.candidates[0]
+    assert ev.repeat_log_sd is None and ev.degrees_of_freedom == 0
+    assert best.effect_ratio == 2 and best.effect_interval is None and best.run_interval is None
+    assert not best.distinguishable and best.expected_effect() is None
 
 
 def _params_root(tmp_path, **values):
