@@ -3,6 +3,8 @@
 # (docs/model.md, "Which disk serves a raidz read"). Output of 2026-11-26: data/raidz1x4-reads-by-disk-2026-11-26.txt
 # Per-disk reads and writes of the PostgreSQL data job (randrw 70/30, 8K, 4 jobs, psync) on the
 # raidz1 of four HDDs, by recordsize. ARC capped at 64 MiB as in the prior.
+# LAYOUT=job lays the files out as the probe does (the job itself with create_only=1: 4 jobs
+# writing 8K blocks) instead of 1 MiB sequential writes; RUNTIME sets each measurement's seconds.
 set -u
 P=/sys/module/zfs/parameters
 echo $((32<<20)) > $P/zfs_arc_min; echo $((64<<20)) > $P/zfs_arc_max
@@ -28,8 +30,13 @@ rwmixread=70
 time_based=1
 runtime=${RUNTIME:-30}
 JOB
-  fio --name=lay --directory=/tank/x$rs --size=128M --bs=1M --rw=write --numjobs=4 --refill_buffers=1 \
-      --buffer_compress_percentage=50 --filename_format='data.$jobnum.0' >/dev/null
+  if [ "${LAYOUT:-1M}" = job ]; then
+    sed 's/^\[global\]$/[global]\ncreate_only=1/' /tmp/job.fio > /tmp/layout.fio
+    fio /tmp/layout.fio >/dev/null
+  else
+    fio --name=lay --directory=/tank/x$rs --size=128M --bs=1M --rw=write --numjobs=4 --refill_buffers=1 \
+        --buffer_compress_percentage=50 --filename_format='data.$jobnum.0' >/dev/null
+  fi
   zpool sync tank
   echo "rs=$rs: $(zfs get -Hp -o value used,logicalused,compressratio tank/x$rs | tr '\n' ' ')"
   echo 3 > /proc/sys/vm/drop_caches
