@@ -81,8 +81,10 @@ def _apply(rec: Recommendation, evidence: list[ParameterEvidence], new_datasets:
         verdict = f"The probe confirms the rule: {best.value} measured best."
     elif not ev.separated(best, ruled):
         choice = ruled
-        verdict = (f"The probe could not separate {best.value} from the rule's {ruled.value} "
-                   f"(the 90 % interval of their IOPS ratio includes 1), so the rule's value stands.")
+        why = ("the 90 % interval of their IOPS ratio includes 1" if ev.repeat_log_sd is not None
+               else "one repeat each: no interval to tell them apart")
+        verdict = (f"The probe could not separate {best.value} from the rule's {ruled.value} ({why}), "
+                   "so the rule's value stands.")
     else:
         verdict = f"The measurement overrules the rule, which said {ruled.value}: {best.value} measured best."
     listing = "; ".join(f"{c.value}: {_display(c)}" for c in ev.candidates)

@@ -90,6 +90,16 @@ async def test_overlapping_repeats_leave_the_rules_value_standing():
     assert rec.expected_effect.change_ratio == 1 and rec.expected_effect.interval == (1, 1)
 
 
+async def test_one_repeat_each_cannot_overrule_and_says_why():
+    host = (await collect_from_root(str(RECORDING), 30.0)).host
+    plain = recommend(host, load_rulebook(), "postgres", pool="tank")
+    single = {value: ((repeats[0],), p99) for value, (repeats, p99) in LAB_RUN.items()}
+    ev = summarize("recordsize", rows(1, single))
+    rec = next(r for r in apply_measurements(plain.recommendations, {"tank": [ev]}) if r.parameter == "recordsize")
+    assert ev.best == "8K" and rec.recommended == "128K" and rec.expected_effect.interval == (1, 1)
+    assert "one repeat each: no interval to tell them apart" in rec.explanation
+
+
 def test_a_noisy_run_tells_apart_less_than_its_ranges_suggest():
     """8K's repeats lie above all of 32K's, but the run's noise, pooled over its candidates,
     leaves the 90 % interval of their ratio across 1; 8K against the default's 128K (2.6x) it
