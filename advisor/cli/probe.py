@@ -214,8 +214,8 @@ def _print_runs(runs: list[RunRow], as_json: bool) -> int:
 def _table(ev: ParameterEvidence) -> str:
     lines = [f"{ev.parameter} (baseline {ev.baseline}), run {ev.run_id}, pool {ev.pool.get('layout')} "
              f"ashift {ev.pool.get('ashift')} {ev.pool.get('media')}:",
-             f"  {'rank':>4} {'value':>8} {'IOPS':>10} {'spread':>7} {'a run, 90 %':>17} {'vs base (90 %)':>20} {'write p99':>10} "
-             f"{'read p99':>9} {'compress':>8} {'ARC hit':>7}"]
+             f"  {'rank':>4} {'value':>8} {'IOPS':>10} {'spread':>7} {'a run, 90 %':>17} {'vs base (90 %)':>20} "
+             f"{'write p99':>10} {'read p99':>9} {'compress':>8} {'ARC hit':>7}"]
     for c in ev.candidates:
         ms = lambda s: f"{s * 1000:.1f} ms" if s is not None else "-"  # noqa: E731
         ratio = f"{c.effect_ratio:.2f}x" if c.effect_ratio is not None else "-"

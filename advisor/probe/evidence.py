@@ -72,22 +72,19 @@ class ParameterEvidence(BaseModel):
     def ratio(self, new: CandidateEvidence, old: CandidateEvidence) -> tuple[float, tuple[float, float] | None] | None:
         """Mean IOPS of `new` over `old`'s, with its 90 % interval (None without repeats to pool),
         or None when `old` measured nothing."""
+        if old.iops <= 0:
+            return None
         if new.value == old.value:
-            return (1.0, (1.0, 1.0)) if old.iops > 0 else None
-        return _ratio(new.iops, new.repeats, old.iops, old.repeats, self.repeat_log_sd, self.degrees_of_freedom)
+            return 1.0, (1.0, 1.0)
+        ratio = new.iops / old.iops
+        if self.repeat_log_sd is None:
+            return ratio, None
+        return ratio, ratio_interval(ratio, self.repeat_log_sd, self.degrees_of_freedom, new.repeats, old.repeats)
 
     def separated(self, a: CandidateEvidence, b: CandidateEvidence) -> bool:
         """Whether the 90 % interval of their ratio excludes 1: the probe tells them apart."""
         found = self.ratio(a, b)
         return bool(found and found[1] and (found[1][0] > 1 or found[1][1] < 1))
-
-
-def _ratio(new: float, n_new: int, old: float, n_old: int, sd: float | None,
-           dof: int) -> tuple[float, tuple[float, float] | None] | None:
-    if old <= 0:
-        return None
-    ratio = new / old
-    return ratio, (ratio_interval(ratio, sd, dof, n_new, n_old) if sd is not None else None)
 
 
 def _worst(values: list[float | None]) -> float | None:
@@ -107,31 +104,32 @@ def summarize(parameter: str, rows: list[ResultRow]) -> ParameterEvidence:
     base_value = next((r.value for r in rows if r.baseline), None)
     pooled = pooled_log_sd([r.iops for r in rs] for rs in by_value.values())
     sd, dof = pooled if pooled else (None, 0)
-    base_rows = by_value.get(base_value, []) if base_value else []
-    base_iops = statistics.fmean(r.iops for r in base_rows) if base_rows else 0.0
-    base_p99 = _worst([r.write_p99 for r in base_rows])
+    base_p99 = _worst([r.write_p99 for r in by_value.get(base_value, [])] if base_value else [])
     ranked = sorted(by_value.items(), key=lambda kv: -statistics.fmean(r.iops for r in kv[1]))
     candidates = []
     for rank, (value, rs) in enumerate(ranked, 1):
         iops = [r.iops for r in rs]
         mean = statistics.fmean(iops)
         p99 = _worst([r.write_p99 for r in rs])
-        is_base = value == base_value
-        effect = _ratio(mean, len(rs), base_iops, len(base_rows), sd, dof) if not is_base else (1.0, (1.0, 1.0))
-        ratio, interval = effect if base_rows and effect else (None, None)
         candidates.append(CandidateEvidence(
-            value=value, baseline=is_base, rank=rank, repeats=len(rs), iops=mean,
+            value=value, baseline=value == base_value, rank=rank, repeats=len(rs), iops=mean,
             iops_min=min(iops), iops_max=max(iops), iops_dispersion=(max(iops) - min(iops)) / mean if mean else 0.0,
             run_interval=run_interval(mean, sd, dof, len(rs)) if sd is not None and mean > 0 else None,
             write_p99_seconds=p99, read_p99_seconds=_worst([r.read_p99 for r in rs]),
             sync_p99_seconds=_worst([r.sync_p99 for r in rs]), compress_ratio=_mean([r.compress_ratio for r in rs]),
-            arc_hit_ratio=_mean([r.arc_hit_ratio for r in rs]), effect_ratio=ratio, effect_interval=interval,
-            write_p99_ratio=p99 / base_p99 if p99 is not None and base_p99 else None,
-            distinguishable=bool(interval and (interval[0] > 1 or interval[1] < 1)),
+            arc_hit_ratio=_mean([r.arc_hit_ratio for r in rs]), effect_ratio=None, effect_interval=None,
+            write_p99_ratio=p99 / base_p99 if p99 is not None and base_p99 else None, distinguishable=False,
         ))
-    return ParameterEvidence(parameter=parameter, run_id=rows[-1].run_id, baseline=base_value,
-                             best=candidates[0].value, pool=rows[-1].pool, candidates=candidates,
-                             repeat_log_sd=sd, degrees_of_freedom=dof)
+    ev = ParameterEvidence(parameter=parameter, run_id=rows[-1].run_id, baseline=base_value,
+                           best=candidates[0].value, pool=rows[-1].pool, candidates=candidates,
+                           repeat_log_sd=sd, degrees_of_freedom=dof)
+    base = next((c for c in candidates if c.baseline), None)
+    for c in candidates if base is not None else []:
+        found = ev.ratio(c, base)
+        if found is not None:
+            c.effect_ratio, c.effect_interval = found
+            c.distinguishable = ev.separated(c, base)
+    return ev
 
 
 def evidence(store: ProbeStore, pool: str, workload: str) -> list[ParameterEvidence]:
