@@ -28,7 +28,8 @@ FEATURES = (
     # workload descriptor
     "log2_block_size", "read_fraction", "randomness", "fsync_rate", "log2_queue", "log2_working_set_vs_arc",
     # dataset settings
-    "log2_recordsize", "log2_recordsize_vs_block", "log2_hdd_disks_per_record", "log2_hdd_busiest_disk_vs_default", "compression_off", "logbias_throughput",
+    "log2_recordsize", "log2_recordsize_vs_block", "log2_hdd_disks_per_record", "log2_hdd_busiest_disk_vs_default",
+    "log2_ssd_records_per_io", "compression_off", "logbias_throughput",
     "primarycache_not_all", "sync_disabled", "sync_always",
     # pool descriptor
     "ssd", "mirror", "raidz", "log2_vdev_width", "log2_top_vdevs", "ashift",
@@ -135,6 +136,13 @@ def disks_per_record(vdev_type: str, vdev_width: int, ashift: int | None, record
     return min(max(1, vdev_width - parity), _sectors(recordsize, ashift))
 
 
+def records_per_io(recordsize: int, block_size: int) -> float:
+    """The records one application I/O of `block_size` bytes touches: ZFS reads and writes whole
+    records (zfsprops(7), recordsize), so an I/O larger than the record is split, one smaller
+    than it is one record."""
+    return max(1.0, block_size / recordsize)
+
+
 def busiest_disk_reads(vdev_type: str, vdev_width: int, top_vdevs: int, ashift: int | None, recordsize: int,
                        block_size: int) -> float:
     """Reads the busiest disk serves per application read of `block_size` bytes (each read
@@ -149,7 +157,7 @@ def busiest_disk_reads(vdev_type: str, vdev_width: int, top_vdevs: int, ashift: 
     of 4 at ashift 12 an 8K record's data lies on disks 0 and 2 three times in four (the lab:
     36, 14, 39 and 11 % of the reads; 4K records 25 % each, docs/model.md); compression is not
     counted."""
-    records = max(1.0, block_size / recordsize)
+    records = records_per_io(recordsize, block_size)
     vdevs = max(1, top_vdevs)
     parity = _raidz_parity(vdev_type)
     if parity is None:
@@ -196,6 +204,9 @@ def vector(obs: Observation) -> list[float]:
         # the busiest disk's reads against the default recordsize's on the same pool
         "log2_hdd_busiest_disk_vs_default": (math.log2(_busiest_disk(obs, rs, bs) / _busiest_disk(obs, DEFAULT_RECORDSIZE, bs))
                                              if hdd else 0.0),
+        # on an SSD, each record an application I/O touches is one more I/O against the disk's IOPS;
+        # on an HDD the busiest-disk feature counts them, with the disks they fall on
+        "log2_ssd_records_per_io": 0.0 if hdd else math.log2(records_per_io(rs, bs)),
         "compression_off": 1.0 if s.get("compression") == "off" else 0.0,
         "logbias_throughput": 1.0 if s.get("logbias") == "throughput" else 0.0,
         "primarycache_not_all": 0.0 if s.get("primarycache", "all") == "all" else 1.0,

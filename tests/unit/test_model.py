@@ -254,7 +254,8 @@ def test_evaluate_refuses_no_model_or_an_unknown_one(models, capsys):
     from advisor.cli import main
 
     assert main(["evaluate", "--models", models, "--budget", "1"]) == 2
-    assert "models must be among ['gp', 'gp-no-linear-mean', 'gp-with-width', 'gp-workload', 'quantile-gb']" in capsys.readouterr().err
+    assert ("models must be among ['gp', 'gp-hdd-linear-mean', 'gp-no-linear-mean', 'gp-with-width', 'gp-workload', "
+            "'quantile-gb']") in capsys.readouterr().err
 
 
 # --- the shipped fit (advisor/model/fitted.py, advisor/model/gp.py) -------------------------------
@@ -277,20 +278,22 @@ def test_numpy_predictions_are_scikit_learns(model, grid):
     assert np.abs(mu_ref).max() > 0.05  # not a trivial comparison of zeros
 
 
-def test_a_busier_disk_costs_performance_in_the_linear_mean(model):
-    """The perf GP's linear mean over the busiest disk's reads (against the default's) has the
-    sign of the physics: more reads on the busiest disk, fewer IOPS; the write-p99 GP has none."""
+def test_more_disk_ios_cost_performance_in_the_linear_mean(model):
+    """The perf GP's linear mean over the busiest disk's reads (HDDs, against the default's) and
+    the records an I/O touches (SSDs) has the sign of the physics: more I/Os for the disk, fewer
+    IOPS; the write-p99 GP has none, and neither feature is in the kernels."""
     from advisor.model.features import FEATURES
     from advisor.model.gp import FittedGP
 
     perf, p99 = model.fitted.perf, model.fitted.p99
-    i = FEATURES.index("log2_hdd_busiest_disk_vs_default")
-    assert perf.linear is not None and -math.log(2) < perf.linear[i] < 0
-    assert np.count_nonzero(perf.linear) == 1 and p99.linear is None
+    hdd, ssd = FEATURES.index("log2_hdd_busiest_disk_vs_default"), FEATURES.index("log2_ssd_records_per_io")
+    assert perf.linear is not None and -math.log(2) < perf.linear[hdd] < 0 and -math.log(2) < perf.linear[ssd] < 0
+    assert np.count_nonzero(perf.linear) == 2 and p99.linear is None
+    assert not perf.keep[ssd] and not p99.keep[ssd] and perf.keep[hdd]
     twin = FittedGP.from_json(perf.to_json())  # what the shipped file keeps of it
     assert list(twin.linear) == list(perf.linear)
     X = np.zeros((1, len(FEATURES)))
-    X[0, i] = 1.0
+    X[0, ssd] = 1.0
     assert twin.predict(X)[0] == pytest.approx(perf.predict(X)[0])
 
 

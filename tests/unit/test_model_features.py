@@ -87,15 +87,30 @@ def test_the_busiest_disk_of_the_labs_raidz_served_the_predicted_share(recordsiz
     assert busiest_disk_reads("raidz1", 4, 1, 12, recordsize, 8 << 10) == pytest.approx(measured, abs=0.06)
 
 
+def _feature_of_lab_row(feature: str, layout: str, workload: str, recordsize: str) -> float:
+    with prior_path().open(encoding="utf-8") as f:
+        row = next(r for r in csv.DictReader(f)
+                   if r["layout"] == layout and r["workload"] == workload and r["value"] == recordsize)
+    return vector(from_csv_row(row))[FEATURES.index(feature)]
+
+
 def test_the_balance_feature_compares_with_the_default_recordsize_on_hdds_only():
     def balance(layout: str, workload: str, recordsize: str) -> float:
-        with prior_path().open(encoding="utf-8") as f:
-            row = next(r for r in csv.DictReader(f)
-                       if r["layout"] == layout and r["workload"] == workload and r["value"] == recordsize)
-        return vector(from_csv_row(row))[FEATURES.index("log2_hdd_busiest_disk_vs_default")]
+        return _feature_of_lab_row("log2_hdd_busiest_disk_vs_default", layout, workload, recordsize)
 
     assert balance("hdd-raidz1x4", "postgres", "4K") == pytest.approx(math.log2(0.5 / 0.75))  # 4K spreads the reads
     assert balance("hdd-raidz1x4", "postgres", "8K") == 0.0
     assert balance("hdd-raidz2x6", "postgres", "8K") == -1.0
     assert balance("hdd-mirror2x2", "postgres", "4K") == 1.0  # two records, two reads
     assert balance("ssd-raidz1x4", "postgres", "4K") == 0.0  # an SSD does not seek
+
+
+def test_an_ssd_pays_one_io_per_record_an_application_io_touches():
+    def split(layout: str, workload: str, recordsize: str) -> float:
+        return _feature_of_lab_row("log2_ssd_records_per_io", layout, workload, recordsize)
+
+    assert split("ssd-mirror2x2", "postgres", "4K") == 1.0  # an 8K page in two records
+    assert split("ssd-raidz1x4", "mysql", "4K") == 2.0  # a 16K page in four
+    assert split("ssd-mirror2x2", "postgres", "8K") == 0.0
+    assert split("ssd-mirror2x2", "postgres", "128K") == 0.0  # a larger record is still one I/O
+    assert split("hdd-mirror2x2", "postgres", "4K") == 0.0  # the busiest-disk feature counts it on an HDD
