@@ -147,12 +147,16 @@ def file_bytes(workload: str, s: Settings) -> int:
 
 
 def probe_command(workload: str, state: str, s: Settings, recordsizes: tuple[str, ...] | None = None,
-                  extra: tuple[str, ...] = EXTRA) -> str:
-    """The probe CLI call of one cell (by default the workload's whole grid)."""
+                  extra: tuple[str, ...] = EXTRA, budget_probes: int | None = None) -> str:
+    """The probe CLI call of one cell (by default the workload's whole grid; with `budget_probes`,
+    that many candidates chosen by the model)."""
     recordsizes = recordsizes or GRID[workload]
-    n = len(recordsizes) + len(extra)
+    if budget_probes:
+        n, candidates = budget_probes, ["--budget-probes", str(budget_probes)]
+    else:
+        n, candidates = len(recordsizes) + len(extra), candidate_args(recordsizes, extra)
     argv = ["env", "PYTHONPATH=/project", GUEST_PY, "-m", "advisor", "probe", "--state-dir", state,
-            "--pool", "tank", "--workload", workload, *candidate_args(recordsizes, extra),
+            "--pool", "tank", "--workload", workload, *candidates,
             "--repeats", str(s.repeats), "--ramp", str(s.ramp_s), "--file-size", str(file_bytes(workload, s)),
             "--layout-rate", str(s.layout_rate), "--layout-per", "candidate",  # as every row of the prior so far
             "--budget", f"{probe_budget(n, s.working_set, s)}s", "--json"]
@@ -338,10 +342,10 @@ def guest_facts(vm: LabVM) -> dict:
 
 
 def probe_cell(vm: LabVM, workload: str, s: Settings, layout: str, recordsizes: tuple[str, ...] | None = None,
-               extra: tuple[str, ...] = EXTRA) -> dict | None:
+               extra: tuple[str, ...] = EXTRA, budget_probes: int | None = None) -> dict | None:
     """Run the probe of one cell in a fresh state directory (twice if it gives no result, e.g.
     refused because the pool was not idle yet); -> `probe --json` output, or None."""
-    cmd = probe_command(workload, f"{STATE_ROOT}/{workload}", s, recordsizes, extra)
+    cmd = probe_command(workload, f"{STATE_ROOT}/{workload}", s, recordsizes, extra, budget_probes)
     for attempt in (1, 2):
         vm.exec(f"rm -rf {STATE_ROOT}/{workload}; sync; sleep 5", check=True)  # a txg commit: an idle pool
         r = vm.exec(cmd, timeout=3600)

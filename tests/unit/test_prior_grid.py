@@ -37,6 +37,19 @@ def test_every_cell_has_the_working_set_and_the_runtime_the_grid_asks_for(worklo
     assert "128K" in prior_grid.GRID[workload] and len(prior_grid.GRID[workload]) >= 4
 
 
+def test_a_budgeted_probe_call_leaves_the_candidates_to_the_model():
+    s = prior_grid.Settings()
+    argv = shlex.split(prior_grid.probe_command("postgres", "/tmp/state", s, budget_probes=2))
+    args = build_parser().parse_args(argv[argv.index("advisor") + 1:])
+    assert args.budget_probes == 2 and not args.param
+    whole = shlex.split(prior_grid.probe_command("postgres", "/tmp/state", s))
+    assert "--budget-probes" not in whole and "--param" in whole
+    # the time budget is the one for two candidates, not for the whole grid
+    assert argv[argv.index("--budget") + 1] == f"{prior_grid.probe_budget(2, s.working_set, s)}s"
+    grid = prior_grid.n_candidates("postgres")
+    assert whole[whole.index("--budget") + 1] == f"{prior_grid.probe_budget(grid, s.working_set, s)}s"
+
+
 def test_job_shape_of_the_probed_jobs(workloads):
     shape = lambda w: prior_grid.job_shape(build_job(workloads[w], "/probe").text)  # noqa: E731
     assert shape("postgres") == {"fsync_every": 0, "iodepth": 1, "numjobs": 4}
