@@ -26,6 +26,7 @@ grid's best IOPS, and its write p99 is no worse than the default's.
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -129,6 +130,18 @@ def cold_grid(vm, output: dict, sizes: tuple[str, ...] = SIZES
     return iops, write_p99, notes
 
 
+@contextlib.contextmanager
+def arc_min_as_the_grid_sets_it(vm):
+    """zfs_arc_min as tests/lab/prior-grid sets it (32 MiB, so that the cap, 96 MiB, is half the
+    working set), and back to what it was afterwards."""
+    arc_min = vm.exec(f"awk '$1==\"c_min\"{{print $3}}' {ARC}", check=True).stdout.strip()
+    try:
+        prior_grid.guest_facts(vm)
+        yield
+    finally:
+        vm.exec(f"echo {arc_min} > {PARAMS}/zfs_arc_min", check=True)
+
+
 def _arc_c_max(vm) -> str:
     return vm.exec(f"awk '$1==\"c_max\"{{print $3}}' {ARC}", check=True).stdout.strip()
 
@@ -152,15 +165,11 @@ def test_the_probe_ranks_recordsizes_like_a_cold_cache_grid(lab_vm):
     vm = lab_vm
     started = time.monotonic()
     settings = prior_grid.Settings()
-    arc_min = vm.exec(f"awk '$1==\"c_min\"{{print $3}}' {ARC}", check=True).stdout.strip()
-    try:
-        prior_grid.guest_facts(vm)  # zfs_arc_min 32 MiB, so that the cap (96 MiB) is half the working set
+    with arc_min_as_the_grid_sets_it(vm):
         output = prior_grid.probe_cell(vm, "postgres", settings, LAYOUT, recordsizes=SIZES, extra=())
         assert output is not None and output["run"]["status"] == "completed", output and output["run"]
         probed = time.monotonic()
         grid, _, notes = cold_grid(vm, output)
-    finally:
-        vm.exec(f"echo {arc_min} > {PARAMS}/zfs_arc_min", check=True)
     gridded = time.monotonic()
     probe: dict[str, list[float]] = {s: [] for s in SIZES}
     for r in output["results"]:
@@ -202,9 +211,7 @@ def test_two_probes_recommend_a_recordsize_near_the_grids_best(lab_vm):
     vm = lab_vm
     started = time.monotonic()
     settings = prior_grid.Settings()
-    arc_min = vm.exec(f"awk '$1==\"c_min\"{{print $3}}' {ARC}", check=True).stdout.strip()
-    try:
-        prior_grid.guest_facts(vm)
+    with arc_min_as_the_grid_sets_it(vm):
         output = prior_grid.probe_cell(vm, "postgres", settings, LAYOUT, budget_probes=BUDGET_PROBES)
         assert output is not None and output["run"]["status"] == "completed", output and output["run"]
         answer = recommend_over_http(vm, f"{prior_grid.STATE_ROOT}/postgres")
@@ -212,8 +219,6 @@ def test_two_probes_recommend_a_recordsize_near_the_grids_best(lab_vm):
         chosen = rec["recommended"] or rec["current"]
         sizes = SIZES if chosen in SIZES else (*SIZES, chosen)
         iops, write_p99, notes = cold_grid(vm, output, sizes)
-    finally:
-        vm.exec(f"echo {arc_min} > {PARAMS}/zfs_arc_min", check=True)
     probed = sorted({f"{r['parameter']}={r['value']}" for r in output["results"]})
     mean = {s: statistics.fmean(iops[s]) for s in sizes}
     p99 = {s: statistics.fmean(write_p99[s]) for s in sizes}
