@@ -31,5 +31,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write("\n".join(verify_lines(response)) + "\n")
         s = response.summary
-        sys.stdout.write(f"verify: {s.passed} passed, {s.change} failed, {s.skipped} skipped\n")
+        undecided = f", {s.undecided} undecided" if s.undecided else ""
+        sys.stdout.write(f"verify: {s.passed} passed, {s.change} failed{undecided}, {s.skipped} skipped\n")
     return 1 if response.summary.change else 0

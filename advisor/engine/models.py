@@ -10,7 +10,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Status = Literal["change", "passed", "skipped"]
+# "undecided": the evidence does not separate the current value from a candidate that may be better
+# (the model cannot tell them apart, or the sources disagree and nothing was measured): the answer
+# keeps the current value and `measure` says how to decide. Not a change: nothing to apply yet.
+Status = Literal["change", "passed", "undecided", "skipped"]
 # The `workload` of the answer for no workload in particular, and the name that asks for it: not a
 # workload profile (the loader refuses one of that name), only the rules that hold for every workload.
 GENERAL = "general"
@@ -50,7 +53,8 @@ class Recommendation(Out):
     recommended: str | None
     requirement: str | None = Field(None, description="what passes, e.g. '>= 12' or '= lz4 (or zstd)'")
     change: bool = Field(description="true when the current value should change")
-    status: Status = Field(description="change, passed (already right) or skipped (facts missing)")
+    status: Status = Field(description="change (evidence of a gain), passed (already right), undecided (keep the "
+                           "current value until `measure` tells the options apart) or skipped (facts missing)")
     kind: Literal["setting", "warning"] = "setting"
     confidence: float = Field(ge=0, le=1)
     source: Literal["rule", "probe", "model", "rule+model"] = "rule"
@@ -69,6 +73,8 @@ class Recommendation(Out):
     pool: str | None = None
     dataset: str | None = None
     skipped_reason: str | None = None
+    measure: str | None = Field(None, description="for `undecided`: the command whose measurement decides")
+    measure_argv: list[str] | None = Field(None, description="the same command as an argv list (no shell)")
 
 
 class Target(Out):
@@ -81,6 +87,7 @@ class Summary(Out):
     change: int
     passed: int
     skipped: int
+    undecided: int = 0
 
 
 class ModelStatus(Out):

@@ -188,6 +188,7 @@ def _response(host: Host, workload: str, params: dict[str, str], target: Target,
             change=sum(r.status == "change" for r in merged),
             passed=sum(r.status == "passed" for r in merged),
             skipped=sum(r.status == "skipped" for r in merged),
+            undecided=sum(r.status == "undecided" for r in merged),
         ),
         generated_at=now or datetime.now(timezone.utc),
         facts=facts_summary(host, pools),
@@ -235,7 +236,7 @@ def merge(results: list[Recommendation], rules: list[Rule]) -> list[Recommendati
     the winner's explanation.
     """
     specific = {r.id: r.workload_specific for r in rules}
-    order = {"change": 0, "passed": 1, "skipped": 2}
+    order = {"change": 0, "undecided": 1, "passed": 2, "skipped": 3}
     groups: dict[tuple, list[Recommendation]] = {}
     for rec in results:
         groups.setdefault((rec.parameter, rec.scope, rec.pool, rec.dataset, rec.kind), []).append(rec)

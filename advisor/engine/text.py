@@ -10,7 +10,7 @@ import textwrap
 from advisor.engine.models import EFFECT_TEXT, GENERAL, Recommendation, RecommendResponse
 
 WIDTH = 100
-_LABEL = {"change": "CHANGE", "passed": "passed", "skipped": "skipped"}
+_LABEL = {"change": "CHANGE", "undecided": "MEASURE", "passed": "passed", "skipped": "skipped"}
 
 
 def _wrap(text: str, indent: str = "        ") -> list[str]:
@@ -30,6 +30,8 @@ def recommendation_lines(rec: Recommendation) -> list[str]:
         value = f"{rec.current} -> {rec.recommended}"
     elif rec.status == "passed":
         value = f"{rec.current} ({rec.requirement})"
+    elif rec.status == "undecided":
+        value = f"keep {rec.current} until measured"
     else:
         value = "not evaluated"
     head = f"{_LABEL[rec.status]:7} [{rec.scope}] {rec.parameter}{_where(rec)}: {value}"
@@ -43,6 +45,8 @@ def recommendation_lines(rec: Recommendation) -> list[str]:
         if rec.apply_note:
             lines += _wrap("note: " + rec.apply_note)
         lines += _wrap(f"takes effect {EFFECT_TEXT[rec.effect]}; reversible: {rec.reversible}")
+    if rec.status == "undecided" and rec.measure:
+        lines += _wrap("measure: " + rec.measure)
     if rec.evidence and rec.status != "skipped":
         lines += _wrap("evidence: " + "; ".join(f"{e.fact}={e.display}" for e in rec.evidence))
     lines += [f"        see: {ref}" for ref in rec.references]
@@ -65,7 +69,9 @@ def recommend_text(response: RecommendResponse) -> str:
         + (f" on {', '.join(where)}" if where else ""),
         f"host {facts.get('hostname') or '?'}, OpenZFS {facts.get('zfs_version') or '?'}, generated "
         f"{response.generated_at.isoformat(timespec='seconds')}",
-        f"{response.summary.change} to change, {response.summary.passed} passed, {response.summary.skipped} skipped",
+        f"{response.summary.change} to change, "
+        + (f"{response.summary.undecided} to measure, " if response.summary.undecided else "")
+        + f"{response.summary.passed} passed, {response.summary.skipped} skipped",
     ]
     if response.model is not None:
         model = response.model
@@ -86,7 +92,7 @@ def recommend_text(response: RecommendResponse) -> str:
             f"from {target.pool}; the commands create it.",
             "",
         )
-    for status in ("change", "passed", "skipped"):
+    for status in ("change", "undecided", "passed", "skipped"):
         for rec in response.recommendations:
             if rec.status == status:
                 lines += [""] + recommendation_lines(rec)
@@ -102,6 +108,8 @@ def verify_lines(response: RecommendResponse) -> list[str]:
             lines.append(f"verify: passed: {what}: {rec.current}")
         elif rec.status == "change":
             lines.append(f"verify: failed: {what}: {rec.current} (expected {rec.requirement}) [{rec.rule}]")
+        elif rec.status == "undecided":
+            lines.append(f"verify: undecided: {what}: {rec.current} (measure: {rec.measure or 'a probe'}) [{rec.rule}]")
         else:
             lines.append(f"verify: skipped: {what}: {rec.skipped_reason}")
     return lines
