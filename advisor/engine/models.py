@@ -81,6 +81,9 @@ class Target(Out):
     pool: str | None = None
     dataset: str | None = None
     new_dataset: bool = Field(False, description="true when advice is for a dataset still to be created")
+    create: str | None = Field(None, description="for a new dataset: the one command that creates it with every "
+                               "property the answer changes")
+    create_argv: list[str] | None = Field(None, description="the same command as an argv list (no shell)")
 
 
 class Summary(Out):

@@ -13,9 +13,9 @@ from typing import Any, Callable
 from advisor.engine.context import Context
 from advisor.engine.evaluator import evaluate
 from advisor.engine.loader import RuleBook
-from advisor.engine.measured import apply_measurements, apply_module_measurements
+from advisor.engine.answer import decide_all, one_create
 from advisor.engine.models import GENERAL, ModelStatus, Recommendation, RecommendResponse, Summary, Target
-from advisor.engine.predicted import PredictionLookup, apply_predictions
+from advisor.engine.predicted import PredictionLookup
 from advisor.engine.schema import Rule, Workload
 from advisor.facts import Host
 from advisor.probe.evidence import ParameterEvidence
@@ -133,11 +133,9 @@ def recommend(
                 target = Target(pool=p.name, dataset=ds_ctx.get("dataset.name"), new_dataset=ds_ctx.new_dataset is not None)
     merged = merge(results, rules)
     proposed = frozenset(r.dataset for r in merged if r.dataset and host.dataset(r.dataset) is None)
-    if measured is not None:
-        by_pool = {p.name: measured(p.name, workload.name) for p in pools if p is not None}
-        merged = apply_module_measurements(apply_measurements(merged, by_pool, proposed), by_pool)
-    if predicted is not None:
-        merged = apply_predictions(merged, workload.name, predicted, proposed)
+    by_pool = {p.name: measured(p.name, workload.name) for p in pools} if measured is not None else {}
+    merged = decide_all(merged, workload, resolved, [p.name for p in pools], proposed, by_pool, predicted)
+    target, merged = one_create(target, merged, proposed)
     return _response(host, workload.name, resolved, target, merged, pools, now, model_status)
 
 

@@ -89,9 +89,11 @@ def recommend_text(response: RecommendResponse) -> str:
     if target.new_dataset:
         lines += _wrap(
             f"No dataset given: advice is for a new dataset {target.dataset}, judged by what it would inherit "
-            f"from {target.pool}; the commands create it.",
+            f"from {target.pool}; one command creates it with every change below.",
             "",
         )
+        if target.create:
+            lines += _wrap(f"create: {target.create}", "")
     for status in ("change", "undecided", "passed", "skipped"):
         for rec in response.recommendations:
             if rec.status == status:

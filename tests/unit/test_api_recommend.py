@@ -46,7 +46,8 @@ async def test_recommend_json_keeps_the_contract(client):
     assert resp.status == 200 and resp.content_type == "application/json"
     body = await resp.json()
     assert body["workload"] == "postgres"
-    assert body["target"] == {"pool": "tank", "dataset": "tank/pg", "new_dataset": False}
+    assert body["target"] == {"pool": "tank", "dataset": "tank/pg", "new_dataset": False, "create": None,
+                              "create_argv": None}
     assert {"generated_at", "facts", "recommendations"} <= set(body)
     for rec in body["recommendations"]:
         assert {"parameter", "scope", "current", "recommended", "change", "confidence", "source", "explanation",
@@ -54,8 +55,12 @@ async def test_recommend_json_keeps_the_contract(client):
         assert rec["scope"] in ("pool-create", "pool", "dataset", "module")
         assert 0 <= rec["confidence"] <= 1 and rec["source"] == "rule" and rec["expected_effect"] is None
     recordsize = next(r for r in body["recommendations"] if r["parameter"] == "recordsize")
-    assert recordsize["current"] == "8K" and recordsize["recommended"] == "32K" and recordsize["change"] is True
-    assert recordsize["apply"] == "zfs set recordsize=32K tank/pg"
+    assert recordsize["current"] == "8K" and recordsize["recommended"] == "8K" and recordsize["change"] is False
+    assert recordsize["status"] == "undecided" and recordsize["apply"] is None
+    assert recordsize["measure_argv"] == ["zfs-advisor", "probe", "--pool", "tank", "--workload", "postgres",
+                                          "--param", "recordsize=8K,32K"]
+    primarycache = next(r for r in body["recommendations"] if r["parameter"] == "primarycache")
+    assert primarycache["status"] == "change" and primarycache["apply"] == "zfs set primarycache=all tank/pg"
 
 
 async def test_same_answer_as_the_engine_and_as_text(client, host):
@@ -71,7 +76,9 @@ async def test_same_answer_as_the_engine_and_as_text(client, host):
         # Same text as rendering the engine's answer, but for the generation time.
         assert text.splitlines()[2:] == recommend_text(expected).splitlines()[2:]
         assert "sda, sdb report 4096-byte physical sectors but pool tank was created with ashift=9" in text
-        assert "apply: zfs set recordsize=32K tank/pg" in text
+        # the rules alone on a disputed rule: keep tank/pg's 8K, and the probe that decides
+        assert "MEASURE [dataset] recordsize on tank/pg: keep 8K until measured" in text
+        assert "measure: zfs-advisor probe --pool tank --workload postgres --param recordsize=8K,32K" in text
 
 
 async def test_workload_parameters_pass_through(client):

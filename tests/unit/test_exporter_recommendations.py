@@ -36,7 +36,9 @@ async def test_each_change_recommend_suggests_is_a_series(http_client):
     keys = [tuple(v for k, v in sorted(s.items()) if k != "workload") for s in series]
     assert len(keys) == len(set(keys))  # an item two workloads want is one series
     assert [s["workload"] for s in series if s["scope"] == "module"] == ["media,postgres"]
-    assert {s["parameter"] for s in series if s["dataset"] == "tank/pg"} >= {"recordsize", "primarycache"}
+    on_pg = {s["parameter"] for s in series if s["dataset"] == "tank/pg"}
+    # tank/pg's 8K records: the rule's 32K is disputed and predicted to lose, so it is no open change
+    assert "primarycache" in on_pg and "recordsize" not in on_pg
     assert not [s for s in series if s["dataset"] == "tank/gone"]  # not on this host: no advice, no error
 
 

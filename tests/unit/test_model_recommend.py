@@ -19,7 +19,8 @@ from support import RECORDING, REPO
 
 from advisor.app import create_app
 from advisor.engine.models import Recommendation
-from advisor.engine.predicted import CandidatePrediction, PairEffect, ParameterPrediction, apply_predictions
+from advisor.engine.decide import Ladder, decide
+from advisor.engine.predicted import CandidatePrediction, PairEffect, ParameterPrediction
 from advisor.model import MODEL_VERSION
 from advisor.settings import Settings
 from advisor.store.db import connect
@@ -40,7 +41,7 @@ async def test_recommend_carries_the_models_prediction(http_client, tmp_path):
     rec = recordsize(answer)
     assert rec["source"] in ("model", "rule+model")
     assert f"from 0 probes on this pool and {model['lab_runs']} lab runs" in rec["explanation"]
-    assert any(v in rec["explanation"] for v in ("confirms the rule", "overrules the rule", "cannot separate them"))
+    assert any(v in rec["explanation"] for v in ("change it.", "favours keeping", "until a probe tells them apart"))
     effect = rec["expected_effect"]
     assert effect["metric"] == "iops"
     assert effect["interval"][0] <= effect["change_ratio"] <= effect["interval"][1]
@@ -131,83 +132,87 @@ def test_without_numpy_the_rules_answer_and_say_why():
     assert all(r["source"] == "rule" for r in answer["recommendations"])
 
 
-# --- the engine's merge, on predictions typed in by hand (synthetic: tests the logic only) ------
-def _rec(recommended: str = "32K", current: str = "128K") -> Recommendation:
+# --- the decision, on predictions typed in by hand (synthetic: tests the logic only) ------------
+def _rec(recommended: str = "32K", current: str = "128K", disagree: str | None = None) -> Recommendation:
     return Recommendation(parameter="recordsize", scope="dataset", current=current, recommended=recommended,
                           change=True, status="change", confidence=0.5, explanation="The rule says 32K.",
                           rule="recordsize-postgres", title="t", pool="tank", dataset="tank/pg",
                           apply="zfs set recordsize=32K tank/pg", apply_argv=["zfs", "set", "recordsize=32K", "tank/pg"],
-                          effect="new-writes", reversible="yes", references=[])
+                          effect="new-writes", reversible="yes", references=[], sources_disagree=disagree)
 
 
-def _synthetic(best: str, diff_interval: tuple[float, float]) -> ParameterPrediction:
-    values = {"8K": 1.6, "32K": 1.3, "128K": 1.0}
-    cands = [CandidatePrediction(value=v, ratio=r, interval=(r * 0.9, r * 1.1)) for v, r in values.items()]
+def _synthetic(best: str, diff_interval: tuple[float, float], pair: tuple[str, str] = ("32K", "8K"),
+               values: dict[str, float] | None = None) -> ParameterPrediction:
+    """Candidates at `values` (perf / the default's), each with a +-10 % interval; every pair's
+    effect the ratio of the two with +-10 %, except `pair`'s, which gets `diff_interval`."""
+    values = values or {"8K": 1.6, "32K": 1.3, "128K": 1.0}
+    cands = [CandidatePrediction(value=v, ratio=r, interval=(r * 0.9, r * 1.1), baseline=v == "128K")
+             for v, r in values.items()]
     effects = [PairEffect(from_value=a, to_value=b, ratio=values[b] / values[a],
-                          interval=diff_interval if (a, b) == ("32K", "8K") else (0.9 * values[b] / values[a],
-                                                                                  1.1 * values[b] / values[a]))
+                          interval=diff_interval if (a, b) == pair else (0.9 * values[b] / values[a],
+                                                                         1.1 * values[b] / values[a]))
                for a in values for b in values if a != b]
     return ParameterPrediction(parameter="recordsize", metric="iops", best=best, candidates=cands, effects=effects,
                                local_probes=0, lab_runs=10, model_version="test")
 
 
-@pytest.mark.parametrize("best, interval, source, recommended, verdict", [
-    ("32K", (0.9, 1.1), "rule+model", "32K", "The model confirms the rule"),
-    ("8K", (0.95, 1.5), "rule+model", "32K", "cannot separate them"),
-    ("8K", (1.1, 1.4), "model", "8K", "The model overrules the rule, which said 32K"),
-])
-def test_confirm_reorder_overrule(best, interval, source, recommended, verdict):
-    pred = _synthetic(best, interval)
-    [out] = apply_predictions([_rec()], "postgres", lambda *a: pred)
-    assert (out.source, out.recommended) == (source, recommended)
-    assert verdict in out.explanation and "from 0 probes on this pool and 10 lab runs" in out.explanation
-    assert out.expected_effect.change_ratio == pytest.approx(pred.effect("128K", recommended).ratio, abs=1e-3)
-    if recommended == "8K":
-        assert out.apply_argv == ["zfs", "set", "recordsize=8K", "tank/pg"]
+def _decide(rec: Recommendation, pred: ParameterPrediction | None) -> Recommendation:
+    return decide(rec, Ladder(prediction=pred), lambda r, v: ["zfs", "set", f"{r.parameter}={v}", r.dataset],
+                  lambda r, vs: ["zfs-advisor", "probe", "--pool", "tank", "--param", f"{r.parameter}={','.join(vs)}"])
 
 
-def test_a_probed_recommendation_is_left_to_the_probe():
-    rec = _rec().model_copy(update={"source": "probe"})
-    assert apply_predictions([rec], "postgres", lambda *a: _synthetic("8K", (1.1, 1.4))) == [rec]
+@pytest.mark.parametrize("best, source", [("32K", "rule+model"), ("8K", "model")])
+def test_the_models_pick_is_the_change_when_it_beats_the_current_value(best, source):
+    # 32K and 8K against the current 128K: 1.3x (1.17..1.43) and 1.6x (1.44..1.76), both above no change
+    pred = _synthetic(best, (0.95, 1.5))
+    out = _decide(_rec(), pred)
+    assert (out.status, out.recommended, out.source) == ("change", best, source)
+    assert out.apply_argv == ["zfs", "set", f"recordsize={best}", "tank/pg"]
+    assert out.expected_effect.change_ratio == pytest.approx(pred.effect("128K", best).ratio, abs=1e-3)
+    assert out.expected_effect.interval == pytest.approx(pred.effect("128K", best).interval, abs=1e-3)
+    assert "from 0 probes on this pool and 10 lab runs" in out.explanation
 
 
-def _passed(current: str) -> Recommendation:
-    """A rule accepting 32K, 64K or 128K passes the current value: nothing to apply."""
-    return _rec(current=current).model_copy(update={"status": "passed", "change": False, "apply": None,
-                                                    "apply_argv": None})
+def test_a_rules_change_the_model_predicts_to_lose_is_not_advised():
+    # the current 8K is the model's pick; the rule's 32K: 0.81x (0.73..0.89) of it
+    out = _decide(_rec(current="8K"), _synthetic("8K", (1.1, 1.4)))
+    assert (out.status, out.change, out.recommended, out.apply, out.expected_effect) == ("passed", False, "8K", None, None)
+    assert out.source == "model"
+    assert "The rule's 32K is predicted -19% IOPS against the current 8K (90% interval -27%..-11%)" in out.explanation
+    assert "keeping the current 8K" in out.explanation
 
 
-def test_a_passed_value_the_model_says_is_beaten_becomes_a_change():
-    # 32K vs the current 128K: 1.3x with (1.17, 1.43), above no change; 8K vs 32K cannot be told apart
-    [out] = apply_predictions([_passed("128K")], "postgres", lambda *a: _synthetic("8K", (0.95, 1.5)))
-    assert (out.status, out.change, out.recommended) == ("change", True, "32K")
-    assert out.apply_argv == ["zfs", "set", "recordsize=32K", "tank/pg"]
-    assert "The rule accepts the current 128K, but 32K is predicted +30% IOPS" in out.explanation
+def test_a_gain_the_interval_does_not_separate_is_undecided_with_the_probe_that_decides():
+    # the model picks 32K, 1.2x the current 64K but (0.9..1.6): keep 64K, measure both with the default
+    pred = _synthetic("32K", (0.9, 1.6), pair=("64K", "32K"), values={"32K": 1.2, "64K": 1.0, "128K": 1.0})
+    out = _decide(_rec(current="64K"), pred)
+    assert (out.status, out.change, out.recommended, out.apply, out.expected_effect) == (
+        "undecided", False, "64K", None, None)
+    assert out.measure_argv == ["zfs-advisor", "probe", "--pool", "tank", "--param", "recordsize=128K,64K,32K"]
+    assert "does not rule out no gain or a loss: keep 64K" in out.explanation
 
 
-def test_a_passed_value_the_model_cannot_beat_stays_passed():
-    pred = _synthetic("32K", (0.9, 1.1))
-    weak = pred.model_copy(update={"effects": [e if (e.from_value, e.to_value) != ("128K", "32K")
-                                               else e.model_copy(update={"interval": (0.95, 1.6)})
-                                               for e in pred.effects]})
-    [out] = apply_predictions([_passed("128K")], "postgres", lambda *a: weak)
-    assert (out.status, out.change, out.apply_argv) == ("passed", False, None)
-    assert "answer is to change" not in out.explanation
+def test_a_pick_predicted_no_better_than_the_current_value_keeps_it():
+    # the model picks 32K (say, by its lower bound) but 32K is 0.8x of the current 8K
+    pred = _synthetic("32K", (0.7, 0.95), pair=("8K", "32K"), values={"8K": 1.6, "32K": 1.28, "128K": 1.0})
+    out = _decide(_rec(current="8K"), pred)
+    assert (out.status, out.recommended, out.expected_effect) == ("passed", "8K", None)
+    assert "Nothing is predicted to beat the current 8K" in out.explanation
 
 
-def test_a_passed_value_only_the_models_best_beats_becomes_a_change_to_it():
-    # 32K vs the current 128K cannot be told apart from no change, 8K vs 128K can, and 8K vs the
-    # rule's 32K cannot: the gain the data support is 8K's
-    pred = _synthetic("8K", (0.95, 1.5))
-    pred = pred.model_copy(update={"effects": [
-        e.model_copy(update={"interval": (0.95, 1.6)}) if (e.from_value, e.to_value) == ("128K", "32K")
-        else e.model_copy(update={"interval": (1.2, 1.9)}) if (e.from_value, e.to_value) == ("128K", "8K") else e
-        for e in pred.effects]})
-    [out] = apply_predictions([_passed("128K")], "postgres", lambda *a: pred)
-    assert (out.status, out.change, out.recommended, out.source) == ("change", True, "8K", "model")
-    assert out.apply_argv == ["zfs", "set", "recordsize=8K", "tank/pg"]
-    assert "cannot separate them; of the two only 8K is predicted to beat the current 128K" in out.explanation
-    assert out.expected_effect.change_ratio == pytest.approx(1.6) and out.expected_effect.interval == (1.2, 1.9)
+def test_a_passing_rule_the_model_confirms_stays_passed():
+    passed = _rec(current="128K").model_copy(update={"status": "passed", "change": False, "apply": None,
+                                                     "apply_argv": None})
+    out = _decide(passed, _synthetic("128K", (0.9, 1.1)))
+    assert (out.status, out.recommended, out.source) == ("passed", "128K", "rule+model")
+
+
+@pytest.mark.parametrize("disagree, status", [(None, "change"), ("Guides say 8K, others 32K.", "undecided")])
+def test_without_data_a_rule_whose_sources_disagree_does_not_force_a_change(disagree, status):
+    out = _decide(_rec(current="8K", disagree=disagree), None)
+    assert out.status == status
+    if status == "undecided":
+        assert (out.recommended, out.apply, out.measure_argv[-1]) == ("8K", None, "recordsize=8K,32K")
 
 
 async def test_a_stop_does_not_wait_for_an_unfinished_fit(monkeypatch, tmp_path):

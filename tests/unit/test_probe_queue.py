@@ -272,9 +272,9 @@ async def test_recommend_cites_a_measured_module_parameter(http_client, tmp_path
     rec = next(r for r in answer["recommendations"] if r["parameter"] == "zfs_txg_timeout")
     assert rec["scope"] == "module" and rec["source"] == "probe" and rec["pool"] is None
     assert "Measured on pool tank" in rec["explanation"] and f"probe run {run}" in rec["explanation"]
-    assert "confirms the rule" in rec["explanation"] and rec["recommended"] == "5"
+    assert "The evidence favours keeping the current 5" in rec["explanation"] and rec["recommended"] == "5"
     assert {e["fact"] for e in rec["evidence"]} >= {"probe.zfs_txg_timeout.5.iops", "probe.zfs_txg_timeout.1.iops"}
-    assert rec["expected_effect"]["change_ratio"] == 1.0  # current 5 is what it measured best
+    assert rec["status"] == "passed" and rec["expected_effect"] is None  # 5, the current value, measured best
 
 
 async def test_a_measured_module_value_overrules_the_rule_with_a_sysfs_write():
@@ -286,7 +286,7 @@ async def test_a_measured_module_value_overrules_the_rule_with_a_sysfs_write():
     rec = next(r for r in answer.recommendations if r.parameter == "zfs_txg_timeout")
     assert (rec.current, rec.recommended, rec.status, rec.scope, rec.pool) == ("5", "1", "change", "module", None)
     assert rec.apply == "echo 1 > /sys/module/zfs/parameters/zfs_txg_timeout" and rec.apply_argv is None
-    assert "overrules the rule" in rec.explanation and rec.expected_effect.change_ratio > 1.2
+    assert "1 is measured +30% IOPS over the current 5" in rec.explanation and rec.expected_effect.change_ratio > 1.2
 
 
 def test_profile_command_passes_and_lists_skips(tmp_path, capsys, monkeypatch):

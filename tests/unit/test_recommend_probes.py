@@ -12,7 +12,6 @@ import pytest
 from support import RECORDING
 
 from advisor.app import create_app
-from advisor.engine.measured import apply_measurements
 from advisor.engine.service import recommend
 from advisor.engine.loader import load_rulebook
 from advisor.host.snapshot import collect_from_root
@@ -60,7 +59,7 @@ async def test_recommend_advises_from_the_measurement_and_says_so(http_client, s
     rec = next(r for r in (await resp.json())["recommendations"] if r["parameter"] == "recordsize")
     assert rec["source"] == "probe"
     assert rec["current"] == "128K" and rec["recommended"] == "8K" and rec["change"] is True
-    assert "overrules the rule" in rec["explanation"] and "2,021 IOPS" in rec["explanation"]
+    assert "8K is measured +135% IOPS over the current 128K" in rec["explanation"] and "2,021 IOPS" in rec["explanation"]
     assert "recordsize=8K" in rec["apply"]
     effect = rec["expected_effect"]
     assert effect["metric"] == "iops" and effect["change_ratio"] == pytest.approx(2021.25 / 861.35, rel=1e-3)
@@ -76,28 +75,31 @@ async def test_without_a_store_the_rules_answer_alone(http_client, tmp_path):
     assert not (tmp_path / "none").exists()  # reading advice creates no database
 
 
-async def test_overlapping_repeats_leave_the_rules_value_standing():
+def _probed(host, measured: dict) -> dict:
+    """The recordsize item of the PostgreSQL answer for a new dataset on tank, with this probe run."""
+    ev = summarize("recordsize", rows(1, measured))
+    answer = recommend(host, load_rulebook(), "postgres", pool="tank", measured=lambda pool, w: [ev])
+    return next(r for r in answer.recommendations if r.parameter == "recordsize")
+
+
+async def test_overlapping_repeats_keep_the_current_value_until_measured_better():
     host = (await collect_from_root(str(RECORDING), 30.0)).host
-    book = load_rulebook()
-    plain = recommend(host, book, "postgres", pool="tank")
-    rule = next(r for r in plain.recommendations if r.parameter == "recordsize")
     close = {"128K": ((850, 1150), 0.010), "32K": ((900, 1200), 0.010), "8K": ((950, 1250), 0.009)}
-    ev = summarize("recordsize", rows(1, close))
-    rec = next(r for r in apply_measurements(plain.recommendations, {"tank": [ev]}) if r.parameter == "recordsize")
-    assert rec.source == "probe" and rec.recommended == rule.recommended and rec.change == rule.change
-    assert "could not separate" in rec.explanation
-    assert rec.current == rec.recommended == "128K"  # the rule's value is the current one: nothing changes
-    assert rec.expected_effect.change_ratio == 1 and rec.expected_effect.interval == (1, 1)
+    rec = _probed(host, close)
+    assert (rec.source, rec.status, rec.change, rec.current, rec.recommended) == (
+        "probe", "undecided", False, "128K", "128K")
+    assert rec.apply is None and rec.expected_effect is None
+    assert "does not rule out no gain or a loss: keep 128K" in rec.explanation
+    assert rec.measure_argv == ["zfs-advisor", "probe", "--pool", "tank", "--workload", "postgres",
+                                "--param", "recordsize=128K,8K"]
 
 
-async def test_one_repeat_each_cannot_overrule_and_says_why():
+async def test_one_repeat_each_cannot_decide_and_says_why():
     host = (await collect_from_root(str(RECORDING), 30.0)).host
-    plain = recommend(host, load_rulebook(), "postgres", pool="tank")
     single = {value: ((repeats[0],), p99) for value, (repeats, p99) in LAB_RUN.items()}
-    ev = summarize("recordsize", rows(1, single))
-    rec = next(r for r in apply_measurements(plain.recommendations, {"tank": [ev]}) if r.parameter == "recordsize")
-    assert ev.best == "8K" and rec.recommended == "128K" and rec.expected_effect.interval == (1, 1)
-    assert "one repeat each: no interval to tell them apart" in rec.explanation
+    rec = _probed(host, single)
+    assert (rec.status, rec.recommended, rec.expected_effect) == ("undecided", "128K", None)
+    assert "one repeat each: no interval" in rec.explanation
 
 
 def test_a_noisy_run_tells_apart_less_than_its_ranges_suggest():
@@ -114,11 +116,9 @@ def test_a_noisy_run_tells_apart_less_than_its_ranges_suggest():
 
 async def test_a_candidate_with_a_much_worse_write_tail_is_not_the_best():
     host = (await collect_from_root(str(RECORDING), 30.0)).host
-    plain = recommend(host, load_rulebook(), "postgres", pool="tank")
     tail = {"128K": ((995, 1005), 0.010), "16K": ((1990, 2010), 0.050), "32K": ((1490, 1510), 0.012)}
-    ev = summarize("recordsize", rows(1, tail))
-    rec = next(r for r in apply_measurements(plain.recommendations, {"tank": [ev]}) if r.parameter == "recordsize")
-    assert rec.recommended == "32K"  # 16K has more IOPS but 5x the default's write p99
+    rec = _probed(host, tail)
+    assert (rec.status, rec.recommended) == ("change", "32K")  # 16K has more IOPS but 5x the default's write p99
 
 
 def test_stored_evidence_reads_what_the_runner_stored(state_dir):

@@ -1,0 +1,77 @@
+"""The answer's last steps: each setting decided on the ladder of evidence (advisor/engine/decide.py),
+with the commands that apply or measure it, and one `zfs create` for a proposed dataset."""
+from __future__ import annotations
+
+import shlex
+
+from advisor.engine.decide import Ladder, decide, predicted_here
+from advisor.engine.measured import dataset_command, latest_module_evidence, module_command
+from advisor.engine.models import Recommendation, Target
+from advisor.engine.predicted import PredictionLookup
+from advisor.engine.schema import Workload
+from advisor.engine.units import parse_size
+from advisor.probe.evidence import ParameterEvidence
+
+
+def decide_all(recs: list[Recommendation], workload: Workload, params: dict[str, str], pools: list[str],
+               new_datasets: frozenset[str], measured: dict[str, list[ParameterEvidence]],
+               predicted: PredictionLookup | None) -> list[Recommendation]:
+    """`measured`: pool -> the probe evidence of this workload there; `predicted`: the model's lookup."""
+    role = params.get("role")
+    role_args = ["--role", role] if role and role != workload.roles[0].name else []
+    module_evidence = latest_module_evidence(measured)
+
+    def measurer(rec: Recommendation, values: list[str]) -> list[str] | None:
+        pool = rec.pool or (pools[0] if pools else None)
+        if pool is None:
+            return None
+        if rec.scope == "module":  # sysfs takes plain numbers, not 400M
+            values = [_raw(v) for v in values]
+        return ["zfs-advisor", "probe", "--pool", pool, "--workload", workload.name, *role_args,
+                "--param", f"{rec.parameter}={','.join(values)}"]
+
+    def setter(rec: Recommendation, value: str) -> list[str] | str | None:
+        return module_command(rec, value) if rec.scope == "module" else dataset_command(rec, value, new_datasets)
+
+    out = []
+    for rec in recs:
+        if rec.scope == "module":
+            pool, ev = module_evidence.get(rec.parameter, (None, None))
+            ladder = Ladder(probe=ev, probe_where=f"pool {pool} (set only while the probe ran)")
+        elif rec.scope == "dataset":
+            ev = next((e for e in measured.get(rec.pool or "", []) if e.parameter == rec.parameter), None)
+            prediction = None
+            if predicted is not None and predicted_here(rec):
+                extra = [v for v in (rec.current, rec.recommended) if v]
+                prediction = predicted(rec.pool or "", workload.name, rec.parameter, extra)
+            ladder = Ladder(probe=ev, prediction=prediction)
+        else:
+            ladder = Ladder()
+        out.append(decide(rec, ladder, setter, measurer))
+    return out
+
+
+def _raw(value: str) -> str:
+    try:
+        return str(parse_size(value))
+    except ValueError:
+        return value
+
+
+def one_create(target: Target, recs: list[Recommendation], new_datasets: frozenset[str]
+               ) -> tuple[Target, list[Recommendation]]:
+    """A proposed dataset is created once with every property the answer changes: each of its
+    changes carries that one command (run twice, the second `zfs create` would fail)."""
+    if target.dataset is None or target.dataset not in new_datasets:
+        return target, recs
+    changes = [r for r in recs if r.status == "change" and r.scope == "dataset" and r.dataset == target.dataset
+               and r.recommended is not None]
+    if not changes:
+        argv = ["zfs", "create", target.dataset]
+    else:
+        argv = ["zfs", "create", *(a for r in changes for a in ("-o", f"{r.parameter}={r.recommended}")),
+                target.dataset]
+    command = shlex.join(argv)
+    changed = {id(r) for r in changes}
+    recs = [r.model_copy(update={"apply": command, "apply_argv": argv}) if id(r) in changed else r for r in recs]
+    return target.model_copy(update={"create": command, "create_argv": argv}), recs

@@ -1,0 +1,262 @@
+"""One decision per setting from the ladder of evidence, and no change without a predicted gain.
+
+The ladder, strongest first (docs/recommendations.md, "How the answer decides"): this pool's probe,
+the regression model (the lab prior conditioned on this pool's probes) with its 90 % interval, the
+rule (what the documentation says).
+
+* The proposal: the model's pick where it predicts the setting, unless the probe measured a
+  candidate that beats that pick beyond the run's noise; else the probe's measured best; else the
+  rule's value (the current one where the rule accepts it).
+* Its gain over the current value: the probe's interval when the probe measured both, else the
+  model's; the rule alone gives none.
+* The decision:
+  - the proposal is the current value: passed (keep it);
+  - the gain's 90 % interval lies above 1: change;
+  - the gain is predicted at most 1: passed: nothing is predicted to beat the current value, and a
+    rule that said otherwise is named with its predicted effect;
+  - the interval spans 1: undecided: keep the current value, `measure` says how to decide;
+  - no measurement or prediction: the rule decides, except that a rule whose sources disagree does
+    not force a change on its own: undecided.
+
+Pure: the callers pass the probe evidence (advisor/probe/evidence.py, read from the store) and
+the model's predictions (advisor/engine/predicted.py) in; nothing here reads the host or a store.
+"""
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import Callable
+
+from advisor.engine.measured import candidate_display, find, measured_best, same_value
+from advisor.engine.models import Evidence, ExpectedEffect, Recommendation
+from advisor.engine.predicted import PREDICTED_PARAMETERS, ParameterPrediction, pct, span
+from advisor.probe.evidence import ParameterEvidence
+
+# (recommendation, value) -> the command that sets it (argv, or a shell line for module parameters)
+Setter = Callable[[Recommendation, str], "list[str] | str | None"]
+# (recommendation, values to compare) -> the probe command that measures them, or None
+Measurer = Callable[[Recommendation, list[str]], "list[str] | None"]
+
+
+@dataclass(frozen=True)
+class Gain:
+    """The effect of the proposal against the current value, and who says so."""
+    ratio: float
+    interval: tuple[float, float] | None  # 90 %; None: no interval (one repeat each)
+    source: str  # "probe" or "model"
+
+    @property
+    def separated(self) -> bool:
+        return self.interval is not None and self.interval[0] > 1.0
+
+
+@dataclass(frozen=True)
+class Ladder:
+    """What one setting's decision may use besides the rule: the probe and the model."""
+    probe: ParameterEvidence | None = None
+    probe_where: str = "this pool"  # a module parameter's probe ran on a named pool
+    prediction: ParameterPrediction | None = None
+
+
+def decide(rec: Recommendation, ladder: Ladder, setter: Setter, measurer: Measurer) -> Recommendation:
+    if rec.kind != "setting" or rec.status == "skipped":
+        return rec
+    probe = ladder.probe if ladder.probe is not None and ladder.probe.candidates else None
+    pred = ladder.prediction if ladder.prediction is not None and ladder.prediction.candidates else None
+    current = rec.current
+    if probe is None and pred is None:
+        return _rule_alone(rec, measurer)
+    proposal, why = _proposal(rec, probe, pred)
+    notes = [why] if why else []
+    gain = _gain(current, proposal, probe, pred)
+    update: dict = {"evidence": rec.evidence + _evidence(rec, ladder, probe, pred)}
+    parts = [rec.explanation, *_listings(ladder, probe, pred)]
+    ruled = rec.recommended if rec.status == "change" else None
+    if ruled is not None and not same_value(ruled, proposal) and current is not None:
+        notes.append(_rule_note(ruled, current, probe, pred))
+    if same_value(proposal, current):
+        status, verdict = "passed", f"The evidence favours keeping the current {current}."
+    elif gain is None:
+        status = "undecided"
+        verdict = (f"{proposal} ranks first, but nothing measured or predicted compares it with the current "
+                   f"{current}: keep {current} until a probe of both decides.")
+    elif gain.separated:
+        status = "change"
+        verdict = (f"{proposal} is {_by(gain)} {pct(gain.ratio)} {_metric(pred)} over the current {current} "
+                   f"(90% interval {span(gain.interval)}): change it.")
+    elif gain.ratio <= 1.0:
+        status = "passed"
+        verdict = (f"Nothing is {_by(gain)} to beat the current {current} ({proposal}: {pct(gain.ratio)}"
+                   f"{_interval_text(gain)}): keep it.")
+    else:
+        status = "undecided"
+        verdict = (f"{proposal} is {_by(gain)} {pct(gain.ratio)} {_metric(pred)} over the current {current}"
+                   f"{_interval_text(gain)}, which does not rule out no gain or a loss: keep {current} until a "
+                   f"probe tells them apart.")
+    update["source"] = _source(rec, status, proposal, gain, probe, pred)
+    update["explanation"] = " ".join(p for p in [*parts, *notes, verdict] if p)
+    if status == "change":
+        update |= _change(rec, proposal, gain, setter, pred.metric if pred is not None and gain and
+                          gain.source == "model" else "iops")
+        update["requirement"] = f"= {proposal} ({_by(gain) if gain else 'measured'} best)"
+    else:
+        update |= _keep(rec, status, [v for v in (current, proposal, ruled) if v], measurer,
+                        baseline=_baseline(probe, pred))
+        if ruled is not None or not same_value(proposal, current):
+            update["requirement"] = f"= {current} (the evidence does not support {ruled or proposal})"
+    return rec.model_copy(update=update)
+
+
+# --- the rungs --------------------------------------------------------------------------------
+def _proposal(rec: Recommendation, probe: ParameterEvidence | None,
+              pred: ParameterPrediction | None) -> tuple[str, str]:
+    """(the value the evidence proposes, why the probe displaced the model's pick, if it did)."""
+    if pred is not None:
+        if probe is not None:
+            best, picked = measured_best(probe), find(probe, pred.best)
+            if picked is not None and best.value != picked.value and probe.separated(best, picked) \
+                    and best.iops > picked.iops:
+                return best.value, (f"The probe measured {best.value} above the model's pick {pred.best} beyond "
+                                    "the run's noise, so the measurement decides.")
+        return pred.best, ""
+    assert probe is not None
+    return measured_best(probe).value, ""
+
+
+def _gain(current: str | None, proposal: str, probe: ParameterEvidence | None,
+          pred: ParameterPrediction | None) -> Gain | None:
+    if current is None or same_value(current, proposal):
+        return None
+    if probe is not None:
+        new, old = find(probe, proposal), find(probe, current)
+        found = probe.ratio(new, old) if new is not None and old is not None else None
+        if found is not None:
+            return Gain(found[0], found[1], "probe")
+    if pred is not None:
+        effect = pred.effect(current, proposal)
+        if effect is not None:
+            return Gain(effect.ratio, effect.interval, "model")
+    return None
+
+
+def _rule_alone(rec: Recommendation, measurer: Measurer) -> Recommendation:
+    """No measurement or prediction: the documentation decides, unless its sources disagree."""
+    if rec.status != "change" or not rec.sources_disagree:
+        return rec
+    verdict = (f"The sources disagree and nothing has been measured or predicted for this setting here, so the "
+               f"advice is to keep {rec.current} until a measurement decides.")
+    update = _keep(rec, "undecided", [v for v in (rec.current, rec.recommended) if v], measurer, baseline=None)
+    return rec.model_copy(update=update | {"explanation": f"{rec.explanation} {verdict}"})
+
+
+def _rule_note(ruled: str, current: str, probe: ParameterEvidence | None, pred: ParameterPrediction | None) -> str:
+    """What the evidence says of the rule's value, when it is not the proposal."""
+    gain = _gain(current, ruled, probe, pred)
+    if gain is None:
+        return f"The rule's {ruled} was neither measured nor predicted here."
+    return (f"The rule's {ruled} is {_by(gain)} {pct(gain.ratio)} {_metric(pred)} against the current {current}"
+            f"{_interval_text(gain)}.")
+
+
+# --- the answer's fields ----------------------------------------------------------------------
+def _change(rec: Recommendation, value: str, gain: Gain | None, setter: Setter, metric: str) -> dict:
+    command = setter(rec, value)
+    argv = command if isinstance(command, list) else None
+    apply = shlex.join(command) if isinstance(command, list) else command
+    effect = None
+    if gain is not None and gain.interval is not None:
+        effect = ExpectedEffect(metric=metric, change_ratio=round(gain.ratio, 3),
+                                interval=(round(gain.interval[0], 3), round(gain.interval[1], 3)))
+    return {"recommended": value, "change": True, "status": "change", "apply": apply, "apply_argv": argv,
+            "expected_effect": effect, "measure": None, "measure_argv": None}
+
+
+def _keep(rec: Recommendation, status: str, values: list[str], measurer: Measurer, baseline: str | None) -> dict:
+    """Keep the current value: nothing to apply; an undecided item says how to decide."""
+    update: dict = {"recommended": rec.current, "change": False, "status": status, "apply": None,
+                    "apply_argv": None, "apply_note": None, "expected_effect": None,
+                    "measure": None, "measure_argv": None}
+    if status == "undecided":
+        compared = _distinct([baseline, *values] if baseline else values)
+        argv = measurer(rec, compared) if len(compared) > 1 else None
+        if argv is not None:
+            update |= {"measure": shlex.join(argv), "measure_argv": argv}
+    return update
+
+
+def _distinct(values: list[str | None]) -> list[str]:
+    out: list[str] = []
+    for v in values:
+        if v and not any(same_value(v, o) for o in out):
+            out.append(v)
+    return out
+
+
+def _baseline(probe: ParameterEvidence | None, pred: ParameterPrediction | None) -> str | None:
+    """The ZFS default the model and the probes compare against: a probe should measure it too."""
+    if pred is not None:
+        return next((c.value for c in pred.candidates if c.baseline), None)
+    return probe.baseline if probe is not None else None
+
+
+def _source(rec: Recommendation, status: str, proposal: str, gain: Gain | None,
+            probe: ParameterEvidence | None, pred: ParameterPrediction | None) -> str:
+    if gain is not None and gain.source == "probe" or pred is None:
+        return "probe" if probe is not None else rec.source
+    agrees = (same_value(proposal, rec.recommended) if rec.status == "change"
+              else status != "change")  # a passing rule agrees with keeping
+    return "rule+model" if agrees else "model"
+
+
+def _by(gain: Gain) -> str:
+    return "measured" if gain.source == "probe" else "predicted"
+
+
+def _metric(pred: ParameterPrediction | None) -> str:
+    return "bandwidth" if pred is not None and pred.metric == "bandwidth" else "IOPS"
+
+
+def _interval_text(gain: Gain) -> str:
+    if gain.interval is None:
+        return ", one repeat each: no interval"
+    return f" (90% interval {span(gain.interval)})"
+
+
+def _listings(ladder: Ladder, probe: ParameterEvidence | None, pred: ParameterPrediction | None) -> list[str]:
+    out = []
+    if probe is not None:
+        listing = "; ".join(f"{c.value}: {candidate_display(c)}" for c in probe.candidates)
+        out.append(f"Measured on {ladder.probe_where} (probe run {probe.run_id}, {probe.parameter} "
+                   f"{', '.join(c.value for c in probe.candidates)}): {listing}.")
+    if pred is not None:
+        metric = _metric(pred)
+        listing = "; ".join(f"{c.value}: {pct(c.ratio)} ({span(c.interval)})" for c in pred.candidates if not c.baseline)
+        default = next((c.value for c in pred.candidates if c.baseline), "the default")
+        probes = f"{pred.local_probes} probe{'s' if pred.local_probes != 1 else ''}"
+        out.append(f"Predicted {metric} against the ZFS default ({default}), from {probes} on this pool and "
+                   f"{pred.lab_runs} lab runs (model {pred.model_version}): {listing}.")
+    return out
+
+
+def _evidence(rec: Recommendation, ladder: Ladder, probe: ParameterEvidence | None,
+              pred: ParameterPrediction | None) -> list[Evidence]:
+    out = []
+    if probe is not None:
+        out += [Evidence(fact=f"probe.{probe.parameter}.{c.value}.iops", value=round(c.iops, 1),
+                         display=candidate_display(c),
+                         description=f"measured by probe run {probe.run_id} on {ladder.probe_where}")
+                for c in probe.candidates]
+    if pred is not None:
+        where = (f"from {pred.local_probes} probes on this pool and {pred.lab_runs} lab runs "
+                 f"(model {pred.model_version})")
+        out += [Evidence(fact=f"model.{pred.parameter}.{c.value}.ratio", value=round(c.ratio, 3),
+                         display=f"{pct(c.ratio)} {_metric(pred)} ({span(c.interval)})",
+                         description=f"predicted by the regression model {where}")
+                for c in pred.candidates if not c.baseline]
+    return out
+
+
+def predicted_here(rec: Recommendation) -> bool:
+    """Whether the model predicts this setting (a dataset property it was trained on)."""
+    return rec.scope == "dataset" and rec.kind == "setting" and rec.pool is not None \
+        and rec.parameter in PREDICTED_PARAMETERS
