@@ -12,6 +12,7 @@ import argparse
 import json
 import math
 import sys
+from functools import partial
 
 from advisor.model import sklearn_missing
 from advisor.model.dataset import load_csv, prior_path, samples
@@ -41,6 +42,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cells", default="", metavar="TEXT",
                    help="hold out only the cells whose name contains TEXT, e.g. /512M (the model still learns "
                         "from all the others)")
+    p.add_argument("--answers", action="store_true",
+                   help="score the whole answer of /recommend (rules, the model without the cell, the cell's own "
+                        "probe rows, the decision) instead of the model's pick; budgets may include 0")
+    p.add_argument("--hosts", metavar="DIR",
+                   help="--answers: the lab's host recordings, one <layout>/idle per layout (default: "
+                        "tests/fixtures/hosts/<the prior's OpenZFS version> of this checkout)")
+    p.add_argument("--shipped-fit", action="store_true",
+                   help="--answers: condition the shipped fit on the other cells instead of refitting without each "
+                        "(seconds instead of minutes; its hyperparameters saw every cell)")
     p.add_argument("--json", action="store_true", help="the per-cell results and summaries as JSON")
     p.set_defaults(func=run)
 
@@ -76,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     names = [m.strip() for m in args.models.split(",") if m.strip()]
     unknown = [m for m in names if m not in MODELS]
+    if args.answers:
+        return _answers(args, budgets)
     if unknown or not names or not budgets or min(budgets) < 1:
         print(f"zfs-advisor evaluate: models must be among {sorted(MODELS)} and budgets >= 1", file=sys.stderr)
         return 2
@@ -116,3 +128,67 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
     return 0
+
+
+def _answers(args: argparse.Namespace, budgets: list[int]) -> int:
+    """`--answers`: the whole answer, scored per cell (advisor/model/answers.py)."""
+    from dataclasses import asdict
+    from pathlib import Path
+
+    from advisor.engine.loader import load_rulebook
+    from advisor.model import answers
+    from advisor.model.regress import MODELS
+
+    if not budgets or min(budgets) < 0:
+        print("zfs-advisor evaluate: --answers takes budgets >= 0, e.g. 0,1,2", file=sys.stderr)
+        return 2
+    prior = samples(load_csv(args.prior))
+    versions = sorted({s.obs.cell.split("/")[0].removeprefix("zfs") for s in prior})
+    hosts_dir = Path(args.hosts) if args.hosts else _checkout_hosts(versions)
+    if hosts_dir is None or not hosts_dir.is_dir():
+        print(f"zfs-advisor evaluate: no host recordings at {hosts_dir or 'tests/fixtures/hosts/<version>'}: "
+              "run it from a checkout or give --hosts DIR", file=sys.stderr)
+        return 2
+    hosts = answers.load_hosts(hosts_dir)
+    layouts = sorted({s.obs.cell.split("/")[1] for s in prior})
+    held = [c for c in sorted({s.obs.cell for s in prior}) if args.cells in c and c.split("/")[1] in hosts]
+    if not held:
+        print(f"zfs-advisor evaluate: no cell contains {args.cells!r} with a recording in {hosts_dir} "
+              f"(recorded: {', '.join(sorted(hosts))}; prior layouts: {', '.join(layouts)})", file=sys.stderr)
+        return 2
+    if args.shipped_fit:
+        from advisor.model import fitted
+        from advisor.model.evaluation import ShippedFit
+
+        try:
+            predictor, _ = fitted.load(Path(args.prior) if args.prior else prior_path())
+        except fitted.FittedError as exc:
+            print(f"zfs-advisor evaluate: --shipped-fit: {exc}", file=sys.stderr)
+            return 1
+
+        factory = partial(ShippedFit, predictor, prior)
+    else:
+        factory = partial(MODELS["gp"], seed=args.seed)
+    results = answers.evaluate_answers(factory, prior, answers.measured_rows(args.prior), load_rulebook(), hosts,
+                                       budgets, args.cells)
+    skipped = [layout for layout in layouts if layout not in hosts]
+    if args.json:
+        print(json.dumps({"results": [asdict(r) for r in results], "not_recorded": skipped,
+                          "summary": {b: answers.summary([r for r in results if r.budget == b]) for b in budgets}},
+                         indent=2))
+        return 0
+    print(answers.table(results))
+    print()
+    print(answers.summary_table(results))
+    if skipped:
+        print(f"\nlayouts of the prior without a recording in {hosts_dir} (not scored): {', '.join(skipped)}")
+    return 0
+
+
+def _checkout_hosts(versions: list[str]) -> "Path | None":
+    from pathlib import Path
+
+    import advisor
+
+    base = Path(advisor.__file__).resolve().parent.parent / "tests" / "fixtures" / "hosts"
+    return base / versions[0] if len(versions) == 1 else None

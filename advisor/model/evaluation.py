@@ -90,6 +90,40 @@ def _fit(model_factory, prior: list[Sample], excluded: frozenset[str], cache: di
     return model
 
 
+class ShippedFit:
+    """The shipped fit as a model that `_fit` can "fit": `fit(rows)` conditions the shipped GPs on
+    the lab rows of the cells in `rows` alone (advisor/model/gp.py conditioned_on), without a
+    refit: seconds instead of minutes a cell.  The hyperparameters stay those fitted on every row,
+    the held-out cell's included, so it flatters the held-out cell a little; a real refit
+    (`MODELS["gp"]`) is the honest check."""
+    name = "gp (shipped fit)"
+
+    def __init__(self, predictor, prior: list[Sample]):
+        self.predictor, self.prior = predictor, prior
+
+    def fit(self, rows: list[Sample]) -> ShippedFit:
+        import numpy as np
+
+        from advisor.model.gp import GPPredictor, conditioned_on
+
+        kept = {s.obs.cell for s in rows}
+
+        def without(perf, p99, of):
+            with_p99 = [s for s in of if s.y_p99 is not None]
+            mask = lambda items: np.array([s.obs.cell in kept for s in items])  # noqa: E731
+            return conditioned_on(perf, mask(of)), conditioned_on(p99, mask(with_p99)) if p99 is not None else None
+
+        p = self.predictor
+        by_workload = {w: without(perf, p99, [s for s in self.prior if s.obs.workload == w])
+                       for w, (perf, p99) in p.by_workload.items()}
+        twin = ShippedFit(self.predictor, self.prior)
+        twin.fitted = GPPredictor(*without(p.perf, p.p99, self.prior), p.deviation, by_workload)
+        return twin
+
+    def predict(self, local, queries):
+        return self.fitted.predict(local, queries)
+
+
 def with_deviation(model, deviation: float | None):
     """The fitted GP with another prior variance for the pool's own deviation from the lab
     (advisor/model/gp.py): no refit, the deviation only enters the predictions."""
@@ -116,6 +150,22 @@ def twins(held: str, names) -> frozenset[str]:
     return frozenset(c for c in names if c == held or c.startswith(stem + "/")) | {held}
 
 
+def probe_in_order(model, grid: dict[tuple, list[Sample]], budget: int) -> tuple[list[Sample], list[str]]:
+    """A probe of the held-out pool, replayed: the cell's measured repeats of the first `budget`
+    candidates in the order the advisor asks for them (the baseline, then expected improvement),
+    and their labels."""
+    queries = [replace(rs[0].obs, perf=None, write_p99=None) for rs in grid.values()]
+    local: list[Sample] = []
+    probed: list[str] = []
+    while len(probed) < budget:
+        nxt = next_candidates(model, local, queries, 1)
+        if not nxt:
+            break
+        local += grid[settings_key(nxt[0])]
+        probed.append(_label(nxt[0]))
+    return local, probed
+
+
 def evaluate_cell(model_factory, prior: list[Sample], held: str, budget: int, caution: float | None = None,
                   exclude: frozenset[str] = frozenset(), cache: dict | None = None,
                   deviation: float | None = None, leap: float | None = None) -> CellResult:
@@ -127,15 +177,7 @@ def evaluate_cell(model_factory, prior: list[Sample], held: str, budget: int, ca
     keys = list(grid)
     candidates = [grid[k][0].obs for k in keys]
     queries = [replace(c, perf=None, write_p99=None) for c in candidates]
-    local: list[Sample] = []
-    probed: list[str] = []
-    while len(probed) < budget:
-        nxt = next_candidates(model, local, queries, 1)
-        if not nxt:
-            break
-        key = settings_key(nxt[0])
-        local += grid[key]
-        probed.append(_label(nxt[0]))
+    local, probed = probe_in_order(model, grid, budget)
     chosen, prediction = pick(model, local, queries, caution, leap)
     best = oracle(grid)
     mean = {k: _mean_ratio(grid[k]) for k in keys}

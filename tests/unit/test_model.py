@@ -21,9 +21,8 @@ import numpy as np  # noqa: E402
 
 from advisor.engine.loader import load_rulebook  # noqa: E402
 from advisor.model.dataset import load_csv, prior_path, samples  # noqa: E402
-from advisor.model.evaluation import evaluate, evaluate_cell, nested_caution, summary, twins  # noqa: E402
+from advisor.model.evaluation import ShippedFit, evaluate, evaluate_cell, nested_caution, summary, twins  # noqa: E402
 from advisor.model.features import WorkloadShape, from_csv_row, from_result, lab_cell, vector  # noqa: E402
-from advisor.model.gp import GPPredictor, conditioned_on  # noqa: E402
 from advisor.model.provider import ModelProvider, candidates_of  # noqa: E402
 from advisor.model.regress import GPModel, QuantileBoost  # noqa: E402
 from advisor.model.select import next_candidates  # noqa: E402
@@ -428,35 +427,6 @@ def test_the_shipped_gp_conditions_a_workload_on_its_own_lab_rows(model, grid):
 
 
 # --- a layout the model never saw (docs/model.md, "A raidz width the prior has not seen") --------
-class _ShippedFit:
-    """The shipped fit as a model that evaluate_cell can "fit": `fit(rows)` conditions the shipped
-    GPs on the lab rows of the cells in `rows` alone (advisor/model/gp.py conditioned_on), without
-    a refit.  The hyperparameters stay those fitted on every row, the held-out cell's included."""
-    name = "gp (shipped fit)"
-
-    def __init__(self, predictor, prior):
-        self.predictor, self.prior = predictor, prior
-
-    def fit(self, rows):
-        kept = {s.obs.cell for s in rows}
-
-        def mask(of):
-            return np.array([s.obs.cell in kept for s in of])
-
-        def without(perf, p99, of):
-            with_p99 = [s for s in of if s.y_p99 is not None]
-            return (conditioned_on(perf, mask(of)), conditioned_on(p99, mask(with_p99)) if p99 is not None else None)
-
-        p = self.predictor
-        by_workload = {w: without(perf, p99, [s for s in self.prior if s.obs.workload == w])
-                       for w, (perf, p99) in p.by_workload.items()}
-        self.fitted = GPPredictor(*without(p.perf, p.p99, self.prior), p.deviation, by_workload)
-        return self
-
-    def predict(self, local, queries):
-        return self.fitted.predict(local, queries)
-
-
 @pytest.mark.parametrize("workload", ["postgres", "sqlite", "mysql", "kafka", "fileserver"])
 def test_the_shipped_model_picks_well_on_a_raidz_width_it_never_saw(workload):
     """The raidz1 of five HDDs, every cell of that width left out: with two probes of the seven
@@ -471,7 +441,7 @@ def test_the_shipped_model_picks_well_on_a_raidz_width_it_never_saw(workload):
     prior = samples(load_csv())
     width5 = {s.obs.cell for s in prior if s.obs.vdev_width == 5 and s.obs.vdev_type == "raidz1"}
     [held] = [c for c in width5 if f"/{workload}/" in c]
-    two, three = (evaluate_cell(lambda: _ShippedFit(predictor, prior), prior, held, budget,
+    two, three = (evaluate_cell(lambda: ShippedFit(predictor, prior), prior, held, budget,
                                 exclude=frozenset(width5)) for budget in (2, 3))
     assert two.pick_p99_ok and two.pick_vs_oracle >= 0.9, two
     assert three.pick == three.oracle, three

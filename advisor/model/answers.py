@@ -1,0 +1,304 @@
+"""The answer itself against the lab's measured grids: what a user applies, scored per cell.
+
+`evaluate.py` scores the model's pick.  This scores `/recommend`: for each cell of the lab prior
+(a layout × workload measured over a grid of recordsizes and compression=off) and each probe
+budget, the whole recommendation path runs on that layout's recorded host snapshot:
+
+* the rules, as the service loads them;
+* the model fitted on the prior **without that cell** (nor its twins at another working set);
+* the cell's own measured rows for the candidates the model would probe first (the baseline,
+  then expected improvement), stored in a fresh probe database as a completed run of the pool:
+  the service's own readers (probe evidence, the model's local samples) read them back;
+* the decision (advisor/engine/decide.py).
+
+It asks twice per cell: for a new dataset (inheriting the ZFS defaults, recordsize 128K and
+lz4) and for an existing dataset at the workload's common value (the page size a database
+writes, 1M for large sequential I/O), and scores the final recordsize and compression against
+the cell's grid: the fraction of the grid's best (the oracle of `evaluation.py`: most IOPS with a
+write p99 within 1.5x the default's), the write p99 against the default's, and harm: a change
+the cell measured worse than keeping the current value, beyond the grid's own noise (the 90 %
+interval of the ratio of the two means, from the repeats pooled, lies below 1).
+"""
+from __future__ import annotations
+
+import asyncio
+import math
+import statistics
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from advisor.engine.loader import RuleBook
+from advisor.engine.measured import WRITE_P99_TOLERANCE, same_value
+from advisor.engine.models import Recommendation
+from advisor.engine.service import recommend
+from advisor.engine.units import format_size, parse_size
+from advisor.facts import Dataset, Host, Property
+from advisor.model.dataset import Sample, cells
+from advisor.model.evaluation import _fit, _grid, _mean_ratio, _worst_p99_ratio, oracle, probe_in_order, twins
+from advisor.model.features import DEFAULTS
+from advisor.model.provider import ModelProvider
+from advisor.probe.evidence import stored_evidence
+from advisor.probe.fio_job import Hygiene, build_job
+from advisor.probe.interval import pooled_log_sd, ratio_interval
+from advisor.probe.pooldesc import describe_pool
+from advisor.store.db import connect
+from advisor.store.probes import ProbeStore, ResultRow
+
+POOL = "tank"
+SEQUENTIAL_COMMON = "1M"
+
+
+@dataclass
+class AnswerResult:
+    cell: str
+    budget: int
+    start: str  # "default" (a new dataset) or "common" (an existing one at the workload's common value)
+    current: str  # recordsize,compression before
+    final: str  # after applying every change of the answer
+    statuses: dict[str, str]  # parameter -> change / passed / undecided / skipped
+    probed: list[str]
+    vs_best: float | None  # final / the grid's best (None: the final setting is not in the grid)
+    vs_current: float | None
+    p99_vs_default: float | None
+    harm: bool  # a change measured worse than the current value beyond the noise
+    loss: bool  # a change measured worse than the current value at all
+    changes: list[str] = field(default_factory=list)
+
+
+def common_value(workload: Any) -> str:
+    """What users commonly set for the workload: its page size, or 1M for large sequential I/O."""
+    if workload.io.pattern == "sequential":
+        return SEQUENTIAL_COMMON
+    page = workload.parameters.get("page_size")
+    return page.default if page is not None else workload.io.block_size
+
+
+class _HeldOutProvider(ModelProvider):
+    """The service's model provider with a model fitted without the held-out cell."""
+
+    def __init__(self, state_dir: str, book: RuleBook, model: Any, prior: list[Sample], version: str):
+        super().__init__(state_dir, book)
+        self._model, self._prior, self._reason, self._version = model, prior, None, version
+
+
+def _with_dataset(host: Host, name: str, recordsize: str) -> Host:
+    """The recording with one more dataset: the pool's root dataset's properties (as a child would
+    inherit them) with recordsize set locally.  A modified recording, for scoring only."""
+    root = host.dataset(POOL)
+    assert root is not None
+    props = dict(root.properties)
+    props["recordsize"] = Property(value=str(parse_size(recordsize)), source="local")
+    added = Dataset(name=name, type="filesystem", properties=props)
+    return host.model_copy(update={"datasets": [*host.datasets, added]})
+
+
+def _store_rows(state_dir: str, host: Host, workload: Any, samples: list[Sample], rows: Measured) -> None:
+    """The probed candidates' lab rows as completed probe runs of the pool (one per lab run)."""
+    store = ProbeStore(connect(state_dir))
+    pool_facts = host.pool(POOL)
+    descriptor = describe_pool(pool_facts, host.disks) if pool_facts is not None else {}
+    job = build_job(workload, "/probe", Hygiene(max_file_bytes=256 << 20))
+    by_run: dict[str, list[Sample]] = {}
+    for s in samples:
+        by_run.setdefault(s.obs.run, []).append(s)
+    for run_samples in by_run.values():
+        run = store.start_run(POOL, workload.name, workload.roles[0].name, {}, [], descriptor)
+        for i, s in enumerate(run_samples):
+            row = rows[row_key(s.obs)]
+            store.add_result(ResultRow(
+                run_id=run, parameter=s.obs.parameter, value=s.obs.value, scope="dataset", baseline=s.obs.baseline,
+                repeat=s.obs.repeat or i, started_at=0.0, iops=row["iops"], read_iops=row["read_iops"],
+                write_iops=row["write_iops"], read_bw=row["read_bw"], write_bw=row["write_bw"],
+                write_p99=row["write_p99"], runtime_seconds=8.0, written_bytes=0,
+                working_set_bytes=s.obs.working_set_bytes, arc_max_bytes=s.obs.arc_max_bytes,
+                pool=descriptor, job=job.text))
+        store.end_run(run, "completed")
+    store.conn.close()
+
+
+def _final(recs: list[Recommendation], dataset: str, start: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(the recordsize and compression after every change, each parameter's status)."""
+    final, statuses = dict(start), {}
+    for r in recs:
+        if r.dataset == dataset and r.parameter in final and r.kind == "setting":
+            statuses[r.parameter] = r.status
+            if r.status == "change" and r.recommended:
+                final[r.parameter] = r.recommended
+    return final, statuses
+
+
+class Grid:
+    """A cell's measured grid: mean perf over the baseline's per setting, the write p99, the noise."""
+
+    def __init__(self, cell: list[Sample]):
+        self.by_key = _grid(cell)
+        self.mean = {k: _mean_ratio(v) for k, v in self.by_key.items()}
+        self.base = next(k for k, v in self.by_key.items() if v[0].obs.baseline)
+        self.best = oracle(self.by_key)
+        pooled = pooled_log_sd([math.exp(s.y_perf) for s in v] for v in self.by_key.values())
+        self.sd, self.dof = pooled if pooled else (None, 0)
+
+    def key(self, recordsize: str, compression: str) -> tuple | None:
+        """The grid's setting for a (recordsize, compression), None when it was not measured."""
+        for k, v in self.by_key.items():
+            s = v[0].obs.settings
+            if same_value(s["recordsize"], recordsize) and s["compression"] == compression:
+                return k
+        return None
+
+    def ratio(self, new: tuple, old: tuple) -> tuple[float, tuple[float, float] | None]:
+        r = self.mean[new] / self.mean[old]
+        if self.sd is None:
+            return r, None
+        return r, ratio_interval(r, self.sd, self.dof, len(self.by_key[new]), len(self.by_key[old]))
+
+
+def _score(cell: str, budget: int, start_name: str, grid: Grid, start: dict[str, str], final: dict[str, str],
+           statuses: dict[str, str], probed: list[str]) -> AnswerResult:
+    before, after = grid.key(start["recordsize"], start["compression"]), grid.key(final["recordsize"],
+                                                                                  final["compression"])
+    vs_best = grid.mean[after] / grid.mean[grid.best] if after is not None else None
+    vs_current, harm, loss = None, False, False
+    if after is not None and before is not None:
+        vs_current, interval = grid.ratio(after, before)
+        changed = after != before
+        loss = changed and vs_current < 1.0
+        harm = changed and interval is not None and interval[1] < 1.0
+    p99 = None
+    if after is not None:
+        base_p99, after_p99 = _worst_p99_ratio(grid.by_key[grid.base]), _worst_p99_ratio(grid.by_key[after])
+        p99 = after_p99 / base_p99 if base_p99 and after_p99 else None
+    show = lambda s: f"{s['recordsize']},{s['compression']}"  # noqa: E731 - one line, read once
+    changes = [p for p, st in statuses.items() if st == "change"]
+    return AnswerResult(cell=cell, budget=budget, start=start_name, current=show(start), final=show(final),
+                        statuses=statuses, probed=probed, vs_best=vs_best, vs_current=vs_current,
+                        p99_vs_default=p99, harm=harm, loss=loss, changes=changes)
+
+
+def evaluate_answers(model_factory: Callable[[], Any], prior: list[Sample], rows: Measured, book: RuleBook,
+                     hosts: dict[str, Host], budgets: list[int], only: str = "",
+                     cache: dict | None = None) -> list[AnswerResult]:
+    """Every cell whose name contains `only` and whose layout has a recording in `hosts`
+    (layout -> the host facts of its idle recording); `rows`: the prior's measured numbers."""
+    cache = {} if cache is None else cache
+    by_cell = cells(prior)
+    out: list[AnswerResult] = []
+    for held in sorted(by_cell):
+        layout, workload_name = held.split("/")[1], held.split("/")[2]
+        if only not in held or layout not in hosts or workload_name not in book.workloads:
+            continue
+        workload, host = book.workloads[workload_name], hosts[layout]
+        model = _fit(model_factory, prior, twins(held, by_cell), cache)
+        grid = Grid(by_cell[held])
+        for budget in budgets:
+            local, probed = probe_in_order(model, grid.by_key, budget)
+            for start_name, recordsize in (("default", DEFAULTS["recordsize"]), ("common", common_value(workload))):
+                with tempfile.TemporaryDirectory(prefix="zfs-advisor-answers-") as state:
+                    if local:
+                        _store_rows(state, host, workload, local, rows)
+                    provider = _HeldOutProvider(state, book, model, [s for s in prior if s.obs.cell not in
+                                                                     twins(held, by_cell)], f"held-out {held}")
+                    lookup = provider.lookup(host)
+                    if start_name == "default":
+                        asked, dataset = host, f"{POOL}/{workload_name}"
+                        answer = recommend(asked, book, workload_name, pool=POOL, measured=stored_evidence(state),
+                                           predicted=lookup)
+                    else:
+                        dataset = f"{POOL}/eval-{workload_name}"
+                        asked = _with_dataset(host, dataset, recordsize)
+                        answer = recommend(asked, book, workload_name, dataset=dataset,
+                                           measured=stored_evidence(state), predicted=provider.lookup(asked))
+                start = {"recordsize": format_size(parse_size(recordsize)), "compression": DEFAULTS["compression"]}
+                final, statuses = _final(answer.recommendations, dataset, start)
+                out.append(_score(held, budget, start_name, grid, start, final, statuses, probed))
+    return out
+
+
+Measured = dict[tuple, dict]  # a prior row's key (`row_key`) -> its measured numbers
+
+
+def row_key(obs: Any) -> tuple:
+    return (obs.cell, obs.run, obs.parameter, obs.value, obs.repeat)
+
+
+def measured_rows(csv_path: str | Path | None = None) -> Measured:
+    """The numbers a probe stores (IOPS, bandwidths, write p99) of every row of the prior."""
+    import csv
+
+    from advisor.model.dataset import prior_path
+    from advisor.model.features import from_csv_row
+
+    path = Path(csv_path) if csv_path is not None else prior_path()
+    with path.open(newline="") as f:
+        return {row_key(from_csv_row(r)): _numbers(r) for r in csv.DictReader(f)
+                if r.get("run_status", "completed") in ("", "completed") and float(r.get("iops") or 0) > 0}
+
+
+def _numbers(row: dict[str, str]) -> dict[str, float | None]:
+    def num(key: str) -> float:
+        return float(row.get(key) or 0)
+
+    p99 = row.get("write_p99_us")
+    return {"iops": num("iops"), "read_iops": num("read_iops"), "write_iops": num("write_iops"),
+            "read_bw": num("read_bw_bytes"), "write_bw": num("write_bw_bytes"),
+            "write_p99": float(p99) / 1e6 if p99 else None}
+
+
+def load_hosts(directory: Path) -> dict[str, Host]:
+    """layout -> the host facts of `directory/<layout>/idle` (the lab's recordings of one OpenZFS line)."""
+    from advisor.host.snapshot import collect_from_root
+
+    async def collect_all() -> dict[str, Host]:
+        found = {}
+        for idle in sorted(directory.glob("*/idle")):
+            found[idle.parent.name] = (await collect_from_root(str(idle), 30.0)).host
+        return found
+
+    return asyncio.run(collect_all())
+
+
+def summary(results: list[AnswerResult]) -> dict[str, Any]:
+    scored = [r.vs_best for r in results if r.vs_best is not None]
+    p99 = [r.p99_vs_default for r in results if r.p99_vs_default is not None]
+    return {
+        "answers": len(results),
+        "scored": len(scored),
+        "median_vs_best": statistics.median(scored) if scored else math.nan,
+        "mean_vs_best": statistics.fmean(scored) if scored else math.nan,
+        "worst_vs_best": min(scored) if scored else math.nan,
+        "below_90": sum(v < 0.9 for v in scored),
+        "changes": sum(bool(r.changes) for r in results),
+        "undecided": sum("undecided" in r.statuses.values() for r in results),
+        "losses": sum(r.loss for r in results),
+        "harm": sum(r.harm for r in results),
+        "worst_p99_vs_default": max(p99) if p99 else math.nan,
+    }
+
+
+def table(results: list[AnswerResult]) -> str:
+    lines = [f"{'cell':36s} {'start':7s} {'probed':26s} {'current':10s} {'final':10s} {'statuses':34s} "
+             f"{'vs best':>7s} {'vs cur':>6s} {'p99/def':>7s} harm"]
+    for r in results:
+        st = ",".join(f"{p[:4]}:{s}" for p, s in sorted(r.statuses.items()))
+        fmt = lambda v, spec: "-" if v is None else format(v, spec)  # noqa: E731
+        lines.append(f"{r.cell:36s} {r.start:7s} {' '.join(r.probed) or '-':26s} {r.current:10s} {r.final:10s} "
+                     f"{st:34s} {fmt(r.vs_best, '.1%'):>7s} {fmt(r.vs_current, '.2f'):>6s} "
+                     f"{fmt(r.p99_vs_default, '.2f'):>7s} {'HARM' if r.harm else ('loss' if r.loss else '')}")
+    return "\n".join(lines)
+
+
+def summary_table(results: list[AnswerResult]) -> str:
+    """One row per budget, per workload within it and overall."""
+    lines = [f"| probes | workload | answers | median of best | mean | worst | < 90 % | changes | undecided | "
+             f"losses | harm | worst write p99 / default |", "|" + " --- |" * 12]
+    for budget in sorted({r.budget for r in results}):
+        at = [r for r in results if r.budget == budget]
+        groups = [(w, [r for r in at if r.cell.split("/")[2] == w]) for w in sorted({r.cell.split("/")[2] for r in at})]
+        for name, group in [*groups, ("**all**", at)]:
+            s = summary(group)
+            lines.append(f"| {budget} | {name} | {s['answers']} | {s['median_vs_best']:.1%} | {s['mean_vs_best']:.1%} "
+                         f"| {s['worst_vs_best']:.1%} | {s['below_90']} | {s['changes']} | {s['undecided']} | "
+                         f"{s['losses']} | {s['harm']} | {s['worst_p99_vs_default']:.2f} |")
+    return "\n".join(lines)
