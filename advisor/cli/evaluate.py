@@ -51,6 +51,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--shipped-fit", action="store_true",
                    help="--answers: condition the shipped fit on the other cells instead of refitting without each "
                         "(seconds instead of minutes; its hyperparameters saw every cell)")
+    p.add_argument("--change-probability", metavar="P[,P...]",
+                   help="--answers: decide with these CHANGE_PROBABILITY values instead of the shipped one (how sure "
+                        "a prediction must be of a gain to advise a change; one table each)")
     p.add_argument("--json", action="store_true", help="the per-cell results and summaries as JSON")
     p.set_defaults(func=run)
 
@@ -169,17 +172,31 @@ def _answers(args: argparse.Namespace, budgets: list[int]) -> int:
         factory = partial(ShippedFit, predictor, prior)
     else:
         factory = partial(MODELS["gp"], seed=args.seed)
-    results = answers.evaluate_answers(factory, prior, answers.measured_rows(args.prior), load_rulebook(), hosts,
-                                       budgets, args.cells)
+    try:
+        thresholds = [float(v) for v in (args.change_probability or "").split(",") if v.strip()] or [None]
+    except ValueError:
+        thresholds = [-1.0]
+    if any(t is not None and not 0.5 <= t < 1 for t in thresholds):
+        print("zfs-advisor evaluate: --change-probability takes probabilities in [0.5, 1), e.g. 0.8,0.95",
+              file=sys.stderr)
+        return 2
+    rows, book, cache = answers.measured_rows(args.prior), load_rulebook(), {}
     skipped = [layout for layout in layouts if layout not in hosts]
+    report = []
+    for threshold in thresholds:
+        with answers.change_probability(threshold):
+            results = answers.evaluate_answers(factory, prior, rows, book, hosts, budgets, args.cells, cache)
+        report.append({"change_probability": threshold, "results": [asdict(r) for r in results],
+                       "summary": {b: answers.summary([r for r in results if r.budget == b]) for b in budgets}})
+        if not args.json:
+            if threshold is not None:
+                print(f"\nCHANGE_PROBABILITY {threshold:g}:")
+            print(answers.table(results))
+            print()
+            print(answers.summary_table(results))
     if args.json:
-        print(json.dumps({"results": [asdict(r) for r in results], "not_recorded": skipped,
-                          "summary": {b: answers.summary([r for r in results if r.budget == b]) for b in budgets}},
-                         indent=2))
+        print(json.dumps({"runs": report, "not_recorded": skipped}, indent=2))
         return 0
-    print(answers.table(results))
-    print()
-    print(answers.summary_table(results))
     if skipped:
         print(f"\nlayouts of the prior without a recording in {hosts_dir} (not scored): {', '.join(skipped)}")
     return 0

@@ -7,14 +7,17 @@ rule (what the documentation says).
 * The proposal: the model's pick where it predicts the setting, unless the probe measured a
   candidate that beats that pick beyond the run's noise; else the probe's measured best; else the
   rule's value (the current one where the rule accepts it).
-* Its gain over the current value: the probe's interval when the probe measured both, else the
-  model's; the rule alone gives none.
+* Its gain over the current value: the model's prediction when it has one (it is conditioned on
+  this pool's probes: the combined evidence), else the probe's measurement of both.
 * The decision:
   - the proposal is the current value: passed (keep it);
-  - the gain's 90 % interval lies above 1: change;
+  - the gain is sure enough (CHANGE_PROBABILITY; for a measurement its 90 % interval above 1):
+    change, unless a probe of this pool measured the proposal no better than the current value;
+  - else the rule's own value, when the rule is undisputed and the evidence predicts it a gain
+    (the documentation and the data agree): change to it;
   - the gain is predicted at most 1: passed: nothing is predicted to beat the current value, and a
     rule that said otherwise is named with its predicted effect;
-  - the interval spans 1: undecided: keep the current value, `measure` says how to decide;
+  - otherwise: undecided: keep the current value, `measure` says how to decide;
   - no measurement or prediction: the rule decides, except that a rule whose sources disagree does
     not force a change on its own: undecided.
 
@@ -23,6 +26,7 @@ the model's predictions (advisor/engine/predicted.py) in; nothing here reads the
 """
 from __future__ import annotations
 
+import math
 import shlex
 from dataclasses import dataclass
 from typing import Callable
@@ -38,6 +42,14 @@ Setter = Callable[[Recommendation, str], "list[str] | str | None"]
 Measurer = Callable[[Recommendation, list[str]], "list[str] | None"]
 
 
+# How sure a prediction must be that the proposal beats the current value before it is advised
+# as a change: P(ratio > 1) under the model's predictive distribution (normal in log ratio; 0.95
+# is its 90 % interval lying above 1).  A probe's measured gain must always clear its own 90 %
+# interval: that is the standard of a measurement (advisor/probe/interval.py).
+CHANGE_PROBABILITY = 0.95
+Z90 = 1.6448536269514722
+
+
 @dataclass(frozen=True)
 class Gain:
     """The effect of the proposal against the current value, and who says so."""
@@ -46,8 +58,22 @@ class Gain:
     source: str  # "probe" or "model"
 
     @property
+    def probability(self) -> float | None:
+        """P(ratio > 1) for a prediction: its 90 % interval read as a normal in log ratio."""
+        if self.interval is None or self.source != "model" or self.ratio <= 0:
+            return None
+        sd = (math.log(self.interval[1]) - math.log(self.interval[0])) / (2 * Z90)
+        if sd <= 0:
+            return 1.0 if self.ratio > 1 else 0.0
+        return 0.5 * (1 + math.erf(math.log(self.ratio) / sd / math.sqrt(2)))
+
+    @property
     def separated(self) -> bool:
-        return self.interval is not None and self.interval[0] > 1.0
+        if self.interval is None:
+            return False
+        if self.source == "model":
+            return self.ratio > 1.0 and (self.probability or 0.0) >= CHANGE_PROBABILITY
+        return self.interval[0] > 1.0
 
 
 @dataclass(frozen=True)
@@ -67,44 +93,76 @@ def decide(rec: Recommendation, ladder: Ladder, setter: Setter, measurer: Measur
     if probe is None and pred is None:
         return _rule_alone(rec, measurer)
     proposal, why = _proposal(rec, probe, pred)
-    notes = [why] if why else []
-    gain = _gain(current, proposal, probe, pred)
-    update: dict = {"evidence": rec.evidence + _evidence(rec, ladder, probe, pred)}
-    parts = [rec.explanation, *_listings(ladder, probe, pred)]
+    status, value, gain, verdict = _verdict(rec, proposal, probe, pred)
     ruled = rec.recommended if rec.status == "change" else None
-    if ruled is not None and not same_value(ruled, proposal) and current is not None:
+    notes = [why] if why else []
+    if ruled is not None and not same_value(ruled, value) and current is not None:
         notes.append(_rule_note(ruled, current, probe, pred))
-    if same_value(proposal, current):
-        status, verdict = "passed", f"The evidence favours keeping the current {current}."
-    elif gain is None:
-        status = "undecided"
-        verdict = (f"{proposal} ranks first, but nothing measured or predicted compares it with the current "
-                   f"{current}: keep {current} until a probe of both decides.")
-    elif gain.separated:
-        status = "change"
-        verdict = (f"{proposal} is {_by(gain)} {pct(gain.ratio)} {_metric(pred)} over the current {current} "
-                   f"(90% interval {span(gain.interval)}): change it.")
-    elif gain.ratio <= 1.0:
-        status = "passed"
-        verdict = (f"Nothing is {_by(gain)} to beat the current {current} ({proposal}: {pct(gain.ratio)}"
-                   f"{_interval_text(gain)}): keep it.")
-    else:
-        status = "undecided"
-        verdict = (f"{proposal} is {_by(gain)} {pct(gain.ratio)} {_metric(pred)} over the current {current}"
-                   f"{_interval_text(gain)}, which does not rule out no gain or a loss: keep {current} until a "
-                   f"probe tells them apart.")
-    update["source"] = _source(rec, status, proposal, gain, probe, pred)
-    update["explanation"] = " ".join(p for p in [*parts, *notes, verdict] if p)
+    update: dict = {"evidence": rec.evidence + _evidence(rec, ladder, probe, pred),
+                    "source": _source(rec, status, value, probe, pred),
+                    "explanation": " ".join(p for p in [rec.explanation, *_listings(ladder, probe, pred), *notes,
+                                                        verdict] if p)}
     if status == "change":
-        update |= _change(rec, proposal, gain, setter, pred.metric if pred is not None and gain and
+        update |= _change(rec, value, gain, setter, pred.metric if pred is not None and gain and
                           gain.source == "model" else "iops")
-        update["requirement"] = f"= {proposal} ({_by(gain) if gain else 'measured'} best)"
+        update["requirement"] = f"= {value}"
     else:
-        update |= _keep(rec, status, [v for v in (current, proposal, ruled) if v], measurer,
+        update |= _keep(rec, status, [v for v in (current, value, ruled) if v], measurer,
                         baseline=_baseline(probe, pred))
-        if ruled is not None or not same_value(proposal, current):
-            update["requirement"] = f"= {current} (the evidence does not support {ruled or proposal})"
+        if ruled is not None or not same_value(value, current):
+            update["requirement"] = f"= {current} (the evidence does not support {ruled or value})"
     return rec.model_copy(update=update)
+
+
+def _verdict(rec: Recommendation, proposal: str, probe: ParameterEvidence | None,
+             pred: ParameterPrediction | None) -> tuple[str, str, Gain | None, str]:
+    """(status, the value it is about, its gain over the current value, why)."""
+    current = rec.current
+    gain = _gain(current, proposal, probe, pred)
+    if same_value(proposal, current):
+        return "passed", proposal, None, f"The evidence favours keeping the current {current}."
+    if gain is None:
+        return "undecided", proposal, None, (
+            f"{proposal} ranks first, but nothing measured or predicted compares it with the current {current}: "
+            f"keep {current} until a probe of both decides.")
+    if gain.separated:
+        measured = _measured(current, proposal, probe)
+        if measured is not None and measured.ratio <= 1:  # a prediction never overrules what this pool measured
+            return "passed", proposal, gain, (
+                f"{proposal} is predicted {pct(gain.ratio)}, but the probe of this pool measured it at "
+                f"{pct(measured.ratio)}{_interval_text(measured)} against the current {current}: keep it.")
+        return "change", proposal, gain, (
+            f"{proposal} is {_by(gain)} {pct(gain.ratio)} {_metric(pred)} over the current {current} "
+            f"(90% interval {span(gain.interval)}): change it.")
+    agreed = _agreed(rec, probe, pred)
+    if agreed is not None:
+        ruled, ruled_gain = agreed
+        return "change", ruled, ruled_gain, (
+            f"The documentation's {ruled} is {_by(ruled_gain)} {pct(ruled_gain.ratio)} {_metric(pred)} over the "
+            f"current {current}{_interval_text(ruled_gain)}: the interval alone does not exclude a loss, but the "
+            "documented value and the prediction agree, so change it.")
+    if gain.ratio <= 1.0:
+        return "passed", proposal, gain, (
+            f"Nothing is {_by(gain)} to beat the current {current} ({proposal}: {pct(gain.ratio)}"
+            f"{_interval_text(gain)}): keep it.")
+    return "undecided", proposal, gain, (
+        f"{proposal} is {_by(gain)} {pct(gain.ratio)} {_metric(pred)} over the current {current}"
+        f"{_interval_text(gain)}, which does not rule out no gain or a loss: keep {current} until a probe tells "
+        "them apart.")
+
+
+def _agreed(rec: Recommendation, probe: ParameterEvidence | None,
+            pred: ParameterPrediction | None) -> tuple[str, Gain] | None:
+    """The rule's value, when the rule is undisputed and the evidence predicts it a gain over the
+    current value (and no probe of this pool measured it losing): two sources agreeing."""
+    ruled = rec.recommended if rec.status == "change" else None
+    if ruled is None or rec.sources_disagree or same_value(ruled, rec.current):
+        return None
+    gain = _gain(rec.current, ruled, probe, pred)
+    if gain is None or gain.ratio <= 1.0:
+        return None
+    measured = _measured(rec.current, ruled, probe)
+    return (ruled, gain) if measured is None or measured.ratio > 1.0 else None
 
 
 # --- the rungs --------------------------------------------------------------------------------
@@ -125,18 +183,24 @@ def _proposal(rec: Recommendation, probe: ParameterEvidence | None,
 
 def _gain(current: str | None, proposal: str, probe: ParameterEvidence | None,
           pred: ParameterPrediction | None) -> Gain | None:
+    """The model's prediction of the pair when it has one (it is conditioned on this pool's probes:
+    the combined evidence), else the probe's measurement of both."""
     if current is None or same_value(current, proposal):
         return None
-    if probe is not None:
-        new, old = find(probe, proposal), find(probe, current)
-        found = probe.ratio(new, old) if new is not None and old is not None else None
-        if found is not None:
-            return Gain(found[0], found[1], "probe")
     if pred is not None:
         effect = pred.effect(current, proposal)
         if effect is not None:
             return Gain(effect.ratio, effect.interval, "model")
-    return None
+    return _measured(current, proposal, probe)
+
+
+def _measured(current: str | None, proposal: str, probe: ParameterEvidence | None) -> Gain | None:
+    """The probe's measurement of the proposal against the current value, when it measured both."""
+    if probe is None or current is None:
+        return None
+    new, old = find(probe, proposal), find(probe, current)
+    found = probe.ratio(new, old) if new is not None and old is not None else None
+    return Gain(found[0], found[1], "probe") if found is not None else None
 
 
 def _rule_alone(rec: Recommendation, measurer: Measurer) -> Recommendation:
@@ -199,9 +263,9 @@ def _baseline(probe: ParameterEvidence | None, pred: ParameterPrediction | None)
     return probe.baseline if probe is not None else None
 
 
-def _source(rec: Recommendation, status: str, proposal: str, gain: Gain | None,
-            probe: ParameterEvidence | None, pred: ParameterPrediction | None) -> str:
-    if gain is not None and gain.source == "probe" or pred is None:
+def _source(rec: Recommendation, status: str, proposal: str, probe: ParameterEvidence | None,
+            pred: ParameterPrediction | None) -> str:
+    if pred is None or _measured(rec.current, proposal, probe) is not None:
         return "probe" if probe is not None else rec.source
     agrees = (same_value(proposal, rec.recommended) if rec.status == "change"
               else status != "change")  # a passing rule agrees with keeping

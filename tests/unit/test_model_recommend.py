@@ -183,13 +183,29 @@ def test_a_rules_change_the_model_predicts_to_lose_is_not_advised():
 
 
 def test_a_gain_the_interval_does_not_separate_is_undecided_with_the_probe_that_decides():
-    # the model picks 32K, 1.2x the current 64K but (0.9..1.6): keep 64K, measure both with the default
+    # the model picks 32K, 1.2x the current 64K but (0.9..1.6), and the rule saying 32K is disputed:
+    # keep 64K, measure both with the default
     pred = _synthetic("32K", (0.9, 1.6), pair=("64K", "32K"), values={"32K": 1.2, "64K": 1.0, "128K": 1.0})
-    out = _decide(_rec(current="64K"), pred)
+    out = _decide(_rec(current="64K", disagree="Guides say 8K, others 32K."), pred)
     assert (out.status, out.change, out.recommended, out.apply, out.expected_effect) == (
         "undecided", False, "64K", None, None)
     assert out.measure_argv == ["zfs-advisor", "probe", "--pool", "tank", "--param", "recordsize=128K,64K,32K"]
     assert "does not rule out no gain or a loss: keep 64K" in out.explanation
+
+
+def test_an_undisputed_rule_and_a_predicted_gain_agreeing_make_a_change():
+    # the same prediction, but the documentation's 32K is undisputed: two sources agree on a gain
+    pred = _synthetic("32K", (0.9, 1.6), pair=("64K", "32K"), values={"32K": 1.2, "64K": 1.0, "128K": 1.0})
+    out = _decide(_rec(current="64K"), pred)
+    assert (out.status, out.recommended, out.source) == ("change", "32K", "rule+model")
+    assert out.expected_effect.change_ratio == pytest.approx(1.2) and out.expected_effect.interval == (0.9, 1.6)
+    assert "the documented value and the prediction agree" in out.explanation
+
+
+def test_an_undisputed_rule_predicted_to_lose_is_not_followed():
+    # the documentation's 32K against the current 8K: 0.81x (0.73..0.89); the model keeps 8K
+    out = _decide(_rec(current="8K"), _synthetic("8K", (1.1, 1.4)))
+    assert (out.status, out.recommended) == ("passed", "8K")
 
 
 def test_a_pick_predicted_no_better_than_the_current_value_keeps_it():
@@ -241,3 +257,16 @@ async def test_a_stop_does_not_wait_for_an_unfinished_fit(monkeypatch, tmp_path)
         assert fit.is_alive()
     finally:
         release.set()
+
+
+async def test_a_rules_value_the_model_predicts_to_lose_is_not_advised_on_the_lab_mirror(http_client, tmp_path):
+    """PostgreSQL on tank/pg (8K records) of the lab's SSD mirror: the rule's 32K (the OpenZFS
+    guide's value, disputed) is predicted to lose against 8K, so the answer keeps 8K and says why."""
+    client = await http_client(create_app(Settings(root=str(RECORDING), state_dir=str(tmp_path / "state"))))
+    answer = await (await client.get("/recommend", params={"workload": "postgres", "dataset": "tank/pg"})).json()
+    rec = recordsize(answer)
+    assert (rec["current"], rec["recommended"], rec["change"]) == ("8K", "8K", False)
+    assert rec["status"] in ("passed", "undecided") and rec["apply"] is None
+    assert "The rule's 32K is predicted -" in rec["explanation"]
+    assert all(r["expected_effect"] is None or r["expected_effect"]["change_ratio"] > 1
+               for r in answer["recommendations"] if r["status"] == "change")
