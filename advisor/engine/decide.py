@@ -218,8 +218,16 @@ def _rule_note(ruled: str, current: str, probe: ParameterEvidence | None, pred: 
     gain = _gain(current, ruled, probe, pred)
     if gain is None:
         return f"The rule's {ruled} was neither measured nor predicted here."
+    ruled_pred = pred.candidate(ruled) if pred is not None else None
+    tail = (f", but its write p99 is predicted {ruled_pred.write_p99_ratio:.1f}x the ZFS default's (the limit is "
+            f"1.5x)" if ruled_pred is not None and not ruled_pred.feasible and ruled_pred.write_p99_ratio else "")
     return (f"The rule's {ruled} is {_by(gain)} {pct(gain.ratio)} {_metric(pred)} against the current {current}"
-            f"{_interval_text(gain)}.")
+            f"{_interval_text(gain)}{tail}.")
+
+
+def _tail(c) -> str:
+    """A candidate whose write p99 is predicted beyond the limit the pick respects."""
+    return "" if c.feasible or not c.write_p99_ratio else f", write p99 {c.write_p99_ratio:.1f}x the default's"
 
 
 # --- the answer's fields ----------------------------------------------------------------------
@@ -294,7 +302,8 @@ def _listings(ladder: Ladder, probe: ParameterEvidence | None, pred: ParameterPr
                    f"{', '.join(c.value for c in probe.candidates)}): {listing}.")
     if pred is not None:
         metric = _metric(pred)
-        listing = "; ".join(f"{c.value}: {pct(c.ratio)} ({span(c.interval)})" for c in pred.candidates if not c.baseline)
+        listing = "; ".join(f"{c.value}: {pct(c.ratio)} ({span(c.interval)}){_tail(c)}"
+                            for c in pred.candidates if not c.baseline)
         default = next((c.value for c in pred.candidates if c.baseline), "the default")
         probes = f"{pred.local_probes} probe{'s' if pred.local_probes != 1 else ''}"
         out.append(f"Predicted {metric} against the ZFS default ({default}), from {probes} on this pool and "

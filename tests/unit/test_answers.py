@@ -1,0 +1,79 @@
+"""The answer itself, scored against the lab's grids (advisor/model/answers.py, `evaluate --answers`).
+
+The cells are the shipped prior's whose layout has a recording under tests/fixtures/hosts/2.3.2;
+the model is the shipped fit conditioned without each held-out cell (`ShippedFit`: its
+hyperparameters saw every cell, so this is the quick check CI runs; docs/model.md has the
+evaluation with a refit per cell).  The host is each layout's idle recording, the probes are the
+cell's own lab rows read back from a probe database by the service's readers.
+"""
+from __future__ import annotations
+
+import json
+from functools import partial
+
+import pytest
+from support import HOSTS
+
+pytest.importorskip("numpy")
+
+from advisor.cli import main  # noqa: E402
+from advisor.engine.loader import load_rulebook  # noqa: E402
+from advisor.model import answers, fitted  # noqa: E402
+from advisor.model.dataset import load_csv, prior_path, samples  # noqa: E402
+from advisor.model.evaluation import ShippedFit  # noqa: E402
+
+BUDGETS = (0, 1, 2)
+
+
+@pytest.fixture(scope="module")
+def results():
+    prior = samples(load_csv())
+    predictor, _ = fitted.load(prior_path())
+    hosts = answers.load_hosts(HOSTS / "2.3.2")
+    return answers.evaluate_answers(partial(ShippedFit, predictor, prior), prior, answers.measured_rows(), load_rulebook(),
+                                    hosts, list(BUDGETS))
+
+
+def test_every_recorded_layouts_cells_are_answered_at_every_budget(results):
+    recorded = {p.name for p in (HOSTS / "2.3.2").iterdir() if (p / "idle").is_dir()}
+    layouts = {r.cell.split("/")[1] for r in results}
+    assert layouts and layouts <= recorded
+    cells = {r.cell for r in results}
+    assert len(results) == len(cells) * len(BUDGETS) * 2  # a new dataset and one at the common value
+    assert all(r.vs_best is not None for r in results), [r for r in results if r.vs_best is None]
+
+
+@pytest.mark.parametrize("budget", BUDGETS)
+def test_no_answer_changes_a_setting_to_one_its_cell_measured_worse(budget, results):
+    at = [r for r in results if r.budget == budget]
+    assert not [r for r in at if r.loss], [(r.cell, r.start, r.current, r.final, r.vs_current) for r in at if r.loss]
+
+
+@pytest.mark.parametrize("budget", BUDGETS)
+def test_a_change_never_raises_the_write_tail_beyond_the_limit(budget, results):
+    s = answers.summary([r for r in results if r.budget == budget])
+    assert s["p99_over_changed"] == 0
+
+
+def test_probes_never_make_the_answer_worse(results):
+    by = {(r.cell, r.start, r.budget): min(r.vs_best or 0, 1.0) for r in results}
+    for (cell, start, budget), score in by.items():
+        if budget > 0:
+            assert score >= by[(cell, start, 0)] - 1e-9, (cell, start, budget)
+
+
+def test_the_median_answer_is_near_the_best_without_probes(results):
+    # docs/model.md, "The answer, scored": the median answer lands on the grid's best at 0 probes
+    assert answers.summary([r for r in results if r.budget == 0])["median_vs_best"] >= 0.95
+
+
+def test_the_cli_prints_the_tables_and_refuses_bad_budgets(capsys):
+    assert main(["evaluate", "--answers", "--shipped-fit", "--budget", "0", "--cells", "ssd-mirror2x2/mysql",
+                 "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    [run] = report["runs"]
+    assert {r["cell"].split("/")[2] for r in run["results"]} == {"mysql"} and len(run["results"]) == 2
+    assert main(["evaluate", "--answers", "--budget", "-1"]) == 2
+    assert main(["evaluate", "--answers", "--budget", "0", "--change-probability", "1.5"]) == 2
+    assert main(["evaluate", "--answers", "--budget", "0", "--cells", "no-such-cell"]) == 2
+    assert "no cell contains 'no-such-cell'" in capsys.readouterr().err
