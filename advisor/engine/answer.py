@@ -44,7 +44,7 @@ def decide_all(recs: list[Recommendation], workload: Workload, params: dict[str,
             if predicted is not None and predicted_here(rec):
                 extra = [v for v in (rec.current, rec.recommended) if v]
                 prediction = predicted(rec.pool or "", workload.name, rec.parameter, extra)
-            ladder = Ladder(probe=ev, prediction=prediction)
+            ladder = Ladder(probe=ev, prediction=prediction, new_dataset=rec.dataset in new_datasets)
         else:
             ladder = Ladder()
         out.append(decide(rec, ladder, setter, measurer))

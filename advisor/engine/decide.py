@@ -82,6 +82,10 @@ class Ladder:
     probe: ParameterEvidence | None = None
     probe_where: str = "this pool"  # a module parameter's probe ran on a named pool
     prediction: ParameterPrediction | None = None
+    # A dataset still to be created: every value costs the same (nothing to rewrite), so the
+    # evidence's pick is taken whenever it is predicted a gain over the default; the pick itself
+    # weighs the prediction's uncertainty (advisor/model/select.py, CAUTION).
+    new_dataset: bool = False
 
 
 def decide(rec: Recommendation, ladder: Ladder, setter: Setter, measurer: Measurer) -> Recommendation:
@@ -93,7 +97,7 @@ def decide(rec: Recommendation, ladder: Ladder, setter: Setter, measurer: Measur
     if probe is None and pred is None:
         return _rule_alone(rec, measurer)
     proposal, why = _proposal(rec, probe, pred)
-    status, value, gain, verdict = _verdict(rec, proposal, probe, pred)
+    status, value, gain, verdict = _verdict(rec, proposal, probe, pred, ladder.new_dataset)
     ruled = rec.recommended if rec.status == "change" else None
     notes = [why] if why else []
     if ruled is not None and not same_value(ruled, value) and current is not None:
@@ -115,7 +119,7 @@ def decide(rec: Recommendation, ladder: Ladder, setter: Setter, measurer: Measur
 
 
 def _verdict(rec: Recommendation, proposal: str, probe: ParameterEvidence | None,
-             pred: ParameterPrediction | None) -> tuple[str, str, Gain | None, str]:
+             pred: ParameterPrediction | None, new_dataset: bool = False) -> tuple[str, str, Gain | None, str]:
     """(status, the value it is about, its gain over the current value, why)."""
     current = rec.current
     gain = _gain(current, proposal, probe, pred)
@@ -134,6 +138,11 @@ def _verdict(rec: Recommendation, proposal: str, probe: ParameterEvidence | None
         return "change", proposal, gain, (
             f"{proposal} is {_by(gain)} {pct(gain.ratio)} {_metric(pred)} over the current {current} "
             f"(90% interval {span(gain.interval)}): change it.")
+    if new_dataset and gain.ratio > 1.0 and _measured(current, proposal, probe) is None:
+        return "change", proposal, gain, (
+            f"{proposal} is {_by(gain)} {pct(gain.ratio)} {_metric(pred)} over the default {current}"
+            f"{_interval_text(gain)}. The dataset is still to be created, so either value costs the same: "
+            f"create it with {proposal}, the value the evidence favours.")
     agreed = _agreed(rec, probe, pred)
     if agreed is not None:
         ruled, ruled_gain = agreed
