@@ -1,4 +1,4 @@
-"""Facts about the ARC (arcstats), and the cache an application keeps beside it."""
+"""Facts about the ARC and the L2ARC (arcstats), and the cache an application keeps beside them."""
 from __future__ import annotations
 
 from advisor.engine.catalogue import fact
@@ -81,3 +81,34 @@ def _h_arc_beside_app(ctx: Context) -> int | None:
         return None
     room = (mem - cache - rest) // ARC_MAX_STEP * ARC_MAX_STEP  # a round value to write down
     return max(ARC_MAX_FLOOR, room)
+
+
+# --- L2ARC ------------------------------------------------------------------------------------
+
+
+@fact("arc.l2_lookups", "int", "ARC misses of pools with cache devices, looked up in the L2ARC (arcstats l2_hits + l2_misses)")
+def _a_l2_lookups(ctx: Context) -> int | None:
+    hits, misses = _arcstat(ctx, "l2_hits"), _arcstat(ctx, "l2_misses")
+    return None if hits is None or misses is None else hits + misses
+
+
+@fact("arc.l2_hit_ratio", "ratio", "share of those lookups the L2ARC answered (arcstats l2_hits / (l2_hits + l2_misses))",
+      needs=("arc.l2_lookups",))
+def _a_l2_ratio(ctx: Context) -> float | None:
+    return _share(_arcstat(ctx, "l2_hits"), ctx.get("arc.l2_lookups"))
+
+
+@fact("arc.l2_hdr_bytes", "bytes", "RAM the ARC spends on headers of blocks held in the L2ARC (arcstats l2_hdr_size)")
+def _a_l2_hdr(ctx: Context) -> int | None:
+    return _arcstat(ctx, "l2_hdr_size")
+
+
+@fact("arc.l2_hdr_share", "ratio", "those headers as a share of the ARC's size (l2_hdr_size / size)",
+      needs=("arc.l2_hdr_bytes", "arc.size"))
+def _a_l2_hdr_share(ctx: Context) -> float | None:
+    return _share(ctx.get("arc.l2_hdr_bytes"), ctx.get("arc.size"))
+
+
+@fact("arc.l2_asize", "bytes", "data held on the cache devices, as allocated there (arcstats l2_asize)")
+def _a_l2_asize(ctx: Context) -> int | None:
+    return _arcstat(ctx, "l2_asize")

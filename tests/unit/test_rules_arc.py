@@ -1,4 +1,4 @@
-"""The ARC sizing rules (rules/arc.yaml) on the recorded lab hosts and modified copies."""
+"""The ARC sizing and L2ARC rules (rules/arc.yaml) on the recorded lab hosts and modified copies."""
 from __future__ import annotations
 
 import pytest
@@ -8,7 +8,7 @@ from support.recorded import recorded_host
 from advisor.engine.facts_arc import innodb_dedicated_share
 from advisor.engine.loader import load_rulebook
 from advisor.engine.service import TargetError, recommend
-from advisor.facts import Host
+from advisor.facts import Host, Vdev
 
 BOOK = load_rulebook()
 SNAPSHOTS = recorded_snapshots()
@@ -108,3 +108,46 @@ def test_arc_rules_speak_only_to_their_workloads():
     for workload in BOOK.workloads:
         for owner, rule in ARC_RULES.items():
             assert (verdict(host, workload, rule) is not None) == (workload == owner)
+
+
+# --- L2ARC -----------------------------------------------------------------------------------
+
+
+def with_cache_device(host: Host, hits: int | None, misses: int | None) -> Host:
+    # Modifies a recording: a cache device added to tank and the arcstats L2ARC counters set
+    # (None: arcstats not read at all).
+    host.pools[0].root.children.append(Vdev(name="/dev/nvme0n1", type="disk", group="cache", path="/dev/nvme0n1"))
+    if hits is None:
+        host.arc = None
+    else:
+        host.arc.values.update(l2_hits=hits, l2_misses=misses, l2_hdr_size=48 << 20, l2_asize=20 * GIB)
+    return host
+
+
+@pytest.mark.parametrize("snap", SNAPSHOTS, ids=snapshot_id)
+@pytest.mark.parametrize("workload", [None, "postgres", "media"])
+def test_no_l2arc_line_on_hosts_without_cache_devices(snap, workload):
+    assert verdict(recorded_host(snap), workload, "l2arc-hit-ratio") is None
+
+
+def test_an_l2arc_that_rarely_hits_is_a_warning_naming_its_memory():
+    host = with_cache_device(recorded_host(RECORDING), hits=2_000, misses=198_000)
+    rec = verdict(host, None, "l2arc-hit-ratio")  # the general answer has it too: it reads no workload fact
+    assert rec.status == "change" and rec.current == "1%" and rec.kind == "warning"
+    assert "48M now" in rec.explanation and "200000" in rec.explanation
+    assert "zpool remove tank DEVICE" in rec.apply_note
+
+
+def test_an_l2arc_that_answers_a_third_of_misses_passes():
+    host = with_cache_device(recorded_host(RECORDING), hits=100_000, misses=200_000)
+    assert verdict(host, "fileserver", "l2arc-hit-ratio").status == "passed"
+
+
+def test_too_few_lookups_say_nothing_yet():
+    host = with_cache_device(recorded_host(RECORDING), hits=0, misses=99_999)
+    assert verdict(host, "fileserver", "l2arc-hit-ratio") is None
+
+
+def test_a_cache_device_without_arcstats_is_skipped():
+    rec = verdict(with_cache_device(recorded_host(RECORDING), None, None), "fileserver", "l2arc-hit-ratio")
+    assert rec.status == "skipped" and "arc.l2_lookups" in rec.skipped_reason
