@@ -56,7 +56,7 @@ def _d_volblocksize(ctx: Context) -> int | None:
             return None
         return 16384 if tuple(version[:2]) >= (2, 2) else 8192  # default changed in OpenZFS 2.2
     return _size_prop("volblocksize")(ctx)
-for _name in ("primarycache", "logbias", "sync", "redundant_metadata", "atime", "relatime", "xattr", "dedup"):
+for _name in ("primarycache", "logbias", "sync", "redundant_metadata", "atime", "relatime", "xattr", "dedup", "checksum"):
     fact(f"dataset.{_name}", "str", f"zfs property {_name}")(_str_prop(_name))
 
 

@@ -161,6 +161,11 @@ def _p_special(ctx: Context) -> bool | None:
     return bool(ctx.pool.top_level_vdevs("special")) if ctx.pool and ctx.pool.root else None
 
 
+@fact("pool.has_cache", "bool", "the pool has cache devices (L2ARC)")
+def _p_cache(ctx: Context) -> bool | None:
+    return bool(ctx.pool.top_level_vdevs("cache")) if ctx.pool and ctx.pool.root else None
+
+
 @fact("pool.layout", "str", "the data vdevs, e.g. 'raidz1-0 (4 disks)' or '5 single-disk vdevs'")
 def _p_layout(ctx: Context) -> str | None:
     if not ctx.pool or not ctx.pool.root:

@@ -37,7 +37,7 @@ def props(**overrides: object) -> dict[str, Property]:
     base: dict[str, object] = dict(
         type="filesystem", recordsize=131072, volblocksize="-", compression="off", compressratio="1.00x",
         primarycache="all", logbias="latency", sync="standard", atime="on", relatime="off", xattr="on",
-        redundant_metadata="all", special_small_blocks=0,
+        redundant_metadata="all", special_small_blocks=0, checksum="on", dedup="off",
     )
     base.update(overrides)
     return {k: Property(value=str(v), source="local") for k, v in base.items()}

@@ -83,7 +83,7 @@ async def test_same_answer_as_the_engine_and_as_text(client, host):
 
 async def test_workload_parameters_pass_through(client):
     body = await (await client.get("/recommend?workload=postgres&role=wal&page_size=16K")).json()
-    assert body["parameters"] == {"role": "wal", "page_size": "16K"}
+    assert body["parameters"] == {"role": "wal", "page_size": "16K", "cache_percent": "25"}  # given, else default
     assert body["target"]["dataset"] == "tank/postgres-wal" and body["target"]["new_dataset"] is True
 
 

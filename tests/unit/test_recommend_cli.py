@@ -46,7 +46,7 @@ def test_recommend_text_names_facts_and_commands(host, capsys):
 def test_recommend_parameters_and_role(host, capsys):
     assert cli.main(["recommend", "--workload", "postgres", "--role", "wal", "--param", "page_size=16K", "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
-    assert printed["parameters"] == {"role": "wal", "page_size": "16K"}
+    assert printed["parameters"] == {"role": "wal", "page_size": "16K", "cache_percent": "25"}  # given, else default
 
 
 def test_verify_lists_passed_failed_skipped_and_exits_1_on_failures(host, capsys):

@@ -1,0 +1,45 @@
+"""sync-not-disabled covers every workload whose profile relies on fsync, on the recorded lab hosts.
+
+The lab's tank/logs is recorded with sync=disabled and tank/pg with the default (standard).
+"""
+from __future__ import annotations
+
+import pytest
+from support import recorded_snapshots, snapshot_id
+from support.recorded import recorded_host
+
+from advisor.engine.loader import load_rulebook
+from advisor.engine.service import recommend
+
+BOOK = load_rulebook()
+SNAPSHOTS = recorded_snapshots("idle")
+SYNCING = sorted(name for name, w in BOOK.workloads.items() if w.io.sync in ("light", "heavy"))
+NOT_SYNCING = sorted(set(BOOK.workloads) - set(SYNCING))
+
+
+def verdict(host, workload: str, dataset: str):
+    recs = recommend(host, BOOK, workload, dataset=dataset).recommendations
+    return next((r for r in recs if r.rule == "sync-not-disabled"), None)
+
+
+def test_the_profiles_that_sync_are_the_ones_expected():
+    # A profile changing its io.sync changes who hears about sync=disabled: make that a decision.
+    assert SYNCING == ["fileserver", "mysql", "postgres", "sqlite", "vm"]
+    assert NOT_SYNCING == ["backup", "kafka", "media"]
+
+
+@pytest.mark.parametrize("snap", SNAPSHOTS, ids=snapshot_id)
+@pytest.mark.parametrize("workload", SYNCING)
+def test_sync_disabled_is_flagged_with_what_a_power_loss_costs(snap, workload):
+    host = recorded_host(snap)
+    rec = verdict(host, workload, "tank/logs")
+    assert rec.status == "change" and rec.current == "disabled" and rec.recommended == "standard"
+    assert "loses the last seconds of writes" in rec.explanation
+    assert f"zfs_txg_timeout={host.module_params['zfs_txg_timeout']}s" in rec.explanation
+    assert rec.apply_argv == ["zfs", "set", "sync=standard", "tank/logs"]
+    assert verdict(host, workload, "tank/pg").status == "passed"
+
+
+@pytest.mark.parametrize("workload", NOT_SYNCING)
+def test_workloads_that_do_not_wait_for_fsync_are_not_told(workload):
+    assert verdict(recorded_host(SNAPSHOTS[0]), workload, "tank/logs") is None
