@@ -5,7 +5,6 @@ import math
 
 from advisor.engine.catalogue import fact
 from advisor.engine.context import Context
-from advisor.engine import facts_pool
 from advisor.engine.units import parse_size
 
 # --- workload -----------------------------------------------------------------
@@ -75,16 +74,6 @@ def _z_version(ctx: Context) -> str | None:
 def _z_xattr(ctx: Context) -> bool | None:
     v = ctx.host.zfs.version_tuple
     return None if v is None else tuple(v[:2]) >= (2, 3)
-
-
-@fact("host.all_pools_ssd", "bool", "every imported pool is built only from non-rotating disks")
-def _h_all_ssd(ctx: Context) -> bool | None:
-    if not ctx.host.pools:
-        return None
-    media = [facts_pool.pool_media(ctx.host, p) for p in ctx.host.pools]
-    if "unknown" in media:
-        return None
-    return all(m == "ssd" for m in media)
 
 
 @fact("host.physical_shift_max", "int", "log2 of the largest physical sector size of any disk")
