@@ -92,3 +92,16 @@ def _h_dirty_default(ctx: Context) -> int | None:
 def _h_dirty_cap(ctx: Context) -> int | None:
     mem = ctx.host.memory_bytes
     return None if mem is None else min(mem // 4, 4 << 30)
+
+
+@fact(
+    "host.dirty_data_delays",
+    "int",
+    "transactions the write throttle delayed since the zfs module loaded, all pools: dirty data above "
+    "zfs_delay_min_dirty_percent of zfs_dirty_data_max (dmu_tx kstat, dmu_tx_dirty_delay)",
+)
+def _h_dirty_delays(ctx: Context) -> int | None:
+    # The only sign in a single reading that writes outran the pool: txg and iostat figures show what
+    # the load asked for, this shows that dirty data piled up until writers were made to wait.
+    ks = ctx.host.kstats.get("dmu_tx")
+    return ks.int("dmu_tx_dirty_delay") if ks else None
