@@ -78,7 +78,12 @@ def rule_section(rule: Rule) -> list[str]:
         lines.append(f"- **Apply:** `{' '.join(rule.apply)}`")
     if rule.apply_note:
         lines.append(f"- **Note:** {rule.apply_note.strip()}")
+    if rule.needs_load:
+        lines.append("- **Needs load:** " + " and ".join(_clause(c) for c in rule.needs_load.when)
+                     + f"; otherwise undecided, measure: `{' '.join(rule.needs_load.measure)}`")
     lines += ["", f"Why (when it fails): {rule.explanation.change.strip()}", ""]
+    if rule.needs_load:
+        lines += [f"Why undecided (without that load): {rule.needs_load.explanation.strip()}", ""]
     if rule.sources_disagree:
         lines += [f"**Sources disagree:** {rule.sources_disagree.strip()}", ""]
     lines += ["Sources:", *[f"- <{ref}>" for ref in rule.references], ""]
@@ -105,8 +110,9 @@ def render(book: RuleBook) -> str:
         "the loader warns about a profile no such rule selects), optional `roles`, `when` (clauses that must all hold),",
         "`current` (`{fact: ...}`), `recommended` (a constant, `{fact: ...}`, or `{max: [...]}` / `{min: [...]}`),",
         "`compare` (equal, at_least, at_most, within_factor with `factor`), `accept` (other passing values),",
-        "`confidence` (0..1), `explanation` (`change` and `ok` texts), optional `sources_disagree`, `evidence`",
-        "(extra facts to show), `apply` (argv template; `apply_shell: true` for sysfs writes), `apply_note`,",
+        "`confidence` (0..1), `explanation` (`change` and `ok` texts), optional `needs_load` (below) and",
+        "`sources_disagree`, `evidence` (extra facts to show), `apply` (argv template; `apply_shell: true` for",
+        "sysfs writes), `apply_note`,",
         f"`effect` ({', '.join(get_args(Effect))}), `reversible` and",
         "`references` (https URLs of the OpenZFS docs or the application's own docs).",
         "",
@@ -115,6 +121,15 @@ def render(book: RuleBook) -> str:
         "Constants are converted to the fact's type when the rule is loaded (`32K` for a size). Texts fill",
         "`{fact.name}`, `{current}` and `{recommended}` with readable values, `{name:raw}` with the raw",
         "one. Nothing in a rule file is executed; an unknown key, fact, operator or workload stops loading.",
+        "",
+        "A rule whose recommended value is sized from what the host was seen doing (txg bandwidth, peak",
+        "IOPS, queue waits) gives a change only when the host also showed the load that makes the setting",
+        "matter: `needs_load` holds `when` (clauses that must all hold), `explanation` (why the window does",
+        "not decide) and `measure` (argv template of the command that would decide). When the rule would",
+        "change the setting but a clause does not hold, or names a fact the host did not report, the",
+        "answer is `undecided`: keep the current value, with that explanation and `measure`. In `measure`,",
+        "`{probe_workload}` is the workload asked for; a value the answer does not know (no workload, several",
+        "pools) is written as a placeholder (`WORKLOAD`, `POOL`) and `measure_argv` is then null.",
         "",
         "## Workloads",
         "",

@@ -14,10 +14,12 @@ from typing import Any
 from advisor.engine.catalogue import fact_def, render
 from advisor.engine.context import Context
 from advisor.engine.models import Evidence, Recommendation, Status
-from advisor.engine.schema import Aggregate, Clause, FactRef, Rule, template_fields
+from advisor.engine.schema import Aggregate, Clause, FactRef, NeedsLoad, Rule, template_fields
 
 _MISSING = object()
 GENERAL_TITLE = "general-purpose"  # {workload.title} of an answer for no workload in particular
+# What a command names where the answer does not know the value (several pools, no workload asked for).
+_PLACEHOLDERS = {"pool.name": "POOL", "probe_workload": "WORKLOAD"}
 
 
 class _Unknown(Exception):
@@ -182,10 +184,12 @@ def evaluate(rule: Rule, ctx: Context) -> Recommendation | None:
     ok = passes(rule, current, recommended)
     status: Status = "passed" if ok else "change"
     title = ctx.workload.title if ctx.workload else GENERAL_TITLE
+    name = ctx.workload.name if ctx.workload else None
     values = {
         "current": (current, shown_current),
         "recommended": (recommended, shown_recommended),
         "workload.title": (title, title),
+        "probe_workload": (name, name or "unknown"),
     }
     apply, argv = None, None
     if rule.apply and not ok:
@@ -194,7 +198,7 @@ def evaluate(rule: Rule, ctx: Context) -> Recommendation | None:
             apply = " ".join(tokens)
         else:
             argv, apply = tokens, shlex.join(tokens)
-    return Recommendation(
+    rec = Recommendation(
         parameter=rule.parameter,
         scope=rule.scope,
         current=shown_current,
@@ -218,6 +222,37 @@ def evaluate(rule: Rule, ctx: Context) -> Recommendation | None:
         pool=ctx.pool.name if ctx.pool and rule.scope != "module" else None,
         dataset=ctx.get("dataset.name") if rule.scope == "dataset" else None,
     )
+    if rule.needs_load and not ok and not _load_seen(rule.needs_load, ctx):
+        return _undecided(rec, rule.needs_load, ctx, values)
+    return rec
+
+
+def _load_seen(needs: NeedsLoad, ctx: Context) -> bool:
+    """True when the host showed the load; a fact it did not report shows nothing."""
+    try:
+        return all(clause_holds(clause, ctx) for clause in needs.when)
+    except _Unknown:
+        return False
+
+
+def _undecided(rec: Recommendation, needs: NeedsLoad, ctx: Context, values: dict[str, tuple[Any, str]]) -> Recommendation:
+    """The change a rule would size from load the host did not show: keep the current value, measure.
+
+    A value the answer does not know appears in the command as a placeholder (POOL, WORKLOAD): the
+    text still says what to run, but there is no argv to run as it stands."""
+    unknown = {name for item in needs.measure for name, _ in template_fields(item)
+               if (values[name][0] if name in values else ctx.get(name)) is None}
+    placeholders = {name: (_placeholder(name), _placeholder(name)) for name in unknown}
+    argv = [fill(item, ctx, values | placeholders) for item in needs.measure]
+    return rec.model_copy(update={
+        "status": "undecided", "change": False, "recommended": rec.current, "apply": None, "apply_argv": None,
+        "apply_note": None, "explanation": fill(needs.explanation, ctx, values),
+        "measure": shlex.join(argv), "measure_argv": None if unknown else argv,
+    })
+
+
+def _placeholder(name: str) -> str:
+    return _PLACEHOLDERS.get(name, name.rsplit(".", 1)[-1].upper())
 
 
 def _evidence(rule: Rule, ctx: Context) -> list[Evidence]:

@@ -5,7 +5,6 @@ import math
 
 from advisor.engine.catalogue import fact
 from advisor.engine.context import Context
-from advisor.engine import facts_pool
 from advisor.engine.units import parse_size
 
 # --- workload -----------------------------------------------------------------
@@ -77,16 +76,6 @@ def _z_xattr(ctx: Context) -> bool | None:
     return None if v is None else tuple(v[:2]) >= (2, 3)
 
 
-@fact("host.all_pools_ssd", "bool", "every imported pool is built only from non-rotating disks")
-def _h_all_ssd(ctx: Context) -> bool | None:
-    if not ctx.host.pools:
-        return None
-    media = [facts_pool.pool_media(ctx.host, p) for p in ctx.host.pools]
-    if "unknown" in media:
-        return None
-    return all(m == "ssd" for m in media)
-
-
 @fact("host.physical_shift_max", "int", "log2 of the largest physical sector size of any disk")
 def _h_phys(ctx: Context) -> int | None:
     sizes = [d.physical_block_size for d in ctx.host.disks if d.physical_block_size]
@@ -103,3 +92,16 @@ def _h_dirty_default(ctx: Context) -> int | None:
 def _h_dirty_cap(ctx: Context) -> int | None:
     mem = ctx.host.memory_bytes
     return None if mem is None else min(mem // 4, 4 << 30)
+
+
+@fact(
+    "host.dirty_data_delays",
+    "int",
+    "transactions the write throttle delayed since the zfs module loaded, all pools: dirty data above "
+    "zfs_delay_min_dirty_percent of zfs_dirty_data_max (dmu_tx kstat, dmu_tx_dirty_delay)",
+)
+def _h_dirty_delays(ctx: Context) -> int | None:
+    # The only sign in a single reading that writes outran the pool: txg and iostat figures show what
+    # the load asked for, this shows that dirty data piled up until writers were made to wait.
+    ks = ctx.host.kstats.get("dmu_tx")
+    return ks.int("dmu_tx_dirty_delay") if ks else None

@@ -30,8 +30,9 @@ from advisor.engine.units import parse_size
 SLUG = r"^[a-z0-9][a-z0-9-]{1,62}$"
 Op = Literal["eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "known", "unknown"]
 Compare = Literal["equal", "at_least", "at_most", "within_factor"]
-# Placeholders a template may use besides fact names.
-TEMPLATE_EXTRAS = ("current", "recommended", "workload.title")
+# Placeholders a template may use besides fact names (`probe_workload`: the workload asked for, for a
+# probe command; WORKLOAD in a general answer).
+TEMPLATE_EXTRAS = ("current", "recommended", "workload.title", "probe_workload")
 _FORMATS = ("", "raw")
 _ALLOWED_REFERENCE_HOSTS = (
     "openzfs.github.io",
@@ -135,6 +136,15 @@ class Explanation(Strict):
     ok: str = Field(description="why the current setting is right (the 'passed' line)")
 
 
+class NeedsLoad(Strict):
+    """The load a rule's change is sized from. Without it the change is not advised: the answer is
+    `undecided` (keep the current value), says why, and names the command that would decide."""
+
+    when: list[Clause] = Field(min_length=1, description="clauses that must all hold for the load to count as seen")
+    explanation: str = Field(description="why the window does not decide: what load it did not show")
+    measure: list[str] = Field(min_length=1, description="argv template of the command that decides")
+
+
 class WorkloadTraits(Strict):
     """The workloads a rule is for, by what their profiles say under `io:` rather than by name,
     so that a new profile gets the rules its I/O calls for. Every trait given must hold."""
@@ -186,6 +196,7 @@ class Rule(Strict):
     factor: float | None = Field(None, gt=1, description="for compare=within_factor")
     confidence: float = Field(ge=0, le=1)
     explanation: Explanation
+    needs_load: NeedsLoad | None = Field(None, description="a change only when the host showed this load")
     sources_disagree: str | None = None
     evidence: list[str] = Field(default_factory=list)
     apply: list[str] | None = Field(None, description="argv template; None for advisories with no command")
@@ -206,9 +217,7 @@ class Rule(Strict):
         workload in particular, is made of these."""
         if self.workloads != "all" or self.roles is not None:
             return False
-        texts = (self.explanation.change, self.explanation.ok, self.sources_disagree or "", self.apply_note or "",
-                 *(self.apply or []))
-        names = [*self.facts(), *(name for text in texts for name, _ in template_fields(text))]
+        names = [*self.facts(), *(name for text in self.templates() for name, _ in template_fields(text))]
         return not any(name.startswith("workload.") for name in names)
 
     def selects(self, workload: "Workload") -> bool:
@@ -257,13 +266,20 @@ class Rule(Strict):
             param = self.current.fact.removeprefix("module.")
             if not self.current.fact.startswith("module.") or param != self.parameter:
                 raise ValueError("a module setting's current must be module.<parameter>")
-        for template in (self.explanation.change, self.explanation.ok, self.sources_disagree or "", self.apply_note or "", *(self.apply or [])):
+        for template in self.templates():
             check_template(template)
         return self
 
+    def templates(self) -> list[str]:
+        """Every text the rule fills with facts."""
+        load = [self.needs_load.explanation, *self.needs_load.measure] if self.needs_load else []
+        return [self.explanation.change, self.explanation.ok, self.sources_disagree or "", self.apply_note or "",
+                *(self.apply or []), *load]
+
     def facts(self) -> list[str]:
         """Every fact the rule reads (for docs and evidence)."""
-        names = [f for c in self.when for f in c.facts()] + [self.current.fact] + list(self.evidence)
+        load = [f for c in self.needs_load.when for f in c.facts()] if self.needs_load else []
+        names = [f for c in self.when for f in c.facts()] + [self.current.fact] + load + list(self.evidence)
         rec = self.recommended
         if isinstance(rec, FactRef):
             names.append(rec.fact)

@@ -50,8 +50,10 @@ def synthetic_host(
     busy_txgs: int = 10,
     extra_datasets: list[Dataset] | None = None,
     log: bool = False,
+    dirty_delays: int | None = None,
 ) -> Host:
-    """A one-pool host ('tank') of a named layout, with tank/pg, tank/vm and a txg history."""
+    """A one-pool host ('tank') of a named layout, with tank/pg, tank/vm and a txg history;
+    `dirty_delays`: the write throttle's count of delayed transactions (dmu_tx kstat), None for no kstat."""
     if layout == "4kn-ashift9":
         disks = [disk("sda", True), disk("sdb", True)]
         tops = [Vdev(name="mirror-0", type="mirror", ashift=9, children=[leaf("sda"), leaf("sdb")])]
@@ -97,6 +99,7 @@ def synthetic_host(
         collected_at=datetime(2026, 1, 1, tzinfo=timezone.utc), hostname="synthetic", memory_bytes=4 << 30,
         cpu_count=4, zfs=ZfsInfo(present=True, kmod_version=version), pools=[pool], datasets=datasets,
         disks=disks, module_params=dict(PARAMS),
+        kstats={} if dirty_delays is None else {"dmu_tx": KStat(values={"dmu_tx_dirty_delay": dirty_delays})},
     )
 
 

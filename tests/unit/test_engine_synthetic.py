@@ -143,7 +143,8 @@ def test_free_space_warning(capacity, status):
 
 
 def test_dirty_data_uses_measured_txg_bandwidth():
-    rec = by_rule(recommend(synthetic_host(), BOOK, "postgres"))["dirty-data-max-vs-bandwidth"]
+    # sized from the txgs once the write throttle has acted; without that, undecided (test_module_rules_recorded)
+    rec = by_rule(recommend(synthetic_host(dirty_delays=40), BOOK, "postgres"))["dirty-data-max-vs-bandwidth"]
     # 100 MiB per 5 s sync = 20 MiB/s; 2 x 5 s x 20 MiB/s = 200 MiB
     # the 2 x txg_timeout x bandwidth sizing is a heuristic the documentation does not give
     # (sources_disagree): without a measurement it is a candidate to probe, not a change

@@ -1,5 +1,6 @@
 """zfs_advisor_recommendation_info: the advice /recommend gives for each dataset named in the
-`workloads` setting, as series; served by the real app on a lab recording (2.3.2 ssd-mirror2x2)."""
+`workloads` setting, as series; served by the real app on a lab recording (2.3.2 4kn-ashift9: ashift=9 on
+4K-sector disks, a change every workload wants)."""
 from __future__ import annotations
 
 import pytest
@@ -8,9 +9,10 @@ from pydantic import ValidationError
 
 from advisor.app import create_app
 from advisor.settings import Settings, SettingsError
-from support import RECORDING
+from support import HOSTS, RECORDING
 
 INFO = "zfs_advisor_recommendation_info"
+MISALIGNED = HOSTS / "2.3.2" / "4kn-ashift9" / "idle"
 
 
 def info_series(text: str) -> list[dict[str, str]]:
@@ -19,7 +21,7 @@ def info_series(text: str) -> list[dict[str, str]]:
 
 async def test_each_change_recommend_suggests_is_a_series(http_client):
     workloads = {"tank/pg": "postgres", "tank/media": "media", "tank/gone": "postgres"}
-    client = await http_client(create_app(Settings(root=str(RECORDING), workloads=workloads)))
+    client = await http_client(create_app(Settings(root=str(MISALIGNED), workloads=workloads)))
     series = info_series(await (await client.get("/metrics")).text())
     for dataset, workload in [("tank/pg", "postgres"), ("tank/media", "media")]:
         answer = await (await client.get("/recommend", params={"workload": workload, "dataset": dataset})).json()
@@ -35,9 +37,9 @@ async def test_each_change_recommend_suggests_is_a_series(http_client):
         assert all(float(s["confidence"]) == confidence[s["rule"]] for s in mine)
     keys = [tuple(v for k, v in sorted(s.items()) if k != "workload") for s in series]
     assert len(keys) == len(set(keys))  # an item two workloads want is one series
-    assert [s["workload"] for s in series if s["scope"] == "module"] == ["media,postgres"]
+    assert [s["workload"] for s in series if s["scope"] == "pool-create"] == ["media,postgres"]
     on_pg = {s["parameter"] for s in series if s["dataset"] == "tank/pg"}
-    # tank/pg's 8K records: the rule's 32K is disputed and predicted to lose, so it is no open change
+    # tank/pg's 8K records: the rule's 32K is disputed and not predicted to win, so it is no open change
     assert "primarycache" in on_pg and "recordsize" not in on_pg
     assert not [s for s in series if s["dataset"] == "tank/gone"]  # not on this host: no advice, no error
 

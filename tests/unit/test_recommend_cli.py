@@ -60,7 +60,6 @@ def test_verify_lists_passed_failed_skipped_and_exits_1_on_failures(host, capsys
 def test_verify_exits_0_when_everything_passes(monkeypatch, capsys):
     host = synthetic_host("ssd-mirror2x2", version="2.3.1-1", busy_txgs=0)
     monkeypatch.setattr("advisor.cli.common.collect_from_root", lambda *a, **k: _done(host))
-    host.module_params["metaslab_lba_weighting_enabled"] = "0"
     for ds in host.datasets:
         for prop, value in (("compression", "lz4"), ("relatime", "on"), ("recordsize", "1048576")):
             ds.properties[prop].value = value

@@ -40,9 +40,8 @@ EXPECTED = [
     ("hdd-raidz1x4", "vm", None, "geometry-raidz-random-io", "change", "0"),
     ("hdd-raidz1x4", "mysql", None, "slog-for-sync-on-hdd", "change", "yes"),
     ("hdd-raidz1x4", "postgres", None, "async-write-min-active-hdd", "passed", "2"),
-    # SSD mirrors: forced ashift=12 passes the flash rule; LBA weighting only helps spinning disks.
+    # SSD mirrors: forced ashift=12 passes the flash rule.
     ("ssd-mirror2x2", "postgres", None, "ashift-physical-sector", "passed", "12"),  # ashift 12 kept, not ">= 9"
-    ("ssd-mirror2x2", "postgres", None, "metaslab-lba-weighting-ssd", "change", "0"),
     ("ssd-mirror2x2", "postgres", None, "no-redundancy", "passed", "yes"),
     # SSD+HDD mirror (seed 004).
     ("mixed-mirror-ssd-hdd", "postgres", None, "mirror-mixed-media", "change", "0"),
@@ -71,7 +70,7 @@ NEEDS_ASHIFT = {"ashift-physical-sector", "ashift-flash-pages"}
 # Rules that need the vdev tree (zpool status) rather than only properties.
 NEEDS_VDEV_TREE = {
     "ashift-physical-sector", "slog-for-sync-on-hdd", "geometry-raidz-random-io", "async-write-min-active-hdd",
-    "metaslab-lba-weighting-ssd", "no-redundancy", "mirror-mixed-media", "mirror-rotating-seek-penalty",
+    "no-redundancy", "mirror-mixed-media", "mirror-rotating-seek-penalty",
 }
 
 

@@ -64,6 +64,10 @@ def _append_rule(directory: Path, body: str) -> None:
     (directory / "zz-broken.yaml").write_text("rules:\n" + body, encoding="utf-8")
 
 
+def _needs_load(fact: str, measure: str) -> str:
+    return f"    needs_load: {{when: [{{fact: {fact}, op: gt, value: 0}}], explanation: x, measure: [zfs-advisor, '{measure}']}}\n"
+
+
 GOOD = """\
   - id: test-rule
     title: a test rule for the loader
@@ -100,6 +104,12 @@ def test_a_valid_extra_rule_loads(rules_copy):
         (("parameter: recordsize", "parameter: record size"), "parameter"),
         (("id: test-rule", "id: Test Rule"), "id"),
         (("    reversible: \"yes\"\n", "    reversible: \"yes\"\n    eval: __import__('os')\n"), "Extra inputs"),
+        (("    reversible: \"yes\"\n", "    reversible: \"yes\"\n" + _needs_load("host.dirty_delayz", "x")),
+         "unknown fact 'host.dirty_delayz'"),
+        (("    reversible: \"yes\"\n", "    reversible: \"yes\"\n" + _needs_load("host.dirty_data_delays", "{pool.nam}")),
+         "unknown fact 'pool.nam'"),
+        (("    reversible: \"yes\"\n", "    reversible: \"yes\"\n    needs_load: {when: [], explanation: x, measure: [x]}\n"),
+         "at least 1 item"),
     ],
 )
 def test_broken_rules_stop_loading_with_the_file_and_rule_named(rules_copy, change, message):
