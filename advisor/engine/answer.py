@@ -13,22 +13,24 @@ from advisor.engine.units import parse_size
 from advisor.probe.evidence import ParameterEvidence
 
 
-def decide_all(recs: list[Recommendation], workload: Workload, params: dict[str, str], pools: list[str],
+def decide_all(recs: list[Recommendation], workload: Workload | None, params: dict[str, str], pools: list[str],
                new_datasets: frozenset[str], measured: dict[str, list[ParameterEvidence]],
                predicted: PredictionLookup | None) -> list[Recommendation]:
-    """`measured`: pool -> the probe evidence of this workload there; `predicted`: the model's lookup."""
+    """`measured`: pool -> the probe evidence of this workload there; `predicted`: the model's lookup;
+    `workload` None: the general answer, whose probe commands name the workload as a placeholder."""
     role = params.get("role")
-    role_args = ["--role", role] if role and role != workload.roles[0].name else []
+    role_args = ["--role", role] if workload is not None and role and role != workload.roles[0].name else []
     module_evidence = latest_module_evidence(measured)
 
-    def measurer(rec: Recommendation, values: list[str]) -> list[str] | None:
+    def measurer(rec: Recommendation, values: list[str]) -> list[str] | str | None:
         pool = rec.pool or (pools[0] if pools else None)
         if pool is None:
             return None
-        if rec.scope == "module":  # sysfs takes plain numbers, not 400M
-            values = [_raw(v) for v in values]
-        return ["zfs-advisor", "probe", "--pool", pool, "--workload", workload.name, *role_args,
-                "--param", f"{rec.parameter}={','.join(values)}"]
+        if rec.scope == "module":  # sysfs takes plain numbers, not 391.3M
+            values = [_raw(rec, v) for v in values]
+        argv = ["zfs-advisor", "probe", "--pool", pool, "--workload", workload.name if workload else "WORKLOAD",
+                *role_args, "--param", f"{rec.parameter}={','.join(values)}"]
+        return argv if workload is not None else shlex.join(argv)  # a placeholder: text, not a runnable argv
 
     def setter(rec: Recommendation, value: str) -> list[str] | str | None:
         return module_command(rec, value) if rec.scope == "module" else dataset_command(rec, value, new_datasets)
@@ -51,7 +53,13 @@ def decide_all(recs: list[Recommendation], workload: Workload, params: dict[str,
     return out
 
 
-def _raw(value: str) -> str:
+def _raw(rec: Recommendation, value: str) -> str:
+    """A value as the module takes it: the exact number behind a rounded display ("391.3M") when
+    the evidence shows it, else the display parsed ("64M")."""
+    exact = next((e.value for e in rec.evidence if e.display == value and isinstance(e.value, int)
+                  and not isinstance(e.value, bool)), None)
+    if exact is not None:
+        return str(exact)
     try:
         return str(parse_size(value))
     except ValueError:

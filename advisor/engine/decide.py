@@ -38,8 +38,9 @@ from advisor.probe.evidence import ParameterEvidence
 
 # (recommendation, value) -> the command that sets it (argv, or a shell line for module parameters)
 Setter = Callable[[Recommendation, str], "list[str] | str | None"]
-# (recommendation, values to compare) -> the probe command that measures them, or None
-Measurer = Callable[[Recommendation, list[str]], "list[str] | None"]
+# (recommendation, values to compare) -> the probe command that measures them (argv; or text when
+# it holds a placeholder the user fills in), or None
+Measurer = Callable[[Recommendation, list[str]], "list[str] | str | None"]
 
 
 # How sure a prediction must be that the proposal beats the current value before it is advised
@@ -259,9 +260,11 @@ def _keep(rec: Recommendation, status: str, values: list[str], measurer: Measure
                     "measure": None, "measure_argv": None}
     if status == "undecided":
         compared = _distinct([baseline, *values] if baseline else values)
-        argv = measurer(rec, compared) if len(compared) > 1 else None
-        if argv is not None:
-            update |= {"measure": shlex.join(argv), "measure_argv": argv}
+        command = measurer(rec, compared) if len(compared) > 1 else None
+        if isinstance(command, list):
+            update |= {"measure": shlex.join(command), "measure_argv": command}
+        elif command is not None:
+            update["measure"] = command
     return update
 
 

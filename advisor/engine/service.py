@@ -162,7 +162,8 @@ def _general(host: Host, book: RuleBook, params: dict[str, str], pool: str | Non
                    Context(host=host, pool=pools[0] if len(pools) == 1 else None))
     for p in pools:
         results += _run([r for r in rules if r.scope in ("pool-create", "pool")], Context(host=host, pool=p))
-    return _response(host, GENERAL, {}, Target(pool=pool), merge(results, rules), pools, now)
+    decided = decide_all(merge(results, rules), None, {}, [p.name for p in pools], frozenset(), {}, None)
+    return _response(host, GENERAL, {}, Target(pool=pool), decided, pools, now)
 
 
 def _keep_current(rec: Recommendation) -> Recommendation:

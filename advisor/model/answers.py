@@ -66,6 +66,7 @@ class AnswerResult:
     harm: bool  # a change measured worse than the current value beyond the noise
     loss: bool  # a change measured worse than the current value at all
     changes: list[str] = field(default_factory=list)
+    estimated: bool = False  # a setting the grid did not measure, scored as the product of two effects
 
 
 @contextlib.contextmanager
@@ -162,6 +163,19 @@ class Grid:
                 return k
         return None
 
+    def estimate(self, setting: dict[str, str]) -> float | None:
+        """Mean perf over the baseline's of a (recordsize, compression); one the grid did not
+        measure (compression=off at another recordsize than 128K) as the product of the two
+        effects it did measure, each against the baseline."""
+        key = self.key(setting["recordsize"], setting["compression"])
+        if key is not None:
+            return self.mean[key]
+        size, compression = (self.key(setting["recordsize"], DEFAULTS["compression"]),
+                             self.key(DEFAULTS["recordsize"], setting["compression"]))
+        if size is None or compression is None:
+            return None
+        return self.mean[size] * self.mean[compression] / self.mean[self.base]
+
     def ratio(self, new: tuple, old: tuple) -> tuple[float, tuple[float, float] | None]:
         r = self.mean[new] / self.mean[old]
         if self.sd is None:
@@ -173,11 +187,14 @@ def _score(cell: str, budget: int, start_name: str, grid: Grid, start: dict[str,
            statuses: dict[str, str], probed: list[str]) -> AnswerResult:
     before, after = grid.key(start["recordsize"], start["compression"]), grid.key(final["recordsize"],
                                                                                   final["compression"])
-    vs_best = grid.mean[after] / grid.mean[grid.best] if after is not None else None
+    before_mean, after_mean = grid.estimate(start), grid.estimate(final)
+    vs_best = after_mean / grid.mean[grid.best] if after_mean is not None else None
     vs_current, harm, loss = None, False, False
-    if after is not None and before is not None:
-        vs_current, interval = grid.ratio(after, before)
-        changed = after != before
+    if after_mean is not None and before_mean is not None:
+        vs_current, interval = after_mean / before_mean, None
+        if after is not None and before is not None:
+            vs_current, interval = grid.ratio(after, before)
+        changed = final != start
         loss = changed and vs_current < 1.0
         harm = changed and interval is not None and interval[1] < 1.0
     p99 = None
@@ -188,7 +205,8 @@ def _score(cell: str, budget: int, start_name: str, grid: Grid, start: dict[str,
     changes = [p for p, st in statuses.items() if st == "change"]
     return AnswerResult(cell=cell, budget=budget, start=start_name, current=show(start), final=show(final),
                         statuses=statuses, probed=probed, vs_best=vs_best, vs_current=vs_current,
-                        p99_vs_default=p99, harm=harm, loss=loss, changes=changes)
+                        p99_vs_default=p99, harm=harm, loss=loss, changes=changes,
+                        estimated=after is None or before is None)
 
 
 def evaluate_answers(model_factory: Callable[[], Any], prior: list[Sample], rows: Measured, book: RuleBook,
@@ -297,13 +315,14 @@ def summary(results: list[AnswerResult]) -> dict[str, Any]:
 
 
 def table(results: list[AnswerResult]) -> str:
-    lines = [f"{'cell':36s} {'start':7s} {'probed':26s} {'current':10s} {'final':10s} {'statuses':34s} "
+    lines = [f"(~: a setting the grid did not measure, scored as the product of its two measured effects)",
+             f"{'cell':36s} {'start':7s} {'probed':26s} {'current':10s} {'final':10s} {'statuses':34s} "
              f"{'vs best':>7s} {'vs cur':>6s} {'p99/def':>7s} harm"]
     for r in results:
         st = ",".join(f"{p[:4]}:{s}" for p, s in sorted(r.statuses.items()))
         fmt = lambda v, spec: "-" if v is None else format(v, spec)  # noqa: E731
         lines.append(f"{r.cell:36s} {r.start:7s} {' '.join(r.probed) or '-':26s} {r.current:10s} {r.final:10s} "
-                     f"{st:34s} {fmt(r.vs_best, '.1%'):>7s} {fmt(r.vs_current, '.2f'):>6s} "
+                     f"{st:34s} {('~' if r.estimated else '') + fmt(r.vs_best, '.1%'):>7s} {fmt(r.vs_current, '.2f'):>6s} "
                      f"{fmt(r.p99_vs_default, '.2f'):>7s} {'HARM' if r.harm else ('loss' if r.loss else '')}")
     return "\n".join(lines)
 

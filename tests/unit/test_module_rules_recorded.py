@@ -111,6 +111,15 @@ def test_load_that_throttled_writes_gets_the_change(name, rule, sized, probe_par
     host = with_throttle(host_of(recording(name)))
     for workload in ANSWERS:
         rec = find(host, rule, workload)
+        if rec.sources_disagree:
+            # the load shows the limit acting, but the sizing itself is disputed (no public source gives
+            # it): the rule does not force a change without a measurement, it names the probe
+            assert (rec.status, rec.recommended, rec.apply) == ("undecided", rec.current, None)
+            assert "transactions since the module loaded" not in rec.explanation
+            assert f"{sized} is what it writes" in rec.explanation and "until a measurement decides" in rec.explanation
+            if workload is not None:
+                assert rec.measure_argv[-1] == probe_param
+            continue
         assert (rec.status, rec.recommended, rec.measure) == ("change", sized, None)
         assert rec.apply.startswith("echo ")
 
@@ -135,13 +144,17 @@ def ssd_queue_bound(host):
     return copy
 
 
-def test_ssd_async_write_max_active_changes_only_under_the_throttle():
+def test_ssd_async_write_max_active_is_measured_not_changed():
     host = ssd_queue_bound(host_of(recording("2.3.2/ssd-mirror2x2/load")))
     quiet = find(host, "async-write-max-active-ssd", "postgres")
     assert (quiet.status, quiet.recommended) == ("undecided", "10")
     assert quiet.measure_argv[-1] == "zfs_vdev_async_write_max_active=10,32"
-    throttled = find(with_throttle(host), "async-write-max-active-ssd")
-    assert (throttled.status, throttled.recommended) == ("change", "32")
+    # under the throttle the queue limit does hold writes back, but raising it is disputed (the
+    # larger values were never measured in public): the rule names the probe instead of a change
+    throttled = find(with_throttle(host), "async-write-max-active-ssd", "postgres")
+    assert (throttled.status, throttled.recommended) == ("undecided", "10")
+    assert "transactions since the module loaded" not in throttled.explanation
+    assert throttled.measure_argv[-1] == "zfs_vdev_async_write_max_active=10,32"
 
 
 @pytest.mark.parametrize("state", ["idle", "load"])
