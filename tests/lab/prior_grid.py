@@ -5,6 +5,8 @@
     tests/lab/prior-grid --max-minutes 30 --out /tmp/prior.csv
     tests/lab/prior-grid --extend                          # + 2 recordsizes per cell (EXTENSION)
     tests/lab/prior-grid --extend --one-run                # cells made of several runs, again in one
+    tests/lab/prior-grid --layouts ssd-mirror2x2 --workloads postgres \
+        --module-param zfs_txg_timeout=5,30 --out /tmp/module.csv   # module parameters, not recordsizes
 
 For each layout (one VM boot each, holding /tmp/lab-vm.lock from boot to shutdown so other
 lab users can run between layouts) and each workload, the real probe runner runs inside the
@@ -46,6 +48,7 @@ import lablayouts  # noqa: E402
 
 from advisor.model.features import job_shape  # noqa: E402,F401  (also used by tests/unit/test_prior_grid.py)
 from advisor.model.features import pool_shape as model_pool_shape  # noqa: E402
+from advisor.probe.candidates import CandidateError, parse_candidate_spec  # noqa: E402
 from labvm import LabError, LabVM  # noqa: E402
 
 REPO = labimage.REPO_ROOT
@@ -129,8 +132,28 @@ def n_candidates(workload: str) -> int:
     return len(GRID[workload]) + len(EXTRA)
 
 
-def required(workload: str, extend: bool) -> set[tuple[str, str]]:
-    """The candidates a complete cell has measured: the grid, and with `extend` its extension."""
+def n_extra(extra: tuple[str, ...]) -> int:
+    """Candidates in `--param` specs: one per value ('compression=off' 1, 'zfs_txg_timeout=5,30' 2)."""
+    return sum(len(dict.fromkeys(v for v in e.partition("=")[2].split(",") if v)) for e in extra)
+
+
+def module_candidates(module: tuple[str, ...]) -> list[tuple[str, str]]:
+    """`--module-param` specs ('zfs_txg_timeout=5,30', the first value the baseline) -> their
+    (parameter, value) candidates, read by the probe's own parser; only module parameters."""
+    found = []
+    for spec in module:
+        for c in parse_candidate_spec(spec):
+            if c.scope != "module":
+                raise CandidateError(f"{spec!r}: {c.parameter} is not a module parameter")
+            found.append((c.parameter, c.value))
+    return found
+
+
+def required(workload: str, extend: bool, module: tuple[str, ...] = ()) -> set[tuple[str, str]]:
+    """The candidates a complete cell has measured: the grid, and with `extend` its extension;
+    with `module` (a module-parameter grid) those candidates instead."""
+    if module:
+        return set(module_candidates(module))
     sizes = GRID[workload] + (EXTENSION[workload] if extend else ())
     return {("recordsize", v) for v in sizes} | {tuple(e.split("=", 1)) for e in EXTRA}  # type: ignore[misc]
 
@@ -147,11 +170,15 @@ def file_bytes(workload: str, s: Settings) -> int:
 
 
 def probe_command(workload: str, state: str, s: Settings, recordsizes: tuple[str, ...] | None = None,
-                  extra: tuple[str, ...] = EXTRA, budget_probes: int | None = None) -> str:
+                  extra: tuple[str, ...] = EXTRA, budget_probes: int | None = None,
+                  module: tuple[str, ...] = ()) -> str:
     """The probe CLI call of one cell (by default the workload's whole grid; with `budget_probes`,
-    that many candidates chosen by the model)."""
+    that many candidates chosen by the model; with `module`, those module-parameter specs alone,
+    on the scratch dataset's defaults)."""
     recordsizes = recordsizes or GRID[workload]
-    if budget_probes:
+    if module:
+        n, candidates = len(module_candidates(module)), [a for spec in module for a in ("--param", spec)]
+    elif budget_probes:
         n, candidates = budget_probes, ["--budget-probes", str(budget_probes)]
     else:
         n, candidates = len(recordsizes) + len(extra), candidate_args(recordsizes, extra)
@@ -205,7 +232,9 @@ def rows_of(output: dict, *, zfs_version: str, layout: str, profile: dict, arc_m
             **(shape := job_shape(r["job"])),
             "working_set_bytes": r["working_set_bytes"], "arc_max_bytes": r["arc_max_bytes"] or "",
             "parameter": r["parameter"], "value": r["value"],
-            "baseline": int(all(props[k] == v for k, v in DEFAULTS.items())),
+            # a module parameter's rows all have the default dataset properties: its baseline is the
+            # candidate the probe compared the others with (the first value of its --param)
+            "baseline": int(r["baseline"]) if r["scope"] == "module" else int(all(props[k] == v for k, v in DEFAULTS.items())),
             "recordsize_bytes": parse_size(props["recordsize"]), **{k: props[k] for k in DEFAULTS if k != "recordsize"},
             "repeat": r["repeat"],
             # fio's job_runtime under group_reporting is the sum over the job's threads
@@ -263,8 +292,9 @@ def measured(rows: list[dict[str, str]], layout: str, workload: str, s: Settings
     return {c for c, n in seen.items() if n >= s.repeats}
 
 
-def cell_complete(rows: list[dict[str, str]], layout: str, workload: str, s: Settings, extend: bool = False) -> bool:
-    return required(workload, extend) <= measured(rows, layout, workload, s)
+def cell_complete(rows: list[dict[str, str]], layout: str, workload: str, s: Settings, extend: bool = False,
+                  module: tuple[str, ...] = ()) -> bool:
+    return required(workload, extend, module) <= measured(rows, layout, workload, s)
 
 
 def cell_runs(rows: list[dict[str, str]], layout: str, workload: str, s: Settings) -> set[str]:
@@ -273,18 +303,22 @@ def cell_runs(rows: list[dict[str, str]], layout: str, workload: str, s: Setting
 
 
 def cell_todo(rows: list[dict[str, str]], layout: str, workload: str, s: Settings, extend: bool,
-              one_run: bool) -> bool:
+              one_run: bool, module: tuple[str, ...] = ()) -> bool:
     """Does the cell need a run?  Incomplete, or (`one_run`) made of several runs."""
-    return (not cell_complete(rows, layout, workload, s, extend)
+    return (not cell_complete(rows, layout, workload, s, extend, module)
             or (one_run and len(cell_runs(rows, layout, workload, s)) > 1))
 
 
 def cell_plan(rows: list[dict[str, str]], layout: str, workload: str, s: Settings,
-              extend: bool, one_run: bool = False) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
+              extend: bool, one_run: bool = False,
+              module: tuple[str, ...] = ()) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
     """What to run for a cell: (recordsizes, extra candidates, keep the cell's rows).
     A cell whose first grid is complete gets a run of the baseline and its extension, added to
     its rows, unless `one_run`; any other cell is measured whole, in one run (with the
-    extension too when `extend`), and replaces the cell's rows."""
+    extension too when `extend`), and replaces the cell's rows.  A module-parameter grid
+    (`module`) is always measured whole: no recordsizes, its specs as the extra candidates."""
+    if module:
+        return (), module, False
     if cell_complete(rows, layout, workload, s) and not one_run:
         return (BASELINE_RECORDSIZE, *EXTENSION[workload]), (), True
     return GRID[workload] + (EXTENSION[workload] if extend else ()), EXTRA, False
@@ -342,10 +376,11 @@ def guest_facts(vm: LabVM) -> dict:
 
 
 def probe_cell(vm: LabVM, workload: str, s: Settings, layout: str, recordsizes: tuple[str, ...] | None = None,
-               extra: tuple[str, ...] = EXTRA, budget_probes: int | None = None) -> dict | None:
+               extra: tuple[str, ...] = EXTRA, budget_probes: int | None = None,
+               module: tuple[str, ...] = ()) -> dict | None:
     """Run the probe of one cell in a fresh state directory (twice if it gives no result, e.g.
     refused because the pool was not idle yet); -> `probe --json` output, or None."""
-    cmd = probe_command(workload, f"{STATE_ROOT}/{workload}", s, recordsizes, extra, budget_probes)
+    cmd = probe_command(workload, f"{STATE_ROOT}/{workload}", s, recordsizes, extra, budget_probes, module)
     for attempt in (1, 2):
         vm.exec(f"rm -rf {STATE_ROOT}/{workload}; sync; sleep 5", check=True)  # a txg commit: an idle pool
         r = vm.exec(cmd, timeout=3600)
@@ -378,7 +413,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--one-run", action="store_true",
                     help="measure again, whole and in one probe run, every cell whose rows come from several runs "
                          "(their candidates were compared with different measurements of the baseline)")
+    ap.add_argument("--module-param", action="append", default=[], metavar="NAME=V1,V2",
+                    help="a module-parameter grid instead of the recordsize grid (repeatable; the first value is "
+                         "the baseline, e.g. zfs_txg_timeout=5,30); use --out, these rows are not the prior's")
     ap.add_argument("--summary", action="store_true", help="print the CSV's summary table (markdown) and stop")
+    ap.add_argument("--by-parameter", action="store_true",
+                    help="with --summary: each value against its own parameter's baseline (module grids)")
     ap.add_argument("--provenance", action="store_true", help="rewrite PROVENANCE.md from the meta file and stop")
     args = ap.parse_args(argv)
     s = Settings(repeats=args.repeats, runtime_s=args.runtime, ramp_s=args.ramp,
@@ -386,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or DATA_DIR / f"prior-zfs{args.zfs}.csv"
     meta_path = out.with_suffix(".meta.json")
     if args.summary:
-        print(markdown_summary(read_rows(out)))
+        print(parameter_summary(read_rows(out)) if args.by_parameter else markdown_summary(read_rows(out)))
         return 0
     if args.provenance:
         print(write_provenance(out, json.loads(meta_path.read_text())))
@@ -398,6 +438,13 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"workload {w!r} has no grid; valid: {sorted(GRID)}")
     for l in layouts:
         lablayouts.get(l)
+    module = tuple(args.module_param)
+    try:
+        module_candidates(module)
+    except CandidateError as exc:
+        ap.error(str(exc))
+    if module and args.out is None:
+        ap.error("--module-param needs --out: a module-parameter grid does not belong in the prior")
     t_start = time.monotonic()
     deadline = t_start + args.max_minutes * 60
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else {"layouts": {}, "runs": []}
@@ -417,13 +464,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for layout in layouts:
             rows = read_rows(out)
-            todo = [w for w in workloads if cell_todo(rows, layout, w, s, args.extend, args.one_run)]
+            todo = [w for w in workloads if cell_todo(rows, layout, w, s, args.extend, args.one_run, module)]
             if not todo:
                 log(f"{layout}: every cell complete, skipped")
                 continue
             pace = statistics.fmean(per_candidate) if per_candidate else 60.0
-            plan0 = cell_plan(rows, layout, todo[0], s, args.extend, args.one_run)
-            if time.monotonic() + boot_cost + pace * (len(plan0[0]) + len(plan0[1])) > deadline:
+            plan0 = cell_plan(rows, layout, todo[0], s, args.extend, args.one_run, module)
+            if time.monotonic() + boot_cost + pace * (len(plan0[0]) + n_extra(plan0[1])) > deadline:
                 skipped += [f"{layout}/{w}" for w in todo]
                 log(f"{layout}: no time left for a single cell, skipped")
                 continue
@@ -445,8 +492,9 @@ def main(argv: list[str] | None = None) -> int:
                         f"{facts['fio']}, ARC c_min {facts['arc_c_min'] >> 20} MiB")
                     for workload in todo:
                         pace = statistics.fmean(per_candidate) if per_candidate else 60.0
-                        sizes, extra, keep = cell_plan(read_rows(out), layout, workload, s, args.extend, args.one_run)
-                        n = len(sizes) + len(extra)
+                        sizes, extra, keep = cell_plan(read_rows(out), layout, workload, s, args.extend, args.one_run,
+                                                       module)
+                        n = len(sizes) + n_extra(extra)
                         need = pace * n + 30
                         if time.monotonic() + need > deadline:
                             skipped.append(f"{layout}/{workload}")
@@ -454,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
                             continue
                         t0 = time.monotonic()
                         load_before = os.getloadavg()[0]
-                        output = probe_cell(vm, workload, s, layout, sizes, extra)
+                        output = probe_cell(vm, workload, s, layout, sizes, extra, module=module)
                         took = time.monotonic() - t0
                         if output is None:
                             skipped.append(f"{layout}/{workload} (failed)")
@@ -576,6 +624,30 @@ def markdown_summary(rows: list[dict[str, str]]) -> str:
                        f"{(f'{ratio(rs):.2f}x' if base_iops else '-')} | {fmt(mean(rs, 'write_p99_us', 1000))} | "
                        f"{fmt(mean(rs, 'read_p99_us', 1000))} | "
                        f"{'-' if hit is None else f'{hit:.0%}'} | "
+                       f"{len(rs)} |")
+    return "\n".join(out)
+
+
+def parameter_summary(rows: list[dict[str, str]]) -> str:
+    """Per (layout, workload, parameter), each value against that parameter's own baseline (the
+    grid of several parameters, each with a baseline of its own, as `--module-param` measures):
+    mean IOPS, its ratio to the baseline's mean, the spread of the repeats ((max - min) / mean),
+    mean write p99."""
+    groups: dict[tuple[str, str, str], dict[str, list[dict]]] = {}
+    for r in rows:
+        groups.setdefault((r["layout"], r["workload"], r["parameter"]), {}).setdefault(r["value"], []).append(r)
+    out = ["| layout | workload | parameter | value | IOPS mean | vs baseline | spread of repeats | "
+           "write p99 ms | repeats |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for (layout, workload, parameter), values in groups.items():
+        base = next((rs for rs in values.values() if rs[0]["baseline"] == "1"), None)
+        base_mean = statistics.fmean(float(r["iops"]) for r in base) if base else None
+        for value, rs in sorted(values.items(), key=lambda kv: kv[1][0]["baseline"] != "1"):
+            iops = [float(r["iops"]) for r in rs]
+            m = statistics.fmean(iops)
+            p99 = [float(r["write_p99_us"]) / 1000 for r in rs if r["write_p99_us"] != ""]
+            out.append(f"| {layout} | {workload} | {parameter} | {value}{' (baseline)' if rs[0]['baseline'] == '1' else ''}"
+                       f" | {m:,.0f} | {f'{m / base_mean:.2f}x' if base_mean else '-'} | "
+                       f"{(max(iops) - min(iops)) / m:.1%} | {f'{statistics.fmean(p99):.1f}' if p99 else '-'} | "
                        f"{len(rs)} |")
     return "\n".join(out)
 

@@ -120,3 +120,58 @@ def test_one_run_measures_a_cell_of_several_runs_again_whole():
     whole = [{**r, "run_id": "c"} for r in _rows("hdd-raidz1x4", "kafka", [("recordsize", v) for v in sizes]
                                                  + [("compression", "off")])]
     assert not prior_grid.cell_todo(whole, "hdd-raidz1x4", "kafka", s, extend=True, one_run=True)
+
+
+MODULE = ("zfs_txg_timeout=5,30", "zfs_vdev_async_write_max_active=10,32")
+
+
+def test_a_module_grid_probes_those_parameters_alone_on_the_dataset_defaults():
+    s = prior_grid.Settings()
+    argv = shlex.split(prior_grid.probe_command("postgres", "/tmp/state", s, module=MODULE))
+    args = build_parser().parse_args(argv[argv.index("advisor") + 1:])
+    assert args.param == list(MODULE) and args.budget_probes is None
+    # four candidates, each with the runtime the grid asks for
+    n = len(prior_grid.module_candidates(MODULE))
+    assert n == 4 == prior_grid.n_extra(MODULE)
+    assert argv[argv.index("--budget") + 1] == f"{prior_grid.probe_budget(4, s.working_set, s)}s"
+    assert fit_runtime(prior_grid.probe_budget(n, s.working_set, s), n, s.repeats, s.ramp_s, s.working_set,
+                       30, s.layout_rate, layout_per_repeat=False) == s.runtime_s
+    assert prior_grid.n_extra(prior_grid.EXTRA) == 1
+    rows = _rows("ssd-mirror2x2", "postgres", _first_grid("postgres"))
+    assert prior_grid.cell_todo(rows, "ssd-mirror2x2", "postgres", s, False, False, MODULE)
+    assert prior_grid.cell_plan(rows, "ssd-mirror2x2", "postgres", s, False, module=MODULE) == ((), MODULE, False)
+    rows += _rows("ssd-mirror2x2", "postgres", prior_grid.module_candidates(MODULE))
+    assert not prior_grid.cell_todo(rows, "ssd-mirror2x2", "postgres", s, False, False, MODULE)
+    with pytest.raises(prior_grid.CandidateError):
+        prior_grid.module_candidates(("recordsize=8K,128K",))
+
+
+def _result(parameter: str, value: str, scope: str, baseline: bool, repeat: int, iops: float) -> dict:
+    return {"parameter": parameter, "value": value, "scope": scope, "baseline": baseline, "repeat": repeat,
+            "pool": {"media": "ssd", "ashift": 12, "vdevs": [{"type": "mirror", "width": 2}] * 2},
+            "job": "[global]\nnumjobs=4\niodepth=1\n", "working_set_bytes": 512 << 20, "arc_max_bytes": 64 << 20,
+            "runtime_seconds": 32.0, "iops": iops, "read_iops": iops / 2, "write_iops": iops / 2,
+            "read_bw": iops * 4096, "write_bw": iops * 4096, "read_p50": 0.001, "read_p99": 0.01,
+            "read_p999": 0.02, "write_p50": 0.001, "write_p99": 0.01, "write_p999": 0.02, "sync_p99": None,
+            "cpu_user": 0.1, "cpu_system": 0.2, "compress_ratio": 1.0, "started_at": 1_800_000_000.0 + repeat,
+            "arc_hit_ratio": 0.1, "written_bytes": 1}
+
+
+def test_module_rows_mark_their_own_baseline_and_are_summarised_against_it():
+    s = prior_grid.Settings()
+    results = [_result(p, v, "module", b, rep, iops) for p, v, b, iops in (
+        ("zfs_txg_timeout", "5", True, 1000.0), ("zfs_vdev_async_write_max_active", "10", True, 2000.0),
+        ("zfs_txg_timeout", "30", False, 1500.0), ("zfs_vdev_async_write_max_active", "32", False, 2000.0))
+        for rep in (1, 2)]
+    output = {"run": {"workload": "postgres", "id": 1, "started_at": 1_800_000_000.0, "status": "completed"},
+              "results": results}
+    profile = {"pattern": "random", "block_size": "8K", "read_fraction": 0.7}
+    rows = prior_grid.rows_of(output, zfs_version="2.3.2", layout="ssd-mirror2x2", profile=profile,
+                              arc_min=32 << 20, s=s)
+    assert [(r["parameter"], r["value"], r["baseline"]) for r in rows[::2]] == [
+        ("zfs_txg_timeout", "5", 1), ("zfs_vdev_async_write_max_active", "10", 1),
+        ("zfs_txg_timeout", "30", 0), ("zfs_vdev_async_write_max_active", "32", 0)]
+    assert {r["recordsize_bytes"] for r in rows} == {128 << 10}  # the scratch dataset's defaults
+    table = prior_grid.parameter_summary([{k: str(v) for k, v in r.items()} for r in rows])
+    assert "| zfs_txg_timeout | 30 | 1,500 | 1.50x | 0.0% |" in table
+    assert "| zfs_vdev_async_write_max_active | 32 | 2,000 | 1.00x |" in table

@@ -9,6 +9,7 @@ text parsers, 2.3 recordings the JSON ones.
 from __future__ import annotations
 
 import asyncio
+import csv
 import json
 import math
 import sys
@@ -19,6 +20,7 @@ import pytest
 from advisor.facts import Host
 from advisor.host.kstat import GLOBAL_KSTATS
 from advisor.host.snapshot import collect_from_root, load_manifest
+from advisor.model.dataset import prior_path
 from support import HOSTS, recorded_snapshots, snapshot_id
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lab"))
@@ -76,6 +78,17 @@ def test_fixtures_cover_both_openzfs_lines_and_six_layouts():
     for version in versions:
         layouts = {p.parent.name for p in SNAPSHOTS if p.relative_to(HOSTS).parts[0].startswith(version)}
         assert len(layouts) >= 6, f"OpenZFS {version}: only {sorted(layouts)}"
+
+
+def test_every_layout_of_the_measured_prior_is_recorded_on_its_openzfs_version():
+    """The model's lab prior (advisor/model/data/prior-zfs2.3.csv) names the layouts and the OpenZFS
+    version it was measured on: each of those pools has a recording, idle and under load."""
+    with prior_path().open(newline="") as f:
+        measured = {(r["zfs_version"], r["layout"]) for r in csv.DictReader(f)}
+    recorded = {(p.relative_to(HOSTS).parts[0], p.parent.name, p.name) for p in SNAPSHOTS}
+    missing = [f"{v}/{layout}/{state}" for v, layout in sorted(measured) for state in ("idle", "load")
+               if (v, layout, state) not in recorded]
+    assert len(measured) >= 7 and not missing, f"no recording of {missing}"
 
 
 def test_replay_is_exact(recorded):
