@@ -38,6 +38,8 @@ async def test_each_change_recommend_suggests_is_a_series(http_client):
     keys = [tuple(v for k, v in sorted(s.items()) if k != "workload") for s in series]
     assert len(keys) == len(set(keys))  # an item two workloads want is one series
     assert [s["workload"] for s in series if s["scope"] == "pool-create"] == ["media,postgres"]
+    module = {s["rule"]: s["workload"] for s in series if s["scope"] == "module"}
+    assert module.get("arc-max-beside-shared-buffers") == "postgres"  # postgres's own, beside shared_buffers
     on_pg = {s["parameter"] for s in series if s["dataset"] == "tank/pg"}
     # tank/pg's 8K records: the rule's 32K is disputed and not predicted to win, so it is no open change
     assert "primarycache" in on_pg and "recordsize" not in on_pg
