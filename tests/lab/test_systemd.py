@@ -327,7 +327,8 @@ def test_the_sandboxed_service_reads_zfs(installed):
     status, body = http.get("/recommend?workload=postgres&dataset=tank/pg")
     assert status == 200, body
     advice = json.loads(body)
-    assert advice["target"] == {"pool": "tank", "dataset": "tank/pg", "new_dataset": False}
+    assert advice["target"] == {"pool": "tank", "dataset": "tank/pg", "new_dataset": False, "create": None,
+                                "create_argv": None}
     by_parameter = {r["parameter"]: r for r in advice["recommendations"]}
     assert by_parameter["recordsize"]["current"] == "8K"  # the lab's tank/pg (docs/lab.md)
     assert by_parameter["ashift"]["current"] == "12"  # zdb -C, read as the dynamic user
