@@ -14,6 +14,7 @@ import math
 import sys
 from functools import partial
 
+from advisor.logs import setup_logging
 from advisor.model import sklearn_missing
 from advisor.model.dataset import load_csv, prior_path, samples
 
@@ -145,6 +146,7 @@ def _answers(args: argparse.Namespace, budgets: list[int]) -> int:
     if not budgets or min(budgets) < 0:
         print("zfs-advisor evaluate: --answers takes budgets >= 0, e.g. 0,1,2", file=sys.stderr)
         return 2
+    setup_logging("info", "text")  # a refit per cell takes minutes: say which cell it is on (stderr)
     prior = samples(load_csv(args.prior))
     versions = sorted({s.obs.cell.split("/")[0].removeprefix("zfs") for s in prior})
     hosts_dir = Path(args.hosts) if args.hosts else _checkout_hosts(versions)

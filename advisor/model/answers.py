@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import math
 import statistics
 import tempfile
@@ -47,6 +48,7 @@ from advisor.probe.pooldesc import describe_pool
 from advisor.store.db import connect
 from advisor.store.probes import ProbeStore, ResultRow
 
+log = logging.getLogger(__name__)
 POOL = "tank"
 SEQUENTIAL_COMMON = "1M"
 
@@ -222,6 +224,7 @@ def evaluate_answers(model_factory: Callable[[], Any], prior: list[Sample], rows
         if only not in held or layout not in hosts or workload_name not in book.workloads:
             continue
         workload, host = book.workloads[workload_name], hosts[layout]
+        log.info("answers: %s (a fit without it, then %s probe budget(s))", held, len(budgets))
         model = _fit(model_factory, prior, twins(held, by_cell), cache)
         grid = Grid(by_cell[held])
         for budget in budgets:
