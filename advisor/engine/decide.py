@@ -57,6 +57,7 @@ class Gain:
     ratio: float
     interval: tuple[float, float] | None  # 90 %; None: no interval (one repeat each)
     source: str  # "probe" or "model"
+    metric: str = "iops"  # what the ratio is of: a probe measures IOPS, the model iops or bandwidth
 
     @property
     def probability(self) -> float | None:
@@ -108,8 +109,7 @@ def decide(rec: Recommendation, ladder: Ladder, setter: Setter, measurer: Measur
                     "explanation": " ".join(p for p in [rec.explanation, *_listings(ladder, probe, pred), *notes,
                                                         verdict] if p)}
     if status == "change":
-        update |= _change(rec, value, gain, setter, pred.metric if pred is not None and gain and
-                          gain.source == "model" else "iops")
+        update |= _change(rec, value, gain, setter)
         update["requirement"] = f"= {value}"
     else:
         update |= _keep(rec, status, [v for v in (current, value, ruled) if v], measurer,
@@ -200,7 +200,7 @@ def _gain(current: str | None, proposal: str, probe: ParameterEvidence | None,
     if pred is not None:
         effect = pred.effect(current, proposal)
         if effect is not None:
-            return Gain(effect.ratio, effect.interval, "model")
+            return Gain(effect.ratio, effect.interval, "model", pred.metric)
     return _measured(current, proposal, probe)
 
 
@@ -241,13 +241,13 @@ def _tail(c) -> str:
 
 
 # --- the answer's fields ----------------------------------------------------------------------
-def _change(rec: Recommendation, value: str, gain: Gain | None, setter: Setter, metric: str) -> dict:
+def _change(rec: Recommendation, value: str, gain: Gain | None, setter: Setter) -> dict:
     command = setter(rec, value)
     argv = command if isinstance(command, list) else None
     apply = shlex.join(command) if isinstance(command, list) else command
     effect = None
     if gain is not None and gain.interval is not None:
-        effect = ExpectedEffect(metric=metric, change_ratio=round(gain.ratio, 3),
+        effect = ExpectedEffect(metric=gain.metric, change_ratio=round(gain.ratio, 3),
                                 interval=(round(gain.interval[0], 3), round(gain.interval[1], 3)))
     return {"recommended": value, "change": True, "status": "change", "apply": apply, "apply_argv": argv,
             "expected_effect": effect, "measure": None, "measure_argv": None}

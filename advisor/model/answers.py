@@ -225,26 +225,25 @@ def evaluate_answers(model_factory: Callable[[], Any], prior: list[Sample], rows
             continue
         workload, host = book.workloads[workload_name], hosts[layout]
         log.info("answers: %s (a fit without it, then %s probe budget(s))", held, len(budgets))
-        model = _fit(model_factory, prior, twins(held, by_cell), cache)
+        held_out = twins(held, by_cell)
+        model = _fit(model_factory, prior, held_out, cache)
+        training = [s for s in prior if s.obs.cell not in held_out]
         grid = Grid(by_cell[held])
         for budget in budgets:
             local, probed = probe_in_order(model, grid.by_key, budget)
             for start_name, recordsize in (("default", DEFAULTS["recordsize"]), ("common", common_value(workload))):
+                # a new dataset <pool>/<workload> inherits the defaults; the other exists at the common value
+                if start_name == "default":
+                    asked, dataset, where = host, f"{POOL}/{workload_name}", {"pool": POOL}
+                else:
+                    dataset = f"{POOL}/eval-{workload_name}"
+                    asked, where = _with_dataset(host, dataset, recordsize), {"dataset": dataset}
                 with tempfile.TemporaryDirectory(prefix="zfs-advisor-answers-") as state:
                     if local:
                         _store_rows(state, host, workload, local, rows)
-                    provider = _HeldOutProvider(state, book, model, [s for s in prior if s.obs.cell not in
-                                                                     twins(held, by_cell)], f"held-out {held}")
-                    lookup = provider.lookup(host)
-                    if start_name == "default":
-                        asked, dataset = host, f"{POOL}/{workload_name}"
-                        answer = recommend(asked, book, workload_name, pool=POOL, measured=stored_evidence(state),
-                                           predicted=lookup)
-                    else:
-                        dataset = f"{POOL}/eval-{workload_name}"
-                        asked = _with_dataset(host, dataset, recordsize)
-                        answer = recommend(asked, book, workload_name, dataset=dataset,
-                                           measured=stored_evidence(state), predicted=provider.lookup(asked))
+                    provider = _HeldOutProvider(state, book, model, training, f"held-out {held}")
+                    answer = recommend(asked, book, workload_name, measured=stored_evidence(state),
+                                       predicted=provider.lookup(asked), **where)
                 start = {"recordsize": format_size(parse_size(recordsize)), "compression": DEFAULTS["compression"]}
                 final, statuses = _final(answer.recommendations, dataset, start)
                 out.append(_score(held, budget, start_name, grid, start, final, statuses, probed))
