@@ -45,7 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "from all the others)")
     p.add_argument("--answers", action="store_true",
                    help="score the whole answer of /recommend (rules, the model without the cell, the cell's own "
-                        "probe rows, the decision) instead of the model's pick; budgets may include 0")
+                        "probe rows, the decision) instead of the model's pick; budgets may include 0, and "
+                        "measure: the probe an undecided answer's measure command runs")
     p.add_argument("--hosts", metavar="DIR",
                    help="--answers: the lab's host recordings, one <layout>/idle per layout (default: "
                         "tests/fixtures/hosts/<the prior's OpenZFS version> of this checkout)")
@@ -67,10 +68,14 @@ def run(args: argparse.Namespace) -> int:
     from advisor.model.evaluation import evaluate, nested_caution, summary, table
     from advisor.model.regress import MODELS
 
-    try:
-        budgets = [int(b) for b in args.budget.split(",") if b.strip()]
+    from advisor.model.answers import MEASURE
+
+    try:  # `measure` (--answers): the probe an undecided answer's own command runs
+        budgets = [MEASURE if b.strip() == "measure" and args.answers else int(b)
+                   for b in args.budget.split(",") if b.strip()]
     except ValueError:
-        print(f"zfs-advisor evaluate: --budget {args.budget!r}: expected numbers like 1,2", file=sys.stderr)
+        print(f"zfs-advisor evaluate: --budget {args.budget!r}: expected numbers like 1,2 "
+              "(--answers: and measure)", file=sys.stderr)
         return 2
     try:
         cautions = [float(c) for c in (args.caution or "").split(",") if c.strip()] or [None]
@@ -143,8 +148,8 @@ def _answers(args: argparse.Namespace, budgets: list[int]) -> int:
     from advisor.model import answers
     from advisor.model.regress import MODELS
 
-    if not budgets or min(budgets) < 0:
-        print("zfs-advisor evaluate: --answers takes budgets >= 0, e.g. 0,1,2", file=sys.stderr)
+    if not budgets or any(b < 0 and b != answers.MEASURE for b in budgets):
+        print("zfs-advisor evaluate: --answers takes budgets >= 0 and measure, e.g. 0,1,2,measure", file=sys.stderr)
         return 2
     setup_logging("info", "text")  # a refit per cell takes minutes: say which cell it is on (stderr)
     prior = samples(load_csv(args.prior))
@@ -189,7 +194,8 @@ def _answers(args: argparse.Namespace, budgets: list[int]) -> int:
         with answers.change_probability(threshold):
             results = answers.evaluate_answers(factory, prior, rows, book, hosts, budgets, args.cells, cache)
         report.append({"change_probability": threshold, "results": [asdict(r) for r in results],
-                       "summary": {b: answers.summary([r for r in results if r.budget == b]) for b in budgets}})
+                       "summary": {answers.budget_name(b): answers.summary([r for r in results if r.budget == b])
+                                   for b in budgets}})
         if not args.json:
             if threshold is not None:
                 print(f"\nCHANGE_PROBABILITY {threshold:g}:")

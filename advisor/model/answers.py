@@ -6,9 +6,11 @@ budget, the whole recommendation path runs on that layout's recorded host snapsh
 
 * the rules, as the service loads them;
 * the model fitted on the prior **without that cell** (nor its twins at another working set);
-* the cell's own measured rows for the candidates the model would probe first (the baseline,
-  then expected improvement), stored in a fresh probe database as a completed run of the pool:
-  the service's own readers (probe evidence, the model's local samples) read them back;
+* the cell's own measured rows for the candidates the profiler would probe first (the baseline,
+  then expected improvement), or, for the budget `measure`, those of the probe an undecided
+  answer asks for (its measure command: `probe --param recordsize=128K,8K,4K,32K`), stored in a
+  fresh probe database as completed runs of the pool: the service's own readers (probe
+  evidence, the model's local samples) read them back;
 * the decision (advisor/engine/decide.py).
 
 It asks twice per cell: for a new dataset (inheriting the ZFS defaults, recordsize 128K and
@@ -38,7 +40,8 @@ from advisor.engine.service import recommend
 from advisor.engine.units import format_size, parse_size
 from advisor.facts import Dataset, Host, Property
 from advisor.model.dataset import Sample, cells
-from advisor.model.evaluation import _fit, _grid, _mean_ratio, _worst_p99_ratio, oracle, probe_in_order, twins
+from advisor.model.evaluation import (_fit, _grid, _label, _mean_ratio, _worst_p99_ratio, oracle, probe_in_order,
+                                      twins)
 from advisor.model.features import DEFAULTS
 from advisor.model.provider import ModelProvider
 from advisor.probe.evidence import stored_evidence
@@ -51,6 +54,7 @@ from advisor.store.probes import ProbeStore, ResultRow
 log = logging.getLogger(__name__)
 POOL = "tank"
 SEQUENTIAL_COMMON = "1M"
+MEASURE = -1  # a budget: the probe the answer's own measure command runs (`evaluate --budget measure`)
 
 
 @dataclass
@@ -111,21 +115,22 @@ def _with_dataset(host: Host, name: str, recordsize: str) -> Host:
     return host.model_copy(update={"datasets": [*host.datasets, added]})
 
 
-def _store_rows(state_dir: str, host: Host, workload: Any, samples: list[Sample], rows: Measured) -> None:
-    """The probed candidates' lab rows as completed probe runs of the pool (one per lab run)."""
+def _store_rows(state_dir: str, host: Host, workload: Any, runs: list[list[Sample]], rows: Measured) -> None:
+    """Probe runs of the pool, completed: each a list of lab samples.  A run without the default
+    among its values has its first value as baseline, as `probe --param recordsize=8K,4K` stores it."""
     store = ProbeStore(connect(state_dir))
     pool_facts = host.pool(POOL)
     descriptor = describe_pool(pool_facts, host.disks) if pool_facts is not None else {}
     job = build_job(workload, "/probe", Hygiene(max_file_bytes=256 << 20))
-    by_run: dict[str, list[Sample]] = {}
-    for s in samples:
-        by_run.setdefault(s.obs.run, []).append(s)
-    for run_samples in by_run.values():
+    for run_samples in runs:
+        first = run_samples[0].obs.value
+        has_default = any(s.obs.baseline for s in run_samples)
         run = store.start_run(POOL, workload.name, workload.roles[0].name, {}, [], descriptor)
         for i, s in enumerate(run_samples):
             row = rows[row_key(s.obs)]
             store.add_result(ResultRow(
-                run_id=run, parameter=s.obs.parameter, value=s.obs.value, scope="dataset", baseline=s.obs.baseline,
+                run_id=run, parameter=s.obs.parameter, value=s.obs.value, scope="dataset",
+                baseline=s.obs.baseline if has_default else s.obs.value == first,
                 repeat=s.obs.repeat or i, started_at=0.0, iops=row["iops"], read_iops=row["read_iops"],
                 write_iops=row["write_iops"], read_bw=row["read_bw"], write_bw=row["write_bw"],
                 write_p99=row["write_p99"], runtime_seconds=8.0, written_bytes=0,
@@ -133,6 +138,13 @@ def _store_rows(state_dir: str, host: Host, workload: Any, samples: list[Sample]
                 pool=descriptor, job=job.text))
         store.end_run(run, "completed")
     store.conn.close()
+
+
+def _by_lab_run(samples: list[Sample]) -> list[list[Sample]]:
+    by_run: dict[str, list[Sample]] = {}
+    for s in samples:
+        by_run.setdefault(s.obs.run, []).append(s)
+    return list(by_run.values())
 
 
 def _final(recs: list[Recommendation], dataset: str, start: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
@@ -229,25 +241,56 @@ def evaluate_answers(model_factory: Callable[[], Any], prior: list[Sample], rows
         model = _fit(model_factory, prior, held_out, cache)
         training = [s for s in prior if s.obs.cell not in held_out]
         grid = Grid(by_cell[held])
-        for budget in budgets:
-            local, probed = probe_in_order(model, grid.by_key, budget)
-            for start_name, recordsize in (("default", DEFAULTS["recordsize"]), ("common", common_value(workload))):
-                # a new dataset <pool>/<workload> inherits the defaults; the other exists at the common value
-                if start_name == "default":
-                    asked, dataset, where = host, f"{POOL}/{workload_name}", {"pool": POOL}
-                else:
-                    dataset = f"{POOL}/eval-{workload_name}"
-                    asked, where = _with_dataset(host, dataset, recordsize), {"dataset": dataset}
+        for start_name, recordsize in (("default", DEFAULTS["recordsize"]), ("common", common_value(workload))):
+            # a new dataset <pool>/<workload> inherits the defaults; the other exists at the common value
+            if start_name == "default":
+                asked, dataset, where = host, f"{POOL}/{workload_name}", {"pool": POOL}
+            else:
+                dataset = f"{POOL}/eval-{workload_name}"
+                asked, where = _with_dataset(host, dataset, recordsize), {"dataset": dataset}
+            start = {"recordsize": format_size(parse_size(recordsize)), "compression": DEFAULTS["compression"]}
+            unprobed = None
+            # 0 first: MEASURE follows the command the answer without probes gives
+            for budget in sorted({*budgets, 0} if MEASURE in budgets else budgets, key=lambda b: (b == MEASURE, b)):
+                runs, probed = _probes(model, grid, budget, unprobed, dataset)
                 with tempfile.TemporaryDirectory(prefix="zfs-advisor-answers-") as state:
-                    if local:
-                        _store_rows(state, host, workload, local, rows)
+                    if runs:
+                        _store_rows(state, host, workload, runs, rows)
                     provider = _HeldOutProvider(state, book, model, training, f"held-out {held}")
                     answer = recommend(asked, book, workload_name, measured=stored_evidence(state),
                                        predicted=provider.lookup(asked), **where)
-                start = {"recordsize": format_size(parse_size(recordsize)), "compression": DEFAULTS["compression"]}
+                if budget == 0:
+                    unprobed = answer.recommendations
+                    if 0 not in budgets:
+                        continue
                 final, statuses = _final(answer.recommendations, dataset, start)
                 out.append(_score(held, budget, start_name, grid, start, final, statuses, probed))
     return out
+
+
+def _probes(model: Any, grid: Grid, budget: int, unprobed: list[Recommendation] | None,
+            dataset: str) -> tuple[list[list[Sample]], list[str]]:
+    """The probe runs of the pool, and their labels.  A number: that many candidates in the order
+    the profiler asks for them (the default, then expected improvement), in the lab's own runs.
+    MEASURE: when the answer without probes left the recordsize undecided, one run of every value
+    its measure command names (`probe --param recordsize=128K,8K,4K`); otherwise nothing."""
+    if budget != MEASURE:
+        local, labels = probe_in_order(model, grid.by_key, budget)
+        return _by_lab_run(local), labels
+    keys = [k for k in (grid.key(v, DEFAULTS["compression"]) for v in _asked_values(unprobed or [], dataset))
+            if k is not None]
+    run = [s for k in keys for s in grid.by_key[k]]
+    return ([run] if run else []), [_label(grid.by_key[k][0].obs) for k in keys]
+
+
+def _asked_values(recs: list[Recommendation], dataset: str) -> list[str]:
+    """The recordsize values an undecided answer's measure command compares, in its order."""
+    for r in recs:
+        if r.dataset == dataset and r.parameter == "recordsize" and r.status == "undecided" and r.measure_argv:
+            spec = next((a for a in r.measure_argv if a.startswith("recordsize=")), None)
+            if spec:
+                return [v for v in spec.partition("=")[2].split(",") if v]
+    return []
 
 
 Measured = dict[tuple, dict]  # a prior row's key (`row_key`) -> its measured numbers
@@ -329,6 +372,10 @@ def table(results: list[AnswerResult]) -> str:
     return "\n".join(lines)
 
 
+def budget_name(budget: int) -> str:
+    return "measure" if budget == MEASURE else str(budget)
+
+
 def summary_table(results: list[AnswerResult]) -> str:
     """One row per budget, per workload within it and overall."""
     lines = [f"| probes | workload | answers | median of best | mean | worst | < 90 % | changes | undecided | "
@@ -338,7 +385,7 @@ def summary_table(results: list[AnswerResult]) -> str:
         groups = [(w, [r for r in at if r.cell.split("/")[2] == w]) for w in sorted({r.cell.split("/")[2] for r in at})]
         for name, group in [*groups, ("**all**", at)]:
             s = summary(group)
-            lines.append(f"| {budget} | {name} | {s['answers']} | {s['median_vs_best']:.1%} | {s['mean_vs_best']:.1%} "
+            lines.append(f"| {budget_name(budget)} | {name} | {s['answers']} | {s['median_vs_best']:.1%} | {s['mean_vs_best']:.1%} "
                          f"| {s['worst_vs_best']:.1%} | {s['below_90']} | {s['changes']} | {s['undecided']} | "
                          f"{s['losses']} | {s['harm']} | {s['p99_over_changed']} / {s['p99_over_kept']} |")
     return "\n".join(lines)

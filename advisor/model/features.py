@@ -326,7 +326,9 @@ def from_result(row: Any, workload: WorkloadShape, pool_name: str) -> Observatio
         workload=workload.name, pattern=workload.pattern, block_size_bytes=workload.block_size_bytes,
         read_fraction=workload.read_fraction, **job_shape(row.job),
         working_set_bytes=row.working_set_bytes, arc_max_bytes=row.arc_max_bytes, **pool_shape(row.pool),
-        parameter=row.parameter, value=row.value, baseline=bool(row.baseline), settings=settings,
+        # The model's baseline is the ZFS default, not the run's first value: a run of
+        # `--param recordsize=8K,4K` stores 8K as its baseline, and its ratios are to 8K.
+        parameter=row.parameter, value=row.value, baseline=settings == normalized(DEFAULTS), settings=settings,
         cell=f"local:{pool_name}", run=str(row.run_id), repeat=row.repeat,
         perf=perf_of(workload.pattern, row.iops, row.read_bw, row.write_bw), write_p99=row.write_p99,
     )

@@ -77,3 +77,23 @@ def test_the_cli_prints_the_tables_and_refuses_bad_budgets(capsys):
     assert main(["evaluate", "--answers", "--budget", "0", "--change-probability", "1.5"]) == 2
     assert main(["evaluate", "--answers", "--budget", "0", "--cells", "no-such-cell"]) == 2
     assert "no cell contains 'no-such-cell'" in capsys.readouterr().err
+
+
+
+def test_an_undecided_answer_measured_by_its_own_command_is_decided_and_no_worse():
+    """A pool that ran the measure command of an undecided answer (`probe --param
+    recordsize=128K,8K,4K,32K`): every value it names is measured in one run, and the answer that
+    reads the run back decides (no longer undecided) and is no worse than without it."""
+    prior = samples(load_csv())
+    predictor, _ = fitted.load(prior_path())
+    results = answers.evaluate_answers(partial(ShippedFit, predictor, prior), prior, answers.measured_rows(),
+                                       load_rulebook(), answers.load_hosts(HOSTS / "2.3.2"), [0, answers.MEASURE],
+                                       "hdd-raidz1x4/postgres")
+    by = {(r.start, r.budget): r for r in results}
+    before, after = by[("common", 0)], by[("common", answers.MEASURE)]
+    assert before.statuses["recordsize"] == "undecided" and before.current.startswith("8K")
+    assert "recordsize=8K" in after.probed and "recordsize=128K" in after.probed and len(after.probed) >= 3
+    assert after.statuses["recordsize"] != "undecided"
+    assert after.vs_best >= before.vs_best
+    decided = by[("default", answers.MEASURE)]
+    assert decided.probed == [] and decided.final == by[("default", 0)].final  # nothing asked, nothing run

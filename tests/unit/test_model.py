@@ -445,3 +445,26 @@ def test_the_shipped_model_picks_well_on_a_raidz_width_it_never_saw(workload):
                                 exclude=frozenset(width5)) for budget in (2, 3))
     assert two.pick_p99_ok and two.pick_vs_oracle >= 0.9, two
     assert three.pick == three.oracle, three
+
+
+def test_a_probe_run_whose_first_value_is_not_the_default_is_not_read_as_the_default():
+    """`zfs-advisor probe --param recordsize=8K,4K` (the command an undecided answer gives) stores 8K
+    as the run's baseline; the model's targets are ratios to the ZFS default, so 8K must not be read
+    as 128K's performance (y = 0 at 8K).  Alone, such a run cannot be placed: the model leaves it out;
+    beside a run that measured the default on the same pool, it is placed against that one."""
+    shape = WorkloadShape.of(BOOK.workloads["postgres"])
+    rows = csv_rows()
+    run_of = lambda value: next(r["run_id"] for r in rows if r["value"] == value)  # noqa: E731
+    eight_four = [dict(r, baseline="1" if r["value"] == "8K" else "0") for r in rows
+                  if r["value"] in ("8K", "4K") and r["run_id"] == run_of("8K")]
+    assert eight_four and all(r["parameter"] == "recordsize" for r in eight_four)
+    alone = samples(from_result(result_row(r, 2), shape, "tank") for r in eight_four)
+    assert alone == []
+    defaults = [r for r in rows if r["value"] == "128K" and r["run_id"] == run_of("8K")]
+    both = samples([*(from_result(result_row(r, 1), shape, "tank") for r in defaults),
+                    *(from_result(result_row(r, 2), shape, "tank") for r in eight_four)])
+    y8 = [s.y_perf for s in both if s.obs.value == "8K"]
+    base = statistics.fmean(float(r["iops"]) for r in defaults)
+    assert y8 and all(abs(y - math.log(float(r["iops"]) / base)) < 1e-9
+                      for y, r in zip(y8, [r for r in eight_four if r["value"] == "8K"]))
+    assert min(y8) > 0.1  # postgres at 8K on this layout beats the default: not 0, as read against itself
