@@ -1,9 +1,10 @@
 """Pools: capacity, health, scrub/resilver and the pool I/O counters.
 
 Sources: `zpool get -Hp all` (size, allocated, free, fragmentation, capacity,
-dedupratio, readonly, health and tuning-relevant properties), `zpool status`
-(scan, the errors: line) and /proc/spl/kstat/zfs/<pool>/iostats (OpenZFS >=
-2.1: trim and, from 2.2, ARC/direct I/O counters per pool).
+dedupratio, readonly and tuning-relevant properties), `zpool status`
+(scan, the errors: line) and /proc/spl/kstat/zfs/<pool>/: `state` (health, read at
+each scrape) and `iostats` (OpenZFS >= 2.1: trim and, from 2.2, ARC/direct I/O
+counters per pool).
 """
 from __future__ import annotations
 
@@ -20,6 +21,14 @@ from advisor.exporters.named import KStatFamilies, KStatSpec
 # pdf/zfs_exporter's zfs_pool_health codes (0 ONLINE .. 6 SUSPENDED), which this family keeps.
 HEALTH_STATES = ("ONLINE", "DEGRADED", "FAULTED", "OFFLINE", "UNAVAIL", "REMOVED", "SUSPENDED")
 HEALTH_CODES = ", ".join(f"{code}: {state}" for code, state in enumerate(HEALTH_STATES))
+# Neither source is current: the state kstat is missing and the zpool output is overdue.
+UNKNOWN_HEALTH = "UNKNOWN"
+HEALTH_SOURCE = (
+    "Source: /proc/spl/kstat/zfs/<pool>/state, read at each scrape without the pool's config lock "
+    "(spa_state_to_name(), openzfs/zfs#7563), so it says SUSPENDED while zpool commands hang; "
+    "zpool get health where that kstat is missing, UNKNOWN when that output is overdue too "
+    "(zfs_advisor_facts_stale 1)."
+)
 SCAN_STATES = ("scanning", "paused", "finished", "canceled", "none")
 # Pool properties that matter for tuning, exported as labels of zfs_pool_properties_info.
 INFO_PROPERTIES = ("ashift", "autotrim", "autoexpand", "autoreplace", "failmode", "guid")
@@ -32,6 +41,13 @@ IOSTATS = KStatSpec(
         "autotrim_bytes_written": "Bytes trimmed by autotrim",
     },
 )
+
+
+def current_health(pool: Pool, stale: bool) -> str:
+    """The pool's health now: the state kstat when there is one; zpool's last output while it is current."""
+    if pool.kstat_state:
+        return pool.kstat_state
+    return UNKNOWN_HEALTH if stale else pool.health
 
 
 def _data_errors(errors: str | None) -> int | None:
@@ -117,13 +133,13 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
 
     health = GaugeMetricFamily(
         "zfs_pool_health",
-        f"Pool health code [{HEALTH_CODES}] (zpool get health), as zfs_exporter exports it; "
-        f"no series for a state not in this list. {src}",
+        f"Pool health code [{HEALTH_CODES}], as zfs_exporter exports it; "
+        f"no series for a state not in this list. {HEALTH_SOURCE}",
         labels=["pool"],
     )
     health_state = GaugeMetricFamily(
         "zfs_pool_health_state",
-        f"Pool health as a state set: one series per state, 1 for the current one (zpool get health). {src}",
+        f"Pool health as a state set: one series per state, 1 for the current one. {HEALTH_SOURCE}",
         labels=["pool", "state"],
     )
     info = InfoMetricFamily(
@@ -135,11 +151,12 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
         labels=["pool"],
     )
     for pool in pools:
-        states = HEALTH_STATES if pool.health in HEALTH_STATES else (*HEALTH_STATES, pool.health)
+        now = current_health(pool, scrape.stale)
+        states = HEALTH_STATES if now in HEALTH_STATES else (*HEALTH_STATES, now)
         for state in states:
-            health_state.add_metric([pool.name, state], 1.0 if pool.health == state else 0.0)
-        if pool.health in HEALTH_STATES:
-            health.add_metric([pool.name], HEALTH_STATES.index(pool.health))
+            health_state.add_metric([pool.name, state], 1.0 if now == state else 0.0)
+        if now in HEALTH_STATES:
+            health.add_metric([pool.name], HEALTH_STATES.index(now))
         info.add_metric([pool.name], {k: pool.properties.get(k, "") for k in INFO_PROPERTIES})
         if (n := _data_errors(pool.errors)) is not None:
             errors.add_metric([pool.name], n)

@@ -39,8 +39,10 @@ class UnsafeToProbe(Exception):
 
 def check_pool(pool: Pool, size_bytes: int | None, free_bytes: int | None, needed_bytes: int,
                thresholds: Thresholds) -> None:
-    if pool.health != "ONLINE":
-        raise UnsafeToProbe(f"pool {pool.name} is {pool.health}, not ONLINE")
+    # The state kstat is current even while zpool hangs (a suspended pool); zpool's health otherwise.
+    health = pool.kstat_state or pool.health
+    if health != "ONLINE":
+        raise UnsafeToProbe(f"pool {pool.name} is {health}, not ONLINE")
     if pool.scan.active:
         raise UnsafeToProbe(f"pool {pool.name}: a {pool.scan.function} is in progress")
     if size_bytes and free_bytes is not None:

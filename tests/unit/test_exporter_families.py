@@ -99,6 +99,36 @@ def test_pool_health_is_zfs_exporters_code_and_a_state_set_and_vdev_errors_are_c
     }
 
 
+def _with_pool(host: Host, **update) -> Host:
+    return host.model_copy(update={"pools": [host.pools[0].model_copy(update=update), *host.pools[1:]]})
+
+
+def _current_state(host: Host, stale: bool = False) -> tuple[list[str], dict]:
+    text = render(create_registry(), Scrape(host=host, stale=stale)).decode()
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    states = [s.labels["state"] for s in families["zfs_pool_health_state"].samples
+              if s.labels["pool"] == "tank" and s.value == 1]
+    code = samples(families, "zfs_pool_health", pool="tank") if "zfs_pool_health" in families else {}
+    return states, code
+
+
+def test_pool_health_comes_from_the_state_kstat_which_says_suspended_while_zpool_output_is_old():
+    # zpool's last output says DEGRADED; the kernel's state kstat, read at this scrape, says SUSPENDED
+    host = _with_pool(make_host(), kstat_state="SUSPENDED")
+    for stale in (False, True):
+        states, code = _current_state(host, stale)
+        assert states == ["SUSPENDED"]
+        assert list(code.values()) == [6.0]  # zfs_exporter's code for SUSPENDED
+
+
+def test_pool_health_is_unknown_when_zpool_output_is_overdue_and_there_is_no_state_kstat():
+    host = _with_pool(make_host(), kstat_state=None)
+    assert _current_state(host, stale=False) == (["DEGRADED"], {("zfs_pool_health", (("pool", "tank"),)): 1.0})
+    states, code = _current_state(host, stale=True)
+    assert states == ["UNKNOWN"]
+    assert code == {}  # zfs_exporter has no code for it: no series rather than a wrong one
+
+
 def test_txg_window_metrics():
     families = scrape_families(make_host())
     assert samples(families, "zfs_pool_txgs", pool="tank") == {("zfs_pool_txgs_total", (("pool", "tank"),)): 101.0}
