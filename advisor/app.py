@@ -21,8 +21,7 @@ from advisor.api.auth import auth_middleware
 from advisor.api.errors import error_middleware
 from advisor.api.shared import Bodies, HeapFreezer, WorkLimiter
 from advisor.memory import release_freed_memory
-from advisor.appkeys import (ADVICE, BODIES, EXPORT_OPTIONS, EXPORTER, FACTS, LIMITER, MODEL, RULEBOOK, SETTINGS,
-                             WEB_CONFIG)
+from advisor.appkeys import BODIES, EXPORTER, FACTS, LIMITER, MODEL, RULEBOOK, RUNTIME, SETTINGS, WEB_CONFIG
 from advisor.engine.advice import Advice
 from advisor.engine.loader import RuleBook, load_rulebook
 from advisor.exporters.base import ExportOptions
@@ -30,6 +29,7 @@ from advisor.exporters.collector import FactsCollector
 from advisor.host.collect import CommandFacts
 from advisor.host.provider import FactsProvider
 from advisor.model.provider import ModelProvider
+from advisor.runtime import Runtime, client_ca_digest
 from advisor.settings import Settings, SettingsError
 from advisor.webconfig import check_exposure, load_web_config
 
@@ -58,9 +58,10 @@ def create_app(settings: Settings) -> web.Application:
     )
     app[RULEBOOK] = book
     app[MODEL] = ModelProvider(settings.state_dir, book, enabled=settings.model)
-    app[ADVICE] = Advice(book, settings.workloads, app[MODEL].advice_lookup)
     app[EXPORTER] = FactsCollector()
-    app[EXPORT_OPTIONS] = ExportOptions.from_settings(settings)
+    app[RUNTIME] = Runtime(ExportOptions.from_settings(settings),
+                           Advice(book, settings.workloads, app[MODEL].advice_lookup),
+                           client_ca_digest(web_config))
     for routes in ROUTES:
         app.add_routes(routes)
     app.cleanup_ctx.append(_systemd_lifecycle)

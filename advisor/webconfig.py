@@ -17,8 +17,8 @@ so a file written for them works here for the keys below:
 The toolkit's other keys (inline `cert`/`key`/`client_ca`, cipher_suites, curve_preferences,
 client_allowed_sans, http_server_config, rate_limit) are refused with a message rather than
 ignored: a setting that silently does nothing is worse than none. The file is read and
-checked once, at start-up (the toolkit re-reads it on every request): restart the service
-to pick up a renewed certificate or a changed user.
+checked at start-up and again on SIGHUP (advisor/reload.py: users and the certificate change
+then; the client CA and TLS on/off need a restart), not on every request as the toolkit does.
 """
 from __future__ import annotations
 
@@ -116,6 +116,10 @@ class WebConfig:
 
     def ssl_context(self) -> ssl.SSLContext | None:
         return self.tls.context() if self.tls else None
+
+    def forget_verified(self) -> None:
+        """Drop the remembered passwords (the users changed: each is checked against its new hash)."""
+        self._verified.clear()
 
     async def check_basic(self, header: str | None) -> bool:
         """True when `header` is `Basic <base64 user:password>` of a configured user.

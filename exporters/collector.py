@@ -58,6 +58,10 @@ class FactsCollector:
         self.collectors = dict(collectors)
         self._text_cache: dict[str, tuple[tuple, Deflated]] = {}
 
+    def forget(self) -> None:
+        """Drop the reused text (the settings it was rendered under changed: advisor/reload.py)."""
+        self._text_cache.clear()
+
     def _build(self, name: str, collect: Collect, scrape: Scrape) -> tuple[list[Metric], bool]:
         try:
             return [f for f in collect(scrape) if has_samples(f)], True

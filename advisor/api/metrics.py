@@ -21,7 +21,7 @@ from typing import Iterable
 from aiohttp import web
 
 from advisor.api.shared import Body, body_response
-from advisor.appkeys import ADVICE, BODIES, EXPORT_OPTIONS, EXPORTER, FACTS, SETTINGS
+from advisor.appkeys import BODIES, EXPORTER, FACTS, RUNTIME, SETTINGS
 from advisor.deflated import Deflated
 from advisor.exporters.base import Scrape
 from advisor.exporters.negotiation import gzipped_parts, openmetrics_stream, response_headers, variant
@@ -38,7 +38,7 @@ routes = web.RouteTableDef()
 async def warm(app: web.Application, commands: CommandFacts) -> None:
     """Render the command-built families of a new command output now, in a thread."""
     host = command_host(app[FACTS].files, commands)
-    scrape = Scrape(host=host, options=app[EXPORT_OPTIONS], commands_generation=commands.finished_at)
+    scrape = Scrape(host=host, options=app[RUNTIME].export_options, commands_generation=commands.finished_at)
     await asyncio.to_thread(app[EXPORTER].warm, scrape)
 
 
@@ -86,11 +86,12 @@ async def get_metrics(request: web.Request) -> web.Response:
         collection = Collection(host)
     openmetrics, gzip_it = variant(request.headers)
     bodies = app[BODIES].metrics
+    runtime = app[RUNTIME]  # as it is now: a reload while this renders applies from the next scrape
 
     async def encoded() -> Body:  # only the variant asked for is kept: text and OpenMetrics are 16 MB each
         scrape = Scrape(
             host=collection.host,
-            options=app[EXPORT_OPTIONS],
+            options=runtime.export_options,
             stale=stale,
             age_seconds=provider.age_seconds(),
             collections=provider.collections,
@@ -98,14 +99,14 @@ async def get_metrics(request: web.Request) -> web.Response:
             commands_generation=collection.commands_finished_at,
             source_durations=collection.durations,
             # the engine runs in a worker thread, as for /recommend (docs/architecture.md)
-            recommendations=await asyncio.to_thread(app[ADVICE].for_host, collection.host,
+            recommendations=await asyncio.to_thread(runtime.advice.for_host, collection.host,
                                                     collection.commands_finished_at),
-            workload_datasets=app[ADVICE].datasets,
+            workload_datasets=runtime.advice.datasets,
             probes=await _probe_stats(app),
         )
         return await asyncio.to_thread(_rendered, app[EXPORTER].render_parts(scrape), openmetrics, gzip_it)
 
-    body = await bodies.get(collection, (stale, openmetrics, gzip_it), encoded)
+    body = await bodies.get(collection, (stale, openmetrics, gzip_it, runtime.generation), encoded)
     return body_response(body, response_headers(openmetrics, gzip_it))
 
 

@@ -1,4 +1,5 @@
-"""`zfs-advisor serve`: the HTTP service until SIGTERM/SIGINT; READY=1 to systemd once bound."""
+"""`zfs-advisor serve`: the HTTP service until SIGTERM/SIGINT; READY=1 to systemd once bound;
+SIGHUP reloads the configuration (advisor/reload.py)."""
 from __future__ import annotations
 
 import argparse
@@ -7,7 +8,7 @@ import logging
 import os
 import signal
 import time
-from typing import Mapping
+from typing import Callable, Mapping
 
 from aiohttp import web
 
@@ -19,6 +20,7 @@ from advisor.appkeys import WEB_CONFIG
 from advisor.app import create_app
 from advisor.cli.common import add_subcommand, settings
 from advisor.logs import setup_logging
+from advisor.reload import reload
 from advisor.settings import DEFAULT_PORT
 from advisor.settings import Settings
 
@@ -42,20 +44,24 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    config = settings(args, port=args.port, listen_address=args.listen, web_config_file=args.web_config_file)
+    def load() -> Settings:  # the config file and environment, then this command's flags: at start and on SIGHUP
+        return settings(args, port=args.port, listen_address=args.listen, web_config_file=args.web_config_file)
+
+    config = load()
     setup_logging(config.log_level, config.log_format)
     keep_big_blocks_apart()  # bodies of megabytes go back to the kernel when dropped (advisor/api/shared.py)
     favour_the_event_loop()  # a thread holding the GIL yields it to the loop within 0.5 ms
-    return asyncio.run(_serve(create_app(config), config))
+    return asyncio.run(_serve(create_app(config), config, load))
 
 
-async def _serve(app: web.Application, settings: Settings) -> int:
+async def _serve(app: web.Application, settings: Settings, load: Callable[[], Settings] | None = None) -> int:
     asyncio.get_running_loop().set_exception_handler(loop_exception_handler)
     # aiohttp's parser errors as JSON 4xx too; a read timeout and a connection cap (docs/reliability.md)
     runner = JsonErrorAppRunner(app, handle_signals=False)
     await runner.setup()
     web_config = app[WEB_CONFIG]
-    site = web.TCPSite(runner, settings.listen_address, settings.port, ssl_context=web_config.ssl_context())
+    ssl_context = web_config.ssl_context()
+    site = web.TCPSite(runner, settings.listen_address, settings.port, ssl_context=ssl_context)
     try:
         await site.start()
     except OSError as exc:
@@ -66,6 +72,8 @@ async def _serve(app: web.Application, settings: Settings) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    if load is not None:  # without it SIGHUP would end the process, and systemd counts that as a clean exit
+        loop.add_signal_handler(signal.SIGHUP, _reload, app, load, ssl_context)
     log.info(
         "serving",
         extra={"address": settings.listen_address, "port": settings.port, "root": settings.root, "version": __version__,
@@ -78,6 +86,23 @@ async def _serve(app: web.Application, settings: Settings) -> int:
     log.info("shutting down")
     await runner.cleanup()
     return 0
+
+
+def _reload(app: web.Application, load: Callable[[], Settings], ssl_context) -> None:
+    """SIGHUP: apply what can change now, log what needs a restart; the service goes on either way."""
+    systemd.notify(f"RELOADING=1\nMONOTONIC_USEC={time.monotonic_ns() // 1000}")
+    try:
+        done = reload(app, load, ssl_context)
+    except Exception:  # a reload must never take the service down
+        log.exception("reload failed; the running configuration is kept")
+        done = None
+    if done is not None and done.refused:
+        log.error("reload refused, the running configuration is kept: %s", done.refused)
+    elif done is not None:
+        for kept in done.kept:
+            log.warning("reload: %s changed but cannot change while running: kept", kept)
+        log.info("reloaded: %s", ", ".join(done.applied) or "nothing to change", extra={"applied": done.applied})
+    systemd.notify("READY=1")
 
 
 def wedge_after(environ: Mapping[str, str]) -> float | None:

@@ -22,14 +22,17 @@ def free_port() -> int:
 
 
 class Service:
-    def __init__(self, root: Path, log_dir: Path, *args: str):
+    def __init__(self, root: Path, log_dir: Path, *args: str, env: dict[str, str] | None = None):
+        """`env`: ZFS_ADVISOR_* variables instead of the default (log level warning)."""
+        self.env = {"ZFS_ADVISOR_LOG_LEVEL": "warning"} if env is None else env
         self.port = free_port()
         self.argv = [sys.executable, "-m", "advisor", "serve", "--root", str(root), "--port", str(self.port), *args]
         self.log = Path(log_dir) / f"serve-{self.port}.log"
         self.proc: subprocess.Popen | None = None
 
     def __enter__(self) -> "Service":
-        env = {**os.environ, "PYTHONPATH": str(REPO), "ZFS_ADVISOR_LOG_LEVEL": "warning"}
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("ZFS_ADVISOR_")}
+        env = {**clean, "PYTHONPATH": str(REPO), **self.env}
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(self.argv, env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60

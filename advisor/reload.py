@@ -1,0 +1,124 @@
+"""SIGHUP (`systemctl reload zfs-advisor`): read the settings and the web config file again and
+apply what can change while the service runs.
+
+Applied at once: log_level, api_token, workloads, every metrics_* setting, the profiler table,
+the basic auth users, and the TLS certificate and key (a renewal: new connections get the new
+certificate, open ones keep theirs). The rest is bound to what the process set up at start (the
+listening socket, the facts refresh loop, the state directory, the rules, the model) and to
+change it needs a restart: a changed value there is logged, named, and kept. A new configuration
+that does not load or does not pass the start-up checks is refused as a whole, with the reason,
+and the running one stays: a reload never stops the service.
+"""
+from __future__ import annotations
+
+import logging
+import ssl
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+from aiohttp import web
+
+from advisor.appkeys import EXPORTER, MODEL, RULEBOOK, RUNTIME, SETTINGS, WEB_CONFIG
+from advisor.runtime import Runtime, client_ca_digest
+from advisor.engine.advice import Advice
+from advisor.exporters.base import ExportOptions
+from advisor.logs import setup_logging
+from advisor.settings import Settings, SettingsError
+from advisor.webconfig import TLS_VERSIONS, WebConfig, check_exposure, load_web_config
+
+log = logging.getLogger(__name__)
+
+# Settings bound to what start-up built: a reload logs a change to them and keeps the running value.
+RESTART_ONLY = (
+    "listen_address", "port", "root", "state_dir", "rules_dir", "web_config_file", "log_format", "model",
+    "command_timeout_seconds", "facts_max_age_seconds", "commands_interval_seconds",
+)
+
+
+@dataclass
+class Reloaded:
+    """What one reload did: the settings applied, those kept (each with why), or why it was refused."""
+
+    applied: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    refused: str | None = None
+
+
+def reload(app: web.Application, load: Callable[[], Settings], ssl_context: ssl.SSLContext | None) -> Reloaded:
+    """Load the configuration again with `load` (file, environment and the command's flags) and
+    apply it to the running `app`; `ssl_context` is the listening socket's (None: plain HTTP)."""
+    live: Settings = app[SETTINGS]
+    live_web: WebConfig = app[WEB_CONFIG]
+    try:
+        new = load()
+        web_config = load_web_config(live.web_config_file)  # the same file: its contents may have changed
+    except SettingsError as exc:
+        return Reloaded(refused=str(exc))
+    result = Reloaded()
+    changed = [name for name in Settings.model_fields if getattr(new, name) != getattr(live, name)]
+    for name in changed:
+        if name in RESTART_ONLY:
+            result.kept.append(f"{name} (a restart applies it; running with {_shown(live, name)})")
+    update = {name: getattr(new, name) for name in changed if name not in RESTART_ONLY}
+    effective = live.model_copy(update=update)
+    try:
+        from advisor.app import check_workloads_setting  # the app factory's own start-up check
+
+        check_workloads_setting(effective.workloads, app[RULEBOOK])
+        check_exposure(effective, web_config)
+        tls_kept = _check_tls(live_web, web_config, app[RUNTIME])
+    except SettingsError as exc:
+        return Reloaded(refused=str(exc))
+    result.kept += tls_kept
+
+    for name, value in update.items():
+        setattr(live, name, value)
+    result.applied += sorted(update)
+    result.applied += _apply_web_config(live_web, web_config, ssl_context)
+    if "log_level" in update:
+        setup_logging(live.log_level, live.log_format)
+    runtime = app[RUNTIME]
+    runtime.export_options = ExportOptions.from_settings(live)
+    if "workloads" in update:
+        runtime.advice = Advice(app[RULEBOOK], live.workloads, app[MODEL].advice_lookup)
+    if result.applied:
+        runtime.generation += 1
+        app[EXPORTER].forget()  # text rendered under the old settings
+    return result
+
+
+def _shown(settings: Settings, name: str) -> str:
+    value = getattr(settings, name)
+    return repr(str(value)) if value is not None else "none"
+
+
+def _check_tls(live: WebConfig, new: WebConfig, runtime: Runtime) -> list[str]:
+    """What of tls_server_config a reload cannot change (kept, with why); a certificate that does
+    not load refuses the reload (WebConfigError)."""
+    if (live.tls is None) != (new.tls is None):
+        return ["tls_server_config (turning TLS on or off changes the listening socket: a restart applies it)"]
+    if new.tls is None:
+        return []
+    new.tls.context()  # loads the certificate, key and CA now: an error names the file
+    kept = []
+    if (new.tls.client_ca_file != live.tls.client_ca_file or client_ca_digest(new) != runtime.client_ca_digest
+            or new.tls.client_auth_type != live.tls.client_auth_type):
+        # OpenSSL adds CAs to a context but never removes one: a restart is the only way to stop trusting one
+        kept.append("tls_server_config client_ca_file/client_auth_type (a restart applies them)")
+    return kept
+
+
+def _apply_web_config(live: WebConfig, new: WebConfig, ssl_context: ssl.SSLContext | None) -> list[str]:
+    applied = []
+    if new.users != live.users:
+        live.users = dict(new.users)
+        live.forget_verified()
+        applied.append("basic_auth_users")
+    if ssl_context is not None and new.tls is not None and live.tls is not None:
+        # Read again whether or not the files changed: a renewal usually keeps the file names.
+        ssl_context.minimum_version = TLS_VERSIONS[new.tls.min_version]
+        ssl_context.maximum_version = TLS_VERSIONS[new.tls.max_version]
+        ssl_context.load_cert_chain(new.tls.cert_file, new.tls.key_file)
+        live.tls = replace(new.tls, client_auth_type=live.tls.client_auth_type, client_ca_file=live.tls.client_ca_file)
+        applied.append("tls_server_config certificate")
+    return applied
