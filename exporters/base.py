@@ -8,6 +8,8 @@ for every collector alike.
 """
 from __future__ import annotations
 
+import math
+
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -15,7 +17,6 @@ from typing import Any, Callable, Iterable
 
 from prometheus_client.core import Metric
 from prometheus_client.samples import Sample
-from prometheus_client.utils import floatToGoString
 
 from advisor.facts import Dataset, Host, Pool
 
@@ -111,9 +112,27 @@ def append(family: Metric, labels: dict[str, str], value: float) -> None:
     family.samples.append(Sample(family.name + _SAMPLE_SUFFIX.get(family.type, ""), labels, value))
 
 
+def go_float(value: float) -> str:
+    """A sample value or `le` bound as the Go client writes it (strconv 'g'): Python's repr, but
+    from 1e6 up with an exponent of at least two digits (1.00663296e+10, 1e+06). Written here
+    rather than taken from prometheus_client, whose floatToGoString wrote "e+010" before 0.26."""
+    value = float(value)  # counters may be ints: 7 is written 7.0
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if math.isnan(value):
+        return "NaN"
+    text = repr(value)
+    whole, dot, fraction = text.partition(".")
+    if value > 0 and dot and len(whole) > 6:  # repr stays positional below 1e16
+        digits = (whole + fraction).rstrip("0")
+        mantissa = digits[0] + (f".{digits[1:]}" if len(digits) > 1 else "")
+        return f"{mantissa}e+{len(whole) - 1:02d}"
+    return text
+
+
 def le(bound: float) -> str:
     """A histogram bucket's `le` label value, formatted like the Go client."""
-    return floatToGoString(bound)
+    return go_float(bound)
 
 
 def snake(name: str) -> str:

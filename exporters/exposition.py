@@ -15,7 +15,8 @@ from typing import Iterable, Iterator, Sequence
 from prometheus_client.core import Metric
 from prometheus_client.openmetrics.exposition import escape_label_name, escape_metric_name
 from prometheus_client.samples import Sample
-from prometheus_client.utils import floatToGoString
+
+from advisor.exporters.base import go_float
 
 _TYPES = {"counter": "counter", "info": "gauge", "stateset": "gauge", "gaugehistogram": "histogram", "unknown": "untyped"}
 _SUFFIX = {"counter": "_total", "info": "_info"}
@@ -37,7 +38,7 @@ def _label(name: str) -> str:
 # hit rate, the same rate as this size (docs/reliability.md).
 @lru_cache(maxsize=4096)
 def _value(value: float) -> str:
-    return floatToGoString(value)
+    return go_float(value)
 
 
 def _label_value(value: str) -> str:

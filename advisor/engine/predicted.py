@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.engine.measured import same_value
 
@@ -34,6 +34,9 @@ class PairEffect(BaseModel):
 
 
 class ParameterPrediction(BaseModel):
+    # pydantic < 2.10 reserves every model_* field name and warns about model_version
+    model_config = ConfigDict(protected_namespaces=())
+
     parameter: str
     metric: str  # iops or bandwidth
     best: str

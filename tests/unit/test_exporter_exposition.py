@@ -1,12 +1,13 @@
 """The fast text writer must write exactly what prometheus_client's generate_latest() writes."""
 from __future__ import annotations
 
+import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from support.hosts import make_host
 
-from advisor.exporters.base import ExportOptions, Scrape
+from advisor.exporters.base import ExportOptions, Scrape, go_float
 from advisor.exporters.collector import SCRAPE, create_registry
 from advisor.exporters.exposition import text
 
@@ -61,3 +62,13 @@ def test_a_rows_family_writes_what_the_same_samples_would():
     assert has_samples(rows)
     assert text([rows]) == text([plain]) == generate_latest(_Fixed([plain])) == generate_latest(_Fixed([rows]))
     assert text([rows]) == text([rows])  # the second time from the kept label text
+
+
+@pytest.mark.parametrize("value, written", [
+    (0.0, "0.0"), (1.0, "1.0"), (-1.0, "-1.0"), (0.25, "0.25"), (999999.0, "999999.0"),
+    (7, "7.0"), (2**60, "1.152921504606847e+18"), (1e6, "1e+06"), (1234567.0, "1.234567e+06"), (1.00663296e10, "1.00663296e+10"), (1e16, "1e+16"),
+    (float("inf"), "+Inf"), (float("-inf"), "-Inf"), (float("nan"), "NaN"),
+])
+def test_values_are_written_as_the_go_client_writes_them(value, written):
+    # prometheus_client before 0.26 wrote 1.00663296e+010: the text is the exporter's own
+    assert go_float(value) == written

@@ -46,7 +46,8 @@ def get(url: str, headers: dict[str, str] | None = None, context: ssl.SSLContext
         with urllib.request.urlopen(request, timeout=60, context=context) as resp:
             return resp.status, resp.read().decode()
     except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
+        with exc:  # it holds the connection
+            return exc.code, exc.read().decode()
 
 
 def metrics(service: Service) -> str:
