@@ -61,3 +61,24 @@ def test_no_module_imports_the_top_level_names():
                 names = [node.module or ""]
             offenders += [f"{path.relative_to(REPO)}: {n}" for n in names if n.split(".")[0] in ("exporters", "rules")]
     assert not offenders
+
+
+def test_the_pinned_versions_satisfy_the_declared_ranges():
+    """deploy/constraints.txt (what install.sh and the tests install) pins every dependency of
+    pyproject.toml, the model extra's too, inside the range declared there."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    pins = {}
+    for line in (REPO / "deploy" / "constraints.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            pins[canonicalize_name(name)] = version.strip()
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    declared = [Requirement(d) for d in project["dependencies"] + project["optional-dependencies"]["model"]]
+    pinned = {r.name: pins.get(canonicalize_name(r.name)) for r in declared}
+    outside = {r.name: pinned[r.name] for r in declared
+               if pinned[r.name] is None or not r.specifier.contains(pinned[r.name])}
+    assert outside == {}, f"not pinned, or pinned outside the declared range: {outside}"
