@@ -82,14 +82,16 @@ INSTALLED_PATHS = ("/opt/zfs-advisor", "/etc/zfs-advisor", "/var/lib/zfs-advisor
 def dependency_wheels(python_version: str) -> Path:
     """The runtime dependencies as wheels for the VM's Python, downloaded once (cached)."""
     deps = sorted(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"])
-    key = hashlib.sha256("\n".join([python_version, *deps]).encode()).hexdigest()[:12]
+    constraints = REPO / "deploy" / "constraints.txt"  # the versions install.sh pins
+    key = hashlib.sha256("\n".join([python_version, *deps, constraints.read_text()]).encode()).hexdigest()[:12]
     wheels = labimage.cache_dir() / "wheels" / f"cp{python_version.replace('.', '')}-{key}"
     if not (wheels / ".complete").exists():
         wheels.mkdir(parents=True, exist_ok=True)
         subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
                         "-d", str(wheels), "--only-binary=:all:", "--implementation", "cp",
                         "--python-version", python_version, "--platform", "manylinux2014_x86_64",
-                        "--platform", "manylinux_2_28_x86_64", *deps], check=True, timeout=600)
+                        "--platform", "manylinux_2_28_x86_64", "--constraint", str(constraints), *deps],
+                       check=True, timeout=600)
         (wheels / ".complete").write_text("\n".join(deps) + "\n")
     return wheels
 
@@ -241,17 +243,17 @@ def installed(lab_vm, tmp_path_factory):
         t0 = time.monotonic()
         samples = json.loads(vm.exec("python3 /root/lab-readiness.py", timeout=180, check=True).stdout)
         timings["start"] = time.monotonic() - t0
-        yield vm, http, install, samples
+        yield vm, http, install, samples, wheels
     finally:
         tunnel.terminate()
         tunnel.wait(timeout=10)
-        vm.exec(f"test -e {UNIT_DIR}/{SERVICE} && cd /project && deploy/install.sh --uninstall; "
+        vm.exec(f"test -e {UNIT_DIR}/{SERVICE} && cd /project && deploy/install.sh --purge; "
                 f"rm -rf {GUEST_WHEELS} /root/lab-readiness.py", timeout=120)
         print("\nsystemd lab timings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()))
 
 
 def test_install_as_the_docs_say(installed):
-    vm, http, install, _ = installed
+    vm, http, install, _, _ = installed
     assert f"answering on http://127.0.0.1:{DEFAULT_PORT}/" in install.stdout, install.stdout
     assert "/opt/zfs-advisor/share/prometheus/{scrape.yml,alerts.yml}" in install.stdout
     listing = vm.exec("ls /opt/zfs-advisor/share/prometheus /opt/zfs-advisor/share/grafana /etc/zfs-advisor",
@@ -282,7 +284,7 @@ def test_installed_units_verify_clean_and_expose_at_most_3(installed):
 def test_active_only_once_the_socket_is_bound(installed):
     """Type=notify: while Python imports and the app starts (seconds under emulation) the unit is
     `activating (start)`; once systemd says `active (running)`, the port accepts connections."""
-    vm, http, _, samples = installed
+    vm, http, _, samples, _ = installed
     times = show(vm, "ExecMainStartTimestampMonotonic", "ActiveEnterTimestampMonotonic")
     startup = (int(times["ActiveEnterTimestampMonotonic"]) - int(times["ExecMainStartTimestampMonotonic"])) / 1e6
     activating = [s for s in samples if s[1] == "activating"]
@@ -688,14 +690,50 @@ def test_a_wedged_event_loop_trips_the_watchdog(installed):
     assert log.index("wedging the event loop now") < log.index("Watchdog timeout")
 
 
-def test_uninstall_leaves_nothing_behind(installed):
+def test_an_upgrade_switches_in_one_rename_and_a_failed_one_leaves_the_old_running(installed):
+    """install.sh again: a new release beside the old, $PREFIX/venv switched to it, the service
+    restarted on it. Then an upgrade whose pip fails (a wheel directory without the dependencies):
+    nothing changes, the running service is the one from before."""
+    vm, http = installed[:2]
+    wheels = installed[4]
+    before = wait_running(vm, http)
+    old_release = vm.exec("readlink /opt/zfs-advisor/venv", check=True).stdout.strip()
+    upgrade = vm.exec(f"cd /project && deploy/install.sh --wheels {wheels}", timeout=600)
+    assert upgrade.rc == 0, upgrade.stdout + upgrade.stderr
+    after = wait_running(vm, http)
+    new_release = vm.exec("readlink /opt/zfs-advisor/venv", check=True).stdout.strip()
+    assert new_release != old_release and new_release.startswith("/opt/zfs-advisor/releases/")
+    assert after["MainPID"] != before["MainPID"]
+    releases = sorted(vm.exec("ls /opt/zfs-advisor/releases", check=True).stdout.split())
+    assert [f"/opt/zfs-advisor/releases/{r}" for r in releases] == sorted([old_release, new_release])
+    print(f"\nupgrade: {old_release} -> {new_release}, MainPID {before['MainPID']} -> {after['MainPID']}")
+
+    failed = vm.exec("mkdir -p /root/no-wheels && cd /project && deploy/install.sh --wheels /root/no-wheels",
+                     timeout=600)
+    assert failed.rc != 0 and "nothing changed" in failed.stderr, failed.stdout + failed.stderr
+    still = wait_running(vm, http)
+    assert vm.exec("readlink /opt/zfs-advisor/venv", check=True).stdout.strip() == new_release
+    assert (still["MainPID"], still["NRestarts"]) == (after["MainPID"], after["NRestarts"])
+    assert sorted(vm.exec("ls /opt/zfs-advisor/releases", check=True).stdout.split()) == releases
+    print(f"failed upgrade (pip): rc {failed.rc}, still {new_release}, MainPID {still['MainPID']}: "
+          f"{failed.stderr.strip().splitlines()[-1]}")
+
+
+def test_uninstall_keeps_settings_and_results_and_purge_leaves_nothing_behind(installed):
     vm = installed[0]
     # What an admin may have added: `systemctl edit` (override.conf) and a runtime drop-in.
     vm.write_file(f"{UNIT_DIR}/{SERVICE}.d/override.conf", "[Service]\nNice=5\n")
     vm.write_file(f"/run/systemd/system/{SERVICE}.d/50-runtime.conf", "[Service]\nNice=6\n")
     vm.exec("systemctl daemon-reload", check=True)
-    vm.exec(f"rm -rf {GUEST_WHEELS} /root/lab-readiness.py", check=True)  # this test's own files
+    vm.exec(f"rm -rf {GUEST_WHEELS} /root/lab-readiness.py /root/no-wheels", check=True)  # this test's own files
     result = vm.exec("cd /project && deploy/install.sh --uninstall", timeout=120)
+    assert result.rc == 0, result.stdout + result.stderr
+    kept = vm.exec(" ; ".join(f"test -e {p} -o -L {p} && echo {p}" for p in INSTALLED_PATHS) + " ; true").stdout
+    assert set(kept.split()) == {"/etc/zfs-advisor", "/var/lib/private/zfs-advisor"}, kept
+    assert vm.exec("test -s /etc/zfs-advisor/config.toml").rc == 0
+    assert show(vm, "LoadState")["LoadState"] == "not-found"
+
+    result = vm.exec("cd /project && deploy/install.sh --purge", timeout=120)
     assert result.rc == 0, result.stdout + result.stderr
     left = vm.exec(" ; ".join(f"test -e {p} -o -L {p} && echo {p}" for p in INSTALLED_PATHS) + " ; true").stdout
     assert left == ""
