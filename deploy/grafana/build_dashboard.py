@@ -81,7 +81,8 @@ SCAN = text_map({"scanning": "blue", "paused": "orange", "finished": "green", "c
                 {"none": "never scanned"})
 VDEV_STATE = text_map({"ONLINE": "green", "DEGRADED": "red", "FAULTED": "red", "OFFLINE": "red", "UNAVAIL": "red",
                        "REMOVED": "red"})
-NEVER = {"type": "value", "options": {"-1": {"text": "never", "color": "orange", "index": 0}}}
+SCAN_AGE = {"type": "value", "options": {"-1": {"text": "never", "color": "orange", "index": 0},
+                                         "0": {"text": "scanning", "color": "blue", "index": 1}}}
 FILL = [(None, "green"), (0.8, "orange"), (0.9, "red")]  # ZfsPoolAlmostFull and ZfsPoolFull
 
 NEVER_SCANNED = Witness("the pool was never scrubbed or resilvered",
@@ -103,6 +104,11 @@ def rate(name: str, **matchers: str) -> str:
 def host_rate(name: str) -> str:
     """rate() of a host-wide family (no pool label)."""
     return f"rate({name}{sel(pool=False)}[{RATE}])"
+
+
+def scan_state_is(state: str, value: int) -> str:
+    """`value` for each pool whose scan is in `state`, without the state set's labels."""
+    return f"{value} * max without (function, state) (zfs_pool_scan_state{sel(state=state)} == 1)"
 
 
 def heatmap(title: str, bucket: str, unit: str, **matchers: str) -> Panel:
@@ -138,11 +144,14 @@ def rows() -> list[tuple[str, list[Panel]]]:
             Panel("Scan (scrub / resilver)", "table", [Target(f"zfs_pool_scan_state{sel()} == 1")],
                   mappings=[SCAN], columns=["instance", "pool", "function", "state"], colored=("state",)),
             Panel("Time since the last scan", "table", [Target(
-                f"time() - zfs_pool_scan_end_timestamp_seconds{sel()} or on (job, instance, pool) "
-                f"-1 * max without (function, state) (zfs_pool_scan_state{sel(state='none')} == 1)")],
-                unit="s", columns=["instance", "pool"], colored=("Value",), mappings=[NEVER],
+                # zpool status gives no end while a scan runs: 0 then, -1 for a pool never scanned
+                f"time() - zfs_pool_scan_end_timestamp_seconds{sel()} "
+                f"or on (job, instance, pool) {scan_state_is('~scanning|paused', 0)} "
+                f"or on (job, instance, pool) {scan_state_is('none', -1)}")],
+                unit="s", columns=["instance", "pool"], colored=("Value",), mappings=[SCAN_AGE],
                 thresholds=[(None, "green"), (35 * DAY, "orange"), (40 * DAY, "red")],
-                description="ZfsScrubOverdue fires at 40 days; \"never\" for a pool never scanned."),
+                description="ZfsScrubOverdue fires at 40 days; \"scanning\" while a scan runs, \"never\" for a "
+                            "pool never scanned."),
             Panel("Scan progress", "timeseries", [
                 Target(f"zfs_pool_scan_progress_ratio{sel()}", "{{instance}} {{pool}}", NEVER_SCANNED),
             ], unit="percentunit", extra={"max": 1}),

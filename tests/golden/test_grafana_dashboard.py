@@ -149,3 +149,12 @@ def test_probe_runs_are_annotations_per_instance(fleet):
     runs = prom.query(resolve(probe["expr"], both, job="zfs-advisor", pool="tank"))
     assert instances_of(runs) == set(instances)
     assert {r["metric"]["workload"] for r in runs} == {"postgres"}
+
+
+def test_a_pool_never_scanned_is_never_not_missing(fleet):
+    """No recording was ever scrubbed: the scan age panel says so (-1, shown as "never"), where a
+    query of zfs_pool_scan_end_timestamp_seconds alone would show nothing."""
+    prom, instances = fleet
+    (target,) = [t for p, t in panel_targets(DASHBOARD) if p["title"] == "Time since the last scan"]
+    ages = prom.query(resolve(target["expr"], alternatives(*instances), job="zfs-advisor", pool="tank"))
+    assert sorted((r["metric"]["instance"], r["value"][1]) for r in ages) == [(i, "-1") for i in sorted(instances)]
