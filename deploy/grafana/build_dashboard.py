@@ -56,21 +56,22 @@ class Panel:
     unit: str = "short"
     description: str = ""
     thresholds: list[tuple[float | None, str]] = field(default_factory=lambda: [(None, "green")])
-    mappings: list[dict] = field(default_factory=list)
     columns: list[str] = field(default_factory=list)  # tables: the label columns shown, in order
-    colored: tuple[str, ...] = ()  # tables: columns whose cells take the mapping's or threshold's colour
+    # tables: columns whose cells take a colour, from their value mapping or (None) the thresholds
+    colored: dict[str, list[dict] | None] = field(default_factory=dict)
     per_instance: bool = False  # repeat the panel for each selected instance
     extra: dict = field(default_factory=dict)
 
 
 # -- value mappings and thresholds ----------------------------------------------------------------
 
-def text_map(colors: dict[str, str], texts: dict[str, str] | None = None) -> dict:
-    """A value mapping: each text value to its colour (and a display text)."""
+def text_map(colors: dict[str, str], texts: dict[str, str] | None = None) -> list[dict]:
+    """Value mappings: each value to its colour (and a display text); any other value uncoloured."""
     texts = texts or {}
-    return {"type": "value", "options": {
-        value: {"color": color, "index": i, **({"text": texts[value]} if value in texts else {})}
-        for i, (value, color) in enumerate(colors.items())}}
+    return [{"type": "value", "options": {
+                value: {"color": color, "index": i, **({"text": texts[value]} if value in texts else {})}
+                for i, (value, color) in enumerate(colors.items())}},
+            {"type": "regex", "options": {"pattern": ".*", "result": {"color": "transparent", "index": len(colors)}}}]
 
 
 # zfs_pool_health_state: SUSPENDED is critical (I/O stopped), every other state than ONLINE is a
@@ -81,9 +82,14 @@ SCAN = text_map({"scanning": "blue", "paused": "orange", "finished": "green", "c
                 {"none": "never scanned"})
 VDEV_STATE = text_map({"ONLINE": "green", "DEGRADED": "red", "FAULTED": "red", "OFFLINE": "red", "UNAVAIL": "red",
                        "REMOVED": "red"})
-SCAN_AGE = {"type": "value", "options": {"-1": {"text": "never", "color": "orange", "index": 0},
-                                         "0": {"text": "scanning", "color": "blue", "index": 1}}}
+SCAN_AGE = [{"type": "value", "options": {"-1": {"text": "never", "color": "orange", "index": 0},
+                                          "0": {"text": "scanning", "color": "blue", "index": 1}}}]
 FILL = [(None, "green"), (0.8, "orange"), (0.9, "red")]  # ZfsPoolAlmostFull and ZfsPoolFull
+
+# Dataset properties worth a second look: sync=disabled acknowledges writes before they are on disk
+# (zfsprops(7)), compression=off stores every block as written.
+SYNC = text_map({"disabled": "orange"})
+COMPRESSION = text_map({"off": "orange"})
 
 NEVER_SCANNED = Witness("the pool was never scrubbed or resilvered",
                         f'zfs_pool_scan_state{sel(function="none", state="none")} == 1')
@@ -125,7 +131,7 @@ def rows() -> list[tuple[str, list[Panel]]]:
     return [
         ("Pools", [
             Panel("Health", "table", [Target(f"zfs_pool_health_state{sel()} == 1")],
-                  mappings=[HEALTH], columns=["instance", "pool", "state"], colored=("state",),
+                  columns=["instance", "pool", "state"], colored={"state": HEALTH},
                   description="zfs_pool_health_state: SUSPENDED is critical, any state but ONLINE is red, "
                               "UNKNOWN when neither the state kstat nor current zpool output says."),
             Panel("Capacity", "timeseries", [
@@ -137,18 +143,18 @@ def rows() -> list[tuple[str, list[Panel]]]:
                 # pool), so the series exist and the filter keeps the pools full within 30 days
                 f"zfs_pool_free_bytes{sel()} / clamp_min(deriv(zfs_pool_allocated_bytes{sel()}[6h]), 1) "
                 f"< {30 * DAY}")],
-                unit="s", columns=["instance", "pool"], colored=("Value",),
+                unit="s", columns=["instance", "pool"], colored={"Value": None},
                 thresholds=[(None, "red"), (4 * DAY, "orange"), (14 * DAY, "green")],
                 description="Free bytes / growth of allocated bytes over 6 hours; only pools that fill "
                             "within 30 days (ZfsPoolFillingUp warns at 4 days)."),
             Panel("Scan (scrub / resilver)", "table", [Target(f"zfs_pool_scan_state{sel()} == 1")],
-                  mappings=[SCAN], columns=["instance", "pool", "function", "state"], colored=("state",)),
+                  columns=["instance", "pool", "function", "state"], colored={"state": SCAN}),
             Panel("Time since the last scan", "table", [Target(
                 # zpool status gives no end while a scan runs: 0 then, -1 for a pool never scanned
                 f"time() - zfs_pool_scan_end_timestamp_seconds{sel()} "
                 f"or on (job, instance, pool) {scan_state_is('~scanning|paused', 0)} "
                 f"or on (job, instance, pool) {scan_state_is('none', -1)}")],
-                unit="s", columns=["instance", "pool"], colored=("Value",), mappings=[SCAN_AGE],
+                unit="s", columns=["instance", "pool"], colored={"Value": SCAN_AGE},
                 thresholds=[(None, "green"), (35 * DAY, "orange"), (40 * DAY, "red")],
                 description="ZfsScrubOverdue fires at 40 days; \"scanning\" while a scan runs, \"never\" for a "
                             "pool never scanned."),
@@ -215,8 +221,8 @@ def rows() -> list[tuple[str, list[Panel]]]:
         ("L2ARC, SLOG and special vdevs", [
             Panel("Log, special, dedup and cache vdevs", "table", [Target(
                 f"zfs_vdev_info{sel(group='~log|special|dedup|cache')}", empty_when=NO_AUX_VDEVS)],
-                mappings=[VDEV_STATE], columns=["instance", "pool", "group", "vdev", "type", "parent", "disk", "state"],
-                colored=("state",)),
+                columns=["instance", "pool", "group", "vdev", "type", "parent", "disk", "state"],
+                colored={"state": VDEV_STATE}),
             Panel("Special, dedup and log vdevs: allocated", "timeseries", [Target(
                 f"zfs_vdev_allocated_bytes{sel()} / (zfs_vdev_allocated_bytes{sel()} + zfs_vdev_free_bytes{sel()}) "
                 f"* on (job, instance, pool, vdev) group_left (group) zfs_vdev_info{sel(group='~special|dedup|log')}",
@@ -253,6 +259,7 @@ def rows() -> list[tuple[str, list[Panel]]]:
                   columns=["instance", "name", "type", "recordsize", "volblocksize", "compression", "atime",
                            "sync", "logbias", "primarycache", "secondarycache", "special_small_blocks", "dedup",
                            "redundant_metadata", "xattr", "dnodesize", "copies", "checksum", "mountpoint"],
+                  colored={"sync": SYNC, "compression": COMPRESSION},
                   width=24),
         ]),
         ("Disks behind the pools", [
@@ -276,7 +283,7 @@ def rows() -> list[tuple[str, list[Panel]]]:
             ], width=24, unit="percentunit",
                 columns=["instance", "workload", "pool", "dataset", "scope", "parameter", "current", "recommended",
                          "rule", "confidence", "metric", "source"],
-                colored=("Value #B",),
+                colored={"Value #B": None},
                 thresholds=[(None, "red"), (1.0, "green")],
                 description="Each open change (GET /recommend explains it) and, where a probe of the pool or the "
                             "model predicts one, its effect as a multiple of the metric's value now: expected, "
@@ -320,12 +327,13 @@ def panel_json(panel: Panel, panel_id: int, pos: dict) -> dict:
             t["legendFormat"] = target.legend
         targets.append(t)
     out["targets"] = targets
-    defaults: dict = {"unit": panel.unit, "thresholds": thresholds(panel.thresholds), "mappings": panel.mappings}
+    defaults: dict = {"unit": panel.unit, "thresholds": thresholds(panel.thresholds)}
     if "max" in panel.extra:
         defaults |= {"min": 0, "max": panel.extra["max"]}
     overrides = [{"matcher": {"id": "byName", "options": name},
-                  "properties": [{"id": "custom.cellOptions", "value": {"type": "color-background"}}]}
-                 for name in panel.colored]
+                  "properties": [{"id": "custom.cellOptions", "value": {"type": "color-background"}}]
+                  + ([{"id": "mappings", "value": mappings}] if mappings else [])}
+                 for name, mappings in panel.colored.items()]
     if table:
         defaults["custom"] = {"align": "auto", "cellOptions": {"type": "auto"}}
         # Time, job and __name__ are hidden, and the value of an info or state-set series (always 1)

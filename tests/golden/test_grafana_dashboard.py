@@ -51,7 +51,8 @@ def test_dashboard_shape():
 
 def test_every_pool_health_has_a_colour_and_only_online_is_green():
     (health,) = [p for p in json.loads(DASHBOARD.read_text())["panels"] if p["title"] == "Health"]
-    (mapping,) = health["fieldConfig"]["defaults"]["mappings"]
+    (state,) = [o for o in health["fieldConfig"]["overrides"] if o["matcher"]["options"] == "state"]
+    (mapping, _other_values) = [p["value"] for p in state["properties"] if p["id"] == "mappings"][0]
     colours = {state: option["color"] for state, option in mapping["options"].items()}
     assert set(colours) == {*HEALTH_STATES, UNKNOWN_HEALTH}
     assert [s for s, c in colours.items() if c == "green"] == ["ONLINE"]
