@@ -60,7 +60,11 @@ class Panel:
     # tables: columns whose cells take a colour, from their value mapping or (None) the thresholds
     colored: dict[str, list[dict] | None] = field(default_factory=dict)
     per_instance: bool = False  # repeat the panel for each selected instance
-    extra: dict = field(default_factory=dict)
+    max: float | None = None  # y axis from 0 to this (ratios: 1)
+    # tables of several queries: one row per series of A with the values of B, C... beside it
+    # (Grafana's merge on their common labels), value columns renamed
+    merge: bool = False
+    rename: dict[str, str] = field(default_factory=dict)
 
 
 # -- value mappings and thresholds ----------------------------------------------------------------
@@ -137,7 +141,7 @@ def rows() -> list[tuple[str, list[Panel]]]:
             Panel("Capacity", "timeseries", [
                 Target(f"zfs_pool_capacity_ratio{sel()}", "{{instance}} {{pool}} allocated"),
                 Target(f"zfs_pool_fragmentation_ratio{sel()}", "{{instance}} {{pool}} fragmentation"),
-            ], unit="percentunit", thresholds=FILL, extra={"max": 1}),
+            ], unit="percentunit", thresholds=FILL, max=1),
             Panel("Time to full (at the last 6 h's growth)", "table", [Target(
                 # growth under 1 B/s counts as 1 B/s (free bytes as seconds: decades for any real
                 # pool), so the series exist and the filter keeps the pools full within 30 days
@@ -160,7 +164,7 @@ def rows() -> list[tuple[str, list[Panel]]]:
                             "pool never scanned."),
             Panel("Scan progress", "timeseries", [
                 Target(f"zfs_pool_scan_progress_ratio{sel()}", "{{instance}} {{pool}}", NEVER_SCANNED),
-            ], unit="percentunit", extra={"max": 1}),
+            ], unit="percentunit", max=1),
         ]),
         ("Pool I/O", [
             Panel("IOPS (completed I/Os)", "timeseries", [Target(
@@ -227,7 +231,7 @@ def rows() -> list[tuple[str, list[Panel]]]:
                 f"zfs_vdev_allocated_bytes{sel()} / (zfs_vdev_allocated_bytes{sel()} + zfs_vdev_free_bytes{sel()}) "
                 f"* on (job, instance, pool, vdev) group_left (group) zfs_vdev_info{sel(group='~special|dedup|log')}",
                 "{{instance}} {{pool}} {{group}} {{vdev}}", NO_AUX_VDEVS)],
-                unit="percentunit", thresholds=FILL, extra={"max": 1},
+                unit="percentunit", thresholds=FILL, max=1,
                 description="A full special or dedup vdev spills to the data vdevs."),
             Panel("ZIL writes: SLOG vs main pool", "timeseries", [
                 Target(host_rate("zfs_zil_itx_metaslab_slog_bytes_total"), "{{instance}} SLOG"),
@@ -288,8 +292,8 @@ def rows() -> list[tuple[str, list[Panel]]]:
                 description="Each open change (GET /recommend explains it) and, where a probe of the pool or the "
                             "model predicts one, its effect as a multiple of the metric's value now: expected, "
                             "and the 90% interval (low, high).",
-                extra={"merge": True, "rename": {"Value #B": "expected effect", "Value #C": "low (90%)",
-                                                 "Value #D": "high (90%)"}}),
+                merge=True, rename={"Value #B": "expected effect", "Value #C": "low (90%)",
+                                    "Value #D": "high (90%)"}),
         ]),
         ("Exporter", [
             Panel("Collector duration", "timeseries", [Target(
@@ -328,8 +332,8 @@ def panel_json(panel: Panel, panel_id: int, pos: dict) -> dict:
         targets.append(t)
     out["targets"] = targets
     defaults: dict = {"unit": panel.unit, "thresholds": thresholds(panel.thresholds)}
-    if "max" in panel.extra:
-        defaults |= {"min": 0, "max": panel.extra["max"]}
+    if panel.max is not None:
+        defaults |= {"min": 0, "max": panel.max}
     overrides = [{"matcher": {"id": "byName", "options": name},
                   "properties": [{"id": "custom.cellOptions", "value": {"type": "color-background"}}]
                   + ([{"id": "mappings", "value": mappings}] if mappings else [])}
@@ -338,12 +342,12 @@ def panel_json(panel: Panel, panel_id: int, pos: dict) -> dict:
         defaults["custom"] = {"align": "auto", "cellOptions": {"type": "auto"}}
         # Time, job and __name__ are hidden, and the value of an info or state-set series (always 1)
         names = {c: i for i, c in enumerate(panel.columns)}
-        hidden = ["Time", "job", "__name__", "bound"] + (["Value #A"] if panel.extra.get("merge") else [])
+        hidden = ["Time", "job", "__name__", "bound"] + (["Value #A"] if panel.merge else [])
         hidden += [] if "Value" in panel.colored else ["Value"]
-        out["transformations"] = ([{"id": "merge", "options": {}}] if panel.extra.get("merge") else []) + [
+        out["transformations"] = ([{"id": "merge", "options": {}}] if panel.merge else []) + [
             {"id": "organize", "options": {
                 "excludeByName": {name: True for name in hidden},
-                "indexByName": names, "renameByName": panel.extra.get("rename", {})}}]
+                "indexByName": names, "renameByName": panel.rename}}]
         out["options"] = {"showHeader": True, "cellHeight": "sm"}
     elif panel.kind == "timeseries":
         defaults["custom"] = {"drawStyle": "line", "lineWidth": 1, "fillOpacity": 0, "showPoints": "never",
