@@ -81,16 +81,18 @@ def config_file(directory, state_dir):
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory):
     """Two services on two recordings, both scraped every second by one Prometheus for ~10 s."""
-    services = []
+    services, state_dirs = [], []
     try:
         for root in HOSTS_SCRAPED:
             work = tmp_path_factory.mktemp(root.parent.name)
-            seed_recordsize_probe(work / "state")  # the probe annotation and an expected effect
-            service = Service(root, work, "--config", str(config_file(work, work / "state"))).__enter__()
-            services.append(service)
+            state_dirs.append(work / "state")
+            seed_recordsize_probe(work / "state")  # an expected effect for tank/home's recordsize
+            services.append(Service(root, work, "--config", str(config_file(work, work / "state"))).__enter__())
             # /recommend waits for the model's fit, which a scrape waits for only briefly
             query = "workload=postgres&dataset=tank/home"
-            urllib.request.urlopen(f"http://127.0.0.1:{service.port}/recommend?{query}", timeout=300).read()
+            urllib.request.urlopen(f"http://127.0.0.1:{services[-1].port}/recommend?{query}", timeout=300).read()
+        for state_dir in state_dirs:  # a run that ends now: the annotation shows the 2 minutes after it
+            seed_recordsize_probe(state_dir)
         targets = [f"127.0.0.1:{s.port}" for s in services]
         with PrometheusServer(tmp_path_factory.mktemp("prometheus"), targets=targets, scrape_interval="1s") as prom:
             prom.wait_for("count(up == 1) == 2")
