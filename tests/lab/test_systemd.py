@@ -38,6 +38,7 @@ from advisor.settings import DEFAULT_PORT
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "golden"))
 from promserver import PrometheusServer, free_port  # noqa: E402
+from support.dashboard import alternatives, panel_targets, resolve, why_empty  # noqa: E402
 
 pytestmark = [
     pytest.mark.lab,
@@ -355,19 +356,6 @@ def prometheus_config(target: str) -> str:
     return yaml.safe_dump(config)
 
 
-def panel_queries() -> list[tuple[str, str]]:
-    """(panel title, expr) of every target of every panel of every shipped dashboard."""
-    found = []
-    for path in sorted((REPO / "deploy" / "grafana").glob("*.json")):
-        for panel in json.loads(path.read_text())["panels"]:
-            found += [(f"{path.stem}: {panel.get('title')}", t["expr"]) for t in panel.get("targets", [])
-                      if "expr" in t]
-    return found
-
-
-FILTER = re.compile(r"^(?P<series>.+?)\s*(?:==|!=|>=|<=|>|<)\s*-?[\d.]+$", re.S)
-
-
 def test_prometheus_scrapes_the_installed_service_and_every_panel_has_data(installed, tmp_path):
     vm, http = installed[:2]
     # Reads that reach the disks (tank/pg caches metadata only) and writes, while Prometheus scrapes.
@@ -385,24 +373,25 @@ def test_prometheus_scrapes_the_installed_service_and_every_panel_has_data(insta
         firing = [a["labels"]["alertname"] for a in prom.query('ALERTS{alertstate="firing"}')]
         print(f"\nalerts firing on the lab host: {firing or 'none'}")
 
-        instance = http.address  # as Grafana puts it in a regex: its dots match themselves too
-        for variable in ("zfs_advisor_build_info", f'zfs_pool_health_state{{instance=~"{instance}",pool="tank"}}'):
+        instance = http.address
+        variables = {"rate_interval": RATE_INTERVAL, "job": "zfs-advisor", "pool": "tank"}
+        pool_variable = f'zfs_pool_health_state{{instance=~"{alternatives(instance)}",pool="tank"}}'
+        for variable in ("zfs_advisor_build_info", pool_variable):
             assert prom.query(variable), f"the dashboard variable query {variable} is empty"
         table, empty = [], []
-        for title, expr in panel_queries():
-            promql = (expr.replace("$__rate_interval", RATE_INTERVAL).replace("$instance", instance)
-                      .replace("$pool", "tank"))
+        for panel, target in panel_targets():
+            title, expr = panel["title"], target["expr"]
+            promql = resolve(expr, alternatives(instance), **variables)
             values = [float(r["value"][1]) for r in prom.query(promql)]
             note = ""
-            if not values and (match := FILTER.match(promql)):
-                # A filter that shows only the bad series (errors, failing collectors): empty on a
-                # healthy host; the series it filters must be there.
-                inner = [float(r["value"][1]) for r in prom.query(match["series"])]
-                note = f"empty by design: {len(inner)} series, none past the filter"
-                if not [v for v in inner if math.isfinite(v)]:
+            if not [v for v in values if math.isfinite(v)]:
+                # A filter that shows only the bad series (errors, failing collectors, a pool about to
+                # fill), or a vdev class the pool does not have: support.dashboard.why_empty says
+                # whether that is so on this host.
+                reason = why_empty(prom, expr, promql, instance, **variables)
+                if reason is None:
                     empty.append((title, promql))
-            elif not [v for v in values if math.isfinite(v)]:
-                empty.append((title, promql))
+                note = f"empty by design: {reason}" if reason else ""
             table.append(f"{len(values):4d}  {title}: {note or expr[:90]}")
         print("series  panel (dashboard queries against the installed service)\n" + "\n".join(table))
         assert empty == [], "panels without data"

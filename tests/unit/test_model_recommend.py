@@ -16,6 +16,7 @@ import sys
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from support import RECORDING, REPO
+from support.probes import seed_recordsize_probe
 
 from advisor.app import create_app
 from advisor.engine.models import Recommendation
@@ -23,8 +24,6 @@ from advisor.engine.decide import Ladder, decide
 from advisor.engine.predicted import CandidatePrediction, PairEffect, ParameterPrediction
 from advisor.model import MODEL_VERSION
 from advisor.settings import Settings
-from advisor.store.db import connect
-from advisor.store.probes import ProbeStore, ResultRow
 
 EFFECT = "zfs_advisor_recommendation_expected_effect_ratio"
 
@@ -77,18 +76,7 @@ async def test_metrics_export_the_predicted_effect_of_open_recommendations(http_
 
 
 async def test_probe_evidence_still_wins(http_client, tmp_path):
-    store = ProbeStore(connect(tmp_path))
-    run = store.start_run("tank", "postgres", "data", {}, [], None)
-    # the ssd-mirror2x2 postgres cell of the shipped prior, repeat by repeat (IOPS, write p99 s)
-    measured = {"128K": [(2001.1, 0.0114688), (1657.8, 0.0161874)], "8K": [(3355.2, 0.0015155), (3540.5, 0.0016302)]}
-    for value, repeats in measured.items():
-        for i, (iops, p99) in enumerate(repeats):
-            store.add_result(ResultRow(
-                run_id=run, parameter="recordsize", value=value, scope="dataset", baseline=value == "128K", repeat=i,
-                started_at=0.0, iops=iops, read_iops=0.7 * iops, write_iops=0.3 * iops, read_bw=0.0, write_bw=0.0,
-                write_p99=p99, runtime_seconds=8.0, written_bytes=0, pool={"media": "ssd"}, job="[global]\n[data]\n"))
-    store.end_run(run, "completed")
-    store.conn.close()
+    seed_recordsize_probe(tmp_path)
     client = await http_client(create_app(Settings(root=str(RECORDING), state_dir=str(tmp_path))))
     answer = await (await client.get("/recommend", params={"workload": "postgres", "pool": "tank"})).json()
     rec = recordsize(answer)

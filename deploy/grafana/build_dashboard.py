@@ -1,0 +1,438 @@
+#!/usr/bin/env python3
+"""Writes zfs-advisor.json, the Grafana dashboard, from the panels listed here.
+
+    python3 deploy/grafana/build_dashboard.py > deploy/grafana/zfs-advisor.json
+
+A fleet dashboard: every query selects `job`, `instance` (and `pool` where the family has one)
+from the dashboard's variables and keeps the `instance` label, so two hosts whose pools share a
+name (every host has a `tank`) stay two series. Tables are instant queries; heatmaps, which add
+their buckets up, repeat once per instance. Only the standard library: it runs anywhere.
+
+`Target.empty_when` says when a query returns nothing by design (no log vdev on the pool, no scan
+yet) and names a query that shows this is so: tests/golden/test_grafana_dashboard.py checks every
+query against two real services, and takes an empty answer only with that witness.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+
+DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
+RATE = "$__rate_interval"
+DAY = 86400
+
+
+def sel(pool: bool = True, **matchers: str) -> str:
+    """The variables' selector, then `matchers` (a value starting with `~` is a regex)."""
+    parts = ['job=~"$job"', 'instance=~"$instance"'] + (['pool=~"$pool"'] if pool else [])
+    for name, value in matchers.items():
+        parts.append(f'{name}=~"{value[1:]}"' if value.startswith("~") else f'{name}="{value}"')
+    return "{" + ",".join(parts) + "}"
+
+
+@dataclass(frozen=True)
+class Witness:
+    """Why a query may be empty on a healthy host, and a query that returns a series (per instance) when so."""
+
+    reason: str
+    expr: str
+
+
+@dataclass(frozen=True)
+class Target:
+    expr: str
+    legend: str = ""
+    empty_when: Witness | None = None
+
+
+@dataclass
+class Panel:
+    title: str
+    kind: str  # timeseries, table, heatmap
+    targets: list[Target]
+    width: int = 8
+    height: int = 8
+    unit: str = "short"
+    description: str = ""
+    thresholds: list[tuple[float | None, str]] = field(default_factory=lambda: [(None, "green")])
+    columns: list[str] = field(default_factory=list)  # tables: the label columns shown, in order
+    # tables: columns whose cells take a colour, from their value mapping or (None) the thresholds
+    colored: dict[str, list[dict] | None] = field(default_factory=dict)
+    per_instance: bool = False  # repeat the panel for each selected instance
+    max: float | None = None  # y axis from 0 to this (ratios: 1)
+    # tables of several queries: one row per series of A with the values of B, C... beside it
+    # (Grafana's merge on their common labels), value columns renamed
+    merge: bool = False
+    rename: dict[str, str] = field(default_factory=dict)
+
+
+# -- value mappings and thresholds ----------------------------------------------------------------
+
+def text_map(colors: dict[str, str], texts: dict[str, str] | None = None) -> list[dict]:
+    """Value mappings: each value to its colour (and a display text); any other value uncoloured."""
+    texts = texts or {}
+    return [{"type": "value", "options": {
+                value: {"color": color, "index": i, **({"text": texts[value]} if value in texts else {})}
+                for i, (value, color) in enumerate(colors.items())}},
+            {"type": "regex", "options": {"pattern": ".*", "result": {"color": "transparent", "index": len(colors)}}}]
+
+
+# zfs_pool_health_state: SUSPENDED is critical (I/O stopped), every other state than ONLINE is a
+# failure to act on; UNKNOWN is the exporter not able to read the state (docs/metrics.md).
+HEALTH = text_map({"ONLINE": "green", "DEGRADED": "red", "FAULTED": "red", "OFFLINE": "red", "UNAVAIL": "red",
+                   "REMOVED": "red", "SUSPENDED": "dark-red", "UNKNOWN": "purple"})
+SCAN = text_map({"scanning": "blue", "paused": "orange", "finished": "green", "canceled": "orange", "none": "orange"},
+                {"none": "never scanned"})
+VDEV_STATE = text_map({"ONLINE": "green", "DEGRADED": "red", "FAULTED": "red", "OFFLINE": "red", "UNAVAIL": "red",
+                       "REMOVED": "red"})
+SCAN_AGE = [{"type": "value", "options": {"-1": {"text": "never", "color": "orange", "index": 0},
+                                          "0": {"text": "scanning", "color": "blue", "index": 1}}}]
+FILL = [(None, "green"), (0.8, "orange"), (0.9, "red")]  # ZfsPoolAlmostFull and ZfsPoolFull
+
+# Dataset properties worth a second look: sync=disabled acknowledges writes before they are on disk
+# (zfsprops(7)), compression=off stores every block as written.
+SYNC = text_map({"disabled": "orange"})
+COMPRESSION = text_map({"off": "orange"})
+
+NEVER_SCANNED = Witness("the pool was never scrubbed or resilvered",
+                        f'zfs_pool_scan_state{sel(function="none", state="none")} == 1')
+NO_AUX_VDEVS = Witness(
+    "the pool has no log, special, dedup or cache vdev",
+    f'count by (job, instance, pool) (zfs_vdev_info{sel()}) unless '
+    f'count by (job, instance, pool) (zfs_vdev_info{sel(group="~log|special|dedup|cache")})')
+NO_EFFECT = Witness(
+    "no open recommendation has an expected effect (a probe of the pool or the model's prediction)",
+    f'count by (job, instance) (zfs_advisor_recommendation_info{sel(pool=False)}) unless '
+    f'count by (job, instance) (zfs_advisor_recommendation_expected_effect_ratio{sel(pool=False)})')
+
+
+def rate(name: str, **matchers: str) -> str:
+    return f"rate({name}{sel(**matchers)}[{RATE}])"
+
+
+def host_rate(name: str) -> str:
+    """rate() of a host-wide family (no pool label)."""
+    return f"rate({name}{sel(pool=False)}[{RATE}])"
+
+
+def scan_state_is(state: str, value: int) -> str:
+    """`value` for each pool whose scan is in `state`, without the state set's labels."""
+    return f"{value} * max without (function, state) (zfs_pool_scan_state{sel(state=state)} == 1)"
+
+
+def heatmap(title: str, bucket: str, unit: str, **matchers: str) -> Panel:
+    """A heatmap of one instance's histogram: buckets add up across the selected pools, never
+    across hosts (the panel repeats per instance)."""
+    expr = f"sum by (job, instance, le) ({rate(bucket, **matchers)})"
+    # full width: Grafana lays the repeats side by side in its place
+    return Panel(title, "heatmap", [Target(expr, "{{le}}")], unit=unit, per_instance=True, width=24)
+
+
+# -- the panels, row by row -----------------------------------------------------------------------
+
+def rows() -> list[tuple[str, list[Panel]]]:
+    return [
+        ("Pools", [
+            Panel("Health", "table", [Target(f"zfs_pool_health_state{sel()} == 1")],
+                  columns=["instance", "pool", "state"], colored={"state": HEALTH},
+                  description="zfs_pool_health_state: SUSPENDED is critical, any state but ONLINE is red, "
+                              "UNKNOWN when neither the state kstat nor current zpool output says."),
+            Panel("Capacity", "timeseries", [
+                Target(f"zfs_pool_capacity_ratio{sel()}", "{{instance}} {{pool}} allocated"),
+                Target(f"zfs_pool_fragmentation_ratio{sel()}", "{{instance}} {{pool}} fragmentation"),
+            ], unit="percentunit", thresholds=FILL, max=1),
+            Panel("Time to full (at the last 6 h's growth)", "table", [Target(
+                # growth under 1 B/s counts as 1 B/s (free bytes as seconds: decades for any real
+                # pool), so the series exist and the filter keeps the pools full within 30 days
+                f"zfs_pool_free_bytes{sel()} / clamp_min(deriv(zfs_pool_allocated_bytes{sel()}[6h]), 1) "
+                f"< {30 * DAY}")],
+                unit="s", columns=["instance", "pool"], colored={"Value": None},
+                thresholds=[(None, "red"), (4 * DAY, "orange"), (14 * DAY, "green")],
+                description="Free bytes / growth of allocated bytes over 6 hours; only pools that fill "
+                            "within 30 days (ZfsPoolFillingUp warns at 4 days)."),
+            Panel("Scan (scrub / resilver)", "table", [Target(f"zfs_pool_scan_state{sel()} == 1")],
+                  columns=["instance", "pool", "function", "state"], colored={"state": SCAN}),
+            Panel("Time since the last scan", "table", [Target(
+                # zpool status gives no end while a scan runs: 0 then, -1 for a pool never scanned
+                f"time() - zfs_pool_scan_end_timestamp_seconds{sel()} "
+                f"or on (job, instance, pool) {scan_state_is('~scanning|paused', 0)} "
+                f"or on (job, instance, pool) {scan_state_is('none', -1)}")],
+                unit="s", columns=["instance", "pool"], colored={"Value": SCAN_AGE},
+                thresholds=[(None, "green"), (35 * DAY, "orange"), (40 * DAY, "red")],
+                description="ZfsScrubOverdue fires at 40 days; \"scanning\" while a scan runs, \"never\" for a "
+                            "pool never scanned."),
+            Panel("Scan progress", "timeseries", [
+                Target(f"zfs_pool_scan_progress_ratio{sel()}", "{{instance}} {{pool}}", NEVER_SCANNED),
+            ], unit="percentunit", max=1),
+        ]),
+        ("Pool I/O", [
+            Panel("IOPS (completed I/Os)", "timeseries", [Target(
+                f"sum by (job, instance, pool, op) ({rate('zfs_pool_latency_seconds_count', queue='total')})",
+                "{{instance}} {{pool}} {{op}}")], unit="iops"),
+            Panel("Pool bandwidth (logical, all datasets)", "timeseries", [
+                Target(f"sum by (job, instance, pool) ({rate('zfs_dataset_logical_read_bytes_total')})",
+                       "{{instance}} {{pool}} read"),
+                Target(f"sum by (job, instance, pool) ({rate('zfs_dataset_logical_written_bytes_total')})",
+                       "{{instance}} {{pool}} write"),
+            ], unit="Bps", description="Bytes applications read and wrote (objset kstats), before "
+                                       "compression and redundancy."),
+            Panel("p99 latency", "timeseries", [
+                Target(f"histogram_quantile(0.99, sum by (job, instance, pool, op, le) "
+                       f"({rate('zfs_pool_latency_seconds_bucket', queue=queue)}))", f"{{{{instance}}}} {{{{pool}}}} {{{{op}}}} {queue}")
+                for queue in ("total", "disk")], unit="s"),
+            Panel("Mean wait by queue", "timeseries", [Target(
+                f"{rate('zfs_pool_latency_seconds_sum')} / {rate('zfs_pool_latency_seconds_count')}",
+                "{{instance}} {{pool}} {{queue}} {{op}}")], unit="s", width=12),
+            Panel("Queue depth (active)", "timeseries", [Target(
+                f"zfs_pool_queue_active_ios{sel()}", "{{instance}} {{pool}} {{queue}} {{op}}")], width=12),
+        ]),
+        ("Heatmaps (one per instance)", [
+            heatmap("Read latency: $instance", "zfs_pool_latency_seconds_bucket", "s", queue="total", op="read"),
+            heatmap("Write latency: $instance", "zfs_pool_latency_seconds_bucket", "s", queue="total", op="write"),
+            heatmap("Request sizes (individual): $instance", "zfs_pool_request_size_bytes_bucket", "bytes",
+                    io="individual"),
+        ]),
+        ("Transaction groups and write throttle", [
+            Panel("txgs per second", "timeseries", [Target(rate("zfs_pool_txgs_total"), "{{instance}} {{pool}}")],
+                  width=12),
+            Panel("txg phases (window mean)", "timeseries", [Target(
+                f"zfs_pool_txg_window_mean_phase_seconds{sel()}", "{{instance}} {{pool}} {{phase}}")], unit="s",
+                width=12),
+            Panel("Dirty data vs zfs_dirty_data_max", "timeseries", [
+                Target(f"zfs_pool_txg_window_max_dirty_bytes{sel()}", "{{instance}} {{pool}} max dirty per txg"),
+                Target(f"zfs_param_dirty_data_max_bytes{sel(pool=False)}", "{{instance}} zfs_dirty_data_max"),
+            ], unit="bytes", width=12),
+            Panel("Write throttle", "timeseries", [
+                Target(host_rate("zfs_dmu_tx_dirty_delay_total"), "{{instance}} delayed"),
+                Target(host_rate("zfs_dmu_tx_dirty_over_max_total"), "{{instance}} over max"),
+            ], unit="ops", width=12),
+        ]),
+        ("ARC", [
+            Panel("ARC size", "timeseries", [
+                Target(f"zfs_arc_size_bytes{sel(pool=False)}", "{{instance}} size"),
+                Target(f"zfs_arc_target_size_bytes{sel(pool=False)}", "{{instance}} target (c)"),
+                Target(f"zfs_arc_c_max_bytes{sel(pool=False)}", "{{instance}} c_max"),
+            ], unit="bytes"),
+            Panel("ARC hit ratio", "timeseries", [Target(
+                f"{host_rate('zfs_arc_hits_total')} / ({host_rate('zfs_arc_hits_total')} + "
+                f"{host_rate('zfs_arc_misses_total')})", "{{instance}} hit ratio")], unit="percentunit"),
+            Panel("Ghost hits (ARC too small?)", "timeseries", [
+                Target(host_rate("zfs_arc_mru_ghost_hits_total"), "{{instance}} MRU ghost"),
+                Target(host_rate("zfs_arc_mfu_ghost_hits_total"), "{{instance}} MFU ghost"),
+            ], unit="ops"),
+        ]),
+        ("L2ARC, SLOG and special vdevs", [
+            Panel("Log, special, dedup and cache vdevs", "table", [Target(
+                f"zfs_vdev_info{sel(group='~log|special|dedup|cache')}", empty_when=NO_AUX_VDEVS)],
+                columns=["instance", "pool", "group", "vdev", "type", "parent", "disk", "state"],
+                colored={"state": VDEV_STATE}),
+            Panel("Special, dedup and log vdevs: allocated", "timeseries", [Target(
+                f"zfs_vdev_allocated_bytes{sel()} / (zfs_vdev_allocated_bytes{sel()} + zfs_vdev_free_bytes{sel()}) "
+                f"* on (job, instance, pool, vdev) group_left (group) zfs_vdev_info{sel(group='~special|dedup|log')}",
+                "{{instance}} {{pool}} {{group}} {{vdev}}", NO_AUX_VDEVS)],
+                unit="percentunit", thresholds=FILL, max=1,
+                description="A full special or dedup vdev spills to the data vdevs."),
+            Panel("ZIL writes: SLOG vs main pool", "timeseries", [
+                Target(host_rate("zfs_zil_itx_metaslab_slog_bytes_total"), "{{instance}} SLOG"),
+                Target(host_rate("zfs_zil_itx_metaslab_normal_bytes_total"), "{{instance}} main pool"),
+            ], unit="Bps", description="Bytes of ZIL blocks written to a log vdev vs the pool's own vdevs "
+                                       "(the zil kstat)."),
+            Panel("L2ARC size", "timeseries", [
+                Target(f"zfs_arc_l2_size_bytes{sel(pool=False)}", "{{instance}} size"),
+                Target(f"zfs_arc_l2_asize_bytes{sel(pool=False)}", "{{instance}} allocated"),
+                Target(f"zfs_arc_l2_hdr_size_bytes{sel(pool=False)}", "{{instance}} headers in ARC"),
+            ], unit="bytes"),
+            Panel("L2ARC hits and misses", "timeseries", [
+                Target(host_rate("zfs_arc_l2_hits_total"), "{{instance}} hits"),
+                Target(host_rate("zfs_arc_l2_misses_total"), "{{instance}} misses"),
+            ], unit="ops"),
+            Panel("L2ARC traffic", "timeseries", [
+                Target(host_rate("zfs_arc_l2_read_bytes_total"), "{{instance}} read"),
+                Target(host_rate("zfs_arc_l2_write_bytes_total"), "{{instance}} written"),
+            ], unit="Bps"),
+        ]),
+        ("Datasets", [
+            Panel("Top written datasets", "timeseries", [Target(
+                f"topk by (instance) (10, {rate('zfs_dataset_logical_written_bytes_total')})",
+                "{{instance}} {{name}}")], unit="Bps", width=12),
+            Panel("Top read datasets", "timeseries", [Target(
+                f"topk by (instance) (10, {rate('zfs_dataset_logical_read_bytes_total')})",
+                "{{instance}} {{name}}")], unit="Bps", width=12),
+            Panel("Dataset properties", "table", [Target(f"zfs_dataset_properties_info{sel()}")],
+                  columns=["instance", "name", "type", "recordsize", "volblocksize", "compression", "atime",
+                           "sync", "logbias", "primarycache", "secondarycache", "special_small_blocks", "dedup",
+                           "redundant_metadata", "xattr", "dnodesize", "copies", "checksum", "mountpoint"],
+                  colored={"sync": SYNC, "compression": COMPRESSION},
+                  width=24),
+        ]),
+        ("Disks behind the pools", [
+            Panel("Utilisation", "timeseries", [Target(
+                host_rate("zfs_advisor_disk_io_time_seconds_total"), "{{instance}} {{device}}")],
+                unit="percentunit", thresholds=FILL),
+            Panel("Disk throughput", "timeseries", [
+                Target(host_rate("zfs_advisor_disk_read_bytes_total"), "{{instance}} {{device}} read"),
+                Target(host_rate("zfs_advisor_disk_written_bytes_total"), "{{instance}} {{device}} write"),
+            ], unit="Bps"),
+            Panel("vdev errors", "timeseries", [Target(
+                f"increase(zfs_vdev_errors_total{sel()}[1h]) > 0", "{{instance}} {{pool}} {{vdev}} {{error}}")],
+                thresholds=[(None, "red")]),
+        ]),
+        ("Advice", [
+            Panel("Open recommendations and their expected effect", "table", [
+                Target(f"zfs_advisor_recommendation_info{sel(pool=False)}"),
+                *(Target(f"max without (bound) (zfs_advisor_recommendation_expected_effect_ratio"
+                         f"{sel(pool=False, bound=bound)})", empty_when=NO_EFFECT)
+                  for bound in ("expected", "low", "high")),
+            ], width=24, unit="percentunit",
+                columns=["instance", "workload", "pool", "dataset", "scope", "parameter", "current", "recommended",
+                         "rule", "confidence", "metric", "source"],
+                colored={"Value #B": None},
+                thresholds=[(None, "red"), (1.0, "green")],
+                description="Each open change (GET /recommend explains it) and, where a probe of the pool or the "
+                            "model predicts one, its effect as a multiple of the metric's value now: expected, "
+                            "and the 90% interval (low, high).",
+                merge=True, rename={"Value #B": "expected effect", "Value #C": "low (90%)",
+                                    "Value #D": "high (90%)"}),
+        ]),
+        ("Exporter", [
+            Panel("Collector duration", "timeseries", [Target(
+                f"zfs_advisor_scrape_collector_duration_seconds{sel(pool=False)}", "{{instance}} {{collector}}")],
+                unit="s"),
+            Panel("Stale facts / failing collectors", "timeseries", [
+                Target(f"zfs_advisor_facts_stale{sel(pool=False)}", "{{instance}} stale"),
+                Target(f"zfs_advisor_scrape_collector_success{sel(pool=False)} == 0", "{{instance}} {{collector}} failing"),
+            ], thresholds=[(None, "green"), (1, "red")]),
+            Panel("Source durations", "timeseries", [Target(
+                f"zfs_advisor_source_duration_seconds{sel(pool=False)}", "{{instance}} {{source}}")], unit="s"),
+        ]),
+    ]
+
+
+# -- JSON -----------------------------------------------------------------------------------------
+
+def thresholds(steps: list[tuple[float | None, str]]) -> dict:
+    return {"mode": "absolute", "steps": [{"value": v, "color": c} for v, c in steps]}
+
+
+def panel_json(panel: Panel, panel_id: int, pos: dict) -> dict:
+    table = panel.kind == "table"
+    out: dict = {"id": panel_id, "type": panel.kind, "title": panel.title, "datasource": DATASOURCE, "gridPos": pos}
+    if panel.description:
+        out["description"] = panel.description
+    targets = []
+    for ref, target in zip("ABCDEFGH", panel.targets):
+        t = {"refId": ref, "datasource": DATASOURCE, "expr": target.expr}
+        if table:
+            t |= {"format": "table", "instant": True, "range": False}
+        elif panel.kind == "heatmap":
+            t |= {"format": "heatmap", "legendFormat": target.legend}
+        else:
+            t["legendFormat"] = target.legend
+        targets.append(t)
+    out["targets"] = targets
+    defaults: dict = {"unit": panel.unit, "thresholds": thresholds(panel.thresholds)}
+    if panel.max is not None:
+        defaults |= {"min": 0, "max": panel.max}
+    overrides = [{"matcher": {"id": "byName", "options": name},
+                  "properties": [{"id": "custom.cellOptions", "value": {"type": "color-background"}}]
+                  + ([{"id": "mappings", "value": mappings}] if mappings else [])}
+                 for name, mappings in panel.colored.items()]
+    if table:
+        defaults["custom"] = {"align": "auto", "cellOptions": {"type": "auto"}}
+        # Time, job and __name__ are hidden, and the value of an info or state-set series (always 1)
+        names = {c: i for i, c in enumerate(panel.columns)}
+        hidden = ["Time", "job", "__name__", "bound"] + (["Value #A"] if panel.merge else [])
+        hidden += [] if "Value" in panel.colored else ["Value"]
+        out["transformations"] = ([{"id": "merge", "options": {}}] if panel.merge else []) + [
+            {"id": "organize", "options": {
+                "excludeByName": {name: True for name in hidden},
+                "indexByName": names, "renameByName": panel.rename}}]
+        out["options"] = {"showHeader": True, "cellHeight": "sm"}
+    elif panel.kind == "timeseries":
+        defaults["custom"] = {"drawStyle": "line", "lineWidth": 1, "fillOpacity": 0, "showPoints": "never",
+                              "spanNulls": False,
+                              "thresholdsStyle": {"mode": "line" if len(panel.thresholds) > 1 else "off"}}
+        out["options"] = {"legend": {"displayMode": "table", "placement": "bottom", "calcs": ["lastNotNull", "max"]},
+                          "tooltip": {"mode": "multi", "sort": "desc"}}
+    else:  # heatmap of a Prometheus histogram: the buckets as they are
+        out["options"] = {"calculate": False, "yAxis": {"unit": panel.unit},
+                          "cellGap": 1, "color": {"mode": "scheme", "scheme": "Oranges", "steps": 64},
+                          "tooltip": {"show": True, "yHistogram": True}}
+    if panel.per_instance:
+        out |= {"repeat": "instance", "repeatDirection": "h", "maxPerRow": 3}
+    out["fieldConfig"] = {"defaults": defaults, "overrides": overrides}
+    return out
+
+
+def panels() -> list[dict]:
+    """Rows and their panels, laid out left to right in a 24-column grid."""
+    out, y, next_id = [], 0, 1
+    for row_title, row_panels in rows():
+        out.append({"id": next_id, "type": "row", "title": row_title, "collapsed": False, "panels": [],
+                    "gridPos": {"h": 1, "w": 24, "x": 0, "y": y}})
+        next_id, y, x, line_height = next_id + 1, y + 1, 0, 0
+        for panel in row_panels:
+            if x + panel.width > 24:
+                x, y, line_height = 0, y + line_height, 0
+            out.append(panel_json(panel, next_id, {"h": panel.height, "w": panel.width, "x": x, "y": y}))
+            next_id, x, line_height = next_id + 1, x + panel.width, max(line_height, panel.height)
+        y += line_height
+    return out
+
+
+def variable(name: str, label: str, query: str) -> dict:
+    return {"name": name, "label": label, "type": "query", "datasource": DATASOURCE,
+            "query": {"query": query, "refId": name}, "definition": query,
+            "includeAll": True, "multi": True, "allValue": ".*", "refresh": 2, "sort": 1,
+            "current": {"selected": True, "text": ["All"], "value": ["$__all"]}}
+
+
+def annotations() -> list[dict]:
+    """Probe runs on every time axis: a run that ended in the last 2 minutes of each step."""
+    expr = f"zfs_advisor_probe_last_run_timestamp_seconds{sel()} > time() - 120"
+    return [
+        {"name": "Annotations & Alerts", "builtIn": 1, "type": "dashboard", "enable": True, "hide": True,
+         "iconColor": "rgba(0, 211, 255, 1)", "datasource": {"type": "grafana", "uid": "-- Grafana --"}},
+        {"name": "Probe runs", "datasource": DATASOURCE, "enable": True, "iconColor": "purple", "step": "60s",
+         "expr": expr, "titleFormat": "probe ended: {{workload}} on {{pool}}", "textFormat": "{{instance}}",
+         "tagKeys": "instance,pool,workload"},
+    ]
+
+
+def dashboard() -> dict:
+    return {
+        "title": "ZFS (zfs-advisor)",
+        "uid": "zfs-advisor",
+        "schemaVersion": 38,
+        "version": 2,
+        "editable": True,
+        "tags": ["zfs", "storage"],
+        "time": {"from": "now-6h", "to": "now"},
+        "refresh": "1m",
+        "timezone": "",
+        "description": "Pools, I/O latency histograms, txgs and the write throttle, ARC and L2ARC, log and "
+                       "special vdevs, datasets, disks and advice from zfs-advisor's /metrics "
+                       "(docs/metrics.md), for one host or a fleet.",
+        "annotations": {"list": annotations()},
+        "templating": {"list": [
+            {"name": "datasource", "label": "Prometheus", "type": "datasource", "query": "prometheus"},
+            variable("job", "Job", "label_values(zfs_advisor_build_info, job)"),
+            variable("instance", "Instance", 'label_values(zfs_advisor_build_info{job=~"$job"}, instance)'),
+            variable("pool", "Pool", 'label_values(zfs_pool_health_state{job=~"$job",instance=~"$instance"}, pool)'),
+        ]},
+        "panels": panels(),
+    }
+
+
+def by_design() -> dict[str, Witness]:
+    """expr -> why it may be empty, for the queries that may be."""
+    return {t.expr: t.empty_when for _, row in rows() for p in row for t in p.targets if t.empty_when}
+
+
+def render() -> str:
+    return json.dumps(dashboard(), indent=2) + "\n"
+
+
+if __name__ == "__main__":
+    sys.stdout.write(render())
