@@ -18,6 +18,7 @@ from aiohttp import web
 from advisor import systemd
 from advisor.api import facts, health, metrics, openapi, pools, probes, recommend, workloads
 from advisor.api.auth import auth_middleware
+from advisor.api.body import body_middleware
 from advisor.api.errors import error_middleware
 from advisor.api.shared import Bodies, HeapFreezer, WorkLimiter
 from advisor.memory import release_freed_memory
@@ -47,7 +48,8 @@ def create_app(settings: Settings) -> web.Application:
     web_config = load_web_config(settings.web_config_file)
     check_exposure(settings, web_config)
     limiter = WorkLimiter()
-    app = web.Application(middlewares=[error_middleware, auth_middleware, limiter.middleware()])
+    # a request's body arrives before it takes a work slot (advisor/api/body.py)
+    app = web.Application(middlewares=[error_middleware, auth_middleware, body_middleware, limiter.middleware()])
     app[SETTINGS] = settings
     app[WEB_CONFIG] = web_config
     app[LIMITER] = limiter

@@ -25,12 +25,17 @@ _BY_STATUS: dict[int, type[web.HTTPException]] = {
     401: web.HTTPUnauthorized,
     403: web.HTTPForbidden,
     404: web.HTTPNotFound,
+    408: web.HTTPRequestTimeout,
     409: web.HTTPConflict,
     413: type("HTTPPayloadTooLarge", (web.HTTPClientError,), {"status_code": 413}),  # aiohttp's wants sizes
     415: web.HTTPUnsupportedMediaType,
     422: web.HTTPUnprocessableEntity,
+    429: web.HTTPTooManyRequests,
     503: web.HTTPServiceUnavailable,
 }
+
+
+_dropped = RateLimitedLog(log, interval=60.0)
 
 
 @web.middleware
@@ -54,6 +59,12 @@ async def error_middleware(
         reason = exc.reason if exc.text in (None, "", f"{exc.status}: {exc.reason}") else exc.text
         return web.json_response({"error": {"status": exc.status, "reason": reason, **extra}}, status=exc.status,
                                  headers=headers)
+    except ConnectionError as exc:
+        # the client went away (mid-body, mid-response): not a fault of the service, so one
+        # line at INFO, at most one a minute, no traceback; the answer goes nowhere
+        _dropped.log(logging.INFO, "client closed", "a client closed the connection during %s %s: %s",
+                     request.method, request.path[:64], exc or type(exc).__name__)
+        return web.json_response({"error": {"status": 400, "reason": "the client closed the connection"}}, status=400)
     except Exception:
         log.exception("unhandled error serving %s %s", request.method, request.path)
         return web.json_response(
