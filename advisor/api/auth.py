@@ -22,7 +22,7 @@ from typing import Awaitable, Callable
 from aiohttp import web
 
 from advisor.api.errors import json_error
-from advisor.appkeys import SETTINGS, WEB_CONFIG
+from advisor.appkeys import PASSWORDS, SETTINGS, WEB_CONFIG
 
 OPEN_PATHS = ("/healthz", "/metrics")
 
@@ -69,7 +69,8 @@ async def auth_middleware(
     web_config = request.app[WEB_CONFIG]
     if web_config.basic_auth:
         header = request.headers.get("Authorization")
-        if (token is not None and token_matches(header, token.get_secret_value())) or await web_config.check_basic(header):
+        if ((token is not None and token_matches(header, token.get_secret_value()))
+                or await request.app[PASSWORDS].check(header, request.remote, web_config.users)):
             return await handler(request)
         raise unauthorized("this server needs basic auth (a user of the web config file)"
                            + (" or 'Authorization: Bearer <api_token>'" if token is not None else ""),
