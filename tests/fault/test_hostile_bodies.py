@@ -36,8 +36,8 @@ def post(body: bytes, length: int | None = None, chunked: bool = False) -> bytes
 @pytest.fixture
 async def server(tmp_path):
     settings = Settings(root=str(SNAPSHOT), api_token=TOKEN, state_dir=str(tmp_path / "state"), model=False)
-    async with serving(create_app(settings)) as (port, errors):
-        yield port, errors
+    async with serving(create_app(settings)) as served:
+        yield served.port, served.errors
 
 
 async def _healthy(port: int) -> bool:

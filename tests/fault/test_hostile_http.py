@@ -66,8 +66,8 @@ HANDMADE: dict[str, bytes] = {
 
 @pytest.fixture
 async def server():
-    async with serving(create_app(Settings(root=str(SNAPSHOT)))) as (port, errors):
-        yield port, errors
+    async with serving(create_app(Settings(root=str(SNAPSHOT)))) as served:
+        yield served.port, served.errors
 
 
 async def _healthy(port: int) -> bool:

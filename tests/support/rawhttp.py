@@ -1,15 +1,17 @@
 """HTTP over raw sockets against the real app, served as `zfs-advisor serve` serves it
-(JsonErrorAppRunner on 127.0.0.1): for requests no well-behaved client library would send."""
+(JsonErrorAppRunner and GuardedSite on 127.0.0.1): for requests no well-behaved client library would send."""
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import json
 import logging
+from dataclasses import dataclass
 from typing import Any, AsyncIterator
 
 from aiohttp import web
 
+from advisor.api.connections import GuardedSite
 from advisor.api.errors import JsonErrorAppRunner
 
 Response = tuple[int, dict[str, str], bytes]
@@ -26,17 +28,24 @@ class Errors(logging.Handler):
         self.records.append(record)
 
 
+@dataclass
+class Served:
+    port: int
+    errors: Errors  # the ERROR records logged meanwhile
+    runner: JsonErrorAppRunner
+
+
 @contextlib.asynccontextmanager
-async def serving(app: web.Application, **runner: Any) -> AsyncIterator[tuple[int, Errors]]:
-    """The app on a free loopback port; -> (port, the ERROR records logged meanwhile)."""
+async def serving(app: web.Application, **runner: Any) -> AsyncIterator[Served]:
+    """The app on a free loopback port, as `zfs-advisor serve` serves it."""
     serve = JsonErrorAppRunner(app, handle_signals=False, **runner)
     await serve.setup()
-    site = web.TCPSite(serve, "127.0.0.1", 0)  # loopback only
+    site = GuardedSite(serve, "127.0.0.1", 0)  # loopback only
     await site.start()
     errors = Errors()
     logging.getLogger().addHandler(errors)
     try:
-        yield serve.addresses[0][1], errors
+        yield Served(serve.addresses[0][1], errors, serve)
     finally:
         logging.getLogger().removeHandler(errors)
         await serve.cleanup()
