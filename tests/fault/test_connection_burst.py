@@ -20,7 +20,7 @@ from support.service import Service
 from tests.fault.tally import FULL
 
 SNAPSHOT = HOSTS / "2.1.11" / "ssd-mirror2x2" / "idle"
-BURST = 3000 if FULL else 1500
+BURST = 3000 if FULL else 1500  # the full run: each of PAYLOADS
 PAYLOADS = {"idle": b"", "half-sent": b"GET /healthz HTTP/1.1\r\nHost:",
             "requests": b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"}
 
@@ -38,7 +38,7 @@ def _probe(port: int) -> tuple[str, float]:
         conn.close()
 
 
-@pytest.mark.parametrize("payload", list(PAYLOADS))
+@pytest.mark.parametrize("payload", list(PAYLOADS) if FULL else ["half-sent"])  # the quick run: the one that broke
 def test_a_burst_beyond_the_descriptor_limit(tmp_path, payload, tally):
     env = {"ZFS_ADVISOR_STATE_DIR": str(tmp_path / "state"), "ZFS_ADVISOR_LOG_FORMAT": "text",
            "ZFS_ADVISOR_LOG_LEVEL": "info", "ZFS_ADVISOR_MODEL": "false"}
