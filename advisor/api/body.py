@@ -14,7 +14,8 @@ from advisor.probe.request import MAX_BODY_BYTES
 
 # The whole body, from its first byte to its last, within this many seconds.
 BODY_READ_TIMEOUT_SECONDS = 10.0
-RAW_BODY = web.RequestKey("raw_body", bytes)
+# a typed key where aiohttp has them (newer versions warn about string keys); a string in older ones
+RAW_BODY = web.RequestKey("raw_body", bytes) if hasattr(web, "RequestKey") else "zfs_advisor.raw_body"
 WITH_BODY = ("POST", "PUT", "PATCH")
 
 

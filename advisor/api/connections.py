@@ -151,4 +151,5 @@ class GuardedSite(web.TCPSite):
             guard.listen(sock._sock)  # asyncio hands out TransportSocket wrappers; accept() is the socket's
         await server.start_serving()
         self._server = server
-        self._bound_port = server.sockets[0].getsockname()[1] if server.sockets else self._port
+        if "_bound_port" in web.TCPSite.__slots__:  # newer aiohttp answers `port` from it; older ones have none
+            self._bound_port = server.sockets[0].getsockname()[1] if server.sockets else self._port
