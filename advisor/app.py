@@ -18,10 +18,12 @@ from aiohttp import web
 from advisor import systemd
 from advisor.api import facts, health, metrics, openapi, pools, probes, recommend, workloads
 from advisor.api.auth import auth_middleware
+from advisor.api.body import body_middleware
 from advisor.api.errors import error_middleware
+from advisor.api.passwords import PasswordChecks
 from advisor.api.shared import Bodies, HeapFreezer, WorkLimiter
 from advisor.memory import release_freed_memory
-from advisor.appkeys import BODIES, EXPORTER, FACTS, LIMITER, MODEL, RULEBOOK, RUNTIME, SETTINGS, WEB_CONFIG
+from advisor.appkeys import BODIES, EXPORTER, FACTS, LIMITER, MODEL, PASSWORDS, RULEBOOK, RUNTIME, SETTINGS, WEB_CONFIG
 from advisor.engine.advice import Advice
 from advisor.engine.loader import RuleBook, load_rulebook
 from advisor.exporters.base import ExportOptions
@@ -47,9 +49,11 @@ def create_app(settings: Settings) -> web.Application:
     web_config = load_web_config(settings.web_config_file)
     check_exposure(settings, web_config)
     limiter = WorkLimiter()
-    app = web.Application(middlewares=[error_middleware, auth_middleware, limiter.middleware()])
+    # a request's body arrives before it takes a work slot (advisor/api/body.py)
+    app = web.Application(middlewares=[error_middleware, auth_middleware, body_middleware, limiter.middleware()])
     app[SETTINGS] = settings
     app[WEB_CONFIG] = web_config
+    app[PASSWORDS] = PasswordChecks()
     app[LIMITER] = limiter
     app[BODIES] = Bodies()
     app[FACTS] = FactsProvider(
@@ -65,6 +69,7 @@ def create_app(settings: Settings) -> web.Application:
     for routes in ROUTES:
         app.add_routes(routes)
     app.cleanup_ctx.append(_systemd_lifecycle)
+    app.cleanup_ctx.append(_password_checks)
     app.cleanup_ctx.append(_background_refresh)
     app.cleanup_ctx.append(_fit_model)
     return app
@@ -109,6 +114,12 @@ async def _fit_model(app: web.Application) -> AsyncIterator[None]:
     fit.start()
     yield
     await asyncio.to_thread(fit.join, FIT_STOP_WAIT_SECONDS)
+
+
+async def _password_checks(app: web.Application) -> AsyncIterator[None]:
+    """The bcrypt thread goes with the app (a check under way is not waited for)."""
+    yield
+    app[PASSWORDS].close()
 
 
 async def _systemd_lifecycle(app: web.Application) -> AsyncIterator[None]:

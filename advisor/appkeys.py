@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from advisor.api.passwords import PasswordChecks
 from advisor.api.shared import Bodies, WorkLimiter
 from advisor.engine.loader import RuleBook
 from advisor.exporters.collector import FactsCollector
@@ -19,5 +20,6 @@ MODEL = web.AppKey("model", ModelProvider)  # the regression model (advisor/mode
 EXPORTER = web.AppKey("exporter", FactsCollector)
 RUNTIME = web.AppKey("runtime", Runtime)  # what SIGHUP replaces: export options, the workloads' advice
 WEB_CONFIG = web.AppKey("web_config", WebConfig)  # TLS and basic auth (--web.config.file)
+PASSWORDS = web.AppKey("passwords", PasswordChecks)  # basic auth's bcrypt checks: own thread, cache, limit
 BODIES = web.AppKey("bodies", Bodies)  # /metrics and /v1/facts bodies, built once per collection
 LIMITER = web.AppKey("limiter", WorkLimiter)  # bounds the heavy requests in work at once

@@ -21,6 +21,8 @@ DEFAULT_CONFIG_FILE = Path("/etc/zfs-advisor/config.toml")
 # Outside the Prometheus wiki's "Default port allocations" (9090-9999 is fully allocated and new
 # exporters are given ports upward from 10000; 9134 is zfs_exporter's, 9135 rTorrent's).
 DEFAULT_PORT = 21134
+# RFC 6750 section 2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
+BEARER_TOKEN = re.compile(r"[A-Za-z0-9._~+/-]+=*")
 
 
 class ProfilerSettings(BaseModel):
@@ -103,6 +105,24 @@ class Settings(BaseSettings):
         description="Dataset -> workload it serves, e.g. {\"tank/pg\" = \"postgres\"}: the advice for each is "
         "exported as zfs_advisor_recommendation_info (workloads are checked against the rules at start).",
     )
+
+    @field_validator("api_token")
+    @classmethod
+    def _token_syntax(cls, value: SecretStr | None) -> SecretStr | None:
+        """A token a client can send: not empty (an empty one matched `Authorization: Bearer` with
+        nothing after it) and RFC 6750's b64token characters only, so no whitespace that a client's
+        header would lose. The reason never repeats the token."""
+        if value is None:
+            return value
+        token = value.get_secret_value()
+        if not token:
+            raise ValueError("api_token is empty: give a long random string (openssl rand -hex 32), or leave it out")
+        if not BEARER_TOKEN.fullmatch(token):
+            space = next((i for i, c in enumerate(token) if c.isspace()), None)
+            what = "a character" if space is None else f"whitespace (at position {space + 1} of {len(token)})"
+            raise ValueError(f"api_token has {what} a bearer token cannot carry: use letters, digits and "
+                             "- . _ ~ + / (then = at the end only), RFC 6750 section 2.1")
+        return value
 
     @model_validator(mode="after")
     def _token_beyond_loopback(self) -> "Settings":

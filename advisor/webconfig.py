@@ -22,11 +22,8 @@ then; the client CA and TLS on/off need a restart), not on every request as the 
 """
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
-import hashlib
-import hmac
 import re
 import ssl
 from dataclasses import dataclass, field
@@ -107,8 +104,7 @@ class WebConfig:
 
     path: Path | None = None
     tls: TlsConfig | None = None
-    users: dict[str, str] = field(default_factory=dict)  # user -> bcrypt hash
-    _verified: dict[str, bytes] = field(default_factory=dict, repr=False)
+    users: dict[str, str] = field(default_factory=dict)  # user -> bcrypt hash (checked by advisor/api/passwords.py)
 
     @property
     def basic_auth(self) -> bool:
@@ -116,44 +112,6 @@ class WebConfig:
 
     def ssl_context(self) -> ssl.SSLContext | None:
         return self.tls.context() if self.tls else None
-
-    def forget_verified(self) -> None:
-        """Drop the remembered passwords (the users changed: each is checked against its new hash)."""
-        self._verified.clear()
-
-    async def check_basic(self, header: str | None) -> bool:
-        """True when `header` is `Basic <base64 user:password>` of a configured user.
-
-        bcrypt is slow on purpose (cost 10: tens of milliseconds), so it runs in a worker
-        thread and a verified password is remembered (as a SHA-256 digest, never in clear)
-        until the process ends, as the toolkit does. An unknown user costs one comparison
-        against a dummy hash too, so timing does not tell which users exist.
-        """
-        credentials = parse_basic(header)
-        if credentials is None:
-            return False
-        user, password = credentials
-        digest = hashlib.sha256(password.encode()).digest()
-        if hmac.compare_digest(self._verified.get(user, b""), digest):
-            return True
-        known = self.users.get(user)
-        ok = await asyncio.to_thread(_bcrypt_check, password.encode(), (known or _DUMMY_HASH).encode())
-        if ok and known is not None:
-            self._verified[user] = digest
-            return True
-        return False
-
-
-_DUMMY_HASH = "$2b$10$" + "." * 53  # well-formed, matches no password
-
-
-def _bcrypt_check(password: bytes, hashed: bytes) -> bool:
-    import bcrypt  # only a server with basic_auth_users needs it
-
-    try:
-        return bcrypt.checkpw(password[:72], hashed)  # bcrypt reads at most 72 bytes; bcrypt 5 refuses more
-    except ValueError:
-        return False
 
 
 def parse_basic(header: str | None) -> tuple[str, str] | None:

@@ -22,7 +22,7 @@ from typing import Awaitable, Callable
 from aiohttp import web
 
 from advisor.api.errors import json_error
-from advisor.appkeys import SETTINGS, WEB_CONFIG
+from advisor.appkeys import PASSWORDS, SETTINGS, WEB_CONFIG
 
 OPEN_PATHS = ("/healthz", "/metrics")
 
@@ -37,8 +37,28 @@ def is_loopback(remote: str | None) -> bool:
 
 
 def token_matches(header: str | None, token: str) -> bool:
+    """`Authorization: Bearer <token>`; an empty token or credentials never match (the settings
+    refuse an empty api_token, advisor/settings.py; this holds without them)."""
     scheme, _, given = (header or "").partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+    given = given.strip()
+    return (scheme.lower() == "bearer" and bool(given) and bool(token)
+            and hmac.compare_digest(given.encode(), token.encode()))
+
+
+REALM = 'realm="zfs-advisor"'
+
+
+def unauthorized(reason: str, header: str | None, basic: bool, bearer: bool) -> web.HTTPException:
+    """A 401 with a challenge per scheme the server accepts (RFC 9110 11.6.1: a 401 carries
+    WWW-Authenticate): Basic (RFC 7617) and/or Bearer (RFC 6750 section 3, with
+    error="invalid_token" when a bearer token was sent and is not the one)."""
+    error = json_error(401, reason)
+    if basic:
+        error.headers.add("WWW-Authenticate", f'Basic {REALM}, charset="UTF-8"')
+    if bearer:
+        sent = (header or "").partition(" ")[0].lower() == "bearer"
+        error.headers.add("WWW-Authenticate", f'Bearer {REALM}' + (', error="invalid_token"' if sent else ""))
+    return error
 
 
 @web.middleware
@@ -49,18 +69,20 @@ async def auth_middleware(
     web_config = request.app[WEB_CONFIG]
     if web_config.basic_auth:
         header = request.headers.get("Authorization")
-        if (token is not None and token_matches(header, token.get_secret_value())) or await web_config.check_basic(header):
+        if ((token is not None and token_matches(header, token.get_secret_value()))
+                or await request.app[PASSWORDS].check(header, request.remote, web_config.users)):
             return await handler(request)
-        error = json_error(401, "this server needs basic auth (a user of the web config file)"
-                           + (" or 'Authorization: Bearer <api_token>'" if token is not None else ""))
-        error.headers["WWW-Authenticate"] = 'Basic realm="zfs-advisor", charset="UTF-8"'
-        raise error
+        raise unauthorized("this server needs basic auth (a user of the web config file)"
+                           + (" or 'Authorization: Bearer <api_token>'" if token is not None else ""),
+                           header, basic=True, bearer=token is not None)
     if request.path in OPEN_PATHS or is_loopback(request.remote):
         return await handler(request)
     if token is None:
         raise json_error(403, "this endpoint answers only on loopback unless api_token is set")
-    if not token_matches(request.headers.get("Authorization"), token.get_secret_value()):
-        raise json_error(401, "this endpoint needs 'Authorization: Bearer <api_token>' from beyond loopback")
+    header = request.headers.get("Authorization")
+    if not token_matches(header, token.get_secret_value()):
+        raise unauthorized("this endpoint needs 'Authorization: Bearer <api_token>' from beyond loopback", header,
+                           basic=False, bearer=True)
     return await handler(request)
 
 
@@ -72,7 +94,6 @@ def require_token(request: web.Request, what: str) -> None:
         raise json_error(403, f"{what}: it needs api_token, and none is configured. Set api_token = \"<a long random "
                          "string>\" in the config file (/etc/zfs-advisor/config.toml, or ZFS_ADVISOR_API_TOKEN), "
                          "restart the service and send 'Authorization: Bearer <api_token>'")
-    if not token_matches(request.headers.get("Authorization"), token.get_secret_value()):
-        exc = json_error(401, f"{what}: it needs 'Authorization: Bearer <api_token>'")
-        exc.headers["WWW-Authenticate"] = 'Bearer realm="zfs-advisor"'
-        raise exc
+    header = request.headers.get("Authorization")
+    if not token_matches(header, token.get_secret_value()):
+        raise unauthorized(f"{what}: it needs 'Authorization: Bearer <api_token>'", header, basic=False, bearer=True)

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import json
 import logging
-import resource
+import time
 from typing import Any, Awaitable, Callable
 
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
+from advisor.api.connections import ConnectionGuard, default_max_connections
 from advisor.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
@@ -25,12 +26,17 @@ _BY_STATUS: dict[int, type[web.HTTPException]] = {
     401: web.HTTPUnauthorized,
     403: web.HTTPForbidden,
     404: web.HTTPNotFound,
+    408: web.HTTPRequestTimeout,
     409: web.HTTPConflict,
     413: type("HTTPPayloadTooLarge", (web.HTTPClientError,), {"status_code": 413}),  # aiohttp's wants sizes
     415: web.HTTPUnsupportedMediaType,
     422: web.HTTPUnprocessableEntity,
+    429: web.HTTPTooManyRequests,
     503: web.HTTPServiceUnavailable,
 }
+
+
+_dropped = RateLimitedLog(log, interval=60.0)
 
 
 @web.middleware
@@ -54,6 +60,12 @@ async def error_middleware(
         reason = exc.reason if exc.text in (None, "", f"{exc.status}: {exc.reason}") else exc.text
         return web.json_response({"error": {"status": exc.status, "reason": reason, **extra}}, status=exc.status,
                                  headers=headers)
+    except ConnectionError as exc:
+        # the client went away (mid-body, mid-response): not a fault of the service, so one
+        # line at INFO, at most one a minute, no traceback; the answer goes nowhere
+        _dropped.log(logging.INFO, "client closed", "a client closed the connection during %s %s: %s",
+                     request.method, request.path[:64], exc or type(exc).__name__)
+        return web.json_response({"error": {"status": 400, "reason": "the client closed the connection"}}, status=400)
     except Exception:
         log.exception("unhandled error serving %s %s", request.method, request.path)
         return web.json_response(
@@ -65,18 +77,8 @@ async def error_middleware(
 # previous response) is dropped, and so is a connection idle that long: aiohttp's keep-alive
 # timer, which also runs before the first request.
 READ_TIMEOUT_SECONDS = 10.0
-# File descriptors kept for everything but client connections: the listening socket, the
-# zpool/zfs pipes, kstat files read in worker threads, SQLite, the journal; asyncio may also
-# accept up to 100 connections before the first of them is counted.
-FD_RESERVE = 192
-
-
-def default_max_connections() -> int:
-    """Client connections kept open at most, from the soft file-descriptor limit (1,024 -> 832)."""
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    return max(32, soft - FD_RESERVE) if soft != resource.RLIM_INFINITY else 4096
-
-
+# At the connection limit, an idle connection younger than this is not closed for a new one.
+MIN_IDLE_AGE_SECONDS = 0.1
 _refusals = RateLimitedLog(log, interval=60.0)
 
 
@@ -102,7 +104,7 @@ class _JsonErrorRequestHandler(RequestHandler):
 
 
 class _JsonErrorServer(web.Server):
-    max_connections = 4096
+    _since: dict[RequestHandler, float]  # when each connection was made (set by JsonErrorAppRunner)
 
     def __call__(self) -> RequestHandler:
         handler = super().__call__()
@@ -110,32 +112,41 @@ class _JsonErrorServer(web.Server):
         return handler
 
     def connection_made(self, handler: RequestHandler, transport) -> None:
-        """Beyond `max_connections`, the oldest connection not serving a request (idle, or a
-        request that is still arriving) is closed, else the new one: file descriptors never
-        run out, and a new client such as a health check still gets in."""
         super().connection_made(handler, transport)
-        if len(self._connections) <= self.max_connections:
-            return
-        victim = next((h for h in self._connections if h is not handler and not h._request_in_progress), handler)
-        _refusals.log(logging.WARNING, "connection limit",
-                      "%d client connections open, more than %d: closed the oldest one not serving a request",
-                      len(self._connections), self.max_connections)
+        self._since[handler] = time.monotonic()
+
+    def connection_lost(self, handler: RequestHandler, exc: BaseException | None = None) -> None:
+        super().connection_lost(handler, exc)
+        self._since.pop(handler, None)
+
+    def close_idle(self) -> bool:
+        """Close the oldest connection not serving a request (idle, or a request still arriving)
+        and not closing already, if it is at least MIN_IDLE_AGE_SECONDS old (in a burst, the
+        newest are refused rather than each one closing the one before it got to send its
+        request); False when there is none (advisor/api/connections.py)."""
+        victim = next((h for h in self._connections if h.transport is not None and not h._request_in_progress), None)
+        if victim is None or time.monotonic() - self._since.get(victim, 0.0) < MIN_IDLE_AGE_SECONDS:
+            return False
+        victim.transport.abort()  # at once, even with bytes unsent: its descriptor is needed now
         victim.force_close()
+        return True
 
 
 class JsonErrorAppRunner(web.AppRunner):
     """web.AppRunner whose connections answer aiohttp's own parser errors as JSON 4xx, drop
-    requests that do not arrive within `read_timeout` and stay within `max_connections`."""
+    requests that do not arrive within `read_timeout` and, served by a GuardedSite
+    (advisor/api/connections.py), stay within `max_connections` open sockets."""
 
     def __init__(self, app: web.Application, *, read_timeout: float = READ_TIMEOUT_SECONDS,
                  max_connections: int | None = None, **kwargs: Any) -> None:
         super().__init__(app, keepalive_timeout=read_timeout, **kwargs)
-        self.max_connections = max_connections or default_max_connections()
+        self.guard = ConnectionGuard(max_connections or default_max_connections())
 
     async def _make_server(self) -> web.Server:
         server = await super()._make_server()
         server.__class__ = _JsonErrorServer
-        server.max_connections = self.max_connections
+        server._since = {}  # type: ignore[attr-defined]
+        self.guard.close_idle = server.close_idle  # type: ignore[attr-defined]
         return server
 
 

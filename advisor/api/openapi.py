@@ -128,6 +128,7 @@ def build_openapi(book: RuleBook | None = None) -> dict[str, Any]:
                     "401": _error("no or wrong bearer token"),
                     "403": _error("no api_token is configured: the reason says how to set one"),
                     "404": _error("unknown pool or workload; `valid` lists the known ones"),
+                    "408": _error("the body did not arrive within the read timeout"),
                     "409": _error("the queue is full ([profiler] max_queued)"),
                     "413": _error("body too large"),
                     "415": _error("body is not application/json"),

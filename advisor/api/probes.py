@@ -20,6 +20,7 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from advisor.api.auth import require_token
+from advisor.api.body import RAW_BODY
 from advisor.api.errors import json_error
 from advisor.appkeys import FACTS, RULEBOOK, SETTINGS
 from advisor.engine.service import TargetError, resolve_params
@@ -27,7 +28,7 @@ from advisor.names import InvalidName, check_pool_name
 from advisor.probe.candidates import DATASET_PROPERTIES, MODULE_PARAMETERS, CandidateError, parse_candidate_spec
 from advisor.probe.evidence import evidence
 from advisor.probe.profiler import signal_queue
-from advisor.probe.request import MAX_BODY_BYTES, ProbeQueued, ProbeRequest
+from advisor.probe.request import ProbeQueued, ProbeRequest
 from advisor.store.db import StoreError, connect
 from advisor.store.probes import ProbeStore, read_existing
 
@@ -156,17 +157,13 @@ async def post_probe(request: web.Request) -> web.Response:
 
 
 async def _body(request: web.Request) -> Any:
+    """The JSON document of the body (read before the work slot was taken, advisor/api/body.py)."""
     if request.content_type != "application/json":
         raise json_error(415, f"send the request as application/json, not {request.content_type[:64]!r}",
                          valid=["application/json"])
-    if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
-        raise json_error(413, f"request body larger than {MAX_BODY_BYTES} bytes")
-    data = b""
-    while chunk := await request.content.read(MAX_BODY_BYTES + 1 - len(data)):
-        data += chunk
-        if len(data) > MAX_BODY_BYTES:  # a chunked body says no length up front
-            raise json_error(413, f"request body larger than {MAX_BODY_BYTES} bytes")
     try:
-        return json.loads(data)
+        return json.loads(request[RAW_BODY])
     except (ValueError, UnicodeDecodeError) as exc:
         raise json_error(400, f"request body is not JSON: {str(exc)[:120]}") from None
+    except RecursionError:  # json's C scanner recurses per level: [[[[... 5,000 deep
+        raise json_error(400, "request body is not JSON this service reads: nested too deeply") from None

@@ -13,6 +13,7 @@ from typing import Callable, Mapping
 from aiohttp import web
 
 from advisor import __version__, systemd
+from advisor.api.connections import GuardedSite
 from advisor.api.errors import JsonErrorAppRunner, loop_exception_handler
 from advisor.api.shared import favour_the_event_loop
 from advisor.memory import keep_big_blocks_apart
@@ -56,12 +57,13 @@ def run(args: argparse.Namespace) -> int:
 
 async def _serve(app: web.Application, settings: Settings, load: Callable[[], Settings] | None = None) -> int:
     asyncio.get_running_loop().set_exception_handler(loop_exception_handler)
-    # aiohttp's parser errors as JSON 4xx too; a read timeout and a connection cap (docs/reliability.md)
+    # aiohttp's parser errors as JSON 4xx too; a read timeout; connections counted at accept() and
+    # capped below the file-descriptor limit (advisor/api/connections.py, docs/reliability.md)
     runner = JsonErrorAppRunner(app, handle_signals=False)
     await runner.setup()
     web_config = app[WEB_CONFIG]
     ssl_context = web_config.ssl_context()
-    site = web.TCPSite(runner, settings.listen_address, settings.port, ssl_context=ssl_context)
+    site = GuardedSite(runner, settings.listen_address, settings.port, ssl_context=ssl_context)
     try:
         await site.start()
     except OSError as exc:

@@ -95,6 +95,7 @@ def recommend(
     Without a workload (None or `general`), the general answer: the pool-level and module rules
     that hold for any workload (ashift, layout, redundancy, health, free space, ...), no dataset.
     """
+    _check_not_empty(host, pool, dataset)
     workload = resolve_workload(book, workload_name)
     if workload is None:
         return _general(host, book, params or {}, pool, dataset, now)
@@ -137,6 +138,17 @@ def recommend(
     merged = decide_all(merged, workload, resolved, [p.name for p in pools], proposed, by_pool, predicted)
     target, merged = one_create(target, merged, proposed)
     return _response(host, workload.name, resolved, target, merged, pools, now, model_status)
+
+
+def _check_not_empty(host: Host, pool: str | None, dataset: str | None) -> None:
+    """`pool=` or `dataset=` with no value is a mistake (a variable left unset in a script), not
+    a request for every pool: a 400 naming the valid ones."""
+    if pool == "":
+        raise TargetError(400, "parameter `pool` is empty: name one, or leave it out for every pool",
+                          [p.name for p in host.pools])
+    if dataset == "":
+        raise TargetError(400, "parameter `dataset` is empty: name one, or leave it out for the pool's advice",
+                          [d.name for d in host.datasets if not pool or d.pool == pool])
 
 
 def _check_pool(host: Host, pool: str) -> None:

@@ -1,7 +1,7 @@
 """Slow and idle clients over real sockets: a request that never finishes arriving is dropped,
 and 1,100 of them at the default 1,024 file descriptors neither lock /healthz out nor flood
-the log (the connection cap closes the oldest idle connection; asyncio's errors are
-rate-limited).
+the log (connections are counted at accept() and capped below the limit, the oldest idle one
+closed first, advisor/api/connections.py; asyncio's errors are rate-limited).
 
 The file-descriptor case runs `zfs-advisor serve` as the CLI does, in a process whose
 RLIMIT_NOFILE is 1,024, replaying a lab snapshot on 127.0.0.1.
@@ -11,31 +11,20 @@ from __future__ import annotations
 import asyncio
 import http.client
 import logging
-import os
-import resource
 import socket
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
-from aiohttp import web
 
-from advisor.api.errors import JsonErrorAppRunner
 from advisor.app import create_app
 from advisor.logs import RateLimitedLog
 from advisor.settings import Settings
-from support import HOSTS, REPO
+from support import HOSTS
+from support.rawhttp import serving
+from support.service import Service
 
 SNAPSHOT = HOSTS / "2.1.11" / "ssd-mirror2x2" / "idle"
 HALF = b"GET /healthz HTTP/1.1\r\nHost:"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _healthz(port: int, timeout: float = 10.0) -> tuple[int, float]:
@@ -50,29 +39,10 @@ def _healthz(port: int, timeout: float = 10.0) -> tuple[int, float]:
 
 @pytest.fixture
 def service_at_1024_fds(tmp_path):
-    port = _free_port()
-    log = tmp_path / "stderr"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "ZFS_ADVISOR_STATE_DIR": str(tmp_path / "state"),
-           "ZFS_ADVISOR_LOG_FORMAT": "text"}
-    with log.open("wb") as err:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "advisor", "serve", "--root", str(SNAPSHOT), "--port", str(port)],
-            env=env, stdout=subprocess.DEVNULL, stderr=err, cwd=REPO,
-            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024)))
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if _healthz(port, 2)[0] == 200:
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(f"service did not start: {log.read_text()[-2000:]}")
-                time.sleep(0.2)
-        yield port, log
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    env = {"ZFS_ADVISOR_STATE_DIR": str(tmp_path / "state"), "ZFS_ADVISOR_LOG_FORMAT": "text",
+           "ZFS_ADVISOR_LOG_LEVEL": "info"}
+    with Service(SNAPSHOT, tmp_path, nofile=1024, env=env) as service:
+        yield service.port, service.log
 
 
 def test_1100_half_sent_requests_at_1024_fds(service_at_1024_fds, tally):
@@ -105,13 +75,8 @@ def test_1100_half_sent_requests_at_1024_fds(service_at_1024_fds, tally):
 
 
 async def test_half_sent_request_is_dropped_after_the_read_timeout(tally):
-    runner = JsonErrorAppRunner(create_app(Settings(root=str(SNAPSHOT))), handle_signals=False, read_timeout=0.5)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    try:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    async with serving(create_app(Settings(root=str(SNAPSHOT))), read_timeout=0.5) as served:
+        reader, writer = await asyncio.open_connection("127.0.0.1", served.port)
         writer.write(HALF)
         await writer.drain()
         started = time.monotonic()
@@ -122,42 +87,46 @@ async def test_half_sent_request_is_dropped_after_the_read_timeout(tally):
         tally.cases()
         tally.fault(closed and waited < 5)
         assert closed and 0.3 < waited < 5, waited
-    finally:
-        await runner.cleanup()
+
+
+async def _open_half_sent(port: int, n: int) -> list[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
+    held = []
+    for _ in range(n):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            writer.write(HALF)
+            await writer.drain()
+        except ConnectionResetError:
+            pass  # refused at the limit
+        held.append((reader, writer))
+    return held
 
 
 async def test_connection_cap_closes_the_oldest_idle_connection(tally):
-    runner = JsonErrorAppRunner(create_app(Settings(root=str(SNAPSHOT))), handle_signals=False, max_connections=8)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    try:
-        idle = []
-        for _ in range(20):
-            reader, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.write(HALF)
-            await writer.drain()
-            idle.append((reader, writer))
+    """Beyond the limit, the oldest idle connection (at least 0.1 s old) closes for a new one;
+    younger ones are not closed for the newcomers of a burst (those are refused); the count of
+    open sockets goes back to zero once the clients are gone."""
+    async with serving(create_app(Settings(root=str(SNAPSHOT))), max_connections=8) as served:
+        guard = served.runner.guard
+        idle = await _open_half_sent(served.port, 20)
         await asyncio.sleep(0.2)
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        in_burst = guard.open
+        await asyncio.sleep(0.2)  # the first eight are older than MIN_IDLE_AGE_SECONDS now
+        reader, writer = await asyncio.open_connection("127.0.0.1", served.port)
         writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         async with asyncio.timeout(5):
             answer = await reader.read()
-        open_now = len(runner.server.connections)
         oldest_closed = await asyncio.wait_for(idle[0][0].read(), 2) == b""
         writer.close()
         for _, w in idle:
             w.close()
-            await w.wait_closed()
-        await writer.wait_closed()
-        ok = answer.startswith(b"HTTP/1.1 200") and open_now <= 9 and oldest_closed
+        await asyncio.sleep(0.3)
+        ok = answer.startswith(b"HTTP/1.1 200") and in_burst == 8 and oldest_closed and guard.open == 0
         tally.cases()
         tally.fault(ok)
         assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
-        assert open_now <= 9 and oldest_closed, open_now
-    finally:
-        await runner.cleanup()
+        assert in_burst == 8 and oldest_closed
+        assert guard.open == 0  # every socket left the count when it closed
 
 
 def test_rate_limited_log_writes_one_line_per_reason_and_counts_the_rest(caplog):

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -22,9 +23,12 @@ def free_port() -> int:
 
 
 class Service:
-    def __init__(self, root: Path, log_dir: Path, *args: str, env: dict[str, str] | None = None):
-        """`env`: ZFS_ADVISOR_* variables instead of the default (log level warning)."""
+    def __init__(self, root: Path, log_dir: Path, *args: str, env: dict[str, str] | None = None,
+                 nofile: int | None = None):
+        """`env`: ZFS_ADVISOR_* variables instead of the default (log level warning); `nofile`: the
+        process's RLIMIT_NOFILE (soft and hard)."""
         self.env = {"ZFS_ADVISOR_LOG_LEVEL": "warning"} if env is None else env
+        self.nofile = nofile
         self.port = free_port()
         self.argv = [sys.executable, "-m", "advisor", "serve", "--root", str(root), "--port", str(self.port), *args]
         self.log = Path(log_dir) / f"serve-{self.port}.log"
@@ -33,8 +37,11 @@ class Service:
     def __enter__(self) -> "Service":
         clean = {k: v for k, v in os.environ.items() if not k.startswith("ZFS_ADVISOR_")}
         env = {**clean, "PYTHONPATH": str(REPO), **self.env}
+        limit = None if self.nofile is None else (lambda: resource.setrlimit(resource.RLIMIT_NOFILE,
+                                                                              (self.nofile, self.nofile)))
         with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(self.argv, env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(self.argv, env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+                                         preexec_fn=limit)
         deadline = time.monotonic() + 60
         while True:
             try:

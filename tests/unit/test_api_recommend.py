@@ -95,6 +95,11 @@ async def test_workload_parameters_pass_through(client):
         ("?pool=nope", 404, "tank"),
         ("?workload=oracle", 404, "general"),
         ("?workload=", 400, "general"),  # empty is not "none": leave it out for the general answer
+        ("?pool=", 400, "tank"),  # nor an empty pool or dataset: not "every pool"
+        ("?workload=postgres&pool=", 400, "tank"),
+        ("?workload=postgres&dataset=", 400, "tank/pg"),
+        ("?workload=postgres&pool=tank&dataset=", 400, "tank/pg"),
+        ("?dataset=", 400, "tank/pg"),
         ("?workload=oracle", 404, "postgres"),
         ("?workload=postgres&pool=nope", 404, "tank"),
         ("?workload=postgres&dataset=tank/nope", 404, "tank/pg"),

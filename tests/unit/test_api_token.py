@@ -39,6 +39,23 @@ async def test_beyond_loopback_facts_need_the_token(http_client):
     assert (await client.get("/v1/probes")).status == 401
 
 
+async def test_a_401_names_the_bearer_scheme_in_www_authenticate(http_client):
+    """RFC 9110 11.6.1: a 401 carries WWW-Authenticate; RFC 6750 section 3: error="invalid_token"
+    when a token was sent and is not the one."""
+    client = await remote_client(http_client, api_token="s3cret-token")
+    resp = await client.get("/v1/facts")
+    assert resp.status == 401 and resp.headers.getall("WWW-Authenticate") == ['Bearer realm="zfs-advisor"']
+    resp = await client.get("/v1/facts", headers={"Authorization": "Bearer wrong"})
+    assert resp.headers.getall("WWW-Authenticate") == ['Bearer realm="zfs-advisor", error="invalid_token"']
+
+
+def test_an_empty_token_is_refused_and_an_empty_bearer_matches_nothing():
+    with pytest.raises(SettingsError, match="api_token is empty"):
+        load_settings(None, listen_address="0.0.0.0", api_token="")
+    for header in ("Bearer", "Bearer ", "Bearer    ", "bearer\t"):
+        assert not token_matches(header, "") and not token_matches(header, "abc")
+
+
 async def test_beyond_loopback_health_and_metrics_stay_open(http_client):
     client = await remote_client(http_client, api_token="s3cret-token")
     assert (await client.get("/healthz")).status == 200

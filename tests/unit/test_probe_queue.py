@@ -98,6 +98,9 @@ async def test_post_bounds_and_types_the_body(http_client, tmp_path):
     assert (await client.post("/v1/probes", data=b"pool=tank", headers={**AUTH, "Content-Type": "text/plain"})).status == 415
     resp = await client.post("/v1/probes", data=b"{not json", headers={**AUTH, "Content-Type": "application/json"})
     assert resp.status == 400 and (await resp.json())["error"]["status"] == 400
+    resp = await client.post("/v1/probes", data=b"[" * 5000 + b"]" * 5000,  # json.loads: RecursionError
+                             headers={**AUTH, "Content-Type": "application/json"})
+    assert resp.status == 400 and "nested too deeply" in (await resp.json())["error"]["reason"]
 
     async def chunked():  # no Content-Length: bounded while reading
         for _ in range(40):

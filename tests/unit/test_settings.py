@@ -60,3 +60,33 @@ def test_unknown_environment_variable_is_an_error(monkeypatch, tmp_path):
     monkeypatch.setenv("zfs_advisor_api_token", "s3cret")  # names are case-insensitive, as pydantic reads them
     monkeypatch.setenv("ZFS_ADVISOR_LAB_ZFS", "2.3")  # the lab tier's own variables are not settings
     assert load_settings().api_token.get_secret_value() == "s3cret"
+
+
+@pytest.mark.parametrize("token, message", [
+    ("", "api_token is empty"),
+    ("s3cret-token ", "whitespace \\(at position 13 of 13\\)"),
+    ("s3cret token", "whitespace \\(at position 7 of 12\\)"),
+    ("\ts3cret", "whitespace \\(at position 1 of 7\\)"),
+    ("s3cr\u00e9t", "a character a bearer token cannot carry"),
+    ("ab=cd", "a character a bearer token cannot carry"),
+])
+@pytest.mark.parametrize("where", ["file", "environment"])
+def test_an_unusable_api_token_stops_start_up_in_one_line(monkeypatch, tmp_path, token, message, where):
+    """An empty token matched `Authorization: Bearer` with nothing after it; one with whitespace
+    matched nobody (clients' headers lose it). Either is refused, and the reason never shows it."""
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('listen_address = "0.0.0.0"\n')
+    if where == "file":
+        cfg.write_text(cfg.read_text() + f"api_token = {token!r}\n".replace("'", '"').replace("\t", "\\t"))
+    else:
+        monkeypatch.setenv("ZFS_ADVISOR_API_TOKEN", token)
+    with pytest.raises(SettingsError, match=message) as info:
+        load_settings(cfg)
+    assert "\n" not in str(info.value) and (not token.strip() or token.strip() not in str(info.value))
+
+
+@pytest.mark.parametrize("token", ["s3cret-token", "abc.DEF_~+/123==", "0" * 64])
+def test_bearer_tokens_of_rfc_6750_are_accepted(tmp_path, token):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'listen_address = "0.0.0.0"\napi_token = "{token}"\n')
+    assert load_settings(cfg).api_token.get_secret_value() == token

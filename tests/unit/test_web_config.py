@@ -166,7 +166,9 @@ async def test_tls_and_basic_auth_on_every_endpoint(tmp_path, certs, user_hash, 
         for path in ("/metrics", "/healthz", "/v1/facts", "/recommend?pool=tank&workload=postgres"):
             resp = await session.get(base + path, ssl=client_context(certs))
             assert resp.status == 401, path  # from loopback too, as node_exporter
-            assert resp.headers["WWW-Authenticate"].startswith('Basic realm="zfs-advisor"')
+            # both schemes it accepts, each a challenge (RFC 7617, RFC 6750)
+            assert resp.headers.getall("WWW-Authenticate") == ['Basic realm="zfs-advisor", charset="UTF-8"',
+                                                               'Bearer realm="zfs-advisor"']
             assert "basic auth" in (await resp.json())["error"]["reason"]
         resp = await session.get(base + "/metrics", ssl=client_context(certs), headers=basic("alice", "no"))
         assert resp.status == 401

@@ -1,0 +1,155 @@
+"""Client connections kept below the process's file-descriptor limit, counted where they begin.
+
+asyncio accepts up to `backlog` connections per turn of the event loop, and a connection reaches
+the server (where a cap could close it) only a turn or two later: capped there, a burst of 1,500
+connections at 1,024 descriptors still ran out (`accept()` failed with EMFILE, asyncio stopped
+accepting for a second at a time, and /healthz waited 9 s). So the count is kept at accept():
+
+* each accepted socket counts from accept() until it is closed (`_CountedSocket`), whether it is
+  serving, idle, in a TLS handshake or being closed;
+* at `limit` (the soft RLIMIT_NOFILE, read at start, less FD_RESERVE), a new connection makes
+  the oldest connection that is not serving a request (idle, or a request still arriving) close
+  and takes its place; while SLACK of those are still closing (their descriptors are freed in
+  the loop's next turn), nothing more is accepted and new connections wait in the kernel's
+  queue; when none can be closed (every connection is serving, or too young to have sent its
+  request), the new connection is closed at once, right after accept(): it costs the client a
+  reset and the service nothing;
+* refusals are logged at most once a minute, with the count of the others.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import resource
+import socket
+from typing import Callable
+
+from aiohttp import web
+
+from advisor.logs import RateLimitedLog
+
+log = logging.getLogger(__name__)
+_refusals = RateLimitedLog(log, interval=60.0)
+
+# Descriptors kept for everything but client connections (the listening sockets, the zpool/zfs
+# pipes, kstat files read in worker threads, SQLite, the journal) and for SLACK.
+FD_RESERVE = 192
+# Connections let in beyond the limit while as many older ones close (a turn of the loop).
+SLACK = 64
+# The kernel's queue of connections not accepted yet (capped by net.core.somaxconn): at aiohttp's
+# 128, a burst overflowed it and the kernel dropped the SYN of a health check, which the client
+# sent again only a second later.
+BACKLOG = 1024
+# Refused connections closed per wake-up of the listening socket before the loop gets a turn.
+REFUSE_PER_WAKE = 256
+
+
+def default_max_connections() -> int:
+    """Client connections kept open at most, from the soft file-descriptor limit (1,024 -> 832)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return max(32, soft - FD_RESERVE) if soft != resource.RLIM_INFINITY else 4096
+
+
+class ConnectionGuard:
+    """The count of accepted sockets still open, and who gets in at the limit. `close_idle`
+    closes the oldest connection not serving a request and says whether there was one."""
+
+    def __init__(self, limit: int, close_idle: Callable[[], bool] = lambda: False) -> None:
+        self.limit, self.close_idle = limit, close_idle
+        self.open = 0
+        self.refused = 0
+
+    @property
+    def closing(self) -> bool:
+        """True while SLACK connections beyond the limit wait for older ones to finish closing."""
+        return self.open >= self.limit + SLACK
+
+    def admit(self) -> bool:
+        if self.open < self.limit:
+            return True
+        if self.close_idle():
+            _refusals.log(logging.WARNING, "closed idle", "%d client connections open, the limit is %d: closed "
+                          "the oldest one not serving a request", self.open, self.limit)
+            return True
+        self.refused += 1
+        _refusals.log(logging.WARNING, "refused", "%d client connections open, the limit is %d (the soft file "
+                      "descriptor limit less %d), none idle: refused a new one", self.open, self.limit, FD_RESERVE)
+        return False
+
+    def listen(self, sock: socket.socket) -> None:
+        """Make the listening socket `sock` count what it accepts (asyncio calls its accept())."""
+        sock.__class__ = type("GuardedListener", (_GuardedListener,), {"__slots__": (), "guard": self})
+
+
+class _CountedSocket(socket.socket):
+    """An accepted socket that leaves the guard's count once, when it is closed (or collected)."""
+
+    __slots__ = ("_guard",)
+
+    def _real_close(self) -> None:  # type: ignore[override]
+        self._uncount()
+        super()._real_close()
+
+    def detach(self) -> int:
+        self._uncount()
+        return super().detach()
+
+    def __del__(self) -> None:  # collected unclosed: the base's finalizer closes the descriptor
+        self._uncount()
+        super().__del__()
+
+    def _uncount(self) -> None:
+        guard = getattr(self, "_guard", None)
+        if guard is not None:
+            self._guard = None
+            guard.open -= 1
+
+
+class _GuardedListener(socket.socket):
+    __slots__ = ()
+    guard: ConnectionGuard
+
+    def accept(self) -> tuple[socket.socket, object]:
+        """The next connection the guard admits; the others are closed as they come, up to
+        REFUSE_PER_WAKE of them. BlockingIOError hands the loop back (asyncio stops accepting
+        until the socket is readable again): none waiting, too many refused in a row, or older
+        connections still closing (they close in the loop's next turn: a burst waits in the
+        kernel's queue meanwhile, it is not refused for it)."""
+        for _ in range(REFUSE_PER_WAKE):
+            if self.guard.closing:
+                raise BlockingIOError
+            fd, address = self._accept()  # BlockingIOError when none is waiting
+            if self.guard.admit():
+                conn = _CountedSocket(self.family, self.type, self.proto, fileno=fd)
+                conn._guard = self.guard
+                self.guard.open += 1
+                return conn, address
+            socket.close(fd)
+        raise BlockingIOError
+
+
+class GuardedSite(web.TCPSite):
+    """web.TCPSite whose listening sockets count what they accept through `runner.guard` (a
+    JsonErrorAppRunner's), with a longer accept queue (BACKLOG); a TLS handshake gets
+    `handshake_timeout` seconds, not asyncio's 60."""
+
+    __slots__ = ("_handshake_timeout",)
+
+    def __init__(self, runner: web.BaseRunner, host: str, port: int, *, handshake_timeout: float = 10.0,
+                 backlog: int = BACKLOG, **kwargs: object) -> None:
+        super().__init__(runner, host, port, backlog=backlog, **kwargs)  # type: ignore[arg-type]
+        self._handshake_timeout = handshake_timeout
+
+    async def start(self) -> None:
+        await web.BaseSite.start(self)  # registers the site; TCPSite.start's create_server is replaced below
+        guard: ConnectionGuard = self._runner.guard  # type: ignore[attr-defined]
+        server = await asyncio.get_running_loop().create_server(
+            self._runner.server, self._host, self._port, ssl=self._ssl_context, backlog=self._backlog,
+            reuse_address=self._reuse_address, reuse_port=self._reuse_port, start_serving=False,
+            ssl_handshake_timeout=self._handshake_timeout if self._ssl_context else None)
+        for sock in server.sockets:
+            guard.listen(sock._sock)  # asyncio hands out TransportSocket wrappers; accept() is the socket's
+        await server.start_serving()
+        self._server = server
+        if "_bound_port" in web.TCPSite.__slots__:  # newer aiohttp answers `port` from it; older ones have none
+            self._bound_port = server.sockets[0].getsockname()[1] if server.sockets else self._port

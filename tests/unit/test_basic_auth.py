@@ -1,0 +1,123 @@
+"""Basic auth's password checks (advisor/api/passwords.py) on the real app, plain HTTP on
+127.0.0.1 (basic auth needs TLS only beyond loopback): bcrypt in a thread of its own, verified
+and refused credentials remembered, failed logins limited per client address (429)."""
+from __future__ import annotations
+
+import asyncio
+import base64
+import time
+
+import pytest
+from aiohttp import web
+from support import RECORDING
+from support.tls import bcrypt_hash
+
+from advisor.api.passwords import FailureLimiter, PasswordChecks
+from advisor.app import create_app
+from advisor.appkeys import PASSWORDS
+from advisor.settings import Settings
+
+PASSWORD = "correct horse battery staple"
+
+
+def basic(user: str, password: str) -> dict[str, str]:
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+
+async def start(http_client, tmp_path, rounds: int = 4, checks: PasswordChecks | None = None, remote: str | None = None):
+    web_config = tmp_path / "web.yml"
+    web_config.write_text(f"basic_auth_users:\n  alice: {bcrypt_hash(PASSWORD, rounds)}\n")
+    app = create_app(Settings(root=str(RECORDING), web_config_file=web_config, state_dir=str(tmp_path / "state"),
+                              model=False))
+    if checks is not None:
+        app[PASSWORDS].close()
+        app[PASSWORDS] = checks
+    if remote is not None:  # as test_api_token.py: the peer address a client connecting from elsewhere has
+        @web.middleware
+        async def from_remote(request, handler):
+            return await handler(request.clone(remote=remote))
+        app.middlewares.insert(0, from_remote)
+    return await http_client(app), app[PASSWORDS]
+
+
+async def test_right_and_wrong_credentials_are_remembered(http_client, tmp_path):
+    client, checks = await start(http_client, tmp_path)
+    for _ in range(5):
+        assert (await client.get("/healthz", headers=basic("alice", PASSWORD))).status == 200
+    assert checks.bcrypt_checks == 1  # a scrape every 15 s pays bcrypt once
+    for _ in range(5):
+        resp = await client.get("/healthz", headers=basic("alice", "wrong"))
+        assert resp.status == 401 and resp.headers["WWW-Authenticate"].startswith("Basic")
+    assert checks.bcrypt_checks == 2  # and so does a client repeating a wrong password
+    for user in ("eve", "alice "):
+        assert (await client.get("/healthz", headers=basic(user, PASSWORD))).status == 401
+    assert checks.bcrypt_checks == 4
+
+
+async def test_failed_logins_beyond_the_burst_get_429_without_bcrypt(http_client, tmp_path):
+    checks = PasswordChecks(failures=FailureLimiter(burst=3, per_second=0.2))
+    client, _ = await start(http_client, tmp_path, checks=checks)
+    assert (await client.get("/healthz", headers=basic("alice", PASSWORD))).status == 200
+    statuses = [(await client.get("/healthz", headers=basic("alice", f"guess-{i}"))).status for i in range(3)]
+    assert statuses == [401, 401, 401] and checks.bcrypt_checks == 4
+    resp = await client.get("/healthz", headers=basic("alice", "guess-3"))
+    error = (await resp.json())["error"]
+    assert resp.status == 429 and error["status"] == 429 and "too many failed logins from 127.0.0.1" in error["reason"]
+    assert 1 <= int(resp.headers["Retry-After"]) <= 5 and checks.bcrypt_checks == 4  # refused before bcrypt
+    # the scraper that knows its password is not refused because a stranger shares its address
+    assert (await client.get("/metrics", headers=basic("alice", PASSWORD))).status == 200
+
+
+async def test_another_address_has_its_own_bucket(http_client, tmp_path):
+    limiter = FailureLimiter(burst=1, per_second=0.01)
+    limiter.take("127.0.0.1")  # loopback has spent its try
+    client, _ = await start(http_client, tmp_path, checks=PasswordChecks(failures=limiter), remote="192.0.2.7")
+    assert (await client.get("/healthz", headers=basic("alice", "guess"))).status == 401
+    assert (await client.get("/healthz", headers=basic("alice", "guess-2"))).status == 429
+
+
+async def test_bcrypt_does_not_hold_the_worker_threads_that_render(http_client, tmp_path):
+    """30 wrong passwords at once (cost 10, ~100 ms each): the default executor, where /metrics is
+    rendered and the kstats read, still runs a job at once."""
+    client, checks = await start(http_client, tmp_path, rounds=10)
+    flood = [asyncio.create_task(client.get("/healthz", headers=basic("alice", f"guess-{i}"))) for i in range(30)]
+    waits = []
+    for _ in range(3):  # while the checks are under way (before, in the default executor: 5 s)
+        await asyncio.sleep(0.25)
+        started = time.perf_counter()
+        await asyncio.to_thread(lambda: None)
+        waits.append(time.perf_counter() - started)
+    statuses = sorted({resp.status for resp in await asyncio.gather(*flood)})
+    assert max(waits) < 0.5, f"a worker-thread job waited {max(waits) * 1000:.0f} ms behind bcrypt"
+    assert statuses == [401, 429] and checks.bcrypt_checks == 10  # the default burst
+
+
+async def test_checks_waiting_are_bounded(http_client, tmp_path):
+    checks = PasswordChecks(max_pending=1)
+    client, _ = await start(http_client, tmp_path, rounds=12, checks=checks)  # ~400 ms a check
+    answers = await asyncio.gather(*(client.get("/healthz", headers=basic("alice", f"g{i}")) for i in range(3)))
+    assert sorted(r.status for r in answers) == [401, 503, 503]
+    assert all(r.headers["Retry-After"] == "1" for r in answers if r.status == 503)
+
+
+def test_the_limiter_refills_and_keys_ipv6_by_64():
+    limiter = FailureLimiter(burst=2, per_second=20.0, max_addresses=2)
+    assert limiter.take("a") == 0 and limiter.take("a") == 0 and 0 < limiter.take("a") <= 0.05
+    time.sleep(0.06)
+    assert limiter.take("a") == 0
+    assert FailureLimiter.client("2001:db8::1") == FailureLimiter.client("2001:db8::ffff") == "2001:db8::/64"
+    assert FailureLimiter.client("::ffff:192.0.2.7") == "192.0.2.7" and FailureLimiter.client("fe80::1%eth0") == "fe80::/64"
+    assert FailureLimiter.client(None) == "unknown"
+    for address in ("b", "c"):  # bounded: the least recently used bucket goes
+        limiter.take(address)
+    assert "a" not in limiter._buckets and len(limiter._buckets) == 2
+
+
+@pytest.mark.parametrize("header", [None, "Bearer x", "Basic !!!", "Basic " + base64.b64encode(b"no-colon").decode()])
+async def test_what_is_not_basic_credentials_costs_nothing(header):
+    checks = PasswordChecks()
+    try:
+        assert await checks.check(header, "127.0.0.1", {"alice": bcrypt_hash(PASSWORD)}) is False
+        assert checks.bcrypt_checks == 0
+    finally:
+        checks.close()
