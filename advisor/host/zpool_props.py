@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from advisor.facts import Pool
-from advisor.host.parsing import INT_MAX, INT_MIN, ParseError, shown
+from advisor.host.parsing import INT_MAX, INT_MIN, ParseError, shown, whole_lines
 
 ZPOOL_GET_ARGV = ("zpool", "get", "-Hp", "all")
 
@@ -16,7 +16,7 @@ ZPOOL_GET_ARGV = ("zpool", "get", "-Hp", "all")
 def parse_zpool_get(stdout: str) -> dict[str, dict[str, str]]:
     """-> {pool: {property: value}}; empty output is no pools, a line that is no row a ParseError."""
     pools: dict[str, dict[str, str]] = {}
-    for line in stdout.splitlines():
+    for line in whole_lines(stdout, "zpool get").splitlines():
         parts = line.split("\t")
         if len(parts) < 4 or not parts[0] or not parts[1]:
             if not line.strip():
