@@ -134,7 +134,7 @@ def read_disk(files: HostFiles, name: str, stats: dict[str, DiskStats], errors: 
         serial=attr.text("device/serial", empty_ok=True),
         size_bytes=sectors * 512 if sectors is not None else None,  # always 512-byte units
         logical_block_size=attr.integer("queue/logical_block_size", 512, 1 << 16, power_of_two=True),
-        physical_block_size=attr.integer("queue/physical_block_size", 512, 1 << 16, power_of_two=True),
+        physical_block_size=attr.integer("queue/physical_block_size", 512, 1 << 20, power_of_two=True),
         rotational=None if rotational is None else bool(rotational),
         nr_requests=attr.integer("queue/nr_requests"),
         queue_depth=attr.integer("device/queue_depth"),

@@ -2,8 +2,9 @@
 2.3 and development man pages (https://openzfs.github.io/openzfs-docs/man/master/4/zfs.4.html).
 
 A name in two of them with two types counts as the wider (a uint in one and an int in the
-other may be negative). Parameters zfs(4) does not document (icp_*, zfs_sha256_impl ...) have
-no type here and are read as text.
+other may be negative). A few integer parameters zfs(4) does not document have the type of
+their declaration in the module's source (`module_param(..., uint, ...)`, `ZFS_MODULE_PARAM(...,
+INT, ...)`); the others it does not document (icp_aes_impl, zfs_sha256_impl ...) are read as text.
 """
 from __future__ import annotations
 
@@ -123,3 +124,8 @@ zfs_zil_clean_taskq_nthr_pct zfs_zil_saxattr zil_maxblocksize zil_nocacheflush z
 zil_special_is_slog zio_deadman_log_all zio_dva_throttle_enabled zio_requeue_io_start_cut_in_line
 zio_slow_io_ms zvol_max_discard_blocks
 """.split())
+
+# Not in zfs(4): declared in module/os/linux/zfs/zvol_os.c, module/icp/algs/modes/gcm.c (uint),
+# module/zfs/dmu_traverse.c and module/zfs/spa.c (int).
+UNSIGNED |= {"zvol_open_timeout_ms", "icp_gcm_avx_chunk_size"}
+SIGNED |= {"ignore_hole_birth", "spa_load_verify_metadata"}

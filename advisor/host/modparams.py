@@ -1,8 +1,9 @@
 """Kernel module parameters: /sys/module/zfs/parameters/* (see zfs(4)).
 
 Each value is checked against its zfs(4) type (advisor/host/modparam_types.py): an integer
-parameter that does not read as an integer within 64 bits (unsigned ones not below 0), or a
-file that is empty or holds bytes no parameter prints, is an error of the source, not a value.
+parameter that does not read as an integer within 64 bits (unsigned ones not below 0), a text
+one holding a number past 64 bits, or a file that is empty or holds bytes no parameter
+prints, is an error of the source, not a value.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from advisor.host.parsing import ParseError, printable_text, shown, to_int
 
 PARAMS_DIR = "/sys/module/zfs/parameters"
 _DECIMAL = re.compile(r"-?[0-9]+")
+_NUMBER = re.compile(r"[0-9]+")
 VERSION_FILE = "/sys/module/zfs/version"
 
 
@@ -30,6 +32,9 @@ def parse_module_param(name: str, raw: str) -> str:
             raise ParseError(f"{name}: {shown(value)} is not an integer")
         if to_int(value, name) < 0 and name in UNSIGNED:
             raise ParseError(f"{name}: {value} is below 0 for an unsigned parameter")
+    else:  # text, which may hold numbers ('fixed,1,8 null scale null'): each within 64 bits
+        for number in _NUMBER.findall(value):
+            to_int(number, name)
     return value
 
 

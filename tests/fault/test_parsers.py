@@ -199,6 +199,7 @@ def test_damaged_real_output_is_parsed_or_refused_with_a_reason(name):
     ("module_param_u64", "1_000\n", "is not an integer"),
     ("module_param_u64", "-1\n", "below 0"),
     ("module_param_text", "", "the file is empty"),
+    ("module_param_text", "fixed,1" + "0" * 400 + " null\n", "out of the 64-bit range"),
     ("zfs_get", "tank\ttype\tfilesystem\t-\ntank\trecordsize\t131072\tdefault\n"
                 "tank/media\ttype\tfilesystem\t-\ntank/media\trecordsize\t13", "ends inside a line"),
     ("zfs_get", "tank\ttype\tfilesystem\t-\ntank\trecordsize\t131072\tdefault\n"
