@@ -227,8 +227,12 @@ STORE_DAMAGE = ["garbage", "header cut", "pages cut", "pages overwritten", "unre
                 "state dir is a file"]
 
 
-@pytest.mark.parametrize("command", [["probe", "--list"], ["probe", "--list", "--json"], ["probe", "--show", "1"],
-                                     ["profile", "--skips"]], ids=" ".join)
+# Each is a CLI start of about 3 s: the unit tier runs the two that read the most of the database.
+STORE_COMMANDS = [["probe", "--list"], ["profile", "--skips"]] + (
+    [["probe", "--list", "--json"], ["probe", "--show", "1"]] if FULL else [])
+
+
+@pytest.mark.parametrize("command", STORE_COMMANDS, ids=" ".join)
 @pytest.mark.parametrize("damage", STORE_DAMAGE)
 def test_cli_on_a_damaged_database_says_one_line(command, damage, tmp_path, tally):
     state = _damaged_state(tmp_path, damage)
