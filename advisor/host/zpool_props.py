@@ -27,12 +27,12 @@ def parse_zpool_get(stdout: str) -> dict[str, dict[str, str]]:
 
 
 def _int(value: str | None) -> int | None:
-    if value is None:
+    if value is None or value == "-":  # "-": not applicable
         return None
     try:
         number = int(value.rstrip("%"))
     except ValueError:
-        return None  # "-": not applicable
+        raise ParseError(f"zpool get: {shown(value)} is not an integer") from None
     if not INT_MIN <= number <= INT_MAX:
         raise ParseError(f"zpool get: {shown(value)} is out of the 64-bit range")
     return number
@@ -45,7 +45,7 @@ def _ratio(value: str | None, percent: bool) -> float | None:
     try:
         number = float(value.rstrip("%x"))
     except ValueError:
-        return None
+        raise ParseError(f"zpool get: {shown(value)} is not a ratio") from None
     if not math.isfinite(number):
         raise ParseError(f"zpool get: {shown(value)} is not a finite ratio")
     return number / 100 if percent else number

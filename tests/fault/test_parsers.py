@@ -205,6 +205,9 @@ def test_damaged_real_output_is_parsed_or_refused_with_a_reason(name):
     ("zfs_get", "tank\ttype\tfilesystem\t-\ntank\trecordsize\t131072\tdefault\n"
                 "tank/media\ttype\tfilesystem\t-\n", "zfs get listed no recordsize for tank/media"),
     ("zfs_get", "tank\ttype\tfilesystem\t-\textra\n", "not a `name<TAB>property<TAB>value<TAB>source` row"),
+    ("zpool_get", "tank\tsize\tbig\t-\n", "is not an integer"),
+    ("zpool_get", "tank\tfragmentation\t1.2.3\t-\n", "is not a ratio"),
+    ("zpool_get", "tank\tcapacity\t12\t-\ntank\tfree\t1", "ends inside a line"),
 ])
 def test_what_the_issue_saw(name, text, reason):
     """The cases a fault hunt found reported as healthy (empty, half or garbage status
