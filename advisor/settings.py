@@ -143,6 +143,15 @@ class Settings(BaseSettings):
         for dataset in value:
             check_dataset_name(dataset)  # InvalidName is a ValueError: a validation error naming it
         return value
+
+    @field_validator("state_dir", mode="before")
+    @classmethod
+    def _state_dir_named(cls, value: Any) -> Any:
+        """An empty path is the current directory of whoever starts the service: refused."""
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("is empty, which would mean the current directory; give a directory such as "
+                             "/var/lib/zfs-advisor")
+        return value
     profiler: ProfilerSettings = Field(default_factory=ProfilerSettings,
                                        description="[profiler] table: the background profiler (docs/probes.md).")
     log_level: Literal["debug", "info", "warning", "error"] = "info"

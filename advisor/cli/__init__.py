@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sqlite3
 import sys
 
 from advisor import __version__
@@ -45,6 +46,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except SnapshotError as exc:
         print(f"zfs-advisor: {exc}", file=sys.stderr)
+        return 1
+    except sqlite3.Error as exc:  # a database that opened but is damaged past its first pages
+        print(f"zfs-advisor: the state database cannot be read: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

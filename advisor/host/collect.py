@@ -115,6 +115,15 @@ class _Recorder:
         self.ok(name, started)
         return result
 
+    def read_checked(self, name: str, reader, what: str):
+        """`read` for a source that keeps what it understood: `reader(errors)` adds a reason per
+        value it left out, and any reason makes the source failed (what was understood is served)."""
+        errors: list[str] = []
+        result = self.read(name, lambda: reader(errors), what)
+        if errors and self.sources[name].ok:
+            self.fail(name, _summary(errors), self.durations[name])
+        return result
+
     def parse(self, name: str, out: CommandResult, parser):
         """Parse a command's output; record the source's status either way.
 
@@ -139,6 +148,11 @@ class _Recorder:
             action()
         except Exception as exc:  # noqa: BLE001 - see read()
             self.fail(name, _failure("combining it", exc, name), self.durations.get(name, 0.0))
+
+
+def _summary(errors: list[str]) -> str:
+    """The first reasons of many, in one line."""
+    return "; ".join(errors[:3]) + (f" (and {len(errors) - 3} more)" if len(errors) > 3 else "")
 
 
 def _failure(what: str, exc: Exception, source: str) -> str:
@@ -171,13 +185,14 @@ async def run_commands(
     """
     rec = _Recorder()
     facts = CommandFacts()
-    facts.disks = rec.read("disks", lambda: disks_source.read_disks(files), disks_source.SYS_BLOCK) or []
+    facts.disks = rec.read_checked("disks", lambda errors: disks_source.read_disks(files, errors),
+                                   disks_source.SYS_BLOCK) or []
     zfs = _zfs_presence(files)
     if not zfs.present:
         facts.sources, facts.durations = rec.sources, rec.durations
         return facts
-    facts.module_params = rec.read(
-        "module_params", lambda: modparams.read_module_params(files), modparams.PARAMS_DIR) or {}
+    facts.module_params = rec.read_checked(
+        "module_params", lambda errors: modparams.read_module_params(files, errors), modparams.PARAMS_DIR) or {}
     version = parse_version(zfs.kmod_version)
     status_argv = zpool_status.STATUS_JSON_ARGV if has_json_output(version) else zpool_status.STATUS_TEXT_ARGV
     # All at once: a run takes as long as its slowest command (at most command_timeout_seconds).
@@ -199,7 +214,8 @@ async def run_commands(
     # thousands of datasets take a while to parse: not on the event loop
     last = previous.datasets if previous is not None else ()
     facts.datasets = await asyncio.to_thread(
-        rec.parse, "zfs_get", datasets_out, lambda out: zfs_props.parse_zfs_get(out, last)) or []
+        rec.parse, "zfs_get", datasets_out,
+        lambda out: zfs_props.parse_zfs_get(out, last, zfs_props.TUNING_PROPERTIES)) or []
     _check_covers(rec, "zfs_get", datasets_out, pools, {d.name for d in facts.datasets}, "the root dataset of")
     vdev_iostat = rec.parse("zpool_iostat", iostat_out, zpool_iostat.parse_vdev_iostat) or {}
     _check_covers(rec, "zpool_iostat", iostat_out, pools, vdev_iostat)
@@ -247,7 +263,8 @@ def assemble(
     )
 
     if commands is None:  # the first run has not finished: read the block devices whole
-        disks = rec.read("disks", lambda: disks_source.read_disks(files), disks_source.SYS_BLOCK) or []
+        disks = rec.read_checked("disks", lambda errors: disks_source.read_disks(files, errors),
+                                 disks_source.SYS_BLOCK) or []
     else:
         disks = commands.disks
     stats = rec.read("diskstats", lambda: disks_source.read_diskstats(files), disks_source.DISKSTATS) or {}
@@ -405,9 +422,8 @@ def _attach_pool_kstats(
         kstats = rec.read(f"pool_kstats:{pool.name}", lambda: pool_kstats.read_pool_kstats(files, pool.name, objsets),
                           f"{kstat_source.KSTAT_DIR}/{pool.name}") or pool_kstats.PoolKStats()
         if kstats.errors:  # the files understood are served, the source says which were not
-            rec.fail(f"pool_kstats:{pool.name}", "; ".join(kstats.errors[:3]) + (
-                f" (and {len(kstats.errors) - 3} more)" if len(kstats.errors) > 3 else ""),
-                rec.durations.get(f"pool_kstats:{pool.name}", 0.0))
+            name = f"pool_kstats:{pool.name}"
+            rec.fail(name, _summary(kstats.errors), rec.durations.get(name, 0.0))
         fresh_pools.append(pool.model_copy(update={
             "kstat_state": kstats.state,
             "iostats": kstats.iostats,

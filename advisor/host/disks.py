@@ -5,9 +5,11 @@ advice; partitions map a pool's leaf vdevs (sda1) back to their disk (sda).
 """
 from __future__ import annotations
 
+import re
+
 from advisor.facts import Disk, DiskStats
 from advisor.host.files import HostFiles
-from advisor.host.parsing import ParseError, shown, to_int
+from advisor.host.parsing import INT_MAX, ParseError, printable_text, shown, to_int
 
 SYS_BLOCK = "/sys/block"
 DISKSTATS = "/proc/diskstats"
@@ -61,52 +63,92 @@ def parse_scheduler(text: str) -> str | None:
     return words[0] if len(words) == 1 else None
 
 
-def _text(files: HostFiles, path: str) -> str | None:
-    try:
-        value = files.read_text(path).strip()
-    except OSError:
-        return None
-    return value or None
+class _Attributes:
+    """One block device's sysfs attributes, each checked against what the kernel prints for it.
+
+    A value outside its domain (rotational not 0 or 1, a block size that is no power of two,
+    bytes that are not text, a file with no bytes at all where the kernel always prints a line)
+    is left out as None and its reason kept in `errors`: the disks source then reports failed."""
+
+    def __init__(self, files: HostFiles, base: str, errors: list[str]):
+        self.files, self.base, self.errors = files, base, errors
+
+    def raw(self, name: str) -> str | None:
+        try:
+            return self.files.read_text(f"{self.base}/{name}")
+        except OSError:
+            return None  # absent for this kind of device
+
+    def _check(self, name: str, parse):
+        raw = self.raw(name)
+        if raw is None:
+            return None
+        try:
+            if not raw:
+                raise ParseError("the file is empty")
+            return parse(printable_text(raw, "value"))
+        except ParseError as exc:
+            self.errors.append(f"{self.base}/{name}: {exc}")
+            return None
+
+    def text(self, name: str, empty_ok: bool = False) -> str | None:
+        """Free text (a model, a vendor); `empty_ok`: the kernel may print nothing (a virtio serial)."""
+        if empty_ok and self.raw(name) == "":
+            return None
+        return self._check(name, lambda value: value or None)
+
+    def integer(self, name: str, low: int = 0, high: int = INT_MAX, power_of_two: bool = False) -> int | None:
+        def parse(value: str) -> int:
+            number = to_int(value, "value")
+            if not low <= number <= high or power_of_two and number & (number - 1):
+                raise ParseError(f"{shown(value)} is not {'a power of two ' if power_of_two else 'an integer '}"
+                                 f"from {low} to {high}")
+            return number
+        return self._check(name, parse)
+
+    def scheduler(self) -> str | None:
+        def parse(value: str) -> str | None:
+            if not _SCHEDULERS.fullmatch(value):
+                raise ParseError(f"{shown(value)} is not a list of I/O schedulers")
+            return parse_scheduler(value)  # None: a list without the one in use marked
+        return self._check("queue/scheduler", parse)
 
 
-def _int(files: HostFiles, path: str) -> int | None:
-    value = _text(files, path)
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
-        return None
+# 'none' or 'mq-deadline kyber [bfq] none': scheduler names, the one in use in brackets.
+_SCHEDULERS = re.compile(r"(\[?[\w-]+\]?)( \[?[\w-]+\]?)*")
 
 
-def read_disk(files: HostFiles, name: str, stats: dict[str, DiskStats]) -> Disk:
+def read_disk(files: HostFiles, name: str, stats: dict[str, DiskStats], errors: list[str] | None = None) -> Disk:
     base = f"{SYS_BLOCK}/{name}"
-    sectors = _int(files, f"{base}/size")
-    rotational = _int(files, f"{base}/queue/rotational")
-    scheduler = _text(files, f"{base}/queue/scheduler")
+    attr = _Attributes(files, base, errors if errors is not None else [])
+    sectors = attr.integer("size", high=INT_MAX // 512)
+    rotational = attr.integer("queue/rotational", high=1)
     try:
         entries = files.listdir(base)
     except OSError:
         entries = []
     return Disk(
         name=name,
-        model=_text(files, f"{base}/device/model"),
-        vendor=_text(files, f"{base}/device/vendor"),
-        serial=_text(files, f"{base}/device/serial"),
+        model=attr.text("device/model"),
+        vendor=attr.text("device/vendor"),
+        serial=attr.text("device/serial", empty_ok=True),
         size_bytes=sectors * 512 if sectors is not None else None,  # always 512-byte units
-        logical_block_size=_int(files, f"{base}/queue/logical_block_size"),
-        physical_block_size=_int(files, f"{base}/queue/physical_block_size"),
+        logical_block_size=attr.integer("queue/logical_block_size", 512, 1 << 16, power_of_two=True),
+        physical_block_size=attr.integer("queue/physical_block_size", 512, 1 << 20, power_of_two=True),
         rotational=None if rotational is None else bool(rotational),
-        nr_requests=_int(files, f"{base}/queue/nr_requests"),
-        queue_depth=_int(files, f"{base}/device/queue_depth"),
-        scheduler=parse_scheduler(scheduler) if scheduler else None,
+        nr_requests=attr.integer("queue/nr_requests"),
+        queue_depth=attr.integer("device/queue_depth"),
+        scheduler=attr.scheduler(),
         partitions=[e for e in entries if e.startswith(name) and e != name],
         stats=stats.get(name),
     )
 
 
-def read_disks(files: HostFiles) -> list[Disk]:
-    """The block devices from sysfs, without counters (`with_stats` adds them)."""
+def read_disks(files: HostFiles, errors: list[str] | None = None) -> list[Disk]:
+    """The block devices from sysfs, without counters (`with_stats` adds them); the reason for
+    each attribute left out as not understood goes to `errors`."""
     names = [n for n in files.listdir(SYS_BLOCK) if not n.startswith(_IGNORED_PREFIXES)]
-    return [read_disk(files, n, {}) for n in names]
+    return [read_disk(files, n, {}, errors) for n in names]
 
 
 def read_diskstats(files: HostFiles) -> dict[str, DiskStats]:

@@ -49,6 +49,23 @@ def to_float(text: str, what: str) -> float:
     return value
 
 
+def printable_text(raw: str, what: str) -> str:
+    """`raw` without surrounding blanks, or ParseError when it holds what no kernel file or
+    command prints for a value: control characters or bytes that were not UTF-8 (read as U+FFFD)."""
+    value = raw.strip()
+    if not value.isprintable() or "\ufffd" in value:
+        raise ParseError(f"{what}: {shown(value)} is not printable text")
+    return value
+
+
+def whole_lines(text: str, what: str) -> str:
+    """`text`, or ParseError when it stops inside a line: every line a command or kstat prints
+    ends with a newline, so output without one at its end was cut short."""
+    if text and not text.endswith("\n"):
+        raise ParseError(f"{what}: ends inside a line (cut short): {shown(text[-40:])}")
+    return text
+
+
 def lines_in_blocks(text: str, block: int = 1 << 20) -> Iterator[str]:
     """`text.splitlines()`, made about `block` characters at a time: the lines of a 10 MB
     command output (`zfs get` at 10,000 datasets) are not all alive at once, so the

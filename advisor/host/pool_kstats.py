@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from advisor.facts import KStat
 from advisor.host.files import HostFiles
 from advisor.host.kstat import KSTAT_DIR, parse_named_kstat
-from advisor.host.parsing import ParseError, compact_dict
+from advisor.host.parsing import ParseError, compact_dict, shown
 
 
 @dataclass
@@ -26,7 +26,11 @@ class PoolKStats:
 
 def read_pool_kstats(files: HostFiles, pool: str, cache: ObjsetCache | None = None) -> PoolKStats:
     """Everything under /proc/spl/kstat/zfs/<pool>/ but txgs (a source of its own)."""
-    found = PoolKStats(state=read_state(files, pool))
+    found = PoolKStats()
+    try:
+        found.state = read_state(files, pool)
+    except ParseError as exc:
+        found.errors.append(f"state: {exc}")
     try:
         found.iostats = read_iostats(files, pool)
     except ParseError as exc:
@@ -35,11 +39,25 @@ def read_pool_kstats(files: HostFiles, pool: str, cache: ObjsetCache | None = No
     return found
 
 
+# What the state kstat prints: spa_state_to_name() in OpenZFS's module/zfs/spa_misc.c.
+POOL_STATES = frozenset({"ONLINE", "DEGRADED", "FAULTED", "OFFLINE", "REMOVED", "UNAVAIL", "SPLIT", "SUSPENDED",
+                         "TRANSITIONING", "UNKNOWN"})
+
+
+def parse_state(text: str) -> str:
+    """'ONLINE\n' -> 'ONLINE'; ParseError for anything that is not a pool state."""
+    state = text.strip()
+    if state not in POOL_STATES:
+        raise ParseError(f"{shown(state)} is not a pool state ({', '.join(sorted(POOL_STATES))})")
+    return state
+
+
 def read_state(files: HostFiles, pool: str) -> str | None:
     try:
-        return files.read_text(f"{KSTAT_DIR}/{pool}/state").strip() or None
+        text = files.read_text(f"{KSTAT_DIR}/{pool}/state")
     except OSError:
         return None
+    return parse_state(text)
 
 
 def read_iostats(files: HostFiles, pool: str) -> KStat | None:

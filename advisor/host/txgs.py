@@ -9,7 +9,7 @@ from __future__ import annotations
 from advisor.facts import Txg
 from advisor.host.files import HostFiles
 from advisor.host.kstat import KSTAT_DIR
-from advisor.host.parsing import ParseError, shown, to_int
+from advisor.host.parsing import ParseError, shown, to_int, whole_lines
 
 _STATES = {"O": "open", "Q": "quiescing", "W": "waiting", "S": "syncing", "C": "committed"}
 _NS = 1e-9
@@ -31,7 +31,7 @@ def parse_txgs(text: str) -> list[Txg]:
     """-> the rows in file order; ParseError when there is no header or a row is not a txg row."""
     rows: list[Txg] = []
     header_seen = False
-    for line in text.splitlines():
+    for line in whole_lines(text, "txgs").splitlines():
         fields = line.split()
         if not fields:
             continue

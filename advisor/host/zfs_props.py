@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from advisor.facts import Dataset, Property, fields_set
-from advisor.host.parsing import INT_MAX, ParseError, compact_dict, interned, lines_in_blocks, shown
+from advisor.host.parsing import INT_MAX, ParseError, compact_dict, interned, lines_in_blocks, shown, whole_lines
 
 # Present in every OpenZFS >= 2.1 (an unknown name fails the whole call).
 TUNING_PROPERTIES = (
@@ -43,6 +43,7 @@ TUNING_PROPERTIES = (
 )
 
 
+_PATH_PROPERTIES = ("mountpoint",)
 _PROPERTY_FIELDS = fields_set("value", "source")
 _DATASET_FIELDS = fields_set("name", "type", "properties")
 
@@ -51,8 +52,13 @@ def zfs_get_argv(properties: tuple[str, ...] = TUNING_PROPERTIES) -> tuple[str, 
     return ("zfs", "get", "-Hp", "-t", "filesystem,volume", "-o", "name,property,value,source", ",".join(properties))
 
 
-def parse_zfs_get(stdout: str, previous: Sequence[Dataset] = ()) -> list[Dataset]:
+def parse_zfs_get(stdout: str, previous: Sequence[Dataset] = (), properties: Sequence[str] = ()) -> list[Dataset]:
     """Rows `name<TAB>property<TAB>value<TAB>source` -> datasets in listed order.
+
+    All or nothing: `zfs get` prints one row per dataset and property asked, so a row of
+    another shape, output that ends inside a row, or a dataset without a row for each of
+    `properties` (or, without them, for each property another dataset has) is output cut
+    short or damaged: a ParseError, never the datasets before the damage alone.
 
     Every value is a string and the type is checked here, so the models are
     built without pydantic validation: 10,000 datasets are 280,000 rows. Most
@@ -71,9 +77,10 @@ def parse_zfs_get(stdout: str, previous: Sequence[Dataset] = ()) -> list[Dataset
     before = {d.name: d for d in previous}
     was: dict[str, Property] = {}
     current = None
-    for line in lines_in_blocks(stdout):
+    for line in lines_in_blocks(whole_lines(stdout, "zfs get")):
         parts = line.split("\t")
-        if len(parts) < 4 or not parts[0] or not parts[1]:
+        # four fields; only a mountpoint (a path) may hold a tab of its own
+        if len(parts) < 4 or not parts[0] or not parts[1] or len(parts) > 4 and parts[1] not in _PATH_PROPERTIES:
             if not line.strip():
                 continue
             raise ParseError(f"not a `name<TAB>property<TAB>value<TAB>source` row: {shown(line)}")
@@ -88,6 +95,7 @@ def parse_zfs_get(stdout: str, previous: Sequence[Dataset] = ()) -> list[Dataset
             if prop_value is None:
                 prop_value = shared[(value, source)] = construct(_PROPERTY_FIELDS, value=value, source=source)
         props.setdefault(name, {})[interned(prop)] = prop_value
+    _check_every_row(props, properties)
     datasets = []
     for name, p in props.items():
         kind = p["type"].value if "type" in p else "filesystem"
@@ -99,6 +107,14 @@ def parse_zfs_get(stdout: str, previous: Sequence[Dataset] = ()) -> list[Dataset
         else:
             datasets.append(Dataset.model_construct(_DATASET_FIELDS, name=name, type=kind, properties=compact_dict(p)))
     return datasets
+
+
+def _check_every_row(props: dict[str, dict[str, Property]], properties: Sequence[str]) -> None:
+    expected = set(properties) or {prop for p in props.values() for prop in p}
+    for name, p in props.items():
+        if missing := expected.difference(p):
+            raise ParseError(f"zfs get listed no {', '.join(sorted(missing)[:3])}{' ...' if len(missing) > 3 else ''} "
+                             f"for {name} (output cut short?)")
 
 
 def _same_objects(old: dict[str, Property], new: dict[str, Property]) -> bool:

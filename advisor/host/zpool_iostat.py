@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from advisor.facts import Histogram, Pool, VdevIostat
-from advisor.host.parsing import INT_MAX, ParseError, shown, to_float, to_int
+from advisor.host.parsing import INT_MAX, ParseError, shown, to_float, to_int, whole_lines
 
 # -P full paths and -L resolved links: leaf names match `zpool status -pPL`.
 IOSTAT_ARGV = ("zpool", "iostat", "-vlq", "-HpPL")
@@ -76,7 +76,7 @@ def parse_vdev_iostat(stdout: str) -> dict[str, list[tuple[str, VdevIostat]]]:
     """-> {pool: [(vdev name, stats)]}; the pool's own row is named after the pool."""
     result: dict[str, list[tuple[str, VdevIostat]]] = {}
     pool = None
-    for line in stdout.splitlines():
+    for line in whole_lines(stdout, "zpool iostat").splitlines():
         fields = line.split("\t")
         if len(fields) < 2:
             if not line.strip():
@@ -129,7 +129,7 @@ def _parse_histograms(stdout: str, unit: str, series: tuple[str, ...]) -> dict[s
     rows: dict[str, list[list[int]]] = {}
     bounds: dict[str, list[float]] = {}
     order: list[tuple[str, str]] = []
-    for line in stdout.splitlines():
+    for line in whole_lines(stdout, "zpool iostat").splitlines():
         fields = line.split("\t")
         if not line.strip():
             continue

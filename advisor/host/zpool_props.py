@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from advisor.facts import Pool
-from advisor.host.parsing import INT_MAX, INT_MIN, ParseError, shown
+from advisor.host.parsing import INT_MAX, INT_MIN, ParseError, shown, whole_lines
 
 ZPOOL_GET_ARGV = ("zpool", "get", "-Hp", "all")
 
@@ -16,7 +16,7 @@ ZPOOL_GET_ARGV = ("zpool", "get", "-Hp", "all")
 def parse_zpool_get(stdout: str) -> dict[str, dict[str, str]]:
     """-> {pool: {property: value}}; empty output is no pools, a line that is no row a ParseError."""
     pools: dict[str, dict[str, str]] = {}
-    for line in stdout.splitlines():
+    for line in whole_lines(stdout, "zpool get").splitlines():
         parts = line.split("\t")
         if len(parts) < 4 or not parts[0] or not parts[1]:
             if not line.strip():
@@ -27,12 +27,12 @@ def parse_zpool_get(stdout: str) -> dict[str, dict[str, str]]:
 
 
 def _int(value: str | None) -> int | None:
-    if value is None:
+    if value is None or value == "-":  # "-": not applicable
         return None
     try:
         number = int(value.rstrip("%"))
     except ValueError:
-        return None  # "-": not applicable
+        raise ParseError(f"zpool get: {shown(value)} is not an integer") from None
     if not INT_MIN <= number <= INT_MAX:
         raise ParseError(f"zpool get: {shown(value)} is out of the 64-bit range")
     return number
@@ -45,7 +45,7 @@ def _ratio(value: str | None, percent: bool) -> float | None:
     try:
         number = float(value.rstrip("%x"))
     except ValueError:
-        return None
+        raise ParseError(f"zpool get: {shown(value)} is not a ratio") from None
     if not math.isfinite(number):
         raise ParseError(f"zpool get: {shown(value)} is not a finite ratio")
     return number / 100 if percent else number

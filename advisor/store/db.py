@@ -1,17 +1,20 @@
 """Open the advisor's SQLite database and bring its schema up to date.
 
 WAL mode (readers never block the probe writing results), foreign keys on, a
-`schema_version` row and numbered migrations applied in order inside one
-transaction each; a database newer than this code is refused, never downgraded.
+`user_version` and numbered migrations applied in order inside one write
+transaction that reads the version first; a database newer than this code is
+refused, never downgraded.
 https://www.sqlite.org/wal.html, https://www.sqlite.org/pragma.html#pragma_user_version
 """
 from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from pathlib import Path
 
 DB_FILE = "advisor.sqlite3"
+BUSY_TIMEOUT_SECONDS = 10.0
 
 # Each migration moves the schema from version i to i+1. Append, never edit.
 MIGRATIONS: tuple[str, ...] = (
@@ -143,23 +146,52 @@ class StoreError(Exception):
 
 
 def connect(state_dir: str | os.PathLike[str]) -> sqlite3.Connection:
+    """The database under `state_dir`, created or migrated as needed; StoreError (one line)
+    when it cannot be used: a state directory that is no directory, a database file that is
+    unreadable, not SQLite or damaged."""
     directory = Path(state_dir)
-    directory.mkdir(parents=True, exist_ok=True, mode=0o750)
     path = directory / DB_FILE
-    _owned_like_directory(directory, path)
+    if directory.exists() and not directory.is_dir():
+        raise StoreError(f"state directory {directory} is not a directory")
     try:
-        conn = sqlite3.connect(path, timeout=10.0, isolation_level=None)  # explicit transactions
-    except sqlite3.Error as exc:
-        raise StoreError(f"cannot open {path}: {exc}") from None
-    conn.row_factory = sqlite3.Row
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across a crash of this process
-    conn.execute("PRAGMA foreign_keys=OFF")  # a migration may rebuild a table others refer to
+        directory.mkdir(parents=True, exist_ok=True, mode=0o750)
+        _owned_like_directory(directory, path)
+    except OSError as exc:
+        raise StoreError(f"cannot use state directory {directory}: {exc.strerror or exc}") from None
+    conn = None
     try:
+        # A writer holding the lock (a migration, a probe's commit) is waited for, not failed on.
+        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)  # explicit transactions
+        conn.row_factory = sqlite3.Row
+        _set_wal(conn)
+        conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across a crash of this process
+        conn.execute("PRAGMA foreign_keys=OFF")  # a migration may rebuild a table others refer to
         migrate(conn, path)
-    finally:
         conn.execute("PRAGMA foreign_keys=ON")
+    except sqlite3.Error as exc:
+        if conn is not None:
+            conn.close()
+        raise StoreError(f"cannot use {path}: {exc}") from None
+    except BaseException:
+        if conn is not None:
+            conn.close()
+        raise
     return conn
+
+
+def _set_wal(conn: sqlite3.Connection) -> None:
+    """WAL mode, set once per database file. Switching needs the database to itself, and
+    SQLite does not wait (no busy handler) when another connection holds it: while many
+    processes open a new database at once, a busy answer is retried until the busy timeout."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _owned_like_directory(directory: Path, path: Path) -> None:
@@ -184,19 +216,27 @@ def _owned_like_directory(directory: Path, path: Path) -> None:
 
 
 def migrate(conn: sqlite3.Connection, path: object = "database") -> int:
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
-    if version > SCHEMA_VERSION:
-        raise StoreError(f"{path} has schema version {version}, newer than this zfs-advisor ({SCHEMA_VERSION})")
-    for number in range(version, SCHEMA_VERSION):  # executescript() would commit early: statement by statement
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+    """Bring the schema to SCHEMA_VERSION in one write transaction. The version is read inside
+    it (BEGIN IMMEDIATE takes the write lock first): of many processes opening an older or new
+    database at once, one migrates and the others, waiting on the lock (busy timeout), then
+    read the new version and have nothing to do. A database at this version (versions only
+    grow) needs no lock: a reader opening it does not wait for a writer."""
+    if conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+        return SCHEMA_VERSION
+    conn.execute("BEGIN IMMEDIATE")  # executescript() would commit early: statement by statement
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise StoreError(f"{path} has schema version {version}, newer than this zfs-advisor ({SCHEMA_VERSION})")
+        for number in range(version, SCHEMA_VERSION):
             for statement in _statements(MIGRATIONS[number]):
                 conn.execute(statement)
-            conn.execute(f"PRAGMA user_version = {number + 1}")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+        if version != SCHEMA_VERSION:
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
     return SCHEMA_VERSION
 
 

@@ -3,8 +3,9 @@
 Runs every test in tests/fault at full size (FAULT_SUITE=full: every recorded lab
 snapshot with each source broken alone, more hypothesis examples and random hostile
 requests, schemathesis), prints one table (test, cases, errors, faults injected, faults
-survived, data lost) and exits non-zero when any number is off. `--quick` runs the
-subset the unit tier runs. Extra arguments go to pytest (e.g. `-k parsers`).
+survived, data lost, silent changes: facts changed with every source up) and exits
+non-zero when any number is off. `--quick` runs the subset the unit tier runs. Extra
+arguments go to pytest (e.g. `-k parsers`).
 """
 from __future__ import annotations
 

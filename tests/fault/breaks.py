@@ -123,3 +123,77 @@ def broken_copy(snapshot: Path, fault: Fault, into: Path) -> Path:
         raise KeyError(fault.source)
     manifest_path.write_text(json.dumps(manifest))
     return into
+
+
+# --- every recorded file of a source, damaged alone ------------------------------------------
+
+# What a damaged file can look like besides the faults above: cut inside the value of a line
+# (`tank/media<TAB>mountpoint<TAB>/mnt/me`), the way a pipe or a short read cuts it.
+FILE_DAMAGE = ("garbage", "cut", "cut_value", "empty", "huge")
+# A one-value file (a sysfs attribute or module parameter, a pool's state kstat) is read
+# whole in one read: a short read cannot cut it, so a cut is no fault for it (NOT_FAULTS).
+ONE_VALUE_DAMAGE = ("garbage", "empty", "huge")
+
+
+@dataclass(frozen=True)
+class FileDamage:
+    source: str  # the source whose reading the file is
+    path: str  # relative to the snapshot
+    kind: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.path}/{self.kind}"
+
+
+def cut_in_value(data: bytes) -> bytes:
+    """`data` cut in the middle of the last field of its middle line (a value cut short)."""
+    middle = len(data) // 2
+    start = data.rfind(b"\n", 0, middle) + 1
+    end = data.find(b"\n", start)
+    end = len(data) if end == -1 else end
+    field_start = max(data.rfind(b"\t", start, end), data.rfind(b" ", start, end)) + 1 or start
+    if field_start >= end - 1:
+        return data[: max(start, end - 1)]
+    return data[: field_start + (end - field_start) // 2]
+
+
+def damage_file(path: Path, kind: str) -> None:
+    data = path.read_bytes()
+    path.write_bytes(cut_in_value(data) if kind == "cut_value" else
+                     {"garbage": GARBAGE, "cut": cut_mid_line(data), "empty": b"", "huge": huge_numbers(data)}[kind])
+
+
+def file_source(host_path: str) -> str | None:
+    """The source that reads a recorded host file (None: a file no source reads, e.g. the hostname)."""
+    parts = host_path.strip("/").split("/")
+    if host_path.startswith("/sys/block/"):
+        return "disks"
+    if host_path.startswith("/sys/module/zfs/parameters/"):
+        return "module_params"
+    if host_path.startswith("/proc/spl/kstat/zfs/") and len(parts) == 6:  # a pool's own kstats
+        return f"txgs:{parts[4]}" if parts[5] == "txgs" else f"pool_kstats:{parts[4]}"
+    for source, pattern in FILE_SOURCES.items():
+        if Path(host_path.lstrip("/")).match(pattern):
+            return source
+    return None
+
+
+def all_file_damage(snapshot: Path, every_nth_param: int = 1) -> list[FileDamage]:
+    """Each file a source reads and each command's output, with each kind of damage; of the
+    hundreds of module parameters, every `every_nth_param`-th one."""
+    manifest = json.loads((snapshot / "manifest.json").read_text())
+    params = [f for f in manifest["files"] if f.startswith("/sys/module/zfs/parameters/")]
+    keep = set(params[::every_nth_param])
+    targets = [(source, f.lstrip("/")) for f in manifest["files"]
+               if (source := file_source(f)) is not None and (f in keep or f not in params)]
+    for command in manifest["commands"]:
+        source = next((s for s, test in COMMAND_SOURCES.items() if test(command["argv"])), None)
+        if source is not None:
+            targets.append((source, command["stdout_file"]))
+    return [FileDamage(source, path, kind) for source, path in targets
+            for kind in (ONE_VALUE_DAMAGE if _one_value(source, path) else FILE_DAMAGE)]
+
+
+def _one_value(source: str, path: str) -> bool:
+    return source in ("disks", "module_params", "cpus_online") or path.endswith("/state")

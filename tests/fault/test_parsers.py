@@ -18,7 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from advisor.host import disks, kstat, system, txgs, versions, zdb, zfs_props, zpool_iostat, zpool_props, zpool_status
+from advisor.host import (disks, kstat, modparams, pool_kstats, system, txgs, versions, zdb, zfs_props, zpool_iostat,
+                          zpool_props, zpool_status)
 from advisor.host.collect import _pools_from_properties
 from advisor.host.parsing import ParseError
 from support import FIXTURES, HOSTS
@@ -72,6 +73,14 @@ PARSERS: dict[str, tuple[Callable[[str], Any], Callable[[], str], Callable[[str]
                      lambda t: not _blank(t) and "\t" not in t),
     "latency_histograms": (zpool_iostat.parse_latency_histograms, lambda: _command_output(("zpool", "iostat", "-vw")),
                            lambda t: not _blank(t) and "\t" not in t),
+    "pool_state": (pool_kstats.parse_state, lambda: _file("proc/spl/kstat/zfs/tank/state"),
+                   lambda t: t.strip() not in pool_kstats.POOL_STATES),
+    "module_param_u64": (lambda t: modparams.parse_module_param("zfs_arc_max", t),
+                         lambda: _file("sys/module/zfs/parameters/zfs_arc_max"),
+                         lambda t: not re.fullmatch(r"\s*[0-9]+\s*", t)),
+    "module_param_text": (lambda t: modparams.parse_module_param("zfs_vdev_raidz_impl", t),
+                          lambda: _file("sys/module/zfs/parameters/zfs_vdev_raidz_impl"),
+                          lambda t: not t or not t.strip().isprintable()),
     "size_histograms": (zpool_iostat.parse_size_histograms, lambda: _command_output(("zpool", "iostat", "-vr")),
                         lambda t: not _blank(t) and "\t" not in t),
 }
@@ -183,6 +192,22 @@ def test_damaged_real_output_is_parsed_or_refused_with_a_reason(name):
     ("txgs", "garbage\n", "no txgs header"),
     ("named_kstat", "1 1 0x01 1 0 0 0\nname type data\nhits 4 " + "9" * 400 + "\n", "out of the 64-bit range"),
     ("diskstats", "   8 0 sda 1 2 x 4 5 6 7 8 9 10 11\n", "not an integer"),
+    ("pool_state", "\x00\ufffd garbage\n", "is not a pool state"),
+    ("pool_state", "", "is not a pool state"),
+    ("module_param_u64", "\x00\ufffd garbage\n", "is not printable text"),
+    ("module_param_u64", "", "the file is empty"),
+    ("module_param_u64", "1_000\n", "is not an integer"),
+    ("module_param_u64", "-1\n", "below 0"),
+    ("module_param_text", "", "the file is empty"),
+    ("module_param_text", "fixed,1" + "0" * 400 + " null\n", "out of the 64-bit range"),
+    ("zfs_get", "tank\ttype\tfilesystem\t-\ntank\trecordsize\t131072\tdefault\n"
+                "tank/media\ttype\tfilesystem\t-\ntank/media\trecordsize\t13", "ends inside a line"),
+    ("zfs_get", "tank\ttype\tfilesystem\t-\ntank\trecordsize\t131072\tdefault\n"
+                "tank/media\ttype\tfilesystem\t-\n", "zfs get listed no recordsize for tank/media"),
+    ("zfs_get", "tank\ttype\tfilesystem\t-\textra\n", "not a `name<TAB>property<TAB>value<TAB>source` row"),
+    ("zpool_get", "tank\tsize\tbig\t-\n", "is not an integer"),
+    ("zpool_get", "tank\tfragmentation\t1.2.3\t-\n", "is not a ratio"),
+    ("zpool_get", "tank\tcapacity\t12\t-\ntank\tfree\t1", "ends inside a line"),
 ])
 def test_what_the_issue_saw(name, text, reason):
     """The cases a fault hunt found reported as healthy (empty, half or garbage status

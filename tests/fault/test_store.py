@@ -108,3 +108,139 @@ async def test_state_directory_full(tmp_path, tally):
     tally.fault(refused and healthy and bool(committed), lost)
     assert committed and refused, err[-1000:]
     assert lost == 0 and healthy
+
+
+# --- many processes opening one database at once -------------------------------------------
+
+OPENERS = 140
+
+
+def _open_when_all_ready(state: str, barrier, answers) -> None:
+    """One opener process: waits for all the others, then opens (and migrates) the database."""
+    import sqlite3
+
+    from advisor.store.db import StoreError, connect
+
+    barrier.wait()
+    try:
+        connect(state).close()
+        answers.put("ok")
+    except (StoreError, sqlite3.Error) as exc:
+        answers.put(f"{type(exc).__name__}: {exc}")
+
+
+def _open_at_once(state) -> list[str]:
+    """`OPENERS` real processes (fork) open the database under `state` at the same moment."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    barrier, answers = ctx.Barrier(OPENERS), ctx.Queue()
+    procs = [ctx.Process(target=_open_when_all_ready, args=(str(state), barrier, answers)) for _ in range(OPENERS)]
+    for p in procs:
+        p.start()
+    results = [answers.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+    return [r for r in results if r != "ok"]
+
+
+def _older_database(state, version: int) -> int:
+    """A database at schema `version` holding one run (as an older zfs-advisor left it); its id."""
+    import sqlite3
+
+    from advisor.store.db import DB_FILE, MIGRATIONS, _statements
+
+    state.mkdir()
+    conn = sqlite3.connect(state / DB_FILE, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    for number in range(version):
+        for statement in _statements(MIGRATIONS[number]):
+            conn.execute(statement)
+    conn.execute(f"PRAGMA user_version = {version}")
+    run = conn.execute("INSERT INTO probe_runs (pool, workload, status, started_at, budget_json, plan_json)"
+                       " VALUES ('tank', 'postgres', 'completed', 1.0, '{}', '[]')").lastrowid
+    conn.close()
+    return run
+
+
+@pytest.mark.parametrize("start", ["new", "older"])
+def test_simultaneous_first_opens_all_succeed(start, tmp_path, tally):
+    """Every opener of a new (or older-schema) database gets it, migrated once, rows kept:
+    the schema version is read inside the write transaction that migrates it."""
+    from advisor.store.db import SCHEMA_VERSION
+
+    state = tmp_path / "state"
+    run = _older_database(state, 2) if start == "older" else None
+    failures = _open_at_once(state)
+    conn = connect(state)
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        runs = [r[0] for r in conn.execute("SELECT id FROM probe_runs")]
+        healthy = conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    finally:
+        conn.close()
+    lost = 0 if run is None else int(run not in runs)
+    tally.cases(OPENERS)
+    for i in range(OPENERS):
+        tally.fault(i >= len(failures) and healthy and version == SCHEMA_VERSION, lost if i == 0 else 0)
+    assert not failures, f"{len(failures)} of {OPENERS} opens failed, e.g. {sorted(set(failures))[:3]}"
+    assert version == SCHEMA_VERSION and healthy and lost == 0
+
+
+# --- the CLI on a database it cannot use ------------------------------------------------------
+
+def _damaged_state(tmp_path, damage: str):
+    """A state directory whose database is damaged the way `damage` says (a real file each time)."""
+    from advisor.store.db import DB_FILE
+    from advisor.store.probes import ProbeStore
+
+    state = tmp_path / "state"
+    store = ProbeStore(connect(state))
+    for i in range(200):  # enough pages that a cut can fall past the schema
+        run = store.start_run("tank", "postgres", None, {"seconds": 60}, [{"parameter": "recordsize", "pad": "x" * 500}],
+                              None)
+        store.note_skip("tank", "postgres", run, "busy", "the pool was busy " * 20)
+    store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.conn.close()
+    db = state / DB_FILE
+    data = db.read_bytes()
+    if damage == "garbage":
+        db.write_bytes(bytes(range(256)) * 40)
+    elif damage == "header cut":
+        db.write_bytes(data[:50])
+    elif damage == "pages cut":
+        db.write_bytes(data[: len(data) // 3])
+    elif damage == "pages overwritten":
+        db.write_bytes(data[:4096] + b"\xa5" * (len(data) - 4096))
+    elif damage == "unreadable (a directory)":
+        db.unlink()
+        db.mkdir()
+    elif damage == "state dir is a file":
+        for f in state.iterdir():
+            f.unlink()
+        state.rmdir()
+        state.write_text("not a directory\n")
+    return state
+
+
+STORE_DAMAGE = ["garbage", "header cut", "pages cut", "pages overwritten", "unreadable (a directory)",
+                "state dir is a file"]
+
+
+# Each is a CLI start of about 3 s: the unit tier runs the two that read the most of the database.
+STORE_COMMANDS = [["probe", "--list"], ["profile", "--skips"]] + (
+    [["probe", "--list", "--json"], ["probe", "--show", "1"]] if FULL else [])
+
+
+@pytest.mark.parametrize("command", STORE_COMMANDS, ids=" ".join)
+@pytest.mark.parametrize("damage", STORE_DAMAGE)
+def test_cli_on_a_damaged_database_says_one_line(command, damage, tmp_path, tally):
+    state = _damaged_state(tmp_path, damage)
+    proc = subprocess.run([sys.executable, "-m", "advisor", *command, "--state-dir", str(state)], cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=120)
+    lines = proc.stderr.strip().splitlines()
+    one_line = proc.returncode not in (0, 2) and len(lines) == 1 and lines[0].startswith("zfs-advisor")
+    tally.cases()
+    tally.fault(one_line and "Traceback" not in proc.stderr)
+    assert one_line, (proc.returncode, proc.stderr[-1500:])
+    assert str(state) in lines[0] or "database" in lines[0], lines[0]

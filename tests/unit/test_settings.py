@@ -36,6 +36,8 @@ def test_precedence_file_then_env_then_cli(monkeypatch, tmp_path):
         ("prot = 21134\n", "prot"),  # a typo is an error, not a silent default
         ("log_level = 'loud'\n", "log_level"),
         ("port = [\n", "cannot read"),
+        ("state_dir = ''\n", "state_dir: Value error, is empty, which would mean the current directory"),
+        ("state_dir = '  '\n", "state_dir: Value error, is empty"),
     ],
 )
 def test_bad_settings_are_clear_errors(tmp_path, content, message):
