@@ -22,6 +22,7 @@ from advisor.app import create_app
 from advisor.cli.common import add_subcommand, settings
 from advisor.logs import setup_logging
 from advisor.reload import reload
+from advisor.store.statedir import report_state_dir
 from advisor.settings import DEFAULT_PORT
 from advisor.settings import Settings
 
@@ -50,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
 
     config = load()
     setup_logging(config.log_level, config.log_format)
+    report_state_dir(config.state_dir, log)  # unwritable: served read-only, said once here
     keep_big_blocks_apart()  # bodies of megabytes go back to the kernel when dropped (advisor/api/shared.py)
     favour_the_event_loop()  # a thread holding the GIL yields it to the loop within 0.5 ms
     return asyncio.run(_serve(create_app(config), config, load))
