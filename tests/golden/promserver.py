@@ -28,8 +28,11 @@ def free_port() -> int:
 
 
 class PrometheusServer:
-    def __init__(self, workdir: Path, targets: list[str] = (), scrape_interval: str = "1s", job_options: str = ""):
-        """`job_options`: more YAML for the scrape job, indented as its keys (e.g. `    scheme: https`)."""
+    def __init__(self, workdir: Path, targets: list[str] = (), scrape_interval: str = "1s", job_options: str = "",
+                 rule_files: list[Path] = (), evaluation_interval: str | None = None):
+        """`job_options`: more YAML for the scrape job, indented as its keys (e.g. `    scheme: https`);
+        `rule_files`: alerting/recording rules to load, evaluated every `evaluation_interval`
+        (the scrape interval by default)."""
         binary = shutil.which("prometheus")
         if binary is None:
             raise FileNotFoundError("prometheus not found: install Debian's `prometheus` package")
@@ -39,9 +42,12 @@ class PrometheusServer:
         self.url = f"http://127.0.0.1:{self.port}"
         targets_yaml = json.dumps(list(targets))
         self.config = self.workdir / "prometheus.yml"
+        rules = "".join(f"  - {json.dumps(str(Path(r).resolve()))}\n" for r in rule_files)
         self.config.write_text(
             f"global:\n  scrape_interval: {scrape_interval}\n  scrape_timeout: {scrape_interval}\n"
-            f"scrape_configs:\n  - job_name: zfs-advisor\n    static_configs:\n      - targets: {targets_yaml}\n"
+            f"  evaluation_interval: {evaluation_interval or scrape_interval}\n"
+            + (f"rule_files:\n{rules}" if rules else "")
+            + f"scrape_configs:\n  - job_name: zfs-advisor\n    static_configs:\n      - targets: {targets_yaml}\n"
             + job_options
         )
         self.proc: subprocess.Popen | None = None
@@ -102,6 +108,10 @@ class PrometheusServer:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"no result for {expr} within {timeout} s")
             time.sleep(0.5)
+
+    def firing(self, alertname: str) -> list[dict]:
+        """The labels of each firing alert of that name (the ALERTS series Prometheus writes)."""
+        return [r["metric"] for r in self.query(f'ALERTS{{alertname="{alertname}",alertstate="firing"}}')]
 
     def targets(self) -> list[dict]:
         """The active scrape targets (health, lastError, ...) as /api/v1/targets lists them."""

@@ -33,6 +33,9 @@ from labvm import LabVM  # noqa: E402
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "lab: needs the qemu ZFS lab VM (tests/lab); run with ZFS_ADVISOR_LAB=1")
+    config.addinivalue_line(
+        "markers", "lab_wrecks_vm: leaves the VM unusable (a suspended pool); runs last on its OpenZFS line "
+        "and takes the fixture wrecked_after, which stops the VM after it")
 
 
 def _lab_requested(config: pytest.Config) -> tuple[bool, bool]:
@@ -69,18 +72,19 @@ def _deselect_unselected_lines(config: pytest.Config, items: list[pytest.Item]) 
 
 def _order_by_vm(items: list[pytest.Item]) -> None:
     """Every test of one OpenZFS line, then the next, layout by layout: each switch of
-    line is a boot (minutes), each switch of layout a pool creation.  Stable: tests
-    keep their order within a (line, layout)."""
+    line is a boot (minutes), each switch of layout a pool creation; a test that wrecks
+    the VM comes last on its line.  Stable: tests keep their order within a (line, layout)."""
     lines = list(labimage.ZFS_LINES)
     layouts = labparams.selected_layouts()
 
-    def key(item: pytest.Item) -> tuple[int, int]:
+    def key(item: pytest.Item) -> tuple[int, int, int]:
         spec = getattr(item, "callspec", None)
         param = spec.params.get("lab_vm") if spec else None
         if not isinstance(param, tuple):
-            return (-1, -1)  # lab-free tests, and those whose layouts are all deselected (skipped), first
+            return (-1, -1, -1)  # lab-free tests, and those whose layouts are all deselected (skipped), first
         zfs, layout = param
         return (lines.index(zfs) if zfs in lines else len(lines),
+                1 if item.get_closest_marker("lab_wrecks_vm") else 0,
                 layouts.index(layout) if layout in layouts else len(layouts))
 
     items.sort(key=key)
@@ -132,6 +136,13 @@ def _lab_machines():
         yield machines
     finally:
         machines.stop()
+
+
+@pytest.fixture
+def wrecked_after(_lab_machines):
+    """For a test that leaves the VM unusable: stops the VM after it (the next test boots a new one)."""
+    yield
+    _lab_machines.stop()
 
 
 @pytest.fixture(scope="session")

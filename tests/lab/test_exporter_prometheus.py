@@ -10,25 +10,21 @@ its "before" reading: the second of them started after it.
 """
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from labexporter import PORT, PY, exporter_in_vm
 from labparams import lab_params
 
-from advisor.settings import DEFAULT_PORT
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "golden"))
-from promserver import PrometheusServer, free_port  # noqa: E402
+from promserver import PrometheusServer  # noqa: E402
 
 pytestmark = [
     pytest.mark.lab,
     pytest.mark.parametrize("lab_vm", lab_params(["ssd-mirror2x2"]), indirect=True, scope="session"),
 ]
-PY = "PYTHONPATH=/project /opt/zfs-advisor-venv/bin/python"
-PORT = DEFAULT_PORT
 COMMANDS_INTERVAL = 5  # seconds between the daemon's zpool/zfs runs
 
 
@@ -54,24 +50,8 @@ def last_txg(vm, pool: str) -> int:
 
 @pytest.fixture
 def exporter_url(lab_vm):
-    vm = lab_vm
-    vm.exec(f"nohup env ZFS_ADVISOR_COMMANDS_INTERVAL_SECONDS={COMMANDS_INTERVAL} {PY} -m advisor serve "
-            f"--port {PORT} >/root/advisor.log 2>&1 & echo $! >/root/advisor.pid", check=True)
-    vm.exec(f"{PY} -c 'import time, urllib.request as u\n"
-            f"for _ in range(120):\n"
-            f"    try: u.urlopen(\"http://127.0.0.1:{PORT}/healthz\").read(); break\n"
-            f"    except OSError: time.sleep(1)\n"
-            f"else: raise SystemExit(1)'", timeout=180).check("advisor serve in the VM")
-    local = free_port()
-    ssh = vm._ssh_base()
-    tunnel = subprocess.Popen([*ssh[:-1], "-N", "-L", f"127.0.0.1:{local}:127.0.0.1:{PORT}", ssh[-1]],
-                              stdin=subprocess.DEVNULL)
-    try:
-        yield f"127.0.0.1:{local}"
-    finally:
-        tunnel.terminate()
-        tunnel.wait(timeout=10)
-        vm.exec("kill $(cat /root/advisor.pid)")
+    with exporter_in_vm(lab_vm, {"ZFS_ADVISOR_COMMANDS_INTERVAL_SECONDS": str(COMMANDS_INTERVAL)}) as url:
+        yield url
 
 
 def test_prometheus_scrapes_the_exporter_in_the_vm(lab_vm, exporter_url, tmp_path):
