@@ -70,8 +70,9 @@ def run(args: argparse.Namespace) -> int:
 
     from advisor.model.answers import MEASURE
 
-    try:  # `measure` (--answers): the probe an undecided answer's own command runs
-        budgets = [MEASURE if b.strip() == "measure" and args.answers else int(b)
+    try:  # `measure` (--answers): the probe an undecided answer's own command runs; a number is a
+        # count of probes, never MEASURE's internal value (-1 must stay a bad budget)
+        budgets = [MEASURE if b.strip() == "measure" and args.answers else _count(b)
                    for b in args.budget.split(",") if b.strip()]
     except ValueError:
         print(f"zfs-advisor evaluate: --budget {args.budget!r}: expected numbers like 1,2 "
@@ -137,6 +138,13 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
     return 0
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError(f"{value} probes")
+    return value
 
 
 def _answers(args: argparse.Namespace, budgets: list[int]) -> int:

@@ -367,7 +367,8 @@ def test_prometheus_scrapes_the_installed_service_and_every_panel_has_data(insta
     with prom:
         prom.wait_for('up{job="zfs-advisor"} == 1', timeout=60)
         prom.wait_for('count_over_time(up{job="zfs-advisor"}[5m]) >= 4', timeout=120)
-        assert prom.query('min_over_time(up{job="zfs-advisor"}[5m]) == 1'), "a scrape failed"
+        assert prom.query('min_over_time(up{job="zfs-advisor"}[5m]) == 1'), (
+            "a scrape failed", [(t["health"], t["lastError"], t["lastScrapeDuration"]) for t in prom.targets()])
         rules = json.load(urllib.request.urlopen(f"{prom.url}/api/v1/rules", timeout=30))["data"]["groups"]
         assert rules and {r["health"] for g in rules for r in g["rules"]} == {"ok"}, rules
         firing = [a["labels"]["alertname"] for a in prom.query('ALERTS{alertstate="firing"}')]
@@ -629,6 +630,36 @@ def test_reload_applies_the_config_file_without_a_restart(installed):
                 check=True, timeout=60)
 
 
+# Before the stop and watchdog tests: the watchdog test leaves its drop-in (the wedge) for uninstall.
+def test_an_upgrade_switches_in_one_rename_and_a_failed_one_leaves_the_old_running(installed):
+    """install.sh again: a new release beside the old, $PREFIX/venv switched to it, the service
+    restarted on it. Then an upgrade whose pip fails (a wheel directory without the dependencies):
+    nothing changes, the running service is the one from before."""
+    vm, http = installed[:2]
+    wheels = installed[4]
+    before = wait_running(vm, http)
+    old_release = vm.exec("readlink /opt/zfs-advisor/venv", check=True).stdout.strip()
+    upgrade = vm.exec(f"cd /project && deploy/install.sh --wheels {wheels}", timeout=600)
+    assert upgrade.rc == 0, upgrade.stdout + upgrade.stderr
+    after = wait_running(vm, http)
+    new_release = vm.exec("readlink /opt/zfs-advisor/venv", check=True).stdout.strip()
+    assert new_release != old_release and new_release.startswith("/opt/zfs-advisor/releases/")
+    assert after["MainPID"] != before["MainPID"]
+    releases = sorted(vm.exec("ls /opt/zfs-advisor/releases", check=True).stdout.split())
+    assert [f"/opt/zfs-advisor/releases/{r}" for r in releases] == sorted([old_release, new_release])
+    print(f"\nupgrade: {old_release} -> {new_release}, MainPID {before['MainPID']} -> {after['MainPID']}")
+
+    failed = vm.exec("mkdir -p /root/no-wheels && cd /project && deploy/install.sh --wheels /root/no-wheels",
+                     timeout=600)
+    assert failed.rc != 0 and "nothing changed" in failed.stderr, failed.stdout + failed.stderr
+    still = wait_running(vm, http)
+    assert vm.exec("readlink /opt/zfs-advisor/venv", check=True).stdout.strip() == new_release
+    assert (still["MainPID"], still["NRestarts"]) == (after["MainPID"], after["NRestarts"])
+    assert sorted(vm.exec("ls /opt/zfs-advisor/releases", check=True).stdout.split()) == releases
+    print(f"failed upgrade (pip): rc {failed.rc}, still {new_release}, MainPID {still['MainPID']}: "
+          f"{failed.stderr.strip().splitlines()[-1]}")
+
+
 def test_stop_is_clean_and_within_timeout_stop_sec(installed):
     vm, http = installed[:2]
     wait_running(vm, http)
@@ -679,35 +710,6 @@ def test_a_wedged_event_loop_trips_the_watchdog(installed):
     assert log.index("wedging the event loop now") < log.index("Watchdog timeout")
 
 
-def test_an_upgrade_switches_in_one_rename_and_a_failed_one_leaves_the_old_running(installed):
-    """install.sh again: a new release beside the old, $PREFIX/venv switched to it, the service
-    restarted on it. Then an upgrade whose pip fails (a wheel directory without the dependencies):
-    nothing changes, the running service is the one from before."""
-    vm, http = installed[:2]
-    wheels = installed[4]
-    before = wait_running(vm, http)
-    old_release = vm.exec("readlink /opt/zfs-advisor/venv", check=True).stdout.strip()
-    upgrade = vm.exec(f"cd /project && deploy/install.sh --wheels {wheels}", timeout=600)
-    assert upgrade.rc == 0, upgrade.stdout + upgrade.stderr
-    after = wait_running(vm, http)
-    new_release = vm.exec("readlink /opt/zfs-advisor/venv", check=True).stdout.strip()
-    assert new_release != old_release and new_release.startswith("/opt/zfs-advisor/releases/")
-    assert after["MainPID"] != before["MainPID"]
-    releases = sorted(vm.exec("ls /opt/zfs-advisor/releases", check=True).stdout.split())
-    assert [f"/opt/zfs-advisor/releases/{r}" for r in releases] == sorted([old_release, new_release])
-    print(f"\nupgrade: {old_release} -> {new_release}, MainPID {before['MainPID']} -> {after['MainPID']}")
-
-    failed = vm.exec("mkdir -p /root/no-wheels && cd /project && deploy/install.sh --wheels /root/no-wheels",
-                     timeout=600)
-    assert failed.rc != 0 and "nothing changed" in failed.stderr, failed.stdout + failed.stderr
-    still = wait_running(vm, http)
-    assert vm.exec("readlink /opt/zfs-advisor/venv", check=True).stdout.strip() == new_release
-    assert (still["MainPID"], still["NRestarts"]) == (after["MainPID"], after["NRestarts"])
-    assert sorted(vm.exec("ls /opt/zfs-advisor/releases", check=True).stdout.split()) == releases
-    print(f"failed upgrade (pip): rc {failed.rc}, still {new_release}, MainPID {still['MainPID']}: "
-          f"{failed.stderr.strip().splitlines()[-1]}")
-
-
 def test_uninstall_keeps_settings_and_results_and_purge_leaves_nothing_behind(installed):
     vm = installed[0]
     # What an admin may have added: `systemctl edit` (override.conf) and a runtime drop-in.
@@ -718,7 +720,8 @@ def test_uninstall_keeps_settings_and_results_and_purge_leaves_nothing_behind(in
     result = vm.exec("cd /project && deploy/install.sh --uninstall", timeout=120)
     assert result.rc == 0, result.stdout + result.stderr
     kept = vm.exec(" ; ".join(f"test -e {p} -o -L {p} && echo {p}" for p in INSTALLED_PATHS) + " ; true").stdout
-    assert set(kept.split()) == {"/etc/zfs-advisor", "/var/lib/private/zfs-advisor"}, kept
+    # /var/lib/zfs-advisor is systemd's symlink to the private state directory (DynamicUser=)
+    assert set(kept.split()) == {"/etc/zfs-advisor", "/var/lib/zfs-advisor", "/var/lib/private/zfs-advisor"}, kept
     assert vm.exec("test -s /etc/zfs-advisor/config.toml").rc == 0
     assert show(vm, "LoadState")["LoadState"] == "not-found"
 
