@@ -18,6 +18,7 @@ from typing import Callable
 
 from aiohttp import web
 
+from advisor.app import check_workloads_setting
 from advisor.appkeys import EXPORTER, MODEL, RULEBOOK, RUNTIME, SETTINGS, WEB_CONFIG
 from advisor.runtime import Runtime, client_ca_digest
 from advisor.engine.advice import Advice
@@ -61,9 +62,7 @@ def reload(app: web.Application, load: Callable[[], Settings], ssl_context: ssl.
             result.kept.append(f"{name} (a restart applies it; running with {_shown(live, name)})")
     update = {name: getattr(new, name) for name in changed if name not in RESTART_ONLY}
     effective = live.model_copy(update=update)
-    try:
-        from advisor.app import check_workloads_setting  # the app factory's own start-up check
-
+    try:  # the start-up checks of the app factory, on the configuration as it would run
         check_workloads_setting(effective.workloads, app[RULEBOOK])
         check_exposure(effective, web_config)
         tls_kept = _check_tls(live_web, web_config, app[RUNTIME])
@@ -81,7 +80,7 @@ def reload(app: web.Application, load: Callable[[], Settings], ssl_context: ssl.
     runtime.export_options = ExportOptions.from_settings(live)
     if "workloads" in update:
         runtime.advice = Advice(app[RULEBOOK], live.workloads, app[MODEL].advice_lookup)
-    if result.applied:
+    if update:  # what /metrics renders depends on the settings (users and certificates do not)
         runtime.generation += 1
         app[EXPORTER].forget()  # text rendered under the old settings
     return result
