@@ -77,8 +77,6 @@ async def error_middleware(
 # previous response) is dropped, and so is a connection idle that long: aiohttp's keep-alive
 # timer, which also runs before the first request.
 READ_TIMEOUT_SECONDS = 10.0
-# At the connection limit, an idle connection younger than this is not closed for a new one.
-MIN_IDLE_AGE_SECONDS = 0.1
 _refusals = RateLimitedLog(log, interval=60.0)
 
 
@@ -119,17 +117,20 @@ class _JsonErrorServer(web.Server):
         super().connection_lost(handler, exc)
         self._since.pop(handler, None)
 
-    def close_idle(self) -> bool:
-        """Close the oldest connection not serving a request (idle, or a request still arriving)
-        and not closing already, if it is at least MIN_IDLE_AGE_SECONDS old (in a burst, the
-        newest are refused rather than each one closing the one before it got to send its
-        request); False when there is none (advisor/api/connections.py)."""
-        victim = next((h for h in self._connections if h.transport is not None and not h._request_in_progress), None)
-        if victim is None or time.monotonic() - self._since.get(victim, 0.0) < MIN_IDLE_AGE_SECONDS:
-            return False
-        victim.transport.abort()  # at once, even with bytes unsent: its descriptor is needed now
-        victim.force_close()
-        return True
+    def _oldest_idle(self) -> RequestHandler | None:
+        return next((h for h in self._connections if h.transport is not None and not h._request_in_progress), None)
+
+    def oldest_idle_since(self) -> float | None:
+        """When the oldest connection not serving a request (idle, or a request still arriving)
+        and not closing already was made (advisor/api/connections.py decides what to do)."""
+        victim = self._oldest_idle()
+        return None if victim is None else self._since.get(victim, 0.0)
+
+    def close_oldest_idle(self) -> None:
+        victim = self._oldest_idle()
+        if victim is not None:
+            victim.transport.abort()  # at once, even with bytes unsent: its descriptor is needed now
+            victim.force_close()
 
 
 class JsonErrorAppRunner(web.AppRunner):
@@ -146,7 +147,7 @@ class JsonErrorAppRunner(web.AppRunner):
         server = await super()._make_server()
         server.__class__ = _JsonErrorServer
         server._since = {}  # type: ignore[attr-defined]
-        self.guard.close_idle = server.close_idle  # type: ignore[attr-defined]
+        self.guard.idle = server  # type: ignore[assignment]
         return server
 
 

@@ -104,8 +104,8 @@ async def _open_half_sent(port: int, n: int) -> list[tuple[asyncio.StreamReader,
 
 async def test_connection_cap_closes_the_oldest_idle_connection(tally):
     """Beyond the limit, the oldest idle connection (at least 0.1 s old) closes for a new one;
-    younger ones are not closed for the newcomers of a burst (those are refused); the count of
-    open sockets goes back to zero once the clients are gone."""
+    younger ones are not closed for the newcomers of a burst (those wait in the kernel's queue
+    until one is old enough); the count of open sockets goes back to zero once the clients are gone."""
     async with serving(create_app(Settings(root=str(SNAPSHOT))), max_connections=8) as served:
         guard = served.runner.guard
         idle = await _open_half_sent(served.port, 20)
