@@ -43,6 +43,10 @@ class ProfilerSettings(BaseModel):
     idle_max_bytes_per_second: float = Field(256 << 10, ge=0, description="More foreground bytes than this: not idle.")
     max_file_bytes: int = Field(256 << 20, ge=16 << 20, description="Largest file per fio job of a probe.")
     ramp_seconds: int = Field(5, ge=0, le=60, description="Warm-up discarded per fio run.")
+    cache: Literal["uncached", "arc-cap", "cached"] = Field(
+        "uncached", description="How probes keep reads from coming out of memory: uncached (primarycache=metadata on "
+        "the scratch dataset only), arc-cap (zfs_arc_max lowered for the whole host while a probe runs: evicts "
+        "other pools' cached data), cached (neither).")
     layout_bytes_per_second: float = Field(
         50e6, gt=0, description="How fast fio lays out files here, for the plan's estimate (an emulated VM: ~8 MB/s).")
     max_queued: int = Field(16, ge=1, le=1000, description="POST /v1/probes refuses more queued runs than this.")

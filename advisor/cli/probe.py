@@ -25,7 +25,7 @@ from advisor.probe.modparams import ModuleParamError
 from advisor.probe.runner import ProbeAborted, ProbeFailed, Progress
 from advisor.probe.safety import LockBusy, UnsafeToProbe
 from advisor.probe.scratch import ScratchError
-from advisor.probe.service import PlanError, ProbeConfig, ProbeService, parse_budget
+from advisor.probe.service import CACHE_METHODS, PlanError, ProbeConfig, ProbeService, parse_budget
 from advisor.settings import load_settings
 from advisor.store.db import StoreError
 from advisor.store.probes import RunRow
@@ -55,7 +55,11 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--layout-per", choices=("repeat", "candidate"), default="repeat",
                    help="lay files out afresh in a new scratch dataset for each repeat (default), or once per "
                         "candidate for all its repeats (how the lab prior was measured)")
-    p.add_argument("--no-arc-cap", action="store_true", help="leave zfs_arc_max and zfs_arc_min alone (results may come from memory)")
+    p.add_argument("--cache", choices=CACHE_METHODS, default="uncached",
+                   help="how reads are kept from coming out of memory: uncached (default) sets primarycache="
+                        "metadata on the scratch dataset only; arc-cap lowers zfs_arc_max (and zfs_arc_min) for "
+                        "the whole host while the probe runs, which evicts other pools' cached data; cached does "
+                        "neither (results may come from memory)")
     p.add_argument("--plan-only", action="store_true", help="print the plan and stop")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--list", action="store_true", help="list stored probe runs")
@@ -70,11 +74,21 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
 def _service(args: argparse.Namespace) -> ProbeService:
     state_dir = args.state_dir or load_settings(args.config).state_dir
     config = ProbeConfig(state_dir=state_dir, repeats=args.repeats, ramp_seconds=args.ramp,
-                         max_file_bytes=parse_size(args.file_size), cap_arc=not args.no_arc_cap,
+                         max_file_bytes=parse_size(args.file_size), cache=args.cache,
                          layout_bytes_per_second=float(parse_size(args.layout_rate)),
                          layout_per_repeat=args.layout_per == "repeat",
                          **({"scratch_name": args.scratch_name} if args.scratch_name else {}))
     return ProbeService(config, load_rulebook(load_settings(args.config).rules_dir))
+
+
+def _cache_text(plan: Plan) -> str:
+    if plan.arc_max_bytes:
+        floor = f" (floor lowered to {format_size(plan.arc_min_bytes)})" if plan.arc_min_bytes else ""
+        return f"ARC cap {format_size(plan.arc_max_bytes)}{floor} for the whole host"
+    if plan.layout_primarycache:
+        return (f"the ARC left alone, scratch primarycache={plan.layout_primarycache} while laying out, "
+                f"{plan.measure_primarycache} while measuring")
+    return "the ARC left alone"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -152,8 +166,7 @@ def _plan_text(plan: Plan) -> str:
              f"  {plan.repeats} repeats x ({plan.ramp_seconds} s warm-up + {plan.runtime_seconds} s measured) each, "
              f"{'each on a fresh layout' if plan.layout_per_repeat else 'on one layout a candidate'}; "
              f"working set {format_size(plan.working_set_bytes)}, quota {format_size(plan.quota_bytes)}, "
-             f"ARC cap {format_size(plan.arc_max_bytes) if plan.arc_max_bytes else 'none'}"
-             f"{f' (floor lowered to {format_size(plan.arc_min_bytes)})' if plan.arc_min_bytes else ''}; "
+             f"{_cache_text(plan)}; "
              f"about {plan.estimated_seconds:.0f} s of {plan.budget.seconds:g} s"]
     lines += [f"  note: {n}" for n in plan.notes]
     if plan.dropped:

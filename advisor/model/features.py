@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from advisor.engine.units import parse_size
+from advisor.probe.arc import disk_read_equivalent
 
 # The OpenZFS defaults a probe's scratch child gets (advisor/probe/candidates.py BASELINE).
 DEFAULTS = {"recordsize": "128K", "compression": "lz4", "logbias": "latency", "primarycache": "all",
@@ -316,6 +317,14 @@ class WorkloadShape:
         return cls(workload.name, workload.io.pattern, parse_size(workload.io.block_size), workload.io.read_fraction)
 
 
+def _arc_max_of(row: Any) -> int | None:
+    """The ARC cap a stored result is described by: its own, or for a probe that kept its data
+    out of the ARC (scratch primarycache=metadata), the cap a capped probe would have set."""
+    if row.arc_max_bytes or getattr(row, "scratch_primarycache", None) != "metadata" or not row.working_set_bytes:
+        return row.arc_max_bytes
+    return disk_read_equivalent(row.working_set_bytes, row.compress_percentage or 0)
+
+
 def from_result(row: Any, workload: WorkloadShape, pool_name: str) -> Observation:
     """A stored probe result (advisor/store/probes.py ResultRow) of `pool_name`."""
     settings = dict(DEFAULTS)
@@ -325,7 +334,7 @@ def from_result(row: Any, workload: WorkloadShape, pool_name: str) -> Observatio
     return Observation(
         workload=workload.name, pattern=workload.pattern, block_size_bytes=workload.block_size_bytes,
         read_fraction=workload.read_fraction, **job_shape(row.job),
-        working_set_bytes=row.working_set_bytes, arc_max_bytes=row.arc_max_bytes, **pool_shape(row.pool),
+        working_set_bytes=row.working_set_bytes, arc_max_bytes=_arc_max_of(row), **pool_shape(row.pool),
         # The model's baseline is the ZFS default, not the run's first value: a run of
         # `--param recordsize=8K,4K` stores 8K as its baseline, and its ratios are to 8K.
         parameter=row.parameter, value=row.value, baseline=settings == normalized(DEFAULTS), settings=settings,

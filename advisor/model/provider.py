@@ -30,7 +30,7 @@ from advisor.model.dataset import Sample, load_csv, prior_path, samples
 from advisor.model.features import (DEFAULTS, KNOWN_COMPRESSION, Observation, WorkloadShape, from_result, query,
                                     supported)
 from advisor.model.select import choose, settings_key
-from advisor.probe.arc import arc_cap, stored_bytes
+from advisor.probe.arc import disk_read_equivalent
 from advisor.probe.candidates import Candidate, make_candidate, recordsize_grid
 from advisor.probe.fio_job import Hygiene, JobError, build_job
 from advisor.probe.pooldesc import describe_pool
@@ -189,7 +189,7 @@ class ModelProvider:
         # As a probe of this pool would measure it: the ARC capped below the working set
         # (advisor/probe/arc.py), where the lab's 512 MiB cells were measured too.
         ws = job.working_set_bytes
-        cap = arc_cap(stored_bytes(ws, job.compress_percentage))
+        cap = disk_read_equivalent(ws, job.compress_percentage)
         return query(WorkloadShape.of(workload), job.text, ws, cap, descriptor, pool)
 
     def advice_lookup(self, host: Host) -> tuple[object, PredictionLookup | None]:

@@ -1,7 +1,9 @@
 """How far a probe caps the ARC, so that the working set is read from the disks, not memory.
 
-The probe service sets these limits while it runs; the regression model asks what a probe
-would set, so that a pool not probed yet is predicted as a probe would measure it.
+The probe service sets these limits while it runs when asked to (`--cache arc-cap`, as the
+lab prior was measured); the regression model describes every probe that reads from the disks
+by the cap such a probe would set, so that a pool not probed yet, or probed with its scratch
+dataset uncached (the default), is predicted as the prior's probes measured.
 """
 from __future__ import annotations
 
@@ -37,3 +39,9 @@ def arc_limits(stored: int, c_min: int) -> tuple[int | None, int]:
     wanted = arc_cap(stored)
     floor = max(MIN_ARC_MIN, min(c_min, wanted - ARC_HEADROOM))
     return (floor if floor < c_min else None), max(wanted, floor + ARC_HEADROOM)
+
+
+def disk_read_equivalent(working_set: int, compress_percentage: int) -> int:
+    """The ARC cap that describes a probe reading `working_set` from the disks: what a capped
+    probe sets; an uncached one (primarycache=metadata) keeps even less of it in memory."""
+    return arc_cap(stored_bytes(working_set, compress_percentage))

@@ -23,7 +23,7 @@ from advisor.probe.efficiency import (Efficiency, diagnose, disk_busy, expected_
                                       raw_read_rates, txgs_during)
 from advisor.probe.fio_result import load_fio_json, parse_fio_json
 from advisor.probe.runner import ProbeFailed, commit_pool, run_watched_fio
-from advisor.probe.foreground import ForegroundWatch
+from advisor.probe.foreground import foreground_watch
 from advisor.probe.safety import Thresholds
 from advisor.probe.scratch import ScratchArea
 
@@ -76,7 +76,8 @@ async def measure(pool_name: str, descriptor: dict[str, Any], runner: CommandRun
                   scratch: ScratchArea, thresholds: Thresholds, workdir: Path, seconds: int = 10,
                   file_bytes: int = 256 << 20, numjobs: int = 4, deadline: float | None = None,
                   cap_arc: Callable[[], int | None] | None = None) -> EfficiencyReport:
-    """`cap_arc`: caps the ARC before the reads, and returns the cap (None: not capped)."""
+    """`cap_arc`: caps the ARC before the reads, and returns the cap (None: not capped); given,
+    foreground I/O on any pool of the host stops the run, not only on this one."""
     deadline = deadline or time.monotonic() + 900
     members = [d["name"] for d in descriptor["disks"]]
     devices = [f"/dev/{m}" for m in members]
@@ -88,7 +89,7 @@ async def measure(pool_name: str, descriptor: dict[str, Any], runner: CommandRun
     except ValueError as exc:  # FioParseError included
         raise ProbeFailed(f"raw read of {', '.join(members)}: {exc}") from None
     raw = {m: rates[d] for m, d in zip(members, devices)}
-    watch = ForegroundWatch(files, pool_name, scratch.root)
+    watch = foreground_watch(files, pool_name, scratch.root, host_wide=cap_arc is not None)
     dataset, mountpoint = await scratch.create_child("efficiency", EFFICIENCY_PROPERTIES,
                                                      numjobs * file_bytes * 2 + (256 << 20))
     results, disks, arc_max_bytes = [], {}, None

@@ -1,9 +1,12 @@
 """Foreground I/O on a pool while a probe runs: everything but the probe's own.
 
 The source is the per-dataset objset kstats (/proc/spl/kstat/zfs/<pool>/objset-*,
-OpenZFS >= 0.8): logical reads and writes of each dataset, so reads served by the
-ARC count too (they are a user's activity all the same). Zvols without objset
-kstats are not seen.
+OpenZFS >= 0.8): logical reads and writes of each dataset and zvol (zvols count their
+reads and writes there too: dataset_kstats_update_*_kstats() in zvol_os.c), so reads
+served by the ARC count too (they are a user's activity all the same).
+
+A probe that changes a host-wide setting (a module parameter, the ARC cap) watches every
+pool of the host (`HostForegroundWatch`): what it changed reaches them all.
 
 A host can have thousands of datasets, and reading all their kstats every poll
 does not scale (10,000 files took 420 ms a poll through the general kstat parser:
@@ -214,6 +217,72 @@ class ForegroundWatch:
                 busy.append((seen.bytes_rate + seen.ops_rate, seen.reading.name))
         busy.sort(reverse=True)
         return Foreground(ops, nbytes, [name for _, name in busy[:3]], self._sweep_seconds, len(self._seen))
+
+
+class HostForegroundWatch:
+    """Foreground I/O on every pool of the host: the probed pool's watch (which knows the
+    scratch datasets) and one per other pool, found again at each refresh; polls share the
+    time budget. The same calls as ForegroundWatch."""
+
+    def __init__(self, files: HostFiles, pool: str, scratch_root: str, poll_budget_seconds: float = 0.05):
+        self.files, self.pool, self.scratch_root = files, pool, scratch_root
+        self.poll_budget_seconds = poll_budget_seconds
+        self.probed = ForegroundWatch(files, pool, scratch_root, poll_budget_seconds)
+        self.others: dict[str, ForegroundWatch] = {}
+        self._find_pools()
+
+    def _find_pools(self) -> None:
+        """Pools with objset kstats now; a pool imported since is watched, an exported one dropped."""
+        try:
+            names = [e for e in self.files.listdir(KSTAT_DIR) if e != self.pool
+                     and any(f.startswith("objset-") for f in self._listing(e))]
+        except OSError:
+            names = []
+        budget = self.poll_budget_seconds / (1 + len(names))
+        self.probed.poll_budget_seconds = budget
+        # No dataset of another pool is scratch: "/" begins no dataset name.
+        self.others = {n: self.others.get(n) or ForegroundWatch(self.files, n, "/", budget) for n in sorted(names)}
+        for watch in self.others.values():
+            watch.poll_budget_seconds = budget
+
+    def _listing(self, entry: str) -> list[str]:
+        try:
+            return self.files.listdir(f"{KSTAT_DIR}/{entry}")
+        except OSError:  # a kstat file, not a pool's directory
+            return []
+
+    def _all(self) -> list[ForegroundWatch]:
+        return [self.probed, *self.others.values()]
+
+    def refresh(self) -> None:
+        self._find_pools()
+        for watch in self._all():
+            watch.refresh()
+
+    def counters(self) -> tuple[IoSample, IoSample]:
+        self._find_pools()
+        foreground, scratch = self.probed.counters()
+        for watch in self.others.values():
+            other, _ = watch.counters()
+            foreground = IoSample(other.at, foreground.ops + other.ops, foreground.bytes + other.bytes)
+        return foreground, scratch
+
+    def scratch_written(self) -> int:
+        return self.probed.scratch_written()
+
+    def poll(self) -> Foreground:
+        seen = [watch.poll() for watch in self._all()]
+        busiest = sorted(((f.ops_per_second + f.bytes_per_second, i, name) for f in seen
+                          for i, name in enumerate(f.busiest)), key=lambda b: (-b[0], b[1]))
+        return Foreground(sum(f.ops_per_second for f in seen), sum(f.bytes_per_second for f in seen),
+                          [name for *_, name in busiest[:3]], max(f.sweep_seconds for f in seen),
+                          sum(f.datasets for f in seen))
+
+
+def foreground_watch(files: HostFiles, pool: str, scratch_root: str,
+                     host_wide: bool) -> ForegroundWatch | HostForegroundWatch:
+    """The pool's watch, or the whole host's when the probe changes a host-wide setting."""
+    return HostForegroundWatch(files, pool, scratch_root) if host_wide else ForegroundWatch(files, pool, scratch_root)
 
 
 def foreground_rate(before: IoSample, after: IoSample) -> tuple[float, float]:

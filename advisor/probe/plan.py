@@ -38,12 +38,23 @@ class Plan(BaseModel):
     arc_max_bytes: int | None = Field(None, description="ARC cap while the probe runs (None: left alone)")
     arc_min_bytes: int | None = Field(None, description="ARC floor (zfs_arc_min) lowered to this while the probe "
                                       "runs, so that the cap can go below it (None: left alone)")
+    layout_primarycache: str | None = Field(None, description="primarycache of the scratch dataset while its files "
+                                            "are laid out (None: the candidate's, 'all' by default)")
+    measure_primarycache: str | None = Field(None, description="primarycache of the scratch dataset while fio "
+                                             "measures (None: the candidate's)")
     layout_per_repeat: bool = Field(True, description="each repeat lays out its files in a fresh scratch child "
                                     "(False: a candidate's repeats share one layout, as the lab prior was measured)")
     budget: Budget
     estimated_seconds: float
     dropped: list[Candidate] = Field(default_factory=list, description="candidates the budget had no room for")
     notes: list[str] = Field(default_factory=list, description="what may make the numbers less telling")
+
+
+    @property
+    def changes_host(self) -> bool:
+        """True when the plan changes a host-wide setting (the ARC cap, a module parameter):
+        then foreground I/O on any pool of the host stops it, not only on its own."""
+        return bool(self.arc_max_bytes or self.arc_min_bytes) or any(c.scope == "module" for c in self.candidates)
 
 
 def layout_seconds(working_set_bytes: int, rate: float = ASSUMED_LAYOUT_BYTES_PER_SECOND) -> float:

@@ -66,7 +66,8 @@ def profiler_config(settings: ProfilerSettings, base: ProbeConfig) -> ProbeConfi
                          idle_max_ops_per_second=settings.idle_max_ops_per_second,
                          idle_max_bytes_per_second=settings.idle_max_bytes_per_second)
     return replace(base, thresholds=thresholds, max_file_bytes=settings.max_file_bytes,
-                   ramp_seconds=settings.ramp_seconds, layout_bytes_per_second=settings.layout_bytes_per_second)
+                   ramp_seconds=settings.ramp_seconds, layout_bytes_per_second=settings.layout_bytes_per_second,
+                   cache=settings.cache)
 
 
 @dataclass(frozen=True)

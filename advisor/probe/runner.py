@@ -23,7 +23,7 @@ from advisor.probe.fio_job import FioJob, Hygiene, build_job
 from advisor.probe.fio_result import FioMetrics, FioParseError, parse_fio_json
 from advisor.probe.modparams import ParamGuard
 from advisor.probe.plan import Plan
-from advisor.probe.foreground import ForegroundWatch
+from advisor.probe.foreground import ForegroundWatch, HostForegroundWatch, foreground_watch
 from advisor.probe.safety import Thresholds
 from advisor.probe.scratch import ScratchArea
 from advisor.store.probes import ProbeStore, ResultRow
@@ -102,7 +102,7 @@ class PlanRunner:
         self.started = time.monotonic()
         self.deadline = self.started + self.plan.budget.seconds
         self.written = 0
-        self.watch = ForegroundWatch(self.files, self.plan.pool, self.scratch.root)
+        self.watch = foreground_watch(self.files, self.plan.pool, self.scratch.root, self.plan.changes_host)
 
     def _emit(self, event: str, cand: Candidate, index: int, repeat: int = 0, metrics: FioMetrics | None = None) -> None:
         if self.progress:
@@ -142,7 +142,10 @@ class PlanRunner:
         and committed -> (dataset, job, job file, bytes the layout wrote); destroyed after."""
         if time.monotonic() + self.plan.runtime_seconds + self.plan.ramp_seconds > self.deadline:
             raise ProbeAborted(f"time budget of {self.plan.budget.seconds:g} s spent before laying out {cand.key}")
-        dataset, mountpoint = await self.scratch.create_child(cand.key, cand.dataset_properties(), self.plan.quota_bytes)
+        properties = cand.dataset_properties()
+        if self.plan.layout_primarycache and cand.parameter != "primarycache":
+            properties["primarycache"] = self.plan.layout_primarycache
+        dataset, mountpoint = await self.scratch.create_child(cand.key, properties, self.plan.quota_bytes)
         try:
             hygiene = Hygiene(runtime_seconds=self.plan.runtime_seconds, ramp_seconds=self.plan.ramp_seconds,
                               max_file_bytes=self.plan.max_file_bytes)
@@ -159,9 +162,17 @@ class PlanRunner:
                 await commit_pool(self.runner, self.plan.pool)
             layout_bytes = await self._written_since(written_before)
             self._count_written(layout_bytes)
+            measured_cache = self._measure_primarycache(cand)
+            if measured_cache and measured_cache != properties["primarycache"]:
+                await self.scratch.set_property(dataset, "primarycache", measured_cache)
             yield dataset, job, jobfile, layout_bytes
         finally:
             await self.scratch.destroy(dataset)
+
+    def _measure_primarycache(self, cand: Candidate) -> str | None:
+        """The primarycache the plan measures `cand` under, if the plan sets one (a candidate
+        that is itself about primarycache keeps its own value)."""
+        return None if cand.parameter == "primarycache" else self.plan.measure_primarycache
 
     async def _written_since(self, before: int) -> int:
         return max(0, await asyncio.to_thread(self.watch.scratch_written) - before)
@@ -220,6 +231,7 @@ class PlanRunner:
             layout_written_bytes=layout_bytes,
             compress_percentage=job.compress_percentage, compress_ratio=await self.scratch.compress_ratio(dataset),
             working_set_bytes=job.working_set_bytes, arc_max_bytes=self.plan.arc_max_bytes, arc_hit_ratio=hit_ratio,
+            scratch_primarycache=self._measure_primarycache(cand),
             pool=self.pool_descriptor, job=job.text, fio_version=metrics.fio_version))
         self._emit("result", cand, index, repeat, metrics)
         self._count_written(written)
@@ -229,8 +241,8 @@ class PlanRunner:
                                      self.plan.pool, self.plan.budget.seconds)
 
 
-async def run_watched_fio(runner: CommandRunner, jobfile: Path, watch: ForegroundWatch, t: Thresholds,
-                          deadline: float, pool: str, budget_seconds: float) -> str:
+async def run_watched_fio(runner: CommandRunner, jobfile: Path, watch: ForegroundWatch | HostForegroundWatch,
+                          t: Thresholds, deadline: float, pool: str, budget_seconds: float) -> str:
     """Run fio on `jobfile` while watching for foreground I/O; kill it within one poll when
     some appears or the deadline (time.monotonic()) passes.  -> fio's JSON output."""
     output = jobfile.with_suffix(".json")
@@ -248,7 +260,8 @@ async def run_watched_fio(runner: CommandRunner, jobfile: Path, watch: Foregroun
             # dataset read less often than every poll (a big host) is held to the same limit.
             if (seen.ops_per_second * t.abort_poll_seconds >= t.abort_min_ops
                     or seen.bytes_per_second * t.abort_poll_seconds >= t.abort_min_bytes):
-                reason = (f"foreground I/O on pool {pool}: {seen.ops_per_second:.0f} operations/s, "
+                where = "the host's pools" if isinstance(watch, HostForegroundWatch) else f"pool {pool}"
+                reason = (f"foreground I/O on {where}: {seen.ops_per_second:.0f} operations/s, "
                           f"{seen.bytes_per_second / 1024:.0f} KiB/s outside the scratch datasets "
                           f"(in {', '.join(seen.busiest)})")
                 break

@@ -7,6 +7,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass, field
+from typing import Literal
 from pathlib import Path
 
 from advisor.engine.loader import RuleBook
@@ -24,7 +25,7 @@ from advisor.probe.plan import Budget, Plan, estimate_seconds, fit_runtime
 from advisor.probe.pooldesc import PoolUnavailable, read_pool_descriptor
 from advisor.probe.arc import ARC_SHARE, arc_limits, stored_bytes
 from advisor.probe.runner import ARCSTATS, PlanRunner, ProbeAborted, ProbeFailed, ProgressCallback
-from advisor.probe.foreground import ForegroundWatch, foreground_rate
+from advisor.probe.foreground import foreground_rate, foreground_watch
 from advisor.probe.safety import ProbeLock, Thresholds, UnsafeToProbe, check_pool
 from advisor.probe.scratch import DEFAULT_NAME, ScratchArea, ScratchError
 from advisor.store.db import connect
@@ -39,6 +40,10 @@ EFFICIENCY_STREAMS = 4  # an efficiency run writes this many files at once, then
 EFFICIENCY_RUN_ID = 0
 
 
+CacheMethod = Literal["uncached", "arc-cap", "cached"]
+CACHE_METHODS: tuple[CacheMethod, ...] = ("uncached", "arc-cap", "cached")
+
+
 class PlanError(ValueError):
     """The probe cannot be planned as asked (unknown workload, budget too small); says why."""
 
@@ -50,8 +55,13 @@ class ProbeConfig:
     repeats: int = 2
     ramp_seconds: int = 5
     longest_runtime_seconds: int = 30
-    max_file_bytes: int = 256 << 20  # per fio job; the ARC is capped below the working set instead
-    cap_arc: bool = True
+    max_file_bytes: int = 256 << 20  # per fio job; the ARC cannot hold the data instead (below)
+    # How the measured reads reach the disks, not the ARC (docs/probes.md, "The probe and the rest
+    # of the host"): "uncached" (the default) keeps the scratch dataset's data out of the ARC
+    # (primarycache=metadata), which evicts nothing of anyone else's; "arc-cap" lowers zfs_arc_max
+    # for the whole host instead, as the shipped prior was measured, at the cost of every other
+    # pool's cache; "cached" does neither (results may come from memory).
+    cache: CacheMethod = "uncached"
     # How fast fio lays out files (compressible data, written once), for the plan's estimate;
     # an emulated lab VM manages ~10 MB/s, real disks far more.
     layout_bytes_per_second: float = 50e6
@@ -103,15 +113,21 @@ class ProbeService:
         working_set = job.working_set_bytes
         quota = budget.space_bytes
         stored = stored_bytes(working_set, job.compress_percentage)
-        arc_floor, arc_cap = self._arc_limits(stored) if self.config.cap_arc else (None, None)
+        capped = self.config.cache == "arc-cap"
+        arc_floor, arc_cap = self._arc_limits(stored) if capped else (None, None)
         notes = []
         if arc_cap and stored < ARC_SHARE * arc_cap:
             notes.append(f"working set {format_size(working_set)} ({format_size(stored)} as the compressed ARC "
                          f"stores {job.compress_percentage} % compressible data) is less than {ARC_SHARE} x the "
                          f"ARC cap {format_size(arc_cap)}: up to {min(1.0, arc_cap / stored):.0%} of it may be "
                          f"read from memory (see arc_hit_ratio)")
-        if not self.config.cap_arc:
-            notes.append("the ARC is not capped: results may come from memory")
+        layout_cache, measure_cache = self._scratch_primarycache(wl.io.pattern)
+        if measure_cache == "all":
+            notes.append("sequential reads are measured with primarycache=all (under metadata the prefetcher's "
+                         "reads are dropped before use, openzfs/zfs#9375): what a repeat reads twice may come "
+                         "from memory (see arc_hit_ratio)")
+        elif self.config.cache == "cached":
+            notes.append("the ARC is neither capped nor kept from the scratch dataset: results may come from memory")
         per_repeat = self.config.layout_per_repeat
         chosen, dropped, runtime = self._fit(budget, candidates, working_set, per_repeat)
         if per_repeat:
@@ -128,6 +144,7 @@ class ProbeService:
                     repeats=self.config.repeats, runtime_seconds=runtime, ramp_seconds=self.config.ramp_seconds,
                     max_file_bytes=max_file, working_set_bytes=working_set, quota_bytes=quota,
                     arc_max_bytes=arc_cap, arc_min_bytes=arc_floor, layout_per_repeat=per_repeat,
+                    layout_primarycache=layout_cache, measure_primarycache=measure_cache,
                     budget=budget,
                     estimated_seconds=estimate_seconds(len(chosen), self.config.repeats, runtime,
                                                        self.config.ramp_seconds, working_set,
@@ -147,6 +164,17 @@ class ProbeService:
                 return chosen, dropped, runtime
             dropped.insert(0, chosen.pop())
         return chosen, dropped, None
+
+    def _scratch_primarycache(self, pattern: str) -> tuple[str | None, str | None]:
+        """(primarycache while laying out, while measuring); None: the candidate's own.
+
+        Uncached, the files are laid out under "metadata", so that what was just written is not
+        read back from memory, and random I/O is measured under "metadata" too. Sequential reads
+        are measured under "all": under "metadata" the prefetcher's reads are dropped before
+        use and the disks read several times what the reader gets (docs/probes.md)."""
+        if self.config.cache != "uncached":
+            return None, None
+        return "metadata", ("metadata" if pattern == "random" else "all")
 
     def _arc_limits(self, stored: int) -> tuple[int | None, int | None]:
         """(zfs_arc_min to set while probing, or None; zfs_arc_max to set, or None when the
@@ -173,7 +201,7 @@ class ProbeService:
             size, free = await self._space(plan.pool)
             check_pool(pool, size, free, plan.working_set_bytes * 5 // 4 + (64 << 20), self.config.thresholds)
             self._check_daily(plan)
-            await self._check_idle(plan.pool, scratch.root)
+            await self._check_idle(plan.pool, scratch.root, plan.changes_host)
             candidates = [c.model_dump() for c in plan.candidates]
             if queued_id is None:
                 run_id = self.store.start_run(plan.pool, plan.workload, plan.role, plan.budget.model_dump(),
@@ -222,11 +250,12 @@ class ProbeService:
                 raise UnsafeToProbe(str(exc)) from None
             size, free = await self._space(pool)
             check_pool(pool_facts, size, free, 8 * file_bytes, self.config.thresholds)
-            await self._check_idle(pool, scratch.root)
+            capped = self.config.cache == "arc-cap"
+            await self._check_idle(pool, scratch.root, host_wide=capped)
             workdir = self.config.state_dir / "probe-work"
             workdir.mkdir(parents=True, exist_ok=True)
             # Capped as a probe's: a quarter of what is read (compression off: stored as written).
-            arc_floor, arc_cap = self._arc_limits(EFFICIENCY_STREAMS * file_bytes) if self.config.cap_arc else (None, None)
+            arc_floor, arc_cap = self._arc_limits(EFFICIENCY_STREAMS * file_bytes) if capped else (None, None)
             guard = ParamGuard(ModuleParams(self.files), self.store, EFFICIENCY_RUN_ID)
 
             def cap_arc() -> int | None:  # before the reads only: the ARC bounds a txg's dirty data
@@ -235,7 +264,8 @@ class ProbeService:
 
             try:
                 report = await measure(pool, descriptor, self.runner, self.files, scratch, self.config.thresholds,
-                                       workdir, seconds, file_bytes, EFFICIENCY_STREAMS, cap_arc=cap_arc)
+                                       workdir, seconds, file_bytes, EFFICIENCY_STREAMS,
+                                       cap_arc=cap_arc if capped else None)
             finally:
                 problems = guard.restore()
                 await scratch.remove_all()
@@ -262,15 +292,16 @@ class ProbeService:
             raise UnsafeToProbe(f"daily budget: probes wrote {written >> 20} MiB to {plan.pool} in the last 24 h, "
                                 f"more than {plan.budget.daily_bytes >> 20} MiB", "budget")
 
-    async def _check_idle(self, pool: str, scratch_root: str) -> None:
+    async def _check_idle(self, pool: str, scratch_root: str, host_wide: bool = False) -> None:
         t = self.config.thresholds
-        watch = ForegroundWatch(self.files, pool, scratch_root)
+        watch = foreground_watch(self.files, pool, scratch_root, host_wide)
         before, _ = await asyncio.to_thread(watch.counters)
         await asyncio.sleep(t.idle_window_seconds)
         after, _ = await asyncio.to_thread(watch.counters)
         ops, nbytes = foreground_rate(before, after)
         if ops > t.idle_max_ops_per_second or nbytes > t.idle_max_bytes_per_second:
-            raise UnsafeToProbe(f"pool {pool} is not idle: {ops:.0f} ops/s, {nbytes / 1024:.0f} KiB/s of foreground "
+            where = "the host's pools are" if host_wide else f"pool {pool} is"
+            raise UnsafeToProbe(f"{where} not idle: {ops:.0f} ops/s, {nbytes / 1024:.0f} KiB/s of foreground "
                                 f"I/O over {t.idle_window_seconds:g} s (thresholds {t.idle_max_ops_per_second:g} ops/s, "
                                 f"{t.idle_max_bytes_per_second / 1024:.0f} KiB/s)", "busy")
 

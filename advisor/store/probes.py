@@ -49,6 +49,7 @@ class ResultRow(BaseModel):
     working_set_bytes: int | None = None
     arc_max_bytes: int | None = None
     arc_hit_ratio: float | None = None
+    scratch_primarycache: str | None = None  # "metadata": the probe's data kept out of the ARC
     pool: dict[str, Any]
     job: str
     fio_version: str | None = None

@@ -186,6 +186,7 @@ def probe_command(workload: str, state: str, s: Settings, recordsizes: tuple[str
             "--pool", "tank", "--workload", workload, *candidates,
             "--repeats", str(s.repeats), "--ramp", str(s.ramp_s), "--file-size", str(file_bytes(workload, s)),
             "--layout-rate", str(s.layout_rate), "--layout-per", "candidate",  # as every row of the prior so far
+            "--cache", "arc-cap",  # the prior's rows were measured with the ARC capped (docs/prior.md)
             "--budget", f"{probe_budget(n, s.working_set, s)}s", "--json"]
     return shlex.join(argv)
 

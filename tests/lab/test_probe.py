@@ -12,6 +12,7 @@ import pytest
 
 import prior_grid
 from labchecks import check_decided_from_the_probe
+from labprobe import PARAMS, PROBE, SMALL, STATE, abort_by_a_writer, arc_demand_data, params, wait_for
 from labparams import lab_params
 
 from advisor.probe.interval import run_interval
@@ -22,11 +23,6 @@ pytestmark = pytest.mark.lab
 # recovery runs on both, since module parameters behave differently there (zfs_arc_max on 2.1).
 LAYOUT = lab_params(["ssd-mirror2x2"], lines=["2.3"])
 BOTH_LINES = lab_params(["ssd-mirror2x2"])
-STATE = "/var/lib/zfs-advisor-labprobe"
-PROBE = f"env PYTHONPATH=/project /opt/zfs-advisor-venv/bin/python -m advisor probe --state-dir {STATE}"
-# Small and short: 4 fio jobs of 48 MiB, 2 s warm-up, an emulated VM lays out ~8 MB/s.
-SMALL = "--file-size 48M --ramp 2 --layout-rate 8M"
-PARAMS = "/sys/module/zfs/parameters"
 PRIOR_SAMPLE = ("8K", "128K")  # the candidates of `probed`: a sample of the shipped prior's grid
 USER_FILES = ("find /tank -path /tank/zfs-advisor-probe -prune -o -type f -print0 | sort -z | "
               "xargs -0 sha256sum; sha256sum /dev/zvol/tank/vm")
@@ -48,30 +44,6 @@ def _foreground_written(vm) -> dict[str, int]:
         else:
             written[path] = int(fields[2])
     return {names[p]: w for p, w in written.items() if p in names and "zfs-advisor-probe" not in names[p]}
-
-
-def _params(vm, *names: str) -> dict[str, str]:
-    """The module parameters `names`, and the ARC limits in effect (arcstats c_max, c_min)."""
-    out = vm.exec(" ; ".join(f"cat {PARAMS}/{n}" for n in names)
-                  + " ; awk '$1==\"c_max\"{print $3}' /proc/spl/kstat/zfs/arcstats"
-                  + " ; awk '$1==\"c_min\"{print $3}' /proc/spl/kstat/zfs/arcstats", check=True).stdout.split()
-    return dict(zip([*names, "arcstats.c_max", "arcstats.c_min"], out))
-
-
-def _arc_demand_data(vm) -> tuple[int, int]:
-    out = vm.exec("awk '$1==\"demand_data_hits\"||$1==\"demand_data_misses\"{print $3}' "
-                  "/proc/spl/kstat/zfs/arcstats", check=True).stdout.split()
-    return int(out[0]), int(out[1])
-
-
-def _wait_for(vm, command: str, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if vm.exec(command).rc == 0:
-            return
-        time.sleep(1)
-    log = vm.exec("cat /tmp/probe.log").stdout
-    pytest.fail(f"timed out waiting for {what}; probe log:\n{log}")
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +114,7 @@ def test_probe_results_match_an_independent_fio_run(lab_vm, probed):
     r8 = [r for r in run["results"] if r["value"] == "8K"]
     job = r8[0]["job"].replace(next(l for l in r8[0]["job"].splitlines() if l.startswith("directory=")),
                                "directory=/tank/indep")
-    arc = _params(vm, "zfs_arc_min", "zfs_arc_max")
+    arc = params(vm, "zfs_arc_min", "zfs_arc_max")
     c_min = arc["arcstats.c_min"]
     # the fixture lowered zfs_arc_min for the whole probe, as the prior grid does, so the plan needed
     # no floor of its own; a cap under the default floor would not hold (the ARC served everything)
@@ -163,9 +135,9 @@ def test_probe_results_match_an_independent_fio_run(lab_vm, probed):
                         f"-o quota={quota} tank/indep && "
                         "fio --output-format=json --output=/tmp/indep-layout.json /tmp/indep-layout.fio && "
                         "zpool sync tank && sleep 3", check=True, timeout=300)
-            before = _arc_demand_data(vm)
+            before = arc_demand_data(vm)
             out = vm.exec("fio --output-format=json /tmp/indep.fio", check=True, timeout=300).stdout
-            hits, misses = (a - b for a, b in zip(_arc_demand_data(vm), before))
+            hits, misses = (a - b for a, b in zip(arc_demand_data(vm), before))
             jobs = json.loads(out[out.index("{"):])["jobs"][0]
             iops.append(jobs["read"]["iops"] + jobs["write"]["iops"])
             hit_ratios.append(hits / max(1, hits + misses))
@@ -287,20 +259,10 @@ def test_a_sample_of_the_prior_reproduces(lab_vm, probed):
 
 @pytest.mark.parametrize("lab_vm", LAYOUT, indirect=True, scope="session")
 def test_foreground_writes_abort_the_probe_within_a_second(lab_vm):
+    last, started, first = abort_by_a_writer(
+        lab_vm, f"--pool tank --workload postgres --param recordsize=8K,128K --budget 150s {SMALL}",
+        "/tank/home/foreground", "conv=notrunc")
     vm = lab_vm
-    vm.exec(f"nohup sh -c '{PROBE} --pool tank --workload postgres --param recordsize=8K,128K --budget 150s "
-            f"{SMALL} > /tmp/probe.log 2>&1' >/dev/null 2>&1 &", check=True)
-    _wait_for(vm, "grep -q 'repeat 1:' /tmp/probe.log", 240, "the first measured repeat")
-    # The writer's first 64 KiB block on its own, to time when its I/O reached ZFS: behind the
-    # probe's dirty data the write throttle can hold a write back for a second or more (a CI-like
-    # run, 2026-11-26: fio gone 1.69 s after the writer started), and until a write() returns, no
-    # counter anywhere shows it.  Then the rest, 25 MiB in all.
-    started, first = map(float, vm.exec(
-        "date +%s.%N; dd if=/dev/zero of=/tank/home/foreground bs=64k count=1 status=none; date +%s.%N; "
-        "dd if=/dev/zero of=/tank/home/foreground bs=64k seek=1 count=399 conv=notrunc status=none",
-        check=True).stdout.split())
-    _wait_for(vm, f"! pgrep -f 'advisor probe --state-dir {STATE}' >/dev/null", 120, "the probe to end")
-    [last] = json.loads(vm.exec(f"{PROBE} --list --json", check=True).stdout)[:1]
     print(f"abort: {last['status']} {last['reason']!r}, fio gone {last['stopped_at'] - first:.2f} s after the "
           f"foreground writer's first write returned ({first - started:.2f} s after it started)")
     assert last["status"] == "aborted" and "foreground I/O" in last["reason"]
@@ -316,19 +278,19 @@ def test_foreground_writes_abort_the_probe_within_a_second(lab_vm):
 def test_sigkill_mid_probe_then_recovery_restores_everything(lab_vm):
     vm = lab_vm
     names = ("zfs_arc_min", "zfs_arc_max", "zfs_txg_timeout")
-    before = _params(vm, *names)
+    before = params(vm, *names)
     vm.exec(f"nohup sh -c 'exec {PROBE} --pool tank --workload postgres --param zfs_txg_timeout=1,5 --budget 150s "
             f"{SMALL} > /tmp/probe.log 2>&1' >/dev/null 2>&1 & echo $! > /tmp/probe.pid", check=True)
-    _wait_for(vm, f"grep -qx 1 {PARAMS}/zfs_txg_timeout && grep -q '1/2.*laying out' /tmp/probe.log", 300,
+    wait_for(vm, f"grep -qx 1 {PARAMS}/zfs_txg_timeout && grep -q '1/2.*laying out' /tmp/probe.log", 300,
               "the first candidate (zfs_txg_timeout=1) laying out")
     vm.exec("kill -KILL $(cat /tmp/probe.pid)", check=True)
     time.sleep(2)
-    crashed = _params(vm, *names)
+    crashed = params(vm, *names)
     assert crashed["zfs_txg_timeout"] == "1" and crashed != before  # the kill left changes behind
     assert vm.exec("zfs list -H tank/zfs-advisor-probe").rc == 0
     assert vm.exec("pgrep -x fio").rc != 0  # fio died with its parent (pdeathsig)
     report = vm.exec(f"{PROBE} --recover --pool tank", check=True).stdout
-    after = _params(vm, *names)
+    after = params(vm, *names)
     print(f"before {before}; after SIGKILL {crashed}; after recovery {after}; {report}")
     assert after == before
     assert vm.exec("zfs list -H tank/zfs-advisor-probe").rc != 0

@@ -23,6 +23,7 @@ from advisor.engine.loader import load_rulebook  # noqa: E402
 from advisor.model.dataset import load_csv, prior_path, samples  # noqa: E402
 from advisor.model.evaluation import ShippedFit, evaluate, evaluate_cell, nested_caution, summary, twins  # noqa: E402
 from advisor.model.features import WorkloadShape, from_csv_row, from_result, lab_cell, vector  # noqa: E402
+from advisor.probe.arc import disk_read_equivalent  # noqa: E402
 from advisor.model.provider import ModelProvider, candidates_of  # noqa: E402
 from advisor.model.regress import GPModel, QuantileBoost  # noqa: E402
 from advisor.model.select import next_candidates  # noqa: E402
@@ -83,6 +84,20 @@ def test_a_lab_row_and_the_store_record_it_came_from_are_one_point():
         local = from_result(result_row(row), WorkloadShape.of(BOOK.workloads["postgres"]), "tank")
         assert vector(lab) == pytest.approx(vector(local))
         assert lab.perf == local.perf and lab.settings == local.settings and lab.baseline == local.baseline
+
+
+def test_an_uncached_probe_is_described_like_a_capped_one_and_a_cached_one_is_not():
+    """A probe that kept its data out of the ARC (scratch primarycache=metadata, the default) read
+    from the disks like the prior's capped probes: its ARC feature is the cap they would have set;
+    a probe that did neither keeps no cap (its reads may have come from memory)."""
+    shape = WorkloadShape.of(BOOK.workloads["postgres"])
+    row = result_row(csv_rows()[0]).model_copy(update={"compress_percentage": 50})
+    uncached = row.model_copy(update={"arc_max_bytes": None, "scratch_primarycache": "metadata"})
+    cached = row.model_copy(update={"arc_max_bytes": None})
+    equivalent = disk_read_equivalent(row.working_set_bytes, 50)
+    assert from_result(uncached, shape, "tank").arc_max_bytes == equivalent
+    assert from_result(cached, shape, "tank").arc_max_bytes is None
+    assert vector(from_result(uncached, shape, "tank")) != vector(from_result(cached, shape, "tank"))
 
 
 def test_targets_are_ratios_to_the_baseline_of_the_same_run():

@@ -34,6 +34,7 @@ def test_every_cell_has_the_working_set_and_the_runtime_the_grid_asks_for(worklo
     argv = shlex.split(prior_grid.probe_command(workload, "/tmp/state", s))
     args = build_parser().parse_args(argv[argv.index("advisor") + 1:])
     assert args.layout_per == "candidate" and args.repeats == s.repeats
+    assert args.cache == "arc-cap"  # as the prior was measured
     assert "128K" in prior_grid.GRID[workload] and len(prior_grid.GRID[workload]) >= 4
 
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from advisor.host.files import HostFiles
 from advisor.host.kstat import parse_named_kstat
-from advisor.probe.foreground import ForegroundWatch, parse_objset_head
+from advisor.probe.foreground import ForegroundWatch, HostForegroundWatch, parse_objset_head
 from support import HOSTS
 
 KSTATS = "proc/spl/kstat/zfs/tank"
@@ -67,17 +67,19 @@ def test_arbitrary_bytes_give_a_reading_or_none(data):
 
 
 class Pool:
-    """A copy of a recorded pool's objset kstats whose counters a test can move."""
+    """A copy of a recorded pool's objset kstats whose counters a test can move; under another
+    `name`, the same files with every dataset name's pool replaced."""
 
-    def __init__(self, root: Path, version: str = "2.3.2"):
-        self.dir = root / KSTATS
+    def __init__(self, root: Path, version: str = "2.3.2", name: str = "tank"):
+        self.dir = root / KSTATS.replace("/tank", f"/{name}")
         self.dir.mkdir(parents=True)
         self.template = _objset_files(version)[0].read_text()
         self.ids = iter(range(0x1000, 0x100000))
         self.by_name: dict[str, Path] = {}
         for path in _objset_files(version):
-            shutil.copy(path, self.dir / path.name)
-            self.by_name[parse_named_kstat(path.read_text()).values["dataset_name"]] = self.dir / path.name
+            text = re.sub(r"(?m)^(dataset_name\s+7\s+)tank", rf"\g<1>{name}", path.read_text())
+            (self.dir / path.name).write_text(text)
+            self.by_name[parse_named_kstat(text).values["dataset_name"]] = self.dir / path.name
 
     def create(self, name: str) -> None:
         path = self.dir / f"objset-0x{next(self.ids):x}"
@@ -217,3 +219,51 @@ def test_a_pool_without_kstats_is_quiet_not_an_error(tmp_path):
     seen = watch.poll()
     assert (seen.ops_per_second, seen.datasets) == (0, 0)
     assert watch.scratch_written() == 0
+
+
+def test_a_zvols_writes_count_as_foreground(tmp_path, pool):
+    """A zvol has an objset kstat like a filesystem (tank/vm in the recordings), and its
+    writes count there."""
+    watch = _watch(tmp_path)
+    watch.refresh()
+    pool.write("tank/vm", 64, 64 << 16)
+    seen = watch.poll()
+    assert seen.busiest == ["tank/vm"] and seen.bytes_per_second > 0
+
+
+def test_the_host_watch_sees_another_pools_writes_which_the_pool_watch_does_not(tmp_path, pool):
+    other = Pool(tmp_path, name="backup")
+    pool.create(SCRATCH)
+    alone, host = _watch(tmp_path), HostForegroundWatch(HostFiles(tmp_path), "tank", SCRATCH)
+    alone.refresh()
+    host.refresh()
+    pool.write(SCRATCH, 5000, 5000 << 13)  # the probe's own writes count nowhere
+    other.write("backup/vm", 100, 100 << 16)
+    seen = host.poll()
+    assert alone.poll().bytes_per_second == 0
+    assert seen.busiest == ["backup/vm"] and seen.bytes_per_second > 0
+    assert seen.datasets == len(pool.by_name) + len(other.by_name)
+    assert host.scratch_written() > 0
+
+
+def test_the_host_watch_finds_a_pool_imported_later_and_forgets_an_exported_one(tmp_path, pool):
+    host = HostForegroundWatch(HostFiles(tmp_path), "tank", SCRATCH)
+    host.refresh()
+    assert list(host.others) == []
+    other = Pool(tmp_path, name="backup")
+    host.refresh()
+    other.write("backup/home", 10, 10 << 16)
+    assert host.poll().busiest == ["backup/home"]
+    shutil.rmtree(other.dir)
+    host.refresh()
+    assert list(host.others) == [] and host.poll().bytes_per_second == 0
+
+
+def test_host_counters_add_up_every_pools_foreground(tmp_path, pool):
+    other = Pool(tmp_path, name="backup")
+    host = HostForegroundWatch(HostFiles(tmp_path), "tank", SCRATCH)
+    before, _ = host.counters()
+    other.write("backup/home", 7, 7 << 10)
+    pool.write("tank/home", 3, 3 << 10)
+    after, _ = host.counters()
+    assert (after.ops - before.ops, after.bytes - before.bytes) == (10, 10 << 10)

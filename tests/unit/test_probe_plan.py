@@ -11,11 +11,11 @@ from advisor.probe.arc import stored_bytes
 from advisor.probe.service import PlanError, ProbeConfig, ProbeService, parse_budget
 
 
-def _service(tmp_path, c_min: int, c_max: int) -> ProbeService:
+def _service(tmp_path, c_min: int, c_max: int, cache: str = "arc-cap") -> ProbeService:
     kstat = tmp_path / "root/proc/spl/kstat/zfs"
     kstat.mkdir(parents=True)
     (kstat / "arcstats").write_text(f"13 1 0x01 2 96 1 1\nname type data\nc_min 4 {c_min}\nc_max 4 {c_max}\n")
-    return ProbeService(ProbeConfig(tmp_path / "state"), load_rulebook(), files=HostFiles(tmp_path / "root"))
+    return ProbeService(ProbeConfig(tmp_path / "state", cache=cache), load_rulebook(), files=HostFiles(tmp_path / "root"))
 
 
 @pytest.fixture
@@ -30,10 +30,10 @@ def test_default_plan_is_a_recordsize_grid_with_the_default_as_baseline(service)
         ("128K", True), ("8K", False), ("16K", False), ("4K", False), ("32K", False), ("64K", False)]
     assert plan.repeats == 2 and plan.estimated_seconds <= 600
     assert plan.working_set_bytes == 4 * (256 << 20)  # 4 jobs x the 256M default file cap
-    # a quarter of the working set as the compressed ARC stores it (50 % compressible data: half),
-    # and the floor (c_min 128 MiB) lowered to stay below the cap
+    # with --cache arc-cap: a quarter of the working set as the compressed ARC stores it (50 %
+    # compressible data: half), and the floor (c_min 128 MiB) lowered to stay below the cap
     assert (plan.arc_min_bytes, plan.arc_max_bytes) == (96 << 20, 128 << 20)
-    assert not plan.notes
+    assert not plan.notes and plan.changes_host
     assert plan.quota_bytes == 4 << 30 and plan.working_set_bytes * 4 <= plan.quota_bytes
 
 
@@ -105,3 +105,25 @@ def test_the_arc_cap_follows_the_working_set_as_the_arc_stores_it():
     assert stored_bytes(1 << 30, 50) == 512 << 20
     assert stored_bytes(1 << 30, 0) == 1 << 30  # incompressible: all of it
     assert stored_bytes(1 << 30, 100) == 1  # all zeros: next to nothing, never a division by 0
+
+
+def test_by_default_the_arc_is_left_alone_and_the_scratch_dataset_kept_out_of_it(tmp_path):
+    uncached = _service(tmp_path, 128 << 20, 2 << 30, cache="uncached")
+    plan = uncached.plan("tank", "postgres", Budget(seconds=600))  # random 8K pages
+    assert (plan.arc_min_bytes, plan.arc_max_bytes) == (None, None)
+    assert (plan.layout_primarycache, plan.measure_primarycache) == ("metadata", "metadata")
+    assert not plan.changes_host and not plan.notes
+    # sequential reads keep the prefetcher: measured under "all", and the plan says what that costs
+    backup = uncached.plan("tank", "backup", Budget(seconds=600))
+    assert (backup.layout_primarycache, backup.measure_primarycache) == ("metadata", "all")
+    assert any("primarycache=all" in n for n in backup.notes), backup.notes
+    cached = _service(tmp_path / "cached", 128 << 20, 2 << 30, cache="cached").plan("tank", "postgres", Budget(seconds=600))
+    assert (cached.arc_max_bytes, cached.layout_primarycache, cached.measure_primarycache) == (None, None, None)
+    assert any("may come from memory" in n for n in cached.notes)
+
+
+def test_a_module_parameter_candidate_changes_the_host(tmp_path):
+    uncached = _service(tmp_path, 128 << 20, 2 << 30, cache="uncached")
+    plan = uncached.plan("tank", "postgres", Budget(seconds=600),
+                         candidates=parse_candidate_spec("zfs_txg_timeout=5,1"))
+    assert plan.changes_host and plan.arc_max_bytes is None
