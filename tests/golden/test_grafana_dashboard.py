@@ -176,7 +176,8 @@ def test_disk_panels_join_node_exporters_counters_to_the_disks_behind_the_pools(
     """The default (metrics_diskstats off) on a host with node_exporter, which no recording has: the
     disk panels' queries, evaluated by promtool on series as node_exporter and zfs-advisor write them.
     `nas` has node_exporter and diskstats on: node_exporter's counters, once per disk, only for the
-    disk behind a pool; `old` has no node_exporter but diskstats on: its own counters."""
+    disk behind a pool; `old` has no node_exporter but diskstats on: its own counters; `bare` neither,
+    the default without node_exporter (the lab's service): no series, and the witness says why."""
     import yaml
 
     info = 'zfs_advisor_disk_info{job="zfs-advisor",instance="%s",device="%s",model="m",media="hdd"}'
@@ -187,13 +188,19 @@ def test_disk_panels_join_node_exporters_counters_to_the_disks_behind_the_pools(
         'zfs_advisor_disk_io_time_seconds_total{job="zfs-advisor",instance="nas",device="sda"}': "0+6x10",
         info % ("old", "sdb"): "1x10",
         'zfs_advisor_disk_io_time_seconds_total{job="zfs-advisor",instance="old",device="sdb"}': "0+12x10",
+        info % ("bare", "sdc"): "1x10",
     }
     (target,) = [t for p, t in panel_targets(DASHBOARD) if p["title"] == "Utilisation"]
-    expr = resolve(target["expr"], alternatives("nas", "old"), rate_interval="5m", job="zfs-advisor")
+    hosts = alternatives("nas", "old", "bare")
+    expr = resolve(target["expr"], hosts, rate_interval="5m", job="zfs-advisor")
+    witness = resolve(builder().by_design()[target["expr"]].expr, hosts, job="zfs-advisor")
     case = {"interval": "1m", "input_series": [{"series": s, "values": v} for s, v in series.items()],
-            "promql_expr_test": [{"expr": expr, "eval_time": "10m", "exp_samples": [
-                {"labels": '{instance="nas",device="sda"}', "value": 0.5},
-                {"labels": '{instance="old",device="sdb"}', "value": 0.2}]}]}
+            "promql_expr_test": [
+                {"expr": expr, "eval_time": "10m", "exp_samples": [
+                    {"labels": '{instance="nas",device="sda"}', "value": 0.5},
+                    {"labels": '{instance="old",device="sdb"}', "value": 0.2}]},
+                {"expr": witness, "eval_time": "10m", "exp_samples": [
+                    {"labels": '{job="zfs-advisor",instance="bare"}', "value": 1}]}]}
     path = tmp_path / "disks_test.yml"
     path.write_text(yaml.safe_dump({"rule_files": [], "evaluation_interval": "1m", "tests": [case]}))
     promtool = shutil.which("promtool")
