@@ -3,8 +3,9 @@
 Sources: `zpool get -Hp all` (size, allocated, free, fragmentation, capacity,
 dedupratio, readonly and tuning-relevant properties), `zpool status`
 (scan, the errors: line) and /proc/spl/kstat/zfs/<pool>/: `state` (health, read at
-each scrape) and `iostats` (OpenZFS >= 2.1: trim and, from 2.2, ARC/direct I/O
-counters per pool).
+each scrape) and `iostats` (OpenZFS >= 2.1: TRIM counters; from 2.3, with Direct
+I/O, the pool's logical reads and writes and their bytes, through the ARC or direct:
+the per-pool byte counters).
 """
 from __future__ import annotations
 
