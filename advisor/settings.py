@@ -104,6 +104,10 @@ class Settings(BaseSettings):
     metrics_per_vdev: bool = Field(False, description="Queues, latencies and histograms per vdev, not only per pool.")
     metrics_per_dataset: bool = Field(False, description="Every objset counter per dataset (per-dataset ZIL stats).")
     metrics_all_disks: bool = Field(False, description="Every block device, not only those behind exported pools.")
+    metrics_diskstats: bool = Field(
+        False, description="The disks' /proc/diskstats counters (zfs_advisor_disk_*_total), for hosts without "
+        "node_exporter's diskstats collector (node_disk_*)."
+    )
     workloads: dict[str, str] = Field(
         default_factory=dict,
         description="Dataset -> workload it serves, e.g. {\"tank/pg\" = \"postgres\"}: the advice for each is "

@@ -43,6 +43,7 @@ class ExportOptions:
     per_vdev: bool = False  # queues, latencies and histograms for every vdev, not only per pool
     per_dataset: bool = False  # every objset kstat (per-dataset ZIL counters) besides the core I/O
     all_disks: bool = False  # every block device, not only those behind the selected pools
+    diskstats: bool = False  # the disks' /proc/diskstats counters, which node_exporter exports already
 
     @classmethod
     def from_settings(cls, settings: object) -> ExportOptions:

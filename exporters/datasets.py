@@ -27,6 +27,7 @@ from advisor.facts import Dataset
 from advisor.host.zfs_props import TUNING_PROPERTIES
 from advisor.exporters.base import CACHED, Scrape
 from advisor.exporters.exposition import RowsFamily
+from advisor.exporters.kstats import ZIL_BYTES, zil_names
 from advisor.exporters.named import KStatFamilies, KStatSpec
 
 # (property, metric, description): numeric space properties. Limits that are
@@ -53,7 +54,8 @@ OBJSET = KStatSpec(
     path="/proc/spl/kstat/zfs/<pool>/objset-0x<id>",
     # logical_*: zfs_exporter's zfs_dataset_written_bytes is the `written` property (space since the last snapshot)
     names={"nread": "logical_read_bytes", "nwritten": "logical_written_bytes", "nunlinks": "unlinks",
-           "nunlinked": "unlinked"},
+           "nunlinked": "unlinked", **zil_names("zil_")},
+    bytes=f"zil{ZIL_BYTES}",
     help={
         "reads": "Read calls on the dataset (logical, as applications issue them)",
         "nread": "Bytes read from the dataset (logical)",

@@ -7,6 +7,12 @@ over by changing the prefix; but this exporter owns neither `node_disk_` nor
 the bare `disk_` other exporters use, so no name here means something else there. Only the
 disks behind the selected pools' leaf vdevs are exported unless
 metrics_all_disks is set; zfs_vdev_info{disk} joins a vdev to its disk.
+
+The 17 diskstats counters are what node_exporter's diskstats collector exports already
+(node_disk_*), so they are off unless metrics_diskstats is set: with node_exporter, join its
+node_disk_* to zfs_advisor_disk_info on (instance, device). What only this exporter knows
+stays: the identity, sizes, rotational flag and queue settings, and which disks are behind
+the pools.
 """
 from __future__ import annotations
 
@@ -53,7 +59,7 @@ def _selected(scrape: Scrape) -> list[Disk]:
 def collect(scrape: Scrape) -> Iterable[Metric]:
     disks = _selected(scrape)
     families = []
-    for field, name, kind, doc in STATS:
+    for field, name, kind, doc in STATS if scrape.options.diskstats else ():
         cls = CounterMetricFamily if kind == "counter" else GaugeMetricFamily
         family = cls(name, f"{doc}. {_STATS}", labels=["device"])
         scale = _BYTES_PER_SECTOR if field in ("sectors_read", "sectors_written") else 1

@@ -15,11 +15,24 @@ from advisor.exporters.base import Scrape
 from advisor.exporters.named import KStatSpec, kstat_families
 
 _DIR = "/proc/spl/kstat/zfs"
+# ZIL fields in bytes: *_bytes, and (OpenZFS >= 2.2) the bytes of log blocks written and allocated,
+# *_write and *_alloc (zil.h: bytes <= write <= alloc), named so that the unit comes last.
+ZIL_BYTES = r".*_(bytes|write|alloc)"
+
+
+def zil_names(prefix: str) -> dict[str, str]:
+    """zil_itx_metaslab_<class>_write/_alloc -> ..._written/_allocated (+ _bytes), `prefix` kept or dropped."""
+    return {f"zil_itx_metaslab_{c}_{field}": f"{prefix}itx_metaslab_{c}_{name}"
+            for c in ("normal", "slog") for field, name in (("write", "written"), ("alloc", "allocated"))}
+
+
 SPECS = {
     "zil": KStatSpec(
         prefix="zfs_zil",
         path=f"{_DIR}/zil",
         strip="zil_",
+        bytes=ZIL_BYTES,
+        names=zil_names(""),
         help={
             "zil_commit_count": "zil_commit() calls (synchronous write requests: fsync, O_SYNC, sync=always)",
             "zil_commit_writer_count": "ZIL commits that wrote log blocks",
@@ -68,12 +81,30 @@ SPECS = {
         path=f"{_DIR}/abdstats",
         gauges=r"(?!scatter_page_|scatter_sg_table_retry).*",
         bytes=r".*_size|scatter_chunk_waste",
+        names={"linear_cnt": "linear_buffers", "scatter_cnt": "scatter_buffers"},
+        # abd_os.c counts each order's compound pages up on allocation and down on free: a level
+        split=((r"scatter_order_(?P<order>\d+)", "scatter_chunks"),),
+        help={
+            "linear_cnt": "Linear ABDs allocated now",
+            "scatter_cnt": "Scatter ABDs allocated now",
+            "scatter_chunks": "Chunks (compound pages of 2^order pages) held by scatter ABDs now, by order",
+        },
     ),
     "dbufstats": KStatSpec(
         prefix="zfs_dbuf",
         path=f"{_DIR}/dbufstats",
         gauges=r"(?!cache_total_evicts|hash_(hits|misses|collisions|insert_race)|metadata_cache_overflow).*",
         bytes=r".*bytes.*",
+        names={"cache_size_bytes_max": "cache_size_max_bytes",
+               "metadata_cache_size_bytes_max": "metadata_cache_size_max_bytes"},
+        split=((r"cache_level_(?P<level>\d+)", "cache_level_entries"),
+               (r"cache_level_(?P<level>\d+)_bytes", "cache_level_bytes")),
+        help={
+            "cache_level_entries": "dbufs in the dbuf cache, by indirection level (0: data blocks)",
+            "cache_level_bytes": "Bytes of the dbufs in the dbuf cache, by indirection level (0: data blocks)",
+            "cache_size_bytes_max": "Largest size the dbuf cache has had",
+            "metadata_cache_size_bytes_max": "Largest size the dbuf metadata cache has had",
+        },
     ),
     "vdev_mirror_stats": KStatSpec(
         prefix="zfs_vdev_mirror",

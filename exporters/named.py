@@ -7,10 +7,14 @@ descriptions for the fields that matter most; every other numeric field is
 still exported (typed by the spec's rules), so a new OpenZFS release adds
 families instead of losing data. String fields are skipped.
 
-Names: `<prefix>_<field>` with the kstat's own prefix dropped from the field
-(dmu_tx_assigned -> zfs_dmu_tx_assigned_total), `_bytes` added to fields in bytes,
-`_total` to counters; a gauge ending in `_count` becomes `_entries`
-(Prometheus reserves `_count` for histograms and summaries).
+Names (https://prometheus.io/docs/practices/naming/): `<prefix>_<field>` with the
+kstat's own prefix dropped from the field (dmu_tx_assigned -> zfs_dmu_tx_assigned_total);
+`_bytes` added to fields in bytes, `_total` to counters, the unit always last
+(`KStatSpec.names` reorders a field such as cache_size_bytes_max); a counter ending in
+`_count` drops it (zil_commit_count -> zfs_zil_commit_total: `_count` is the histograms');
+a gauge ending in `_count` ends in `_entries` instead. A field with an index or a kind in its
+name (scatter_order_3, trim_bytes_written) is one series of a family with that part as a
+label (`KStatSpec.split`: zfs_abd_scatter_chunks{order="3"}).
 """
 from __future__ import annotations
 
@@ -33,6 +37,8 @@ class KStatSpec:
     bytes: str = r"$^"  # regex of fields in bytes (gauges get a `_bytes` suffix)
     strip: str = ""  # field prefix dropped in the metric name, e.g. "dmu_tx_"
     names: dict[str, str] = field(default_factory=dict)  # field -> metric name (without prefix/suffix)
+    # (regex with named groups, metric name): the fields it fullmatches are one family, the groups its labels
+    split: tuple[tuple[str, str], ...] = ()
     help: dict[str, str] = field(default_factory=dict)  # field -> description
     scale: dict[str, float] = field(default_factory=dict)  # field -> factor to base units
 
@@ -40,7 +46,8 @@ class KStatSpec:
         return re.compile(self.gauges), re.compile(self.counters), re.compile(self.bytes)
 
 
-_DESCRIBED: dict[tuple[int, str, str], tuple[str, str, str]] = {}
+# (metric name, HELP, type, extra label names, their values) of a field, worked out once per process
+_DESCRIBED: dict[tuple[int, str, str], tuple[str, str, str, tuple[str, ...], tuple[str, ...]]] = {}
 
 
 class KStatFamilies:
@@ -51,17 +58,19 @@ class KStatFamilies:
         self.labelnames = list(labelnames)
         self.source = source or spec.path
         self._gauges, self._counters, self._bytes = _compiled(spec)
-        self._families: dict[str, Metric] = {}
+        self._families: dict[str, Metric] = {}  # metric name -> family
+        self._fields: dict[str, tuple[Metric, tuple[str, ...]]] = {}  # field -> (family, split label values)
 
-    def _family(self, name: str) -> Metric:
-        family = self._families.get(name)
+    def _field(self, name: str) -> tuple[Metric, tuple[str, ...]]:
+        metric, doc, typ, labelnames, values = self._describe(name)
+        family = self._families.get(metric)
         if family is None:
-            metric, doc, typ = self._describe(name)
-            family = self._families[name] = RowsFamily.unchecked(metric, doc, typ, self.labelnames)
-        return family
+            family = self._families[metric] = RowsFamily.unchecked(metric, doc, typ, [*self.labelnames, *labelnames])
+        known = self._fields[name] = (family, values)
+        return known
 
-    def _describe(self, name: str) -> tuple[str, str, str]:
-        """(metric name, HELP, type) of a field: worked out once per process (a scrape asks ~300 times)."""
+    def _describe(self, name: str) -> tuple[str, str, str, tuple[str, ...], tuple[str, ...]]:
+        """What a field becomes: worked out once per process (a scrape asks ~300 times)."""
         key = (id(self.spec), self.source, name)  # specs are module constants
         known = _DESCRIBED.get(key)
         if known is not None:
@@ -69,16 +78,21 @@ class KStatFamilies:
         spec = self.spec
         is_gauge = bool(self._gauges.fullmatch(name)) and not self._counters.fullmatch(name)
         in_bytes = bool(self._bytes.fullmatch(name))
-        base = spec.names.get(name) or (name[len(spec.strip) :] if spec.strip and name.startswith(spec.strip) else name)
+        base, labelnames, values, source = _split(spec, name)
+        if base is None:
+            stripped = name[len(spec.strip):] if spec.strip and name.startswith(spec.strip) else name
+            base = spec.names.get(name) or stripped
         tokens = base.split("_")
         if in_bytes and "bytes" not in tokens:
             base += "_bytes"
-        elif is_gauge and tokens[-1] == "count":
-            base = base[: -len("count")] + "entries"
-        description = spec.help.get(name) or ("Bytes" if in_bytes else "Level" if is_gauge else "Count")
-        doc = f"{description}. Source: {self.source} {name}."
+        elif tokens[-1] == "count" and len(tokens) > 1:
+            base = base[: -len("_count")] if not is_gauge else base[: -len("count")] + "entries"
+        description = (spec.help.get(name) or spec.help.get(base)
+                       or ("Bytes" if in_bytes else "Level" if is_gauge else "Count"))
+        doc = f"{description}. Source: {self.source} {source}."
         RowsFamily(f"{spec.prefix}_{base}", doc, "gauge", ())  # validates the name, once
-        described = _DESCRIBED[key] = (f"{spec.prefix}_{base}", doc, "gauge" if is_gauge else "counter")
+        described = _DESCRIBED[key] = (f"{spec.prefix}_{base}", doc, "gauge" if is_gauge else "counter",
+                                       labelnames, values)
         return described
 
     def add(self, kstat: KStat, labelvalues: Sequence[str] = (), only: Iterable[str] | None = None) -> None:
@@ -87,15 +101,27 @@ class KStatFamilies:
         scale = self.spec.scale
         values = kstat.values
         names = values if only is None else [n for n in only if n in values]
-        families = self._families
+        fields = self._fields
         for name in names:
             value = values[name]
             if isinstance(value, int):
-                family = families.get(name) or self._family(name)
-                family.rows.append((labelvalues, value * scale[name] if name in scale else value))
+                family, extra = fields.get(name) or self._field(name)
+                family.rows.append((labelvalues + extra if extra else labelvalues,
+                                    value * scale[name] if name in scale else value))
 
     def __iter__(self) -> Iterable[Metric]:
         return iter(self._families.values())
+
+
+def _split(spec: KStatSpec, name: str) -> tuple[str | None, tuple[str, ...], tuple[str, ...], str]:
+    """(metric name, label names, label values, the field pattern for HELP) of a field `spec.split`
+    makes a labelled series; (None, (), (), name) for any other field."""
+    for pattern, base in spec.split:
+        if match := re.fullmatch(pattern, name):
+            labels = tuple(match.groupdict())
+            source = re.sub(r"\(\?P<(\w+)>[^)]*\)", r"<\1>", pattern)
+            return base, labels, tuple(match.group(label) for label in labels), source
+    return None, (), (), name
 
 
 _COMPILED: dict[int, tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]] = {}

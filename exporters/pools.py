@@ -3,8 +3,9 @@
 Sources: `zpool get -Hp all` (size, allocated, free, fragmentation, capacity,
 dedupratio, readonly and tuning-relevant properties), `zpool status`
 (scan, the errors: line) and /proc/spl/kstat/zfs/<pool>/: `state` (health, read at
-each scrape) and `iostats` (OpenZFS >= 2.1: trim and, from 2.2, ARC/direct I/O
-counters per pool).
+each scrape) and `iostats` (OpenZFS >= 2.1: TRIM counters; from 2.3, with Direct
+I/O, the pool's logical reads and writes and their bytes, through the ARC or direct:
+the per-pool byte counters).
 """
 from __future__ import annotations
 
@@ -33,12 +34,32 @@ SCAN_STATES = ("scanning", "paused", "finished", "canceled", "none")
 # Pool properties that matter for tuning, exported as labels of zfs_pool_properties_info.
 INFO_PROPERTIES = ("ashift", "autotrim", "autoexpand", "autoreplace", "failmode", "guid")
 
+_TRIM = r"(?P<kind>trim|autotrim|simple_trim)"
+_RESULT = r"(?P<result>written|skipped|failed)"
+_PATH = r"(?P<path>arc|direct)"
 IOSTATS = KStatSpec(
     prefix="zfs_pool",
     path="/proc/spl/kstat/zfs/<pool>/iostats",
+    # the kind of TRIM, its outcome and the I/O path are labels: sum without (path) is the pool's total
+    split=(
+        (f"{_TRIM}_bytes_{_RESULT}", "trim_bytes"),
+        (f"{_TRIM}_extents_{_RESULT}", "trim_extents"),
+        (f"{_PATH}_read_bytes", "read_bytes"),
+        (f"{_PATH}_write_bytes", "written_bytes"),
+        (f"{_PATH}_read_count", "reads"),
+        (f"{_PATH}_write_count", "writes"),
+    ),
     help={
-        "trim_bytes_written": "Bytes trimmed by manual TRIM (zpool trim)",
-        "autotrim_bytes_written": "Bytes trimmed by autotrim",
+        "trim_bytes": "Bytes TRIM handled, by kind (trim: zpool trim, autotrim, simple_trim: "
+                      "vdev_trim_simple()) and result (written, skipped, failed)",
+        "trim_extents": "Extents TRIM handled, by kind (trim: zpool trim, autotrim, simple_trim: "
+                        "vdev_trim_simple()) and result (written, skipped, failed)",
+        "read_bytes": "Bytes read from the pool's datasets and volumes (logical, before compression and "
+                      "redundancy), by path: arc (through the ARC) or direct (Direct I/O); OpenZFS >= 2.3",
+        "written_bytes": "Bytes written to the pool's datasets and volumes (logical), by path: arc or "
+                         "direct (Direct I/O); OpenZFS >= 2.3",
+        "reads": "Reads from the pool's datasets and volumes, by path: arc or direct (Direct I/O); OpenZFS >= 2.3",
+        "writes": "Writes to the pool's datasets and volumes, by path: arc or direct (Direct I/O); OpenZFS >= 2.3",
     },
 )
 
@@ -76,13 +97,8 @@ def _scan(scrape: Scrape, pools: list[Pool]) -> Iterable[Metric]:
         "errors": ("zfs_pool_scan_errors", "Errors found (repaired or not) by the last or current scan"),
         "start": ("zfs_pool_scan_start_timestamp_seconds", "When the last or current scan started (Unix time)"),
         "end": ("zfs_pool_scan_end_timestamp_seconds", "When the last scan ended (Unix time)"),
-        "rate": (
-            "zfs_pool_scan_rate_bytes_per_second",
-            "Average issue rate of the current scan since it started (issued bytes / elapsed time)",
-        ),
     }
     gauges = {key: GaugeMetricFamily(name, f"{doc}. {src}", labels=["pool"]) for key, (name, doc) in docs.items()}
-    now = scrape.host.collected_at
     for pool in pools:
         scan = pool.scan
         for s in SCAN_STATES:
@@ -98,9 +114,6 @@ def _scan(scrape: Scrape, pools: list[Pool]) -> Iterable[Metric]:
             "start": scan.started.timestamp() if scan.started else None,
             "end": scan.ended.timestamp() if scan.ended and not scan.active else None,
         }
-        if scan.state == "scanning" and scan.started and scan.issued_bytes is not None:
-            elapsed = (now - scan.started).total_seconds()
-            values["rate"] = scan.issued_bytes / elapsed if elapsed > 0 else None
         for key, value in values.items():
             if value is not None:
                 gauges[key].add_metric([pool.name], value)

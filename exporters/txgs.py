@@ -8,8 +8,9 @@ The kstat keeps the last zfs_txg_history txgs (none when it is 0). From it:
 - the last committed txg: dirty/read/written bytes, reads, writes and how
   long each phase took (open, quiesce, wait for sync, sync);
 - over the recorded window: mean and max of each phase and of dirty bytes,
-  the txg rate and the write rate (written bytes / time spanned): what the
-  txg and dirty-data recommendations read.
+  the time it spans and the bytes written in that time (their ratio is the
+  window's write rate, `zfs_pool_txg_window_written_bytes /
+  zfs_pool_txg_window_span_seconds`; a rate is not exported as a gauge).
 - `zfs_pool_txg_dirty_bytes`: dirty bytes of the txgs not yet committed
   (open, quiescing, waiting, syncing), to compare with zfs_dirty_data_max.
 
@@ -74,14 +75,16 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
         f"Most dirty bytes of a committed txg in the window. {_SRC}",
         labels=["pool"],
     )
-    txg_rate = GaugeMetricFamily(
-        "zfs_pool_txg_window_txgs_per_second",
-        f"Committed txgs per second over the window (txg numbers / birth times spanned). {_SRC}",
+    span = GaugeMetricFamily(
+        "zfs_pool_txg_window_span_seconds",
+        f"Time from the birth of the oldest committed txg in the window to that of the newest: "
+        f"(zfs_pool_txg_window_txgs - 1) / this is the window's txg rate. {_SRC}",
         labels=["pool"],
     )
-    write_rate = GaugeMetricFamily(
-        "zfs_pool_txg_window_written_bytes_per_second",
-        f"Bytes written by txg syncs per second over the window. {_SRC}",
+    written = GaugeMetricFamily(
+        "zfs_pool_txg_window_written_bytes",
+        f"Bytes written by the syncs of the committed txgs in the window born within "
+        f"zfs_pool_txg_window_span_seconds (all but the oldest): / that span is the window's write rate. {_SRC}",
         labels=["pool"],
     )
     window = GaugeMetricFamily(
@@ -114,10 +117,8 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
         mean_dirty.add_metric([name], sum(dirty) / len(dirty))
         max_dirty.add_metric([name], max(dirty))
         oldest = min(committed, key=lambda t: t.txg)
-        span = newest.birth_seconds - oldest.birth_seconds
-        if span > 0:
-            txg_rate.add_metric([name], (newest.txg - oldest.txg) / span)
-            # the oldest txg's writes happened before the span started
-            write_rate.add_metric([name], sum(t.written_bytes for t in committed if t is not oldest) / span)
-    return (total, *last.values(), last_phase, mean_phase, max_phase, mean_dirty, max_dirty, txg_rate, write_rate,
+        span.add_metric([name], newest.birth_seconds - oldest.birth_seconds)
+        # the oldest txg's writes happened before the span started
+        written.add_metric([name], sum(t.written_bytes for t in committed if t is not oldest))
+    return (total, *last.values(), last_phase, mean_phase, max_phase, mean_dirty, max_dirty, span, written,
             window, pending)

@@ -1,15 +1,17 @@
-"""Pool and vdev I/O: ops, bandwidth, queue depths, average latencies, errors, state.
+"""Pool and vdev I/O: queue depths, space, errors, state.
 
 Sources: `zpool iostat -vlq -Hp` (one row per vdev, the pool's own row for
 the pool) and `zpool status` (tree, state, error counters). Read without an
-interval, zpool iostat reports *averages per second since the pool was
-imported* for ops and bandwidth and averages for latencies: those are gauges,
-not counters (rate() over them is meaningless). For true counters use the
-histograms' `_count` (zfs_pool_latency_seconds_count) and the disks' diskstats.
+interval, zpool iostat reports ops, bandwidth and latencies as *averages since
+the pool was imported*: not exported (a gauge averaged over months says nothing
+about now; rate() of a counter is PromQL's to take). The counters to take them
+from are the histograms (zfs_pool_latency_seconds: `_count` is I/Os completed,
+`_sum / _count` zpool iostat -l's average), the pool's iostats kstat
+(zfs_pool_read_bytes_total, OpenZFS >= 2.3), the datasets' objset kstats and
+node_exporter's diskstats.
 
-Per pool (the pool's row) by default; every vdev gets its state, errors, ops
-and bandwidth; queue depths and average latencies per vdev only with
-`metrics_per_vdev`.
+Per pool (the pool's row) by default; every vdev gets its state, errors and
+space; queue depths per vdev only with `metrics_per_vdev`.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 
 from advisor.facts import Pool, Vdev, VdevIostat
 from advisor.exporters.base import CACHED, Scrape
-from advisor.exporters.ioclass import latency_labels, queue_labels
+from advisor.exporters.ioclass import queue_labels
 
 _IOSTAT = f"Source: zpool iostat -vlq -Hp.{CACHED}"
 _STATUS = f"Source: zpool status.{CACHED}"
@@ -40,21 +42,10 @@ def _below_root(pool: Pool) -> list[tuple[Vdev, str]]:
 
 
 class _IoFamilies:
-    """ops/bandwidth/queues/latencies for one level (zfs_pool_* or zfs_vdev_*)."""
+    """Queue depths for one level (zfs_pool_* or zfs_vdev_*)."""
 
     def __init__(self, level: str, labels: list[str]):
         what = "the pool" if level == "pool" else "the vdev"
-        since = "average per second since the pool was imported (a gauge: zpool iostat without interval)"
-        self.ops = GaugeMetricFamily(
-            f"zfs_{level}_operations_per_second",
-            f"I/O operations on {what}, {since}. {_IOSTAT}",
-            labels=[*labels, "op"],
-        )
-        self.bandwidth = GaugeMetricFamily(
-            f"zfs_{level}_bandwidth_bytes_per_second",
-            f"Bytes transferred by {what}, {since}. {_IOSTAT}",
-            labels=[*labels, "op"],
-        )
         self.pending = GaugeMetricFamily(
             f"zfs_{level}_queue_pending_ios",
             f"I/Os waiting in {what}'s vdev queue (zpool iostat -q pend), now. {_IOSTAT}",
@@ -65,30 +56,14 @@ class _IoFamilies:
             f"I/Os issued to the device from {what}'s vdev queue (zpool iostat -q activ), now. {_IOSTAT}",
             labels=[*labels, "queue", "op"],
         )
-        self.latency = GaugeMetricFamily(
-            f"zfs_{level}_average_latency_seconds",
-            f"Average I/O latency of {what} since import (zpool iostat -l; queue=total is queue + disk, disk the "
-            f"device alone, the others the wait in that queue); the matching histogram is "
-            f"zfs_{level}_latency_seconds. {_IOSTAT}",
-            labels=[*labels, "queue", "op"],
-        )
-
-    def add_rates(self, labels: list[str], io: VdevIostat) -> None:
-        self.ops.add_metric([*labels, "read"], io.read_ops_per_second)
-        self.ops.add_metric([*labels, "write"], io.write_ops_per_second)
-        self.bandwidth.add_metric([*labels, "read"], io.read_bytes_per_second)
-        self.bandwidth.add_metric([*labels, "write"], io.write_bytes_per_second)
 
     def add_queues(self, labels: list[str], io: VdevIostat) -> None:
         for column, value in io.queues.items():
             queue, op, kind = queue_labels(column)
             (self.pending if kind == "pend" else self.active).add_metric([*labels, queue, op], value)
-        for column, seconds in io.latency_seconds.items():
-            if seconds is not None:
-                self.latency.add_metric([*labels, *latency_labels(column)], seconds)
 
     def __iter__(self):
-        return iter((self.ops, self.bandwidth, self.pending, self.active, self.latency))
+        return iter((self.pending, self.active))
 
 
 def collect(scrape: Scrape) -> Iterable[Metric]:
@@ -114,7 +89,6 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
     )
     for pool in scrape.pools:
         if pool.root is not None and pool.root.iostat is not None:
-            pool_io.add_rates([pool.name], pool.root.iostat)
             pool_io.add_queues([pool.name], pool.root.iostat)
         for vdev, parent in _below_root(pool):
             labels = [pool.name, vdev.name]
@@ -137,7 +111,6 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
                 allocated.add_metric(labels, vdev.iostat.allocated_bytes)
             if vdev.iostat.free_bytes is not None:
                 free.add_metric(labels, vdev.iostat.free_bytes)
-            vdev_io.add_rates(labels, vdev.iostat)
             if per_vdev:
                 vdev_io.add_queues(labels, vdev.iostat)
     yield from pool_io

@@ -107,6 +107,17 @@ NO_EFFECT = Witness(
     f'count by (job, instance) (zfs_advisor_recommendation_expected_effect_ratio{sel(pool=False)})')
 
 
+DISKS = ("The disks behind the pools (zfs_advisor_disk_info), with node_exporter's diskstats counters "
+         "(node_disk_*, joined on instance and device: scrape both with the same instance label), or "
+         "zfs-advisor's own with metrics_diskstats = true.")
+NO_DISK_COUNTERS = Witness(
+    "neither node_exporter's node_disk_* (under the same instance label) nor metrics_diskstats give the "
+    "counters of the disks behind the pools",
+    f'count by (job, instance) (zfs_advisor_disk_info{sel(pool=False)}) '
+    f'unless on (instance) count by (instance) (node_disk_io_time_seconds_total{{instance=~"$instance"}}) '
+    f'unless on (instance) count by (instance) (zfs_advisor_disk_io_time_seconds_total{sel(pool=False)})')
+
+
 def rate(name: str, **matchers: str) -> str:
     return f"rate({name}{sel(**matchers)}[{RATE}])"
 
@@ -114,6 +125,23 @@ def rate(name: str, **matchers: str) -> str:
 def host_rate(name: str) -> str:
     """rate() of a host-wide family (no pool label)."""
     return f"rate({name}{sel(pool=False)}[{RATE}])"
+
+
+def pool_bytes(pool_counter: str, dataset_counter: str) -> str:
+    """Bytes per second of each pool: its own counter (zfs_pool_*, OpenZFS >= 2.3, every dataset and
+    volume, ARC and Direct I/O added up), or else the sum of its exported datasets' counters."""
+    return (f"sum by (job, instance, pool) ({rate(f'zfs_pool_{pool_counter}')}) or "
+            f"sum by (job, instance, pool) ({rate(f'zfs_dataset_{dataset_counter}')})")
+
+
+def disk_rate(counter: str) -> str:
+    """rate() of a diskstats counter for each disk behind the pools: node_exporter's node_disk_<counter>,
+    joined to zfs_advisor_disk_info on (instance, device) (both jobs must label a host with the same
+    instance), or else this exporter's zfs_advisor_disk_<counter> (with metrics_diskstats on)."""
+    node = (f'rate(node_disk_{counter}{{instance=~"$instance"}}[{RATE}]) '
+            f"* on (instance, device) group_left () zfs_advisor_disk_info{sel(pool=False)}")
+    own = host_rate(f"zfs_advisor_disk_{counter}")
+    return f"sum by (instance, device) ({node}) or sum by (instance, device) ({own})"
 
 
 def scan_state_is(state: str, value: int) -> str:
@@ -170,13 +198,13 @@ def rows() -> list[tuple[str, list[Panel]]]:
             Panel("IOPS (completed I/Os)", "timeseries", [Target(
                 f"sum by (job, instance, pool, op) ({rate('zfs_pool_latency_seconds_count', queue='total')})",
                 "{{instance}} {{pool}} {{op}}")], unit="iops"),
-            Panel("Pool bandwidth (logical, all datasets)", "timeseries", [
-                Target(f"sum by (job, instance, pool) ({rate('zfs_dataset_logical_read_bytes_total')})",
-                       "{{instance}} {{pool}} read"),
-                Target(f"sum by (job, instance, pool) ({rate('zfs_dataset_logical_written_bytes_total')})",
+            Panel("Pool bandwidth (logical)", "timeseries", [
+                Target(pool_bytes("read_bytes_total", "logical_read_bytes_total"), "{{instance}} {{pool}} read"),
+                Target(pool_bytes("written_bytes_total", "logical_written_bytes_total"),
                        "{{instance}} {{pool}} write"),
-            ], unit="Bps", description="Bytes applications read and wrote (objset kstats), before "
-                                       "compression and redundancy."),
+            ], unit="Bps", description="Bytes applications read and wrote, before compression and redundancy: "
+                                       "the pool's iostats kstat (OpenZFS >= 2.3), else the sum of its datasets' "
+                                       "objset kstats."),
             Panel("p99 latency", "timeseries", [
                 Target(f"histogram_quantile(0.99, sum by (job, instance, pool, op, le) "
                        f"({rate('zfs_pool_latency_seconds_bucket', queue=queue)}))", f"{{{{instance}}}} {{{{pool}}}} {{{{op}}}} {queue}")
@@ -268,12 +296,12 @@ def rows() -> list[tuple[str, list[Panel]]]:
         ]),
         ("Disks behind the pools", [
             Panel("Utilisation", "timeseries", [Target(
-                host_rate("zfs_advisor_disk_io_time_seconds_total"), "{{instance}} {{device}}")],
-                unit="percentunit", thresholds=FILL),
+                disk_rate("io_time_seconds_total"), "{{instance}} {{device}}", NO_DISK_COUNTERS)],
+                unit="percentunit", thresholds=FILL, description=DISKS),
             Panel("Disk throughput", "timeseries", [
-                Target(host_rate("zfs_advisor_disk_read_bytes_total"), "{{instance}} {{device}} read"),
-                Target(host_rate("zfs_advisor_disk_written_bytes_total"), "{{instance}} {{device}} write"),
-            ], unit="Bps"),
+                Target(disk_rate("read_bytes_total"), "{{instance}} {{device}} read", NO_DISK_COUNTERS),
+                Target(disk_rate("written_bytes_total"), "{{instance}} {{device}} write", NO_DISK_COUNTERS),
+            ], unit="Bps", description=DISKS),
             Panel("vdev errors", "timeseries", [Target(
                 f"increase(zfs_vdev_errors_total{sel()}[1h]) > 0", "{{instance}} {{pool}} {{vdev}} {{error}}")],
                 thresholds=[(None, "red")]),

@@ -3,11 +3,19 @@ docs/metrics.md lists, and every query of every panel, run in a real Prometheus 
 services whose pools share a name (`tank`), returns series for both instances, each keeping its
 `instance` label and its own legend: no host's pool merged into another's.
 
+The services run with `metrics_diskstats = true`: the disk panels read node_exporter's
+node_disk_* where it is scraped, which a replayed recording has no node_exporter for, and
+else zfs-advisor's own diskstats counters, which this setting turns on (off by default).
+With it off, those panels would be empty here and their witness (no disk counters from
+either) would say so: the check would prove nothing about them.
+
 `pytest -s` prints the series each query returned per instance."""
 from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
 import urllib.request
 from collections import Counter
 
@@ -74,7 +82,8 @@ def test_dashboard_metrics_are_documented():
 def config_file(directory, state_dir):
     path = directory / "config.toml"
     workloads = "".join(f'"{dataset}" = "{workload}"\n' for dataset, workload in WORKLOADS.items())
-    path.write_text(f'state_dir = "{state_dir}"\n\n[workloads]\n{workloads}')
+    # the disk panels' counters: node_exporter's, which a recording has not, or these (module docstring)
+    path.write_text(f'state_dir = "{state_dir}"\nmetrics_diskstats = true\n\n[workloads]\n{workloads}')
     return path
 
 
@@ -161,3 +170,40 @@ def test_a_pool_never_scanned_is_never_not_missing(fleet):
     (target,) = [t for p, t in panel_targets(DASHBOARD) if p["title"] == "Time since the last scan"]
     ages = prom.query(resolve(target["expr"], alternatives(*instances), job="zfs-advisor", pool="tank"))
     assert sorted((r["metric"]["instance"], r["value"][1]) for r in ages) == [(i, "-1") for i in sorted(instances)]
+
+
+def test_disk_panels_join_node_exporters_counters_to_the_disks_behind_the_pools(tmp_path):
+    """The default (metrics_diskstats off) on a host with node_exporter, which no recording has: the
+    disk panels' queries, evaluated by promtool on series as node_exporter and zfs-advisor write them.
+    `nas` has node_exporter and diskstats on: node_exporter's counters, once per disk, only for the
+    disk behind a pool; `old` has no node_exporter but diskstats on: its own counters; `bare` neither,
+    the default without node_exporter (the lab's service): no series, and the witness says why."""
+    import yaml
+
+    info = 'zfs_advisor_disk_info{job="zfs-advisor",instance="%s",device="%s",model="m",media="hdd"}'
+    series = {
+        'node_disk_io_time_seconds_total{job="node",instance="nas",device="sda"}': "0+30x10",  # 0.5 s/s
+        'node_disk_io_time_seconds_total{job="node",instance="nas",device="vda"}': "0+60x10",  # no pool on it
+        info % ("nas", "sda"): "1x10",
+        'zfs_advisor_disk_io_time_seconds_total{job="zfs-advisor",instance="nas",device="sda"}': "0+6x10",
+        info % ("old", "sdb"): "1x10",
+        'zfs_advisor_disk_io_time_seconds_total{job="zfs-advisor",instance="old",device="sdb"}': "0+12x10",
+        info % ("bare", "sdc"): "1x10",
+    }
+    (target,) = [t for p, t in panel_targets(DASHBOARD) if p["title"] == "Utilisation"]
+    hosts = alternatives("nas", "old", "bare")
+    expr = resolve(target["expr"], hosts, rate_interval="5m", job="zfs-advisor")
+    witness = resolve(builder().by_design()[target["expr"]].expr, hosts, job="zfs-advisor")
+    case = {"interval": "1m", "input_series": [{"series": s, "values": v} for s, v in series.items()],
+            "promql_expr_test": [
+                {"expr": expr, "eval_time": "10m", "exp_samples": [
+                    {"labels": '{instance="nas",device="sda"}', "value": 0.5},
+                    {"labels": '{instance="old",device="sdb"}', "value": 0.2}]},
+                {"expr": witness, "eval_time": "10m", "exp_samples": [
+                    {"labels": '{job="zfs-advisor",instance="bare"}', "value": 1}]}]}
+    path = tmp_path / "disks_test.yml"
+    path.write_text(yaml.safe_dump({"rule_files": [], "evaluation_interval": "1m", "tests": [case]}))
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool not found: install Debian's `prometheus` package (tests/run does)"
+    result = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -4,7 +4,7 @@ Each snapshot under tests/fixtures/hosts/<zfs version>/<layout>/<idle|load>/
 is served by the real app (`root=` the snapshot, so zpool/zfs output and
 kstats are replayed) and scraped over HTTP; the body must equal
 tests/golden/metrics/<zfs version>/<layout>/<state>.prom (default detail)
-and <state>.detail.prom (per-vdev, per-dataset and all-disk detail).
+and <state>.detail.prom (per-vdev, per-dataset and all-disk detail, diskstats on).
 Only values that depend on this run, not on the snapshot, are normalised:
 durations measured now, the facts' age and the advisor's version.
 
@@ -28,7 +28,8 @@ GOLDEN = Path(__file__).resolve().parent / "metrics"
 SNAPSHOTS = recorded_snapshots()
 VARIANTS = {
     "": {},
-    ".detail": {"metrics_per_vdev": True, "metrics_per_dataset": True, "metrics_all_disks": True},
+    ".detail": {"metrics_per_vdev": True, "metrics_per_dataset": True, "metrics_all_disks": True,
+                "metrics_diskstats": True},
 }
 # Families whose values are measured by this run, not recorded in the snapshot.
 VOLATILE = (

@@ -47,7 +47,8 @@ def pool_section(text: str, pool: str) -> list[list[str]]:
 
 @pytest.fixture
 async def samples(request, http_client):
-    client = await http_client(create_app(Settings(root=str(request.param))))
+    # diskstats on: their values are checked against /proc/diskstats below
+    client = await http_client(create_app(Settings(root=str(request.param), metrics_diskstats=True)))
     text = await (await client.get("/metrics")).text()
     out: dict[tuple, float] = {}
     for family in text_string_to_metric_families(text):
@@ -67,7 +68,6 @@ def test_values_equal_the_raw_recorded_outputs(samples):
     assert pools, "no pool exported"
     latency = command_output(snapshot, "iostat", "-vw")
     sizes = command_output(snapshot, "iostat", "-vr")
-    iostat = command_output(snapshot, "iostat", "-vlq")
     for pool in pools:
         rows = pool_section(latency, pool)
         for column, (queue, op) in enumerate((("total", "read"), ("total", "write"), ("disk", "read"))):
@@ -77,9 +77,18 @@ def test_values_equal_the_raw_recorded_outputs(samples):
         for column, (io, queue, op) in enumerate(SIZE_COLUMNS[: len(rows[0])]):
             expected = sum(int(r[column]) for r in rows)
             assert get(values, "zfs_pool_request_size_bytes_count", pool=pool, io=io, queue=queue, op=op) == expected
-        row = next(line.split("\t") for line in iostat.splitlines() if line.split("\t")[0] == pool)
-        assert get(values, "zfs_pool_operations_per_second", pool=pool, op="read") == float(row[3])
-        assert get(values, "zfs_pool_bandwidth_bytes_per_second", pool=pool, op="write") == float(row[6])
+        # the pool's byte counters: the iostats kstat's fields, by path (OpenZFS >= 2.3 has them)
+        kstat = (snapshot / f"proc/spl/kstat/zfs/{pool}/iostats").read_text()
+        fields = dict(re.findall(r"^(\w+)\s+\d+\s+(\d+)$", kstat, re.M))
+        for path in ("arc", "direct"):
+            if f"{path}_read_bytes" in fields:
+                assert get(values, "zfs_pool_read_bytes_total", pool=pool, path=path) == int(
+                    fields[f"{path}_read_bytes"])
+                assert get(values, "zfs_pool_written_bytes_total", pool=pool, path=path) == int(
+                    fields[f"{path}_write_bytes"])
+                assert get(values, "zfs_pool_writes_total", pool=pool, path=path) == int(fields[f"{path}_write_count"])
+            else:
+                assert ("zfs_pool_read_bytes_total", (("path", path), ("pool", pool))) not in values
         txgs = (snapshot / f"proc/spl/kstat/zfs/{pool}/txgs").read_text()
         committed = [int(line.split()[0]) for line in txgs.splitlines()[2:] if line.split()[2:3] == ["C"]]
         if committed:

@@ -82,7 +82,7 @@ def test_prometheus_scrapes_the_exporter_in_the_vm(lab_vm, exporter_url, tmp_pat
         assert {r["metric"]["vdev"] for r in prom.query('zfs_vdev_info{pool="tank"}')} >= {"mirror-0", "mirror-1"}
         assert one("zfs_arc_size_bytes") > 0
         assert one('zfs_dataset_logical_written_bytes_total{name="tank/pg"}') >= 32 << 20
-        assert len(prom.query('zfs_advisor_disk_reads_completed_total')) == 4
+        assert len(prom.query('zfs_advisor_disk_info')) == 4  # diskstats counters: metrics_diskstats, off
         assert one("min(zfs_advisor_scrape_collector_success)") == 1
         assert one("zfs_advisor_facts_stale") == 0
         assert one("zfs_advisor_facts_age_seconds") < COMMANDS_INTERVAL + 10

@@ -14,7 +14,7 @@ DOC = REPO / "docs" / "metrics.md"
 # Families named after kstat fields or parameters, documented by prefix and rule.
 DYNAMIC = re.compile(
     r"^(zfs_arc_|zfs_zil_|zfs_dmu_tx_|zfs_zfetch_|zfs_abd_|zfs_dbuf_|zfs_vdev_mirror_|zfs_param_"
-    r"|zfs_pool_(trim|autotrim|simple_trim|arc|direct|abd)_|zfs_dataset_zil_)"
+    r"|zfs_dataset_zil_)"
 )
 
 

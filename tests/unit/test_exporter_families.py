@@ -61,17 +61,13 @@ def test_pool_histograms_render_with_count_sum_and_labels():
     assert samples(detailed, "zfs_vdev_queue_pending_ios", vdev="/dev/sda1")
 
 
-def test_iostat_averages_are_gauges_and_queue_columns_become_labels():
-    families = scrape_families(make_host())
-    assert families["zfs_pool_operations_per_second"].type == "gauge"
-    assert "since the pool was imported" in families["zfs_pool_operations_per_second"].documentation
-    assert samples(families, "zfs_pool_operations_per_second", op="write") == {
-        ("zfs_pool_operations_per_second", (("op", "write"), ("pool", "tank"))): 20.0
-    }
+def test_iostat_averages_since_import_are_not_exported_and_queue_columns_become_labels():
+    families = scrape_families(make_host(), per_vdev=True)
+    # zpool iostat without an interval averages since import: the histograms are the counters
+    averaged = [name for name in families if name.endswith(("_per_second", "_average_latency_seconds"))]
+    assert averaged == []
     pending = samples(families, "zfs_pool_queue_pending_ios", queue="trimq")
     assert list(pending.values()) == [2.0] and ("op", "trim") in next(iter(pending))[1]
-    latency = samples(families, "zfs_pool_average_latency_seconds", queue="total", op="read")
-    assert list(latency.values()) == [pytest.approx(1e-3)]
 
 
 def test_column_names_map_to_queue_and_op_labels():
@@ -132,10 +128,12 @@ def test_pool_health_is_unknown_when_zpool_output_is_overdue_and_there_is_no_sta
 def test_txg_window_metrics():
     families = scrape_families(make_host())
     assert samples(families, "zfs_pool_txgs", pool="tank") == {("zfs_pool_txgs_total", (("pool", "tank"),)): 101.0}
-    rate = samples(families, "zfs_pool_txg_window_txgs_per_second", pool="tank")
-    assert list(rate.values()) == [pytest.approx(1 / 5)]
-    written = samples(families, "zfs_pool_txg_window_written_bytes_per_second", pool="tank")
-    assert list(written.values()) == [pytest.approx(4194304 / 5)]
+    # the window's rates are two gauges' ratio: one txg and 4 MiB written in 5 s
+    txgs = samples(families, "zfs_pool_txg_window_txgs", pool="tank")
+    span = samples(families, "zfs_pool_txg_window_span_seconds", pool="tank")
+    assert list(txgs.values()) == [2.0] and list(span.values()) == [pytest.approx(5)]
+    written = samples(families, "zfs_pool_txg_window_written_bytes", pool="tank")
+    assert list(written.values()) == [4194304.0]
     sync = samples(families, "zfs_pool_txg_window_max_phase_seconds", phase="sync")
     assert list(sync.values()) == [pytest.approx(0.5)]
     assert list(samples(families, "zfs_pool_txg_dirty_bytes").values()) == [65536.0]
@@ -163,13 +161,42 @@ def test_include_and_exclude_regexes_select_pools_and_datasets():
 
 
 def test_disks_are_those_behind_pools_unless_all_disks():
-    reads = scrape_families(make_host())["zfs_advisor_disk_reads_completed"]
+    reads = scrape_families(make_host(), diskstats=True)["zfs_advisor_disk_reads_completed"]
     assert {s.labels["device"] for s in reads.samples} == {"sda", "sdb"}
-    everything = scrape_families(make_host(), all_disks=True)
+    everything = scrape_families(make_host(), all_disks=True, diskstats=True)
     assert {s.labels["device"] for s in everything["zfs_advisor_disk_read_bytes"].samples} == {"sda", "sdb", "vda"}
     assert samples(everything, "zfs_advisor_disk_read_bytes", device="sda") == {
         ("zfs_advisor_disk_read_bytes_total", (("device", "sda"),)): 8 * 512.0
     }
+
+
+def test_diskstats_are_off_by_default_and_what_only_zfs_knows_of_a_disk_stays():
+    families = scrape_families(make_host())
+    assert not [name for name in families if name.startswith("zfs_advisor_disk_") and families[name].type == "counter"]
+    assert "zfs_advisor_disk_io_now" not in families
+    assert {s.labels["device"] for s in families["zfs_advisor_disk_info"].samples} == {"sda", "sdb"}  # to join on
+    assert samples(families, "zfs_advisor_disk_rotational", device="sda")
+    from advisor.exporters import disks
+
+    def names(**options) -> set[str]:
+        return {f.name for f in disks.collect(Scrape(make_host(), ExportOptions(**options)))}
+
+    assert names(diskstats=True) - names() == {name for _, name, _, _ in disks.STATS} and len(disks.STATS) == 17
+
+
+def test_indexed_and_kind_fields_are_labels_of_one_family():
+    from advisor.exporters.named import KStatFamilies, KStatSpec
+    from advisor.facts import KStat
+
+    spec = KStatSpec(prefix="zfs_x", path="/proc/x", gauges=r"order_\d+", split=((r"order_(?P<order>\d+)", "chunks"),))
+    families = KStatFamilies(spec, ["pool"])
+    families.add(KStat(values={"order_0": 3, "order_10": 4, "zil_commit_count": 5}), ["tank"])
+    by_name = {f.name: f for f in families}
+    assert set(by_name) == {"zfs_x_chunks", "zfs_x_zil_commit"}  # no index in a name, no _count_total
+    assert by_name["zfs_x_chunks"].type == "gauge" and by_name["zfs_x_zil_commit"].type == "counter"
+    assert [(s.labels, s.value) for s in by_name["zfs_x_chunks"].samples] == [
+        ({"pool": "tank", "order": "0"}, 3), ({"pool": "tank", "order": "10"}, 4)]
+    assert "Source: /proc/x order_<order>." in by_name["zfs_x_chunks"].documentation
 
 
 def test_kstats_are_typed_and_module_parameters_in_base_units():

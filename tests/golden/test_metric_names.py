@@ -1,0 +1,74 @@
+"""Every family name follows the Prometheus naming conventions, on every recorded host.
+
+https://prometheus.io/docs/practices/naming/ and client_python's rules: an index is a label,
+never part of the name (`zfs_abd_scatter_chunks{order="3"}`, not `zfs_abd_scatter_order_3`);
+the base unit comes last (`_bytes`, `_seconds`, then `_total` on a counter); `_total` only on
+counters and never after `_count`, which histograms and summaries own; rates are PromQL's to
+compute (`rate()` of a counter), not a gauge averaged since the pool was imported.
+
+The names are read from the golden files, which test_metrics_golden.py proves equal to what
+the service serves for each recording (the `.detail` variant has every option on, diskstats
+included), and from a scrape of the synthetic host with every option on.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from support.hosts import make_host
+
+from advisor.exporters.base import ExportOptions, Scrape
+from advisor.exporters.collector import create_registry, render
+
+GOLDEN = Path(__file__).resolve().parent / "metrics"
+_UNITS = "bytes|seconds|ratio|celsius|volts|amperes|joules|grams|meters"
+RULES = (
+    ("an index inside the name (make it a label)", re.compile(r"_\d+(_|$)"), None),
+    ("_count before _total (a counter of things is <things>_total)", re.compile(r"_count_total$"), None),
+    ("a suffix Prometheus reserves for histograms and summaries", re.compile(r"_(count|sum|bucket)$"), None),
+    ("a unit that is not last", re.compile(rf"_({_UNITS})_(?!total$)"), None),
+    ("a rate gauge (export the counter: rate() is PromQL's)", re.compile(r"_per_second$"), None),
+    ("_total on a gauge", re.compile(r"_total$"), "gauge"),
+    ("a counter without _total", re.compile(r"(?<!_total)$"), "counter"),
+)
+
+
+def violations(families: dict[str, str]) -> list[str]:
+    """'name (type): rule' for each family that breaks a rule."""
+    out = []
+    for name, kind in sorted(families.items()):
+        for why, pattern, only in RULES:
+            if (only is None or kind == only) and pattern.search(name):
+                out.append(f"{name} ({kind}): {why}")
+    return out
+
+
+def families_in(text: str) -> dict[str, str]:
+    """Family -> type, from the TYPE lines (a counter's family is written with `_total` in OpenMetrics
+    and without it in the 0.0.4 text prometheus_client writes; the sample name carries it either way)."""
+    types = dict(re.findall(r"^# TYPE (\S+) (\S+)$", text, re.MULTILINE))
+    return {(f"{name}_total" if kind == "counter" and not name.endswith("_total") else name): kind
+            for name, kind in types.items()}
+
+
+def test_the_rules_catch_the_names_they_are_for():
+    bad = {"zfs_abd_scatter_order_3": "gauge", "zfs_dbuf_cache_level_2_bytes": "gauge",
+           "zfs_zil_commit_count_total": "counter", "zfs_dbuf_cache_size_bytes_max": "gauge",
+           "zfs_pool_bandwidth_bytes_per_second": "gauge", "zfs_pool_trim_bytes_written_total": "counter",
+           "zfs_x_total": "gauge", "zfs_x_entries_count": "gauge"}
+    assert len({v.split(" (")[0] for v in violations(bad)}) == len(bad)
+    good = {"zfs_abd_scatter_chunks": "gauge", "zfs_pool_trim_written_bytes_total": "counter",
+            "zfs_arc_l2_size_bytes": "gauge", "zfs_pool_latency_seconds": "histogram", "zfs_arc_c_max_bytes": "gauge"}
+    assert violations(good) == []
+
+
+@pytest.mark.parametrize("golden", sorted(GOLDEN.rglob("*.prom")), ids=lambda p: str(p.relative_to(GOLDEN)))
+def test_recorded_families_follow_the_naming_conventions(golden):
+    assert violations(families_in(golden.read_text())) == []
+
+
+def test_every_option_on_follows_the_naming_conventions():
+    options = ExportOptions(per_vdev=True, per_dataset=True, all_disks=True, diskstats=True)
+    text = render(create_registry(), Scrape(make_host(), options)).decode()
+    assert violations(families_in(text)) == []
