@@ -25,15 +25,18 @@ client's work does not delay another's clock):
   and 0 -> 1.
 
 Every `--sample-every` s: the service's RSS (/proc/PID/status VmRSS), open descriptors
-(/proc/PID/fd) and the time its event-loop thread was ready to run but waited for a CPU
-(/proc/PID/schedstat: on a shared machine, latency that is not the service's doing).
+(/proc/PID/fd), CPU time (/proc/PID/stat), the time its event-loop thread was ready to run but
+waited for a CPU (/proc/PID/schedstat) and the machine's load average: on a shared machine,
+latency that is not the service's doing.
 
-Prints the RSS and descriptors over time, one table row per endpoint (requests, p50, p99,
-max, 5xx, other errors: any other status but 200, a timeout, a reset or an incomplete body),
-then the verdict. Exits 1 when a target is missed: RSS drift under 10 % (the median over a
-minute at the end against the same after the warm-up, the first 5 minutes), /healthz p99 under
-100 ms, no 5xx and no other error, descriptors below the limit and no refusal at it in the
-service's log, every source failure seen and its recovery seen by every scraper.
+Prints those over time (a row per 5 minutes, per sixth of a run under 30 minutes), one row
+per endpoint (requests, p50, p99, max, 5xx, other errors: any other status but 200, a
+timeout, a reset or an incomplete body), what the slow clients saw, the service's log lines
+per level with the first of each message, then the verdict. Exits 1 when a target is
+missed: RSS drift under 10 % (the median over a minute at the end against the same after the
+warm-up, the first 5 minutes; a fifth of a shorter run), /healthz p99 under 100 ms, no 5xx and
+no other error, descriptors below the limit and no line of a limit reached in the service's
+log, each failure of the source and its recovery seen by every scraper, the service alive.
 """
 from __future__ import annotations
 
@@ -107,6 +110,12 @@ def serve_limited(root: Path, state: Path, nofile: int):
     return proc, port
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system time of all the service's threads (/proc/PID/stat utime, stime)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def open_fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
@@ -171,14 +180,16 @@ def session(timeout: float, **connector) -> aiohttp.ClientSession:
                                  timeout=aiohttp.ClientTimeout(total=timeout))
 
 
-async def ticks(deadline: float, interval: float, offset: float = 0.0):
-    """Yields every `interval` s until the deadline, on schedule: a late tick does not delay the next."""
+async def ticks(deadline: float, interval: float, offset: float = 0.0, skip_late: bool = False):
+    """Yields every `interval` s until the deadline, on schedule: a late tick does not delay the
+    next; the ticks missed meanwhile are yielded at once (requests arrive whether the service
+    keeps up or not), or with `skip_late` left out (as Prometheus skips a scrape that overran)."""
     at = time.monotonic() + offset
     while at < deadline:
         await asyncio.sleep(max(0.0, at - time.monotonic()))
         yield
         at += interval
-        while at < time.monotonic():  # as Prometheus does: a scrape that overran its slot skips the next
+        while skip_late and at < time.monotonic():
             at += interval
 
 
@@ -211,7 +222,7 @@ async def scrapers(port: int, deadline: float, opts: dict, tally: Tally) -> list
 
         # Prometheus spreads its targets' scrapes over the interval; a scrape times out at 10 s.
         async with session(10.0, limit=1) as s:
-            async for _ in ticks(deadline, opts["scrape_interval"], i * opts["scrape_interval"] / SCRAPERS):
+            async for _ in ticks(deadline, opts["scrape_interval"], i * opts["scrape_interval"] / SCRAPERS, True):
                 await timed_get(s, f"http://127.0.0.1:{port}/metrics", headers, tally, read)
         return seen
 
@@ -416,7 +427,8 @@ def watch(pid: int, start: float, deadline: float, every: float, counter, failin
             continue
         if now >= next_sample:
             samples.append({"t": now - start, "rss_mb": load.rss_mb(pid), "fds": open_fds(pid),
-                            "waited_s": load.runqueue_seconds(pid), "requests": sum(counter)})
+                            "waited_s": load.runqueue_seconds(pid), "cpu_s": cpu_seconds(pid),
+                            "load": os.getloadavg()[0], "requests": sum(counter)})
             next_sample += every
         time.sleep(max(0.0, min(next_sample, start + events[0][0] if events else next_sample) - time.monotonic()))
     if away.exists():
@@ -425,14 +437,15 @@ def watch(pid: int, start: float, deadline: float, every: float, counter, failin
 
 
 def report(args, samples, results, failures, nofile, log, alive, warmup, window, row_every) -> int:
-    print("| minute | RSS MB | open fds | requests so far | loop waited for a CPU |")
-    print("|---:|---:|---:|---:|---:|")
+    print("| minute | RSS MB | open fds | requests so far | service CPU | loop waited for a CPU | load average |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
     previous = samples[0]
-    print(f"| 0.0 | {previous['rss_mb']:.0f} | {previous['fds']} | {previous['requests']:,} | |")
+    print(f"| 0.0 | {previous['rss_mb']:.0f} | {previous['fds']} | {previous['requests']:,} | | | {previous['load']:.1f} |")
     for s in samples[1:]:
         if s["t"] - previous["t"] >= row_every - 1 or s is samples[-1]:
-            waited = 100 * (s["waited_s"] - previous["waited_s"]) / (s["t"] - previous["t"])
-            print(f"| {s['t'] / 60:.1f} | {s['rss_mb']:.0f} | {s['fds']} | {s['requests']:,} | {waited:.0f} % |")
+            share = {k: 100 * (s[k] - previous[k]) / (s["t"] - previous["t"]) for k in ("cpu_s", "waited_s")}
+            print(f"| {s['t'] / 60:.1f} | {s['rss_mb']:.0f} | {s['fds']} | {s['requests']:,} | {share['cpu_s']:.0f} % "
+                  f"| {share['waited_s']:.0f} % | {s['load']:.1f} |")
             previous = s
     print("\n| endpoint | requests | p50 ms | p99 ms | max ms | 5xx | other errors |")
     print("|---|---:|---:|---:|---:|---:|---|")
