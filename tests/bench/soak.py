@@ -82,14 +82,15 @@ KINDS = ("/metrics", "/recommend", "/v1/facts", "/healthz", "slow clients")
 
 def unit_nofile(unit: Path = UNIT) -> tuple[int, str]:
     """The soft file-descriptor limit the unit gives the service, and where it comes from."""
+    name = unit.relative_to(load.REPO) if unit.is_relative_to(load.REPO) else unit
     for line in unit.read_text().splitlines():
         key, _, value = line.strip().partition("=")
         if key == "LimitNOFILE":
             soft = value.split(":")[0].strip()
             if not soft.isdigit():
-                raise SystemExit(f"{unit}: LimitNOFILE={value}: only a number (or soft:hard numbers) is supported here")
-            return int(soft), f"LimitNOFILE={value} in {unit.relative_to(load.REPO)}"
-    return SYSTEMD_DEFAULT_NOFILE, f"{unit.relative_to(load.REPO)} sets no LimitNOFILE: systemd's default soft limit"
+                raise SystemExit(f"{name}: LimitNOFILE={value}: only a number (or soft:hard numbers) is supported here")
+            return int(soft), f"LimitNOFILE={value} in {name}"
+    return SYSTEMD_DEFAULT_NOFILE, f"{name} sets no LimitNOFILE: systemd's default soft limit"
 
 
 def serve_limited(root: Path, state: Path, nofile: int):
