@@ -10,8 +10,9 @@ deploy/systemd/zfs-advisor.service (systemd's default soft limit, 1024, if the u
 For `--minutes`, all at once, each kind of client in a process of its own (so that one
 client's work does not delay another's clock):
 
-- 3 Prometheus-like scrapers: /metrics every `--scrape-interval` s (OpenMetrics, gzip, 10 s
-  timeout), each body inflated and checked to end in `# EOF`;
+- 3 Prometheus-like scrapers: /metrics every `--scrape-interval` s (OpenMetrics, gzip; the
+  timeout Prometheus gives such a scrape: 10 s, or the interval when shorter), each body
+  inflated and checked to end in `# EOF`;
 - /recommend?workload=W at `--recommend-rate` requests/s, W in turn every workload the
   service lists at /v1/workloads (sent on time, not after the previous answer);
 - /v1/facts bursts: `--facts-burst` requests at once (plain JSON, the largest body) every
@@ -144,10 +145,11 @@ class Tally:
         self.statuses: Counter[str] = Counter()
         self.errors: Counter[str] = Counter()
 
-    def answered(self, started: float, status: str) -> None:
-        self.ms.append((time.perf_counter() - started) * 1000)
+    def answered(self, started: float, status: str) -> float:
+        self.ms.append(ms := (time.perf_counter() - started) * 1000)
         self.statuses[status] += 1
         self.counter[self.slot] += 1
+        return ms
 
     def failed(self, kind: str) -> None:
         self.errors[kind] += 1
@@ -163,15 +165,19 @@ async def drain(resp: aiohttp.ClientResponse) -> bool:
     return True
 
 
-async def timed_get(session: aiohttp.ClientSession, url: str, headers: dict, tally: Tally, read=drain):
-    """GET url, its body read by `read` (False: incomplete); the answer's status into the tally."""
+async def timed_get(session: aiohttp.ClientSession, url: str, headers: dict, tally: Tally, read=drain,
+                    late_after: float | None = None):
+    """GET url, its body read by `read` (False: incomplete); the answer's status into the tally,
+    and an error if it came after `late_after` s (aiohttp checks its timeout only between reads)."""
     started = time.perf_counter()
     try:
         async with session.get(url, headers=headers) as resp:
             complete = await read(resp)
-            tally.answered(started, str(resp.status))
+            ms = tally.answered(started, str(resp.status))
             if not complete:
                 tally.failed("incomplete body")
+            if late_after is not None and ms > late_after * 1000:
+                tally.failed(f"over the {late_after:g} s timeout")
     except (aiohttp.ClientError, TimeoutError, OSError) as exc:
         tally.failed(type(exc).__name__)
 
@@ -221,10 +227,13 @@ async def scrapers(port: int, deadline: float, opts: dict, tally: Tally) -> list
                 seen["up"] = up
             return inflate.eof and last == b"# EOF\n" and not rest
 
-        # Prometheus spreads its targets' scrapes over the interval; a scrape times out at 10 s.
-        async with session(10.0, limit=1) as s:
-            async for _ in ticks(deadline, opts["scrape_interval"], i * opts["scrape_interval"] / SCRAPERS, True):
-                await timed_get(s, f"http://127.0.0.1:{port}/metrics", headers, tally, read)
+        # Prometheus spreads its targets' scrapes over the interval; a scrape times out after
+        # scrape_timeout (10 s by default), cut to the interval when that is shorter.
+        interval = opts["scrape_interval"]
+        timeout = min(10.0, interval)
+        async with session(timeout, limit=1) as s:
+            async for _ in ticks(deadline, interval, i * interval / SCRAPERS, True):
+                await timed_get(s, f"http://127.0.0.1:{port}/metrics", headers, tally, read, timeout)
         return seen
 
     return list(await asyncio.gather(*(one(i) for i in range(SCRAPERS))))
