@@ -32,7 +32,8 @@ latency that is not the service's doing.
 
 Prints those over time (a row per 5 minutes, per sixth of a run under 30 minutes), one row
 per endpoint (requests, p50, p99, max, 5xx, other errors: any other status but 200, a
-timeout, a reset or an incomplete body), what the slow clients saw, the service's log lines
+timeout, a reset or an incomplete body; and the share of the run its client process waited for
+a CPU, which its latencies include), what the slow clients saw, the service's log lines
 per level with the first of each message, then the verdict. Exits 1 when a target is
 missed: RSS drift under 10 % (the median over a minute at the end against the same after the
 warm-up, the first 5 minutes; a fifth of a shorter run), /healthz p99 under 100 ms, no 5xx and
@@ -309,8 +310,11 @@ def client_process(kind: str, port: int, sync: tuple, opts: dict, counter, out) 
     ready.release()  # imported and started: the clocks start once every kind of client is
     go.wait()
     tally = Tally(counter, KINDS.index(kind))
+    started, waited = time.monotonic(), load.runqueue_seconds(os.getpid())
     extra = asyncio.run(CLIENTS[kind](port, deadline.value, opts, tally))
-    out.put((kind, tally.result(), extra))
+    # the client's own wait for a CPU is in its latencies too: not the service's doing
+    client_wait = (load.runqueue_seconds(os.getpid()) - waited) / (time.monotonic() - started)
+    out.put((kind, {**tally.result(), "client_wait": client_wait}, extra))
 
 
 def pick(ms: list[float], q: float) -> float:
@@ -457,8 +461,8 @@ def report(args, samples, results, failures, nofile, log, alive, warmup, window,
             print(f"| {s['t'] / 60:.1f} | {s['rss_mb']:.0f} | {s['fds']} | {s['requests']:,} | {share['cpu_s']:.0f} % "
                   f"| {share['waited_s']:.0f} % | {s['load']:.1f} |")
             previous = s
-    print("\n| endpoint | requests | p50 ms | p99 ms | max ms | 5xx | other errors |")
-    print("|---|---:|---:|---:|---:|---:|---|")
+    print("\n| endpoint | requests | p50 ms | p99 ms | max ms | 5xx | other errors | client waited for a CPU |")
+    print("|---|---:|---:|---:|---:|---:|---|---:|")
     fivexx = other = 0
     for kind in KINDS[:-1]:
         r = results[kind]
@@ -466,7 +470,8 @@ def report(args, samples, results, failures, nofile, log, alive, warmup, window,
         others = {**{s: n for s, n in r["statuses"].items() if s != "200" and not s.startswith("5")}, **r["errors"]}
         fivexx, other = fivexx + bad, other + sum(others.values())
         print(f"| `{kind}` | {len(r['ms']) + sum(r['errors'].values()):,} | {pick(r['ms'], 0.5):.0f} "
-              f"| {pick(r['ms'], 0.99):.0f} | {max(r['ms'], default=0):.0f} | {bad} | {others or 0} |")
+              f"| {pick(r['ms'], 0.99):.0f} | {max(r['ms'], default=0):.0f} | {bad} | {others or 0} "
+              f"| {100 * r['client_wait']:.0f} % |")
     slow = results["slow clients"]
     print(f"\nslow clients: {len(slow['ms']):,} half-sent requests; {slow['statuses']}; held {pick(slow['ms'], 0.5) / 1000:.1f} s "
           f"(median), {max(slow['ms'], default=0) / 1000:.1f} s at most; connection errors {slow['errors'] or 0}")
@@ -502,7 +507,8 @@ def report(args, samples, results, failures, nofile, log, alive, warmup, window,
         print(f"{'met' if ok else 'MISSED'}: {line}")
     if args.json:
         summary = {k: {**{q: pick(r["ms"], v) for q, v in (("p50_ms", 0.5), ("p99_ms", 0.99), ("max_ms", 1.0))},
-                       "answers": len(r["ms"]), "statuses": r["statuses"], "errors": r["errors"]}
+                       "answers": len(r["ms"]), "statuses": r["statuses"], "errors": r["errors"],
+                       "client_wait": r["client_wait"]}
                    for k, r in results.items()}
         args.json.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "samples": samples,
                                          "endpoints": summary, "source_cycles": len(failures), "seen": seen, "log": log,
