@@ -390,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
             start = time.monotonic()  # CLOCK_MONOTONIC: the same clock in every process
             sync[2].value = deadline = start + seconds
             sync[1].set()
-            samples = watch(proc.pid, start, deadline, args.sample_every, counter, failing, failures)
+            samples = watch(proc, start, deadline, args.sample_every, counter, failing, failures)
             results = {}
             for _ in clients:  # the last requests end within their timeouts (60 s at most)
                 try:
@@ -427,7 +427,7 @@ def read_log(path: Path) -> dict:
     return {"levels": dict(levels), "messages": list(first), "limit": limit}
 
 
-def watch(pid: int, start: float, deadline: float, every: float, counter, failing: Path,
+def watch(proc, start: float, deadline: float, every: float, counter, failing: Path,
           failures: list[tuple[float, float]]) -> list[dict]:
     """Until the deadline: a sample every `every` s, and the source moved away and back on schedule."""
     away = failing.with_name(failing.name + ".away")
@@ -440,10 +440,12 @@ def watch(pid: int, start: float, deadline: float, every: float, counter, failin
             os.rename(*((failing, away) if what == "away" else (away, failing)))
             continue
         if now >= next_sample:
-            samples.append({"t": now - start, "rss_mb": load.rss_mb(pid), "fds": open_fds(pid),
-                            "waited_s": load.runqueue_seconds(pid), "cpu_s": cpu_seconds(pid),
-                            "load": os.getloadavg()[0], "requests": sum(counter)})
             next_sample += every
+            if proc.poll() is None:  # an exited service is said in the verdict
+                pid = proc.pid
+                samples.append({"t": now - start, "rss_mb": load.rss_mb(pid), "fds": open_fds(pid),
+                                "waited_s": load.runqueue_seconds(pid), "cpu_s": cpu_seconds(pid),
+                                "load": os.getloadavg()[0], "requests": sum(counter)})
         time.sleep(max(0.0, min(next_sample, start + events[0][0] if events else next_sample) - time.monotonic()))
     if away.exists():
         os.rename(away, failing)
