@@ -191,7 +191,7 @@ def session(timeout: float, **connector) -> aiohttp.ClientSession:
 async def ticks(deadline: float, interval: float, offset: float = 0.0, skip_late: bool = False):
     """Yields every `interval` s until the deadline, on schedule: a late tick does not delay the
     next; the ticks missed meanwhile are yielded at once (requests arrive whether the service
-    keeps up or not), or with `skip_late` left out (as Prometheus skips a scrape that overran)."""
+    keeps up or not), or, with `skip_late`, dropped (as Prometheus skips a scrape that overran)."""
     at = time.monotonic() + offset
     while at < deadline:
         await asyncio.sleep(max(0.0, at - time.monotonic()))
