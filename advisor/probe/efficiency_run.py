@@ -57,18 +57,21 @@ def _cpu_times(files: HostFiles) -> tuple[float, float]:
     return sum(values), idle
 
 
-def efficiency_job(directory: str, rw: str, size: int, numjobs: int, seconds: int, create_only: bool = False) -> str:
+def efficiency_job(directory: str, rw: str, size: int, numjobs: int, seconds: int, create_only: bool = False,
+                   one_pass: bool = False) -> str:
     """Writes: `numjobs` streams of `size` bytes each.  Reads: ONE stream over one file of
     numjobs x size, as a user's sequential read, the prefetcher keeping the disks busy (several
     streams thrashed the capped ARC: two readers got 12 MB/s while the disks read 42).
-    `create_only`: lay the read's file out and stop, so that the measured read is only a read."""
+    `create_only`: lay the read's file out and stop, so that the measured read is only a read.
+    `one_pass`: read the file once (at most `seconds`), not round again: with the ARC not capped
+    a second pass would come from memory."""
     if rw == "read":
         size, numjobs = size * numjobs, 1
     lines = ["[global]", f"directory={directory}", "ioengine=psync", "bs=1M", f"size={size}",
              f"numjobs={numjobs}", "thread=1", "group_reporting=1", "fallocate=none", "refill_buffers=1",
              "buffer_compress_percentage=0", "end_fsync=1"]
     if rw == "read":
-        lines += ["create_only=1"] if create_only else ["time_based=1", f"runtime={seconds}"]
+        lines += ["create_only=1"] if create_only else [*([] if one_pass else ["time_based=1"]), f"runtime={seconds}"]
     return "\n".join([*lines, "", f"[seq-{rw}]", f"rw={rw}", ""])
 
 
@@ -103,7 +106,8 @@ async def measure(pool_name: str, descriptor: dict[str, Any], runner: CommandRun
                 await run_watched_fio(runner, jobfile, watch, thresholds, deadline, pool_name, 900)
                 await commit_pool(runner, pool_name)
                 await scratch.set_property(dataset, *READ_CACHE)
-            jobfile.write_text(efficiency_job(mountpoint, direction, file_bytes, numjobs, seconds), encoding="utf-8")
+            jobfile.write_text(efficiency_job(mountpoint, direction, file_bytes, numjobs, seconds,
+                                              one_pass=cap_arc is None), encoding="utf-8")
             writing = direction == "write"
             txgs0 = read_txgs(files, pool_name) if writing else []
             stats0, cpu0, t0 = parse_diskstats(files.read_text(DISKSTATS)), _cpu_times(files), time.monotonic()

@@ -180,6 +180,9 @@ def test_writes_stream_in_parallel_and_the_read_is_one_stream_over_all_of_it():
     assert "numjobs=4" in write and f"size={64 << 20}" in write and "rw=write" in write and "time_based" not in write
     read = efficiency_job("/tank/s", "read", 64 << 20, 4, 10)
     assert "numjobs=1" in read and f"size={256 << 20}" in read and "runtime=10" in read and "create_only" not in read
+    assert "time_based=1" in read
+    once = efficiency_job("/tank/s", "read", 64 << 20, 4, 10, one_pass=True)  # the ARC not capped
+    assert "time_based" not in once and "runtime=10" in once and f"size={256 << 20}" in once
     layout_only = efficiency_job("/tank/s", "read", 64 << 20, 4, 10, create_only=True)
     assert "create_only=1" in layout_only and "runtime" not in layout_only
     # the same [section] name, so the read finds the file its layout wrote
