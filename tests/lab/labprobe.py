@@ -38,18 +38,24 @@ def wait_for(vm, command: str, timeout: float, what: str) -> None:
     pytest.fail(f"timed out waiting for {what}; probe log:\n{log}")
 
 
-def abort_by_a_writer(vm, probe_args: str, target: str, dd_flags: str) -> tuple[dict, float, float]:
+def abort_by_a_writer(vm, probe_args: str, target: str, dd_flags: str, block_kib: int = 64,
+                      pace: str = "") -> tuple[dict, float, float]:
     """Start `probe probe_args` in the background and, once its first repeat measures, write 25 MiB
-    to `target` (dd with `dd_flags`) -> (the run as stored, when the writer started, when its
-    first 64 KiB block returned). The first block is written on its own to time when the
+    to `target` (dd with `dd_flags`, blocks of `block_kib`; `pace`: that many seconds between
+    blocks, so that the writer outlasts the seconds between two fio runs, when nothing is
+    watched) -> (the run as stored, when the writer started, when its first block returned).
+    The first block is written on its own to time when the
     writer's I/O reached ZFS: behind the probe's dirty data the write throttle can hold a write
     back for a second or more (a CI-like run, 2026-11-26: fio gone 1.69 s after the writer
     started), and until a write() returns, no counter anywhere shows it."""
     vm.exec(f"nohup sh -c '{PROBE} {probe_args} > /tmp/probe.log 2>&1' >/dev/null 2>&1 &", check=True)
     wait_for(vm, "grep -q 'repeat 1:' /tmp/probe.log", 300, "the first measured repeat")
+    rest = (25 << 10) // block_kib - 1
+    write = f"dd if=/dev/zero of={target} bs={block_kib}k {dd_flags} status=none"
+    rest_cmd = (f"for i in $(seq {rest}); do {write} seek=$i count=1; sleep {pace}; done" if pace
+                else f"{write} seek=1 count={rest}")
     started, first = map(float, vm.exec(
-        f"date +%s.%N; dd if=/dev/zero of={target} bs=64k count=1 {dd_flags} status=none; date +%s.%N; "
-        f"dd if=/dev/zero of={target} bs=64k seek=1 count=399 {dd_flags} status=none", check=True).stdout.split())
+        f"date +%s.%N; {write} count=1; date +%s.%N; {rest_cmd}", check=True).stdout.split())
     wait_for(vm, f"! pgrep -f 'advisor probe --state-dir {STATE}' >/dev/null", 120, "the probe to end")
     [last] = json.loads(vm.exec(f"{PROBE} --list --json", check=True).stdout)[:1]
     return last, started, first
