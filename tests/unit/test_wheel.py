@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SNAPSHOT = REPO / "tests" / "fixtures" / "hosts" / "2.3.2" / "ssd-mirror2x2"
+SNAPSHOT = REPO / "tests" / "fixtures" / "hosts" / "2.3.2" / "ssd-mirror2x2" / "idle"
 
 
 @pytest.fixture(scope="module")
@@ -56,4 +56,6 @@ def test_the_installed_command_runs_away_from_the_checkout(wheel, tmp_path):
                  "--config", str(tmp_path / "config.toml"))
     assert answer.returncode == 0, answer.stderr
     document = json.loads(answer.stdout)
-    assert document["recommendations"] and document["model"]["available"], document["model"]
+    assert document["facts"]["zfs_present"] and document["target"]["pool"] == "tank", document["facts"]
+    assert document["recommendations"]
+    assert document["model"]["available"], document["model"]
