@@ -29,6 +29,21 @@ under_systemd() { [ -d /run/systemd/system ]; }
 
 release_abandon() { [ -n "$RELEASE_SWITCHED" ] || [ -z "$RELEASE_NEW" ] || rm -rf "$RELEASE_NEW"; }
 
+# An upgrade starts from a copy of the running release's dependencies (same Python; this
+# program's own package left out): pip then installs only what changed and this program, and
+# byte-compiling skips what is compiled already (cp -a keeps the times the .pyc files check).
+# A copy, not hard links, so nothing pip or compileall writes can reach the running release.
+# On the 2-core development machine an upgrade took 7.0 s this way against 13.2 s from nothing.
+_release_seed() {
+    local new=$1 old site
+    old=$(readlink -f "$PREFIX/venv" 2>/dev/null || true)
+    site=$("$new/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+    site=${site#"$new"/}
+    [ -n "$old" ] && [ -d "$old/$site" ] || return 0
+    find "$old/$site" -mindepth 1 -maxdepth 1 ! -name advisor ! -name 'zfs_advisor-*' ! -name __pycache__ \
+        -exec cp -a -t "$new/$site/" {} +
+}
+
 release_build() {
     local new=$1; shift
     RELEASE_NEW=$new
@@ -48,9 +63,10 @@ release_build() {
     # 2-core development machine, where the emulated lab VM takes about ten times as long.
     local pip=(-m pip install -q --no-cache-dir --disable-pip-version-check --no-compile "$@") rc=0
     if [ -n "$pip_wheel" ]; then
-        python3 -m venv --without-pip "$new" && PYTHONPATH="$pip_wheel" "$new/bin/python" "${pip[@]}" || rc=$?
+        python3 -m venv --without-pip "$new" && _release_seed "$new" \
+            && PYTHONPATH="$pip_wheel" "$new/bin/python" "${pip[@]}" || rc=$?
     else
-        python3 -m venv "$new" && "$new/bin/python" "${pip[@]}" || rc=$?
+        python3 -m venv "$new" && _release_seed "$new" && "$new/bin/python" "${pip[@]}" || rc=$?
     fi
     [ "$rc" != 0 ] || "$new/bin/python" -m compileall -q -j 0 -x '/tests/' "$new/lib" >/dev/null || rc=$?
     [ "$rc" = 0 ] || { rm -rf "$new"; return "$rc"; }

@@ -98,7 +98,9 @@ def dpkg(lab, *args: str):
     vm, steps = lab[0], lab[3]
     t = time.monotonic()
     result = vm.exec(["dpkg", *args], timeout=900)
-    last = (result.stderr.strip() or result.stdout.strip()).splitlines()[-1:]
+    # its last word, or the postinst's (zfs-advisor: ...) when it failed
+    said = [l for l in (result.stderr + result.stdout).splitlines() if l.startswith("zfs-advisor: ")]
+    last = said[-1:] or (result.stderr.strip() or result.stdout.strip()).splitlines()[-1:]
     steps.log(f"dpkg {' '.join(args)}: rc {result.rc}; {last[0] if last else ''}", t)
     return result
 
@@ -169,7 +171,7 @@ def test_a_failed_upgrade_leaves_the_old_version_running(lab):
     before, result, t = upgrade(lab, BROKEN)
     assert result.rc != 0
     assert "rolled back to the one before" in result.stderr, result.stdout + result.stderr
-    assert "subprocess installed zfs-advisor package post-installation script returned error exit status 1" \
+    assert "installed zfs-advisor package post-installation script subprocess returned error exit status 1" \
         in result.stderr, result.stderr
     assert status(vm) == f"install ok half-configured {BROKEN}"
     version, after = running_version(vm, http)
