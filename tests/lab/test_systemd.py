@@ -9,35 +9,30 @@ returns data; SIGKILL -> restarted; a wedged event loop (the test hook, docs/dep
 watchdog restarts it; `systemctl stop` is clean; `install.sh --uninstall` leaves nothing behind.
 
 The VM has no network: install.sh installs the dependencies from a wheel directory (`--wheels`,
-docs/deploy.md "Offline"), downloaded once on the host and cached next to the lab images.
+docs/deploy.md "Offline"), built on the host by `deploy/debian/build --wheels DIR`.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
-import shutil
-import subprocess
 import sys
 import time
-import tomllib
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 import yaml
 
-import labimage
 from labparams import lab_params
+
+from labservice import FIND_NAMED, SERVICE, build_wheels, existing, journal, now, port_closed, show, tunnel, wait_running
 
 from advisor.cli.serve import WEDGE_AFTER, WEDGE_CONSENT, WEDGE_GUARD
 from advisor.model import MODEL_VERSION
 from advisor.settings import DEFAULT_PORT
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "golden"))
-from promserver import PrometheusServer, free_port  # noqa: E402
+from promserver import PrometheusServer  # noqa: E402
 from support.dashboard import alternatives, panel_targets, resolve, why_empty  # noqa: E402
 
 pytestmark = [
@@ -46,14 +41,10 @@ pytestmark = [
                             scope="session"),
 ]
 
-REPO = labimage.REPO_ROOT
-SERVICE = "zfs-advisor.service"
 UNIT_DIR = "/etc/systemd/system"
 DROP_IN = f"{UNIT_DIR}/{SERVICE}.d/lab-watchdog.conf"
 GUEST_WHEELS = "/root/lab-wheels"
 MAX_EXPOSURE = 3.0
-FIND_NAMED = ("find /etc /opt /var /run /tmp /srv /usr/local /root -path /opt/zfs-advisor-venv -prune "
-              "-o -name '*zfs-advisor*' -print -o -name '*zfs_advisor*' -print")
 CHECKOUT_BUILD = "ls -d /project/build /project/*.egg-info 2>/dev/null"
 BEFORE: dict[str, set[str]] = {}  # filled by the `installed` fixture before it installs
 # the prober: root with CAP_SYS_ADMIN and no mount namespace, by design (docs/security.md)
@@ -79,95 +70,6 @@ INSTALLED_PATHS = ("/opt/zfs-advisor", "/etc/zfs-advisor", "/var/lib/zfs-advisor
 
 
 # -- helpers -------------------------------------------------------------------------------------
-
-def dependency_wheels(python_version: str) -> Path:
-    """The runtime dependencies as wheels for the VM's Python, downloaded once (cached)."""
-    deps = sorted(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"])
-    constraints = REPO / "deploy" / "constraints.txt"  # the versions install.sh pins
-    key = hashlib.sha256("\n".join([python_version, *deps, constraints.read_text()]).encode()).hexdigest()[:12]
-    wheels = labimage.cache_dir() / "wheels" / f"cp{python_version.replace('.', '')}-{key}"
-    if not (wheels / ".complete").exists():
-        wheels.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
-                        "-d", str(wheels), "--only-binary=:all:", "--implementation", "cp",
-                        "--python-version", python_version, "--platform", "manylinux2014_x86_64",
-                        "--platform", "manylinux_2_28_x86_64", "--constraint", str(constraints), *deps],
-                       check=True, timeout=600)
-        (wheels / ".complete").write_text("\n".join(deps) + "\n")
-    return wheels
-
-
-def wheelhouse(python_version: str, into: Path) -> Path:
-    """What `install.sh --wheels DIR` takes: the dependencies, and this checkout's own wheel built
-    here (building it in the emulated VM would cost a minute and more)."""
-    into.mkdir()
-    for wheel in dependency_wheels(python_version).glob("*.whl"):
-        shutil.copy(wheel, into)
-    src = into.parent / "src"
-    shutil.copytree(REPO, src, ignore=lambda d, names: [n for n in names if n in (
-        ".git", ".venv", "tests", "docs", "build", "__pycache__") or n.endswith(".egg-info")], symlinks=True)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                    "--disable-pip-version-check", "-w", str(into), str(src)], check=True, timeout=300)
-    return into
-
-
-def show(vm, *props: str) -> dict[str, str]:
-    out = vm.exec(["systemctl", "show", SERVICE, *(f"--property={p}" for p in props)], check=True).stdout
-    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
-
-
-def now(vm) -> int:
-    """The guest's clock, whole seconds: `journalctl --since @N` from here on."""
-    return int(vm.exec("date +%s", check=True).stdout)
-
-
-def journal(vm, since: int) -> str:
-    return vm.exec(f"journalctl -q -o cat --no-pager -u {SERVICE} --since @{since}", check=True).stdout
-
-
-class Http:
-    """GETs from the host to the service in the VM, through an ssh tunnel to 127.0.0.1:PORT there
-    (so the peer the unit sees is localhost, which IPAddressAllow admits)."""
-
-    def __init__(self, local_port: int):
-        self.address = f"127.0.0.1:{local_port}"
-
-    def get(self, path: str, timeout: float = 30) -> tuple[int, bytes]:
-        try:
-            with urllib.request.urlopen(f"http://{self.address}{path}", timeout=timeout) as resp:
-                return resp.status, resp.read()
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read()
-
-    def post(self, path: str, body: dict, token: str, timeout: float = 30) -> tuple[int, bytes]:
-        req = urllib.request.Request(f"http://{self.address}{path}", data=json.dumps(body).encode(), method="POST",
-                                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(req, timeout=timeout) as resp:
-                return resp.status, resp.read()
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read()
-
-    def answers(self) -> bool:
-        try:
-            return self.get("/healthz", timeout=5)[0] == 200
-        except OSError:
-            return False
-
-
-def wait_running(vm, http: Http, timeout: float = 90, **expect: str) -> dict[str, str]:
-    """Until the unit is active (running), /healthz answers, and the properties in `expect` hold."""
-    deadline = time.monotonic() + timeout
-    while True:
-        state = show(vm, "ActiveState", "SubState", "MainPID", "NRestarts", *expect)
-        if (state["ActiveState"], state["SubState"]) == ("active", "running") and http.answers() and all(
-                state[k] == v for k, v in expect.items()):
-            return state
-        if time.monotonic() > deadline:
-            status = vm.exec(f"systemctl status --no-pager -l {SERVICE}; journalctl -q -n 40 -u {SERVICE}").stdout
-            pytest.fail(f"not running within {timeout} s (want {expect}): {state}\n{status}")
-        time.sleep(1)
-
 
 def metric_lines(text: str, name: str) -> dict[str, float]:
     """{labels: value} of one family in an exposition."""
@@ -215,42 +117,35 @@ def installed(lab_vm, tmp_path_factory):
     for the readiness test."""
     vm = lab_vm
     timings: dict[str, float] = {}
-    version = vm.exec("python3 -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])'", check=True).stdout.strip()
     vm.exec(f"rm -rf {GUEST_WHEELS}", check=True)
     # What other lab tests of this VM (probe state dirs, configs) and the host's own editable
     # install (an egg-info in the checkout) left before this install: not the install's to remove.
     BEFORE["named"] = set(vm.exec(FIND_NAMED, timeout=180).stdout.split())
     BEFORE["checkout"] = set(vm.exec(CHECKOUT_BUILD).stdout.split())
-    wheels = vm.copy_in(wheelhouse(version, tmp_path_factory.mktemp("wheels") / "wheels"), GUEST_WHEELS)
+    wheels = vm.copy_in(build_wheels(tmp_path_factory.mktemp("wheels") / "wheels"), GUEST_WHEELS)
     sudo = "sudo " if vm.exec("command -v sudo").rc == 0 else ""  # root's shell in the VM: no sudo needed
     t0 = time.monotonic()
     install = vm.exec(f"cd /project && {sudo}deploy/install.sh --wheels {wheels}", timeout=600)
     timings["install.sh"] = time.monotonic() - t0
-    ssh = vm._ssh_base()
-    local = free_port()
-    tunnel = subprocess.Popen([*ssh[:-1], "-N", "-L", f"127.0.0.1:{local}:127.0.0.1:{DEFAULT_PORT}", ssh[-1]],
-                              stdin=subprocess.DEVNULL)
-    http = Http(local)
-    try:
-        assert install.rc == 0, install.stdout + install.stderr
-        # the prober must be the unit just installed: a drop-in another lab test left (ExecStart
-        # elsewhere, another config) made its prober ignore this install's queue and profiler
-        dropins = [p for p in vm.exec(f"systemctl show -P DropInPaths {PROBE_SERVICE}", check=True).stdout.split()
-                   if p.startswith("/etc/")]  # the distribution's own (/usr/lib/systemd) are not a test's
-        assert not dropins, f"{PROBE_SERVICE} has drop-ins this install did not write: {dropins}"
-        vm.exec("zpool scrub tank && printf '\\n[workloads]\\n\"tank/pg\" = \"postgres\"\\n' "
-                f">> /etc/zfs-advisor/config.toml && systemctl stop {SERVICE}", check=True)
-        vm.write_file("/root/lab-readiness.py", READINESS)
-        t0 = time.monotonic()
-        samples = json.loads(vm.exec("python3 /root/lab-readiness.py", timeout=180, check=True).stdout)
-        timings["start"] = time.monotonic() - t0
-        yield vm, http, install, samples, wheels
-    finally:
-        tunnel.terminate()
-        tunnel.wait(timeout=10)
-        vm.exec(f"test -e {UNIT_DIR}/{SERVICE} && cd /project && deploy/install.sh --purge; "
-                f"rm -rf {GUEST_WHEELS} /root/lab-readiness.py", timeout=120)
-        print("\nsystemd lab timings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()))
+    with tunnel(vm) as http:
+        try:
+            assert install.rc == 0, install.stdout + install.stderr
+            # the prober must be the unit just installed: a drop-in another lab test left (ExecStart
+            # elsewhere, another config) made its prober ignore this install's queue and profiler
+            dropins = [p for p in vm.exec(f"systemctl show -P DropInPaths {PROBE_SERVICE}", check=True).stdout.split()
+                       if p.startswith("/etc/")]  # the distribution's own (/usr/lib/systemd) are not a test's
+            assert not dropins, f"{PROBE_SERVICE} has drop-ins this install did not write: {dropins}"
+            vm.exec("zpool scrub tank && printf '\\n[workloads]\\n\"tank/pg\" = \"postgres\"\\n' "
+                    f">> /etc/zfs-advisor/config.toml && systemctl stop {SERVICE}", check=True)
+            vm.write_file("/root/lab-readiness.py", READINESS)
+            t0 = time.monotonic()
+            samples = json.loads(vm.exec("python3 /root/lab-readiness.py", timeout=180, check=True).stdout)
+            timings["start"] = time.monotonic() - t0
+            yield vm, http, install, samples, wheels
+        finally:
+            vm.exec(f"test -e {UNIT_DIR}/{SERVICE} && cd /project && deploy/install.sh --purge; "
+                    f"rm -rf {GUEST_WHEELS} /root/lab-readiness.py", timeout=120)
+            print("\nsystemd lab timings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()))
 
 
 def test_install_as_the_docs_say(installed):
@@ -719,19 +614,18 @@ def test_uninstall_keeps_settings_and_results_and_purge_leaves_nothing_behind(in
     vm.exec(f"rm -rf {GUEST_WHEELS} /root/lab-readiness.py /root/no-wheels", check=True)  # this test's own files
     result = vm.exec("cd /project && deploy/install.sh --uninstall", timeout=120)
     assert result.rc == 0, result.stdout + result.stderr
-    kept = vm.exec(" ; ".join(f"test -e {p} -o -L {p} && echo {p}" for p in INSTALLED_PATHS) + " ; true").stdout
+    kept = existing(vm, INSTALLED_PATHS)
     # /var/lib/zfs-advisor is systemd's symlink to the private state directory (DynamicUser=)
-    assert set(kept.split()) == {"/etc/zfs-advisor", "/var/lib/zfs-advisor", "/var/lib/private/zfs-advisor"}, kept
+    assert kept == {"/etc/zfs-advisor", "/var/lib/zfs-advisor", "/var/lib/private/zfs-advisor"}, kept
     assert vm.exec("test -s /etc/zfs-advisor/config.toml").rc == 0
     assert show(vm, "LoadState")["LoadState"] == "not-found"
 
     result = vm.exec("cd /project && deploy/install.sh --purge", timeout=120)
     assert result.rc == 0, result.stdout + result.stderr
-    left = vm.exec(" ; ".join(f"test -e {p} -o -L {p} && echo {p}" for p in INSTALLED_PATHS) + " ; true").stdout
-    assert left == ""
+    assert existing(vm, INSTALLED_PATHS) == set()
     # Anything else named after it, anywhere on the root file system but the lab's own venv.
     stray = set(vm.exec(FIND_NAMED, timeout=180).stdout.split()) - BEFORE["named"]
     assert stray == set()
     assert show(vm, "LoadState")["LoadState"] == "not-found"
     assert vm.exec("getent passwd zfs-advisor").rc != 0  # the dynamic user is gone with the unit
-    assert vm.exec(["python3", "-c", f"import socket; socket.create_connection(('127.0.0.1', {DEFAULT_PORT}))"]).rc != 0
+    assert port_closed(vm)

@@ -82,3 +82,30 @@ def test_the_pinned_versions_satisfy_the_declared_ranges():
     outside = {r.name: pinned[r.name] for r in declared
                if pinned[r.name] is None or not r.specifier.contains(pinned[r.name])}
     assert outside == {}, f"not pinned, or pinned outside the declared range: {outside}"
+
+
+def test_the_debian_package_ships_the_pinned_versions_with_hashes():
+    """deploy/debian/requirements.txt (what the .deb carries and its postinst installs with
+    --require-hashes) holds every runtime dependency at deploy/constraints.txt's version, each with
+    a sha256, and not the model extra: rewrite it with `deploy/debian/build --lock` after a pin changes."""
+    import re
+    import tomllib
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    def pins(path):
+        found = {}
+        for line in (REPO / path).read_text().splitlines():
+            if line.strip() and not line.startswith("#"):
+                name, _, rest = line.partition("==")
+                found[canonicalize_name(name)] = rest.split()[0]
+        return found
+
+    lock, constraints = pins("deploy/debian/requirements.txt"), pins("deploy/constraints.txt")
+    assert {name: version for name, version in lock.items() if constraints.get(name) != version} == {}
+    runtime = {canonicalize_name(Requirement(d).name)
+               for d in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]}
+    assert runtime <= set(lock) and "scikit-learn" not in lock and "scipy" not in lock
+    lines = [l for l in (REPO / "deploy/debian/requirements.txt").read_text().splitlines() if not l.startswith("#")]
+    assert all(re.fullmatch(r"\S+==\S+ --hash=sha256:[0-9a-f]{64}", l) for l in lines), lines
