@@ -9,6 +9,7 @@
 #   seq-read   the same files read once by 4 streams after `zpool export`/`import` emptied the ARC
 #   rand-read  4K random reads, 16 psync jobs (one file each, 256M in all at most), recordsize=4K, primarycache=metadata (every read at the disks)
 #   rand-write 4K random overwrites of the same files, 16 psync jobs, end_fsync
+#   rand-write-sync  the same under sync=always
 set -u
 PY=/opt/zfs-advisor-venv/bin/python
 LAYOUT=${LAYOUT:?LAYOUT=name}
@@ -67,4 +68,9 @@ measure rand-read 4K 4K $JOBS --name=rand --directory=/tank/rand --rw=randread -
 measure rand-write 4K 4K $JOBS --name=rand --directory=/tank/rand --rw=randwrite --bs=4k \
   --size=$rand_job --numjobs=$JOBS --ioengine=psync \
   --time_based=1 --runtime=$RUNTIME --ramp_time=$RAMP --end_fsync=1 --refill_buffers=1
+# the same with sync=always: each write reaches the disks (its ZIL record) before it returns
+zfs set sync=always tank/rand
+measure rand-write-sync 4K 4K $JOBS --name=rand --directory=/tank/rand --rw=randwrite --bs=4k \
+  --size=$rand_job --numjobs=$JOBS --ioengine=psync \
+  --time_based=1 --runtime=$RUNTIME --ramp_time=$RAMP --refill_buffers=1
 zfs destroy tank/rand
