@@ -11,7 +11,8 @@ Each step names the function of openzfs/zfs (tag zfs-2.3.2) it follows:
   `vdev_raidz_open()`), or per `vdev_draid_open()` (32 MiB reserved per child, rows of 16 MiB,
   whole groups);
 * metaslabs: `vdev_metaslab_set_size()`; only whole metaslabs hold data, and from more than 64
-  (`zfs_embedded_slog_min_ms`) one per vdev goes to the embedded log class;
+  (`zfs_embedded_slog_min_ms`) one per vdev goes to the embedded log class, which `zpool list`
+  SIZE counts (`spa_prop_get_config()`, module/zfs/spa.c) and `zfs list` does not;
 * raidz/dRAID space is reported "deflated" by the cost of a 128 KiB block
   (`vdev_set_deflate_ratio()`), with `vdev_raidz_asize()` / `vdev_draid_asize()`: data sectors,
   parity per row, rounded up to nparity + 1 sectors (raidz) or to whole rows of the group (dRAID);
@@ -133,10 +134,10 @@ def deflate_ratio(vdev: Vdev, ashift: int) -> int:
 
 @dataclass(frozen=True)
 class Space:
-    raw_bytes: int  # `zpool list` SIZE: whole metaslabs of the normal class, parity included
+    raw_bytes: int  # `zpool list` SIZE: whole metaslabs (the embedded log's too), parity included
     usable_bytes: int  # `zfs list` USED + AVAIL of a new pool: deflated, less slop space
     slop_bytes: int
-    embedded_log_bytes: int  # raw bytes moved to the embedded log class (ZIL), not in SIZE
+    embedded_log_bytes: int  # raw bytes of the embedded log class (ZIL): in SIZE, not in USED + AVAIL
 
 
 def pool_space(vdevs: list[Vdev], disk_bytes: int, ashift: int, logical_block: int = 512,
@@ -154,7 +155,7 @@ def pool_space(vdevs: list[Vdev], disk_bytes: int, ashift: int, logical_block: i
             normal -= 1
             log_raw += 1 << shift
             log_dspace += ((1 << shift) >> SPA_MINBLOCKSHIFT) * ratio
-        raw += normal << shift
+        raw += count << shift  # spa_prop_get_config(): SIZE adds the embedded log class
         dspace += ((normal << shift) >> SPA_MINBLOCKSHIFT) * ratio
     slop = min(dspace >> SLOP_SHIFT, MAX_SLOP)
     slop -= min(log_dspace, slop >> 1)

@@ -52,6 +52,7 @@ def test_draid_as_published_in_openzfs_issue_15467():
     # 15835678638080 (https://github.com/openzfs/zfs/issues/15467)
     space = pool_space([Vdev("draid", 24, 2, ndata=6, nspares=0)], 10**12, 12)
     assert space.usable_bytes == 15835678638080
+    assert space.raw_bytes == 1396 * 16 * GiB  # zpool list SIZE: every metaslab, the ZIL's included
     assert space.embedded_log_bytes == 16 * GiB  # one metaslab of the 1396 holds the ZIL
 
 

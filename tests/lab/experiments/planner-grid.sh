@@ -53,8 +53,8 @@ PY
 
 zfs create -o recordsize=1M -o compression=off -o atime=off tank/seq
 measure seq-write 1M 1M 4 --name=seq --directory=/tank/seq --rw=write --bs=1M --size=$per_job \
-  --numjobs=4 --ioengine=psync --end_fsync=1 --refill_buffers=1 --group_reporting=0
-zpool export tank && zpool import -d /dev/disk/by-id tank   # the ARC keeps nothing of the pool
+  --numjobs=4 --ioengine=psync --end_fsync=1 --refill_buffers=1
+zpool export tank && zpool import -d /dev/disk/by-id tank || echo "[planner-grid] $LAYOUT: export/import failed, seq-read may come from the ARC" >&2  # the ARC keeps nothing of the pool
 measure seq-read 1M 1M 4 --name=seq --directory=/tank/seq --rw=read --bs=1M --size=$per_job \
   --numjobs=4 --ioengine=psync
 zfs destroy tank/seq
