@@ -93,8 +93,9 @@ def grid_rows(layouts: dict[str, LabLayout], grid: Path) -> list[str]:
         field, unit, label = TESTS[r["test"]]
         measured = float(r["fio_bytes_per_s" if label == "MB/s" else "fio_iops"]) / unit
         seconds = float(r["runtime_s"]) or 1
+        busy = float(r["disk_busy_s"]) / (len(lay.disks) * seconds)
         disks = (f"{int(r['disk_read_bytes']) / seconds / 1e6:.0f} MB/s read, "
-                 f"{int(r['disk_write_bytes']) / seconds / 1e6:.0f} MB/s written")
+                 f"{int(r['disk_write_bytes']) / seconds / 1e6:.0f} MB/s written, busy {busy:.0%}")
         if pred is None:
             rows.append(f"| {lay.name} | {r['test']} | (disks not alike) | {measured:,.0f} {label} | | {disks} |")
             continue

@@ -23,7 +23,7 @@ disks=$(zpool status -P tank | awk '/\/dev\//{print $1}' | xargs -n1 readlink -f
 counters() { for d in $disks; do awk -v d=$d '$3==d{print $6, $10, $13}' /proc/diskstats; done |
              awk '{r+=$1; w+=$2; t+=$3} END {print r, w, t}'; }
 avail=$(zfs get -Hp -o value available tank)
-per_job=$(( avail / 2 / 4 )); [ $per_job -gt $((512 << 20)) ] && per_job=$((512 << 20))
+per_job=$(( avail / 2 / 4 )); [ $per_job -gt $((${SEQ_MAX_MIB:-128} << 20)) ] && per_job=$((${SEQ_MAX_MIB:-128} << 20))
 per_job=$(( per_job / (1 << 20) ))M
 rand_total=$(( avail / 8 )); [ $rand_total -gt $((256 << 20)) ] && rand_total=$((256 << 20))
 rand_job=$(( rand_total / JOBS / (1 << 20) ))M   # one file per job
