@@ -15,12 +15,14 @@ from advisor import __version__
 from advisor.appkeys import RULEBOOK
 from advisor.engine.loader import RuleBook
 from advisor.engine.models import GENERAL, ErrorResponse, PoolList, RecommendResponse, WorkloadInfo, WorkloadList
+from advisor.layout.inputs import ASHIFTS, MEDIA
+from advisor.layout.predict import PlanResponse
 from advisor.names import MAX_NAME_LEN, MAX_POOL_NAME_LEN
 from advisor.probe.request import MAX_BODY_BYTES, ProbeQueued, ProbeRequest
 
 routes = web.RouteTableDef()
 REF = "#/components/schemas/{model}"
-_MODELS = (RecommendResponse, WorkloadList, WorkloadInfo, PoolList, ErrorResponse)
+_MODELS = (RecommendResponse, WorkloadList, WorkloadInfo, PoolList, ErrorResponse, PlanResponse)
 
 
 def _json(model: type, description: str) -> dict[str, Any]:
@@ -144,6 +146,31 @@ def build_openapi(book: RuleBook | None = None) -> dict[str, Any]:
                                 "schema": {"type": "string", "pattern": "^[0-9]{1,18}$"}}],
                 "responses": {"200": {"description": "{run, results, evidence}"}, "400": _error("malformed id"),
                               "404": _error("no such run"), "503": _error("the probe database cannot be read")},
+            }
+        },
+        "/v1/plan": {
+            "get": {
+                "summary": "Candidate pool layouts for a set of alike disks, each with its predicted usable capacity, "
+                           "sequential bandwidth, random IOPS and fault tolerance (pure arithmetic, reads nothing)",
+                "description": "Amounts take datasheet units: K, M, G, T are powers of 1000 (4T = 4 TB, 200M = "
+                               "200 MB/s), KiB .. TiB powers of 1024. Method and how far off it was in the lab: "
+                               "docs/planner.md.",
+                "parameters": [
+                    _query("disks", "how many disks (1-256)", True, max_length=3),
+                    _query("size", "each disk's size, e.g. 4T", True, max_length=32),
+                    _query("seq", "each disk's sequential read rate in bytes/s, e.g. 200M", True, max_length=32),
+                    _query("iops", "each disk's random read IOPS at small blocks (without it: no IOPS predicted)",
+                           max_length=32),
+                    _query("write_seq", "sequential write rate (default: as seq)", max_length=32),
+                    _query("write_iops", "random write IOPS (default: as iops)", max_length=32),
+                    _query("media", "shown with the disks, not used in the arithmetic", enum=list(MEDIA)),
+                    _query("ashift", "the pool's ashift (default 12)", enum=[str(a) for a in ASHIFTS]),
+                    _query("recordsize", "block size of the data, for capacity and sequential writes (default 128K)",
+                           max_length=16),
+                    _query("block", "random I/O size, with a recordsize to match (default 4K)", max_length=16),
+                ],
+                "responses": {"200": _json(PlanResponse, "the candidate layouts, most fault-tolerant first"),
+                              "400": _error("missing, malformed or unknown parameter; `valid` lists the choices")},
             }
         },
         "/openapi.json": {"get": {"summary": "This document", "responses": {"200": {"description": "OpenAPI 3.1 document"}}}},

@@ -1,0 +1,31 @@
+"""GET /v1/plan: candidate pool layouts for a set of disks, with predicted capacity, bandwidth,
+IOPS and fault tolerance (docs/planner.md). Pure arithmetic: it reads nothing from the host."""
+from __future__ import annotations
+
+from aiohttp import web
+
+from advisor.api.errors import json_error
+from advisor.layout.inputs import PlanInputError, given_disks, parse_block
+from advisor.layout.predict import plan
+
+routes = web.RouteTableDef()
+
+PARAMETERS = ("disks", "size", "seq", "iops", "write_seq", "write_iops", "media", "ashift", "recordsize", "block")
+
+
+@routes.get("/v1/plan")
+async def get_plan(request: web.Request) -> web.Response:
+    query = request.query
+    unknown = sorted(set(query) - set(PARAMETERS))
+    if unknown:
+        raise json_error(400, f"unknown query parameter {unknown[0][:32]!r}", valid=list(PARAMETERS))
+    if any(len(query.getall(name)) > 1 for name in query):
+        raise json_error(400, "a query parameter is given more than once", valid=list(PARAMETERS))
+    try:
+        disks = given_disks(query.get("disks"), query.get("size", ""), query.get("seq", ""), query.get("iops"),
+                            query.get("write_seq"), query.get("write_iops"), query.get("media"), query.get("ashift"))
+        body = plan(disks, parse_block(query.get("recordsize", "128K"), "recordsize"),
+                    parse_block(query.get("block", "4K"), "block"))
+    except PlanInputError as exc:
+        raise json_error(400, exc.reason, **({"valid": exc.valid} if exc.valid else {})) from None
+    return web.Response(text=body.model_dump_json(), content_type="application/json")
