@@ -4,9 +4,11 @@ The VM's pool `tank` (ssd-mirror2x2) is probed; a second pool `other`, on a file
 root disk, holds a dataset with a file read into the ARC (the "warm" file) and a zvol.
 
 * By default (`--cache uncached`) a probe leaves zfs_arc_max and zfs_arc_min alone and keeps its
-  own data out of the ARC (primarycache=metadata on its scratch datasets): the warm file is still
-  served from the ARC after the probe. With `--cache arc-cap` (how the lab prior was measured) the
-  same probe lowers the ARC for the whole host and the warm file is read from disk again.
+  own data out of the ARC (primarycache=metadata on its scratch datasets); the warm file's re-read
+  counts no misses after it. The same probe with `--cache arc-cap` (how the lab prior was measured)
+  runs beside it for comparison, with the ARC's c and size sampled while capped; its eviction is
+  not asserted: with the ARC down to 7 MiB the warm file's re-read still counted only hits
+  (docs/lab.md), so that count does not show eviction.
 * A probe that changes a module parameter (host-wide) watches every pool: writes to the other
   pool's zvol abort it, naming the zvol.
 """
@@ -71,7 +73,7 @@ def other_pool(request):
 
 
 @pytest.mark.parametrize("lab_vm", LAYOUT, indirect=True, scope="session")
-def test_the_default_probe_evicts_nothing_and_the_arc_cap_does(lab_vm, other_pool):
+def test_the_default_probe_leaves_the_arc_alone(lab_vm, other_pool):
     vm = other_pool
     limits = ("zfs_arc_max", "zfs_arc_min")
     warm_before = _read_warm(vm)
