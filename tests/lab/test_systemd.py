@@ -18,6 +18,7 @@ import math
 import re
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ import yaml
 
 from labparams import lab_params
 
-from labservice import FIND_NAMED, SERVICE, build_wheels, existing, journal, now, port_closed, show, tunnel, wait_running
+from labservice import FIND_NAMED, REPO, SERVICE, build_wheels, existing, journal, now, port_closed, show, tunnel, wait_running
 
 from advisor.cli.serve import WEDGE_AFTER, WEDGE_CONSENT, WEDGE_GUARD
 from advisor.model import MODEL_VERSION
