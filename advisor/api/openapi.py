@@ -12,6 +12,7 @@ from aiohttp import web
 from pydantic.json_schema import models_json_schema
 
 from advisor import __version__
+from advisor.api.efficiency import EfficiencyList, EfficiencyEntry
 from advisor.appkeys import RULEBOOK
 from advisor.engine.loader import RuleBook
 from advisor.engine.models import GENERAL, ErrorResponse, PoolList, RecommendResponse, WorkloadInfo, WorkloadList
@@ -22,7 +23,8 @@ from advisor.probe.request import MAX_BODY_BYTES, ProbeQueued, ProbeRequest
 
 routes = web.RouteTableDef()
 REF = "#/components/schemas/{model}"
-_MODELS = (RecommendResponse, WorkloadList, WorkloadInfo, PoolList, ErrorResponse, PlanResponse)
+_MODELS = (RecommendResponse, WorkloadList, WorkloadInfo, PoolList, ErrorResponse, PlanResponse, EfficiencyList,
+           EfficiencyEntry)
 
 
 def _json(model: type, description: str) -> dict[str, Any]:
@@ -171,6 +173,27 @@ def build_openapi(book: RuleBook | None = None) -> dict[str, Any]:
                 ],
                 "responses": {"200": _json(PlanResponse, "the candidate layouts, most fault-tolerant first"),
                               "400": _error("missing, malformed or unknown parameter; `valid` lists the choices")},
+            }
+        },
+        "/v1/efficiency": {
+            "get": {
+                "summary": "The latest `zfs-advisor probe --pool P --efficiency` report of each pool (of `pool` "
+                           "alone): each test's measured rate over what the pool's layout should give, with the "
+                           "diagnosis, when it was measured and its age",
+                "description": "Without `pool`: {reports: [EfficiencyEntry], not_measured: [pools of this host "
+                               "without a report]}; with it, that pool's EfficiencyEntry. Method: docs/probes.md, "
+                               "\"Pool efficiency\".",
+                "parameters": [_query("pool", "only this pool's report", max_length=MAX_POOL_NAME_LEN)],
+                "responses": {
+                    "200": {"description": "EfficiencyList without `pool`, EfficiencyEntry with it",
+                            "content": {"application/json": {"schema": {"oneOf": [
+                                {"$ref": REF.format(model="EfficiencyList")},
+                                {"$ref": REF.format(model="EfficiencyEntry")}]}}}},
+                    "400": _error("malformed pool name, or an unknown query parameter"),
+                    "404": _error("no report of that pool is stored (or no such pool); `valid` lists the pools "
+                                  "that have one"),
+                    "503": _error("the probe database cannot be read"),
+                },
             }
         },
         "/openapi.json": {"get": {"summary": "This document", "responses": {"200": {"description": "OpenAPI 3.1 document"}}}},

@@ -38,7 +38,8 @@ MAX_VALUES = 8  # candidate values per parameter
 PROBED = sorted(DATASET_PROPERTIES) + sorted(MODULE_PARAMETERS)
 
 
-async def _read(request: web.Request, read: Callable[[ProbeStore | None], Any]) -> Any:
+async def read_store(request: web.Request, read: Callable[[ProbeStore | None], Any]) -> Any:
+    """`read(store)` in a worker thread (None: no database, which is not created); 503 when unreadable."""
     try:
         return await asyncio.to_thread(read_existing, request.app[SETTINGS].state_dir, read)
     except (StoreError, sqlite3.Error) as exc:
@@ -63,7 +64,7 @@ def _query(request: web.Request) -> tuple[str | None, str | None, int]:
 @routes.get("/v1/probes")
 async def list_probes(request: web.Request) -> web.Response:
     pool, workload, limit = _query(request)
-    runs = await _read(request, lambda store: store.runs(pool, workload, limit) if store else [])
+    runs = await read_store(request, lambda store: store.runs(pool, workload, limit) if store else [])
     return web.json_response({"runs": [r.model_dump(mode="json") for r in runs]})
 
 
@@ -83,7 +84,7 @@ async def get_probe(request: web.Request) -> web.Response:
         return {"run": run.model_dump(mode="json"),
                 "results": [r.model_dump(mode="json") for r in store.results(run_id)], "evidence": ev}
 
-    found = await _read(request, one)
+    found = await read_store(request, one)
     if found is None:
         raise json_error(404, f"no probe run {run_id}")
     return web.json_response(found)

@@ -235,15 +235,26 @@ class ProbeStore:
 
 
     # --- pool efficiency reports --------------------------------------------------------
-    def add_efficiency(self, pool: str, report: dict[str, Any]) -> int:
+    def add_efficiency(self, pool: str, report: dict[str, Any], measured_at: float | None = None) -> int:
+        """`measured_at`: when it was measured (default now)."""
         cur = self.conn.execute("INSERT INTO efficiency_reports (pool, measured_at, report_json) VALUES (?, ?, ?)",
-                                (pool, time.time(), json.dumps(report)))
+                                (pool, time.time() if measured_at is None else measured_at, json.dumps(report)))
         return int(cur.lastrowid)
 
     def efficiency(self, pool: str) -> dict[str, Any] | None:
         row = self.conn.execute("SELECT report_json FROM efficiency_reports WHERE pool = ? ORDER BY id DESC LIMIT 1",
                                 (pool,)).fetchone()
         return json.loads(row[0]) if row else None
+
+    def latest_efficiency(self, pool: str | None = None) -> list[tuple[str, float, str]]:
+        """(pool, measured_at, report JSON as stored) of each pool's latest report (of `pool`'s alone
+        when given), by pool name; the JSON is left to the reader (advisor/probe/efficiency_view.py)."""
+        sql = ("SELECT e.pool, e.measured_at, e.report_json FROM efficiency_reports e"
+               " WHERE e.id = (SELECT MAX(id) FROM efficiency_reports WHERE pool = e.pool)")
+        args: tuple = ()
+        if pool is not None:
+            sql, args = sql + " AND e.pool = ?", (pool,)
+        return [(r[0], float(r[1]), r[2]) for r in self.conn.execute(sql + " ORDER BY e.pool", args)]
 
 
 def _run(row: sqlite3.Row) -> RunRow:
