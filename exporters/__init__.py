@@ -9,6 +9,7 @@
     datasets.py    dataset/zvol properties, space, objset I/O
     disks.py       block devices behind the pools (diskstats, sysfs)
     params.py      module version and tuning parameters
+    efficiency.py  each pool's latest `probe --efficiency` ratios (the probe store)
     collector.py   runs them all per scrape, with self-metrics; exposition.py writes the text format
     base.py, named.py (typed kstat families), ioclass.py (zpool iostat column labels): shared parts
 

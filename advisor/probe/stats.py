@@ -4,13 +4,16 @@ Runs by outcome are counts of finished runs in the store, so they only grow whil
 database is kept (a counter); the last results are the latest completed run per pool,
 workload and parameter (advisor/probe/evidence.py): its best candidate (most IOPS, as
 ranked there) and its baseline. The budget used is what `ProbeService` accounts against
-`[profiler] daily_seconds` / `daily_bytes`: probe time and bytes in the last 24 hours.
+`[profiler] daily_seconds` / `daily_bytes`: probe time and bytes in the last 24 hours. Each
+pool's latest `probe --efficiency` report is read on the same pass (exporters/efficiency.py).
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
 
+from advisor.probe.efficiency_stored import efficiency_of
+from advisor.probe.efficiency_view import PoolEfficiency
 from advisor.probe.evidence import evidence
 from advisor.probe.service import DAY_SECONDS
 from advisor.settings import ProfilerSettings
@@ -45,6 +48,7 @@ class ProbeStats:
     measured: list[MeasuredCandidate] = field(default_factory=list)
     budgets: list[PoolBudget] = field(default_factory=list)
     queued: int = 0
+    efficiency: list[PoolEfficiency] = field(default_factory=list)  # each pool's latest report
 
 
 def probe_stats(store: ProbeStore, profiler: ProfilerSettings, now: float | None = None) -> ProbeStats:
@@ -64,4 +68,4 @@ def probe_stats(store: ProbeStore, profiler: ProfilerSettings, now: float | None
         seconds, written = store.usage_since(pool, now - DAY_SECONDS)
         budgets.append(PoolBudget(pool, seconds, written, profiler.daily_seconds, profiler.daily_bytes))
     return ProbeStats(runs=store.outcome_counts(), last_run=store.last_finished(), measured=measured,
-                      budgets=budgets, queued=store.queue_length())
+                      budgets=budgets, queued=store.queue_length(), efficiency=efficiency_of(store))
