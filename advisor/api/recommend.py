@@ -20,6 +20,7 @@ from advisor.api.shared import body_response
 from advisor.appkeys import BODIES, FACTS, MODEL, RULEBOOK, SETTINGS
 from advisor.engine.service import TargetError, recommend
 from advisor.engine.text import recommend_text
+from advisor.probe.efficiency_stored import stored_efficiency
 from advisor.probe.evidence import stored_evidence
 from advisor.store.db import DB_FILE
 
@@ -62,7 +63,8 @@ async def get_recommend(request: web.Request) -> web.Response:
         host = collection.host
         return recommend(host, request.app[RULEBOOK], args.get("workload"), params=params, pool=args.get("pool"),
                          dataset=args.get("dataset"), measured=stored_evidence(state_dir),
-                         predicted=model.lookup(host, params), model_status=model.status())
+                         predicted=model.lookup(host, params), model_status=model.status(),
+                         efficiency=stored_efficiency(state_dir))
 
     async def build() -> bytes:
         # the engine (and the model's lookup of this host's probes, which waits for a fit under way)

@@ -13,6 +13,7 @@ from advisor.engine.models import RecommendResponse
 from advisor.engine.service import TargetError, recommend
 from advisor.engine.text import recommend_text
 from advisor.model.provider import ModelProvider
+from advisor.probe.efficiency_stored import stored_efficiency
 from advisor.probe.evidence import stored_evidence
 
 
@@ -56,7 +57,7 @@ def compute(args: argparse.Namespace) -> RecommendResponse | None:
     try:
         return recommend(host, book, args.workload, params=params, pool=args.pool, dataset=args.dataset,
                          measured=stored_evidence(config.state_dir), predicted=model.lookup(host, params),
-                         model_status=model.status())
+                         model_status=model.status(), efficiency=stored_efficiency(config.state_dir))
     except TargetError as exc:
         valid = f" (valid: {', '.join(exc.valid)})" if exc.valid else ""
         print(f"zfs-advisor: {exc.reason}{valid}", file=sys.stderr)

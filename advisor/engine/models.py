@@ -13,7 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field
 # "undecided": the evidence does not separate the current value from a candidate that may be better
 # (the model cannot tell them apart, or the sources disagree and nothing was measured): the answer
 # keeps the current value and `measure` says how to decide. Not a change: nothing to apply yet.
-Status = Literal["change", "passed", "undecided", "skipped"]
+# "info": a measurement of the pool to know about (its efficiency against its layout), cited with its
+# date and the command that measures it again (`measure`); it sets nothing and judges no rule.
+Status = Literal["change", "passed", "undecided", "skipped", "info"]
 # The `workload` of the answer for no workload in particular, and the name that asks for it: not a
 # workload profile (the loader refuses one of that name), only the rules that hold for every workload.
 GENERAL = "general"
@@ -54,7 +56,8 @@ class Recommendation(Out):
     requirement: str | None = Field(None, description="what passes, e.g. '>= 12' or '= lz4 (or zstd)'")
     change: bool = Field(description="true when the current value should change")
     status: Status = Field(description="change (evidence of a gain), passed (already right), undecided (keep the "
-                           "current value until `measure` tells the options apart) or skipped (facts missing)")
+                           "current value until `measure` tells the options apart), skipped (facts missing) or "
+                           "info (a measurement of the pool, cited; `measure` measures it again)")
     kind: Literal["setting", "warning"] = "setting"
     confidence: float = Field(ge=0, le=1)
     source: Literal["rule", "probe", "model", "rule+model"] = "rule"
@@ -73,7 +76,8 @@ class Recommendation(Out):
     pool: str | None = None
     dataset: str | None = None
     skipped_reason: str | None = None
-    measure: str | None = Field(None, description="for `undecided`: the command whose measurement decides")
+    measure: str | None = Field(None, description="for `undecided`: the command whose measurement decides; for "
+                                "`info`: the command that measures it again")
     measure_argv: list[str] | None = Field(None, description="the same command as an argv list (no shell)")
 
 

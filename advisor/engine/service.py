@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 from advisor.engine.context import Context
+from advisor.engine.efficiency import efficiency_item
 from advisor.engine.evaluator import evaluate
 from advisor.engine.loader import RuleBook
 from advisor.engine.answer import decide_all, one_create
@@ -18,6 +19,7 @@ from advisor.engine.models import GENERAL, ModelStatus, Recommendation, Recommen
 from advisor.engine.predicted import PredictionLookup
 from advisor.engine.schema import Rule, Workload
 from advisor.facts import Host
+from advisor.probe.efficiency_view import PoolEfficiency
 from advisor.probe.evidence import ParameterEvidence
 from advisor.names import InvalidName, check_dataset_name, check_pool_name
 
@@ -88,9 +90,11 @@ def recommend(
     measured: Callable[[str, str], list[ParameterEvidence]] | None = None,
     predicted: PredictionLookup | None = None,
     model_status: ModelStatus | None = None,
+    efficiency: Callable[[str], PoolEfficiency | None] | None = None,
 ) -> RecommendResponse:
     """`measured(pool, workload)`: the probe evidence of a pool (advisor/probe/evidence.py), if any;
-    `predicted`: the regression model's predictions (advisor/engine/predicted.py), if any.
+    `predicted`: the regression model's predictions (advisor/engine/predicted.py), if any;
+    `efficiency(pool)`: the pool's latest stored efficiency report, if any (advisor/engine/efficiency.py).
 
     Without a workload (None or `general`), the general answer: the pool-level and module rules
     that hold for any workload (ashift, layout, redundancy, health, free space, ...), no dataset.
@@ -98,7 +102,7 @@ def recommend(
     _check_not_empty(host, pool, dataset)
     workload = resolve_workload(book, workload_name)
     if workload is None:
-        return _general(host, book, params or {}, pool, dataset, now)
+        return _general(host, book, params or {}, pool, dataset, now, efficiency)
     resolved = resolve_params(workload, params or {})
     if pool:
         _check_pool(host, pool)
@@ -137,6 +141,7 @@ def recommend(
     by_pool = {p.name: measured(p.name, workload.name) for p in pools} if measured is not None else {}
     merged = decide_all(merged, workload, resolved, [p.name for p in pools], proposed, by_pool, predicted)
     target, merged = one_create(target, merged, proposed)
+    merged += _efficiency_items(pools, efficiency)
     return _response(host, workload.name, resolved, target, merged, pools, now, model_status)
 
 
@@ -158,8 +163,17 @@ def _check_pool(host: Host, pool: str) -> None:
                           [p.name for p in host.pools])
 
 
+def _efficiency_items(pools: list, efficiency: Callable[[str], PoolEfficiency | None] | None) -> list[Recommendation]:
+    """An `info` item per pool with a stored efficiency report (none for a pool never measured)."""
+    if efficiency is None:
+        return []
+    found = (efficiency(p.name) for p in pools)
+    return [item for f in found if f is not None and (item := efficiency_item(f)) is not None]
+
+
 def _general(host: Host, book: RuleBook, params: dict[str, str], pool: str | None, dataset: str | None,
-             now: datetime | None) -> RecommendResponse:
+             now: datetime | None, efficiency: Callable[[str], PoolEfficiency | None] | None = None
+             ) -> RecommendResponse:
     if params:
         raise TargetError(400, f"parameter {sorted(params)[0][:64]!r} belongs to a workload: give `workload` too",
                           sorted(book.workloads))
@@ -175,7 +189,7 @@ def _general(host: Host, book: RuleBook, params: dict[str, str], pool: str | Non
     for p in pools:
         results += _run([r for r in rules if r.scope in ("pool-create", "pool")], Context(host=host, pool=p))
     decided = decide_all(merge(results, rules), None, {}, [p.name for p in pools], frozenset(), {}, None)
-    return _response(host, GENERAL, {}, Target(pool=pool), decided, pools, now)
+    return _response(host, GENERAL, {}, Target(pool=pool), decided + _efficiency_items(pools, efficiency), pools, now)
 
 
 def _keep_current(rec: Recommendation) -> Recommendation:

@@ -10,7 +10,7 @@ import textwrap
 from advisor.engine.models import EFFECT_TEXT, GENERAL, Recommendation, RecommendResponse
 
 WIDTH = 100
-_LABEL = {"change": "CHANGE", "undecided": "MEASURE", "passed": "passed", "skipped": "skipped"}
+_LABEL = {"change": "CHANGE", "undecided": "MEASURE", "passed": "passed", "skipped": "skipped", "info": "info"}
 
 
 def _wrap(text: str, indent: str = "        ") -> list[str]:
@@ -32,6 +32,8 @@ def recommendation_lines(rec: Recommendation) -> list[str]:
         value = f"{rec.current} ({rec.requirement})"
     elif rec.status == "undecided":
         value = f"keep {rec.current} until measured"
+    elif rec.status == "info":
+        value = f"{rec.current}"
     else:
         value = "not evaluated"
     head = f"{_LABEL[rec.status]:7} [{rec.scope}] {rec.parameter}{_where(rec)}: {value}"
@@ -47,6 +49,8 @@ def recommendation_lines(rec: Recommendation) -> list[str]:
         lines += _wrap(f"takes effect {EFFECT_TEXT[rec.effect]}; reversible: {rec.reversible}")
     if rec.status == "undecided" and rec.measure:
         lines += _wrap("measure: " + rec.measure)
+    if rec.status == "info" and rec.measure:
+        lines += _wrap("measure again: " + rec.measure)
     if rec.evidence and rec.status != "skipped":
         lines += _wrap("evidence: " + "; ".join(f"{e.fact}={e.display}" for e in rec.evidence))
     lines += [f"        see: {ref}" for ref in rec.references]
@@ -63,6 +67,7 @@ def recommend_text(response: RecommendResponse) -> str:
     params = ", ".join(f"{k}={v}" for k, v in response.parameters.items())
     facts = response.facts
     general = response.workload == GENERAL
+    measured = sum(r.status == "info" for r in response.recommendations)
     lines = [
         ("zfs-advisor: general recommendations, for any workload" if general
          else f"zfs-advisor: recommendations for workload {response.workload} ({params})")
@@ -71,7 +76,8 @@ def recommend_text(response: RecommendResponse) -> str:
         f"{response.generated_at.isoformat(timespec='seconds')}",
         f"{response.summary.change} to change, "
         + (f"{response.summary.undecided} to measure, " if response.summary.undecided else "")
-        + f"{response.summary.passed} passed, {response.summary.skipped} skipped",
+        + f"{response.summary.passed} passed, {response.summary.skipped} skipped"
+        + (f", {measured} measured" if measured else ""),
     ]
     if response.model is not None:
         model = response.model
@@ -94,7 +100,7 @@ def recommend_text(response: RecommendResponse) -> str:
         )
         if target.create:
             lines += _wrap(f"create: {target.create}", "")
-    for status in ("change", "undecided", "passed", "skipped"):
+    for status in ("change", "undecided", "info", "passed", "skipped"):
         for rec in response.recommendations:
             if rec.status == status:
                 lines += [""] + recommendation_lines(rec)
@@ -102,7 +108,8 @@ def recommend_text(response: RecommendResponse) -> str:
 
 
 def verify_lines(response: RecommendResponse) -> list[str]:
-    """tuned-adm verify style: one line per check, passed / failed (expected X) / skipped."""
+    """tuned-adm verify style: one line per check, passed / failed (expected X) / skipped; a measurement
+    the answer cites (status info) is a line of its own, never a failure."""
     lines = []
     for rec in response.recommendations:
         what = f"{rec.parameter}{_where(rec)}"
@@ -112,6 +119,8 @@ def verify_lines(response: RecommendResponse) -> list[str]:
             lines.append(f"verify: failed: {what}: {rec.current} (expected {rec.requirement}) [{rec.rule}]")
         elif rec.status == "undecided":
             lines.append(f"verify: undecided: {what}: {rec.current} (measure: {rec.measure or 'a probe'}) [{rec.rule}]")
+        elif rec.status == "info":
+            lines.append(f"verify: info: {what}: {rec.current} (measure again: {rec.measure}) [{rec.rule}]")
         else:
             lines.append(f"verify: skipped: {what}: {rec.skipped_reason}")
     return lines
