@@ -106,6 +106,14 @@ NO_EFFECT = Witness(
     f'count by (job, instance) (zfs_advisor_recommendation_info{sel(pool=False)}) unless '
     f'count by (job, instance) (zfs_advisor_recommendation_expected_effect_ratio{sel(pool=False)})')
 
+NOT_MEASURED = Witness(
+    "no `zfs-advisor probe --pool P --efficiency` report of the pool is stored",
+    f'count by (job, instance, pool) (zfs_pool_health_state{sel()}) unless '
+    f'count by (job, instance, pool) (zfs_advisor_pool_efficiency_timestamp_seconds{sel()})')
+# zfs_advisor_pool_efficiency_ratio: at 85 % of its layout a pool lost nothing to explain
+# (advisor/probe/efficiency.py NEAR_LAYOUT); below half, most of the disks' rate is lost
+EFFICIENCY = [(None, "red"), (0.5, "orange"), (0.85, "green")]
+
 
 DISKS = ("The disks behind the pools (zfs_advisor_disk_info), with node_exporter's diskstats counters "
          "(node_disk_*, joined on instance and device: scrape both with the same instance label), or "
@@ -322,6 +330,20 @@ def rows() -> list[tuple[str, list[Panel]]]:
                             "and the 90% interval (low, high).",
                 merge=True, rename={"Value #B": "expected effect", "Value #C": "low (90%)",
                                     "Value #D": "high (90%)"}),
+            Panel("Pool efficiency: measured / what the layout should give", "table", [Target(
+                f"zfs_advisor_pool_efficiency_ratio{sel()}", empty_when=NOT_MEASURED)],
+                unit="percentunit", columns=["instance", "pool", "test"], colored={"Value": None},
+                thresholds=EFFICIENCY, width=16,
+                description="The latest `zfs-advisor probe --pool P --efficiency` run of each pool, per test "
+                            "(seq-read, seq-write, and the random tests it carries): the pool's rate over what its "
+                            "layout should give from its disks' own rate. GET /v1/efficiency and /recommend give "
+                            "the diagnosis."),
+            Panel("Time since the efficiency run", "table", [Target(
+                f"time() - zfs_advisor_pool_efficiency_timestamp_seconds{sel()}", empty_when=NOT_MEASURED)],
+                unit="s", columns=["instance", "pool"], colored={"Value": None},
+                thresholds=[(None, "green"), (90 * DAY, "orange")], width=8,
+                description="A pool changed since (vdevs added, disks replaced) is measured again with "
+                            "`zfs-advisor probe --pool P --efficiency`."),
         ]),
         ("Exporter", [
             Panel("Collector duration", "timeseries", [Target(
