@@ -27,7 +27,7 @@ REFERENCES = [
 ]
 _PATTERN = {"seq": "sequential", "rand": "random"}
 _DIRECTION = {"read": "reads", "write": "writes"}
-_SIZE = re.compile(r"\d+[kmgt]")
+_SIZE = re.compile(r"\d+[kmgt]", re.IGNORECASE)
 
 
 def words_of_test(name: str) -> str:

@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 log = logging.getLogger(__name__)
 
 # a test name becomes a Prometheus label value and a word in /recommend's text: short and plain
-TEST_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{0,63}")
+TEST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 class ReportError(ValueError):
