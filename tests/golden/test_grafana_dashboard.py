@@ -22,7 +22,7 @@ from collections import Counter
 import pytest
 from support import HOSTS
 from support.dashboard import GRAFANA, alternatives, builder, instances_of, legend, panel_targets, resolve, why_empty
-from support.probes import seed_recordsize_probe
+from support.probes import seed_efficiency_report, seed_recordsize_probe
 from support.service import Service
 
 from advisor.exporters.pools import HEALTH_STATES, UNKNOWN_HEALTH
@@ -96,6 +96,8 @@ def fleet(tmp_path_factory):
             work = tmp_path_factory.mktemp(root.parent.name)
             state_dirs.append(work / "state")
             seed_recordsize_probe(work / "state")  # an expected effect for tank/home's recordsize
+            if not services:  # the efficiency panels: data on the first, empty by design on the second
+                seed_efficiency_report(work / "state")
             services.append(Service(root, work, "--config", str(config_file(work, work / "state"))).__enter__())
             # /recommend waits for the model's fit, which a scrape waits for only briefly
             query = "workload=postgres&dataset=tank/home"

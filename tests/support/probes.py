@@ -1,7 +1,10 @@
 """A probe database as the prober leaves it, for tests that need probe evidence without fio."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+from support import FIXTURES
 
 from advisor.store.db import connect
 from advisor.store.probes import ProbeStore, ResultRow
@@ -23,4 +26,22 @@ def seed_recordsize_probe(state_dir: Path | str, pool: str = "tank", workload: s
                 started_at=0.0, iops=iops, read_iops=0.7 * iops, write_iops=0.3 * iops, read_bw=0.0, write_bw=0.0,
                 write_p99=p99, runtime_seconds=8.0, written_bytes=0, pool={"media": "ssd"}, job="[global]\n[data]\n"))
     store.end_run(run, "completed")
+    store.conn.close()
+
+
+# What `zfs-advisor probe --pool tank --efficiency --json` printed in the lab, and when it was
+# measured (tests/fixtures/efficiency/PROVENANCE.md).
+EFFICIENCY_REPORT = FIXTURES / "efficiency" / "lab-zfs2.3.2-ssd-mirror2x2.json"
+EFFICIENCY_MEASURED_AT = 1795844361.946142  # 2026-11-28 05:39:21 UTC
+
+
+def recorded_efficiency() -> dict:
+    return json.loads(EFFICIENCY_REPORT.read_text())
+
+
+def seed_efficiency_report(state_dir: Path | str, pool: str = "tank", report: dict | None = None,
+                           measured_at: float = EFFICIENCY_MEASURED_AT) -> None:
+    """The recorded efficiency report (or `report`) stored for `pool` as the probe stores it."""
+    store = ProbeStore(connect(state_dir))
+    store.add_efficiency(pool, recorded_efficiency() if report is None else report, measured_at)
     store.conn.close()
