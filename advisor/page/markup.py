@@ -83,6 +83,7 @@ def document(title: str, body: str) -> str:
     """A whole page: inline style, no script, no request beyond this one."""
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            "<link rel=\"icon\" href=\"data:,\">"  # no favicon request: the page is one request
             f"<title>{esc(title)} - zfs-advisor</title><style>{STYLE}</style></head><body>"
             f"<header><a href=\"/\">zfs-advisor</a><a href=\"/recommend?format=text\">/recommend</a>"
             f"<a href=\"/v1/pools\">/v1/pools</a><a href=\"/v1/probes\">/v1/probes</a>"

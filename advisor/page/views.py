@@ -98,16 +98,22 @@ def _dataset_rows(host: Host, pool: str, workloads: dict[str, str], answers: dic
         if ds.pool != pool:
             continue
         answer = answers.get(ds.name)
-        rows.append([link("#" + dataset_anchor(ds.name), ds.name) if answer else esc(ds.name), esc(ds.type), esc(workloads.get(ds.name, "-")), esc(ds.value("recordsize") or "-"),
+        rows.append([link("#" + dataset_anchor(ds.name), ds.name) if answer else esc(ds.name), esc(ds.type), esc(workloads.get(ds.name, "-")), esc(_block_size(ds.value("recordsize"))),
                      esc(ds.value("compression") or "-"), esc(size(ds.bytes_value("used"))),
                      _open_count(answer.answer) if answer else "-"])
     return rows
 
 
+def _block_size(value: str | None) -> str:
+    """zfs get -p prints bytes: 131072 reads as 128K."""
+    return size(int(value)) if value and value.isdigit() else value or "-"
+
+
 def _efficiency(report: dict[str, Any] | None) -> str:
     """The stored report's results as they are: direction (or test), ratio, diagnosis."""
     if not report:
-        return "<p>No efficiency report is stored for this pool (<code>zfs-advisor probe --efficiency</code>).</p>"
+        return ("<p>No efficiency report is stored for this pool (<code>zfs-advisor probe --pool NAME --efficiency"
+                "</code> measures one).</p>")
     parts = []
     for result in report.get("results") or []:
         ratio = result.get("ratio")
