@@ -12,26 +12,15 @@ from typing import Callable
 
 from aiohttp import web
 
-from advisor.api.pools import pool_list
 from advisor.api.shared import body_response
 from advisor.appkeys import BODIES, FACTS, LIMITER, MODEL, RULEBOOK, RUNTIME, SETTINGS
-from advisor.engine.advice import dataset_states
 from advisor.facts import Host
 from advisor.names import InvalidName, check_pool_name
-from advisor.page import gather, views
-from advisor.page.markup import pool_href
+from advisor.page import build, gather, views
 from advisor.store.db import store_stamp
 
 routes = web.RouteTableDef()
 HTML = "text/html; charset=utf-8"
-
-
-class PageError(Exception):
-    """A page that cannot be shown: its status, reason and the pages that do exist."""
-
-    def __init__(self, status: int, reason: str, valid: list[tuple[str, str]] | None = None):
-        super().__init__(reason)
-        self.status, self.reason, self.valid = status, reason, valid or []
 
 
 def html_error(status: int, reason: str, valid: list[tuple[str, str]] | None = None) -> web.Response:
@@ -54,34 +43,21 @@ async def _serve(request: web.Request, variant: tuple, render: Callable[[gather.
     async with app[LIMITER].slot():
         collection = await app[FACTS].get()
 
-        async def build() -> bytes:
+        async def build_body() -> bytes:
             return (await asyncio.to_thread(lambda: render(_inputs(app, collection.host, with_model)))).encode()
 
         runtime = app[RUNTIME]
         key = (variant, store_stamp(app[SETTINGS].state_dir), runtime.generation, id(runtime.advice))
         try:
-            body = await app[BODIES].page.get(collection, key, build)
-        except PageError as exc:  # shared by concurrent requests: each answers with its own response
+            body = await app[BODIES].page.get(collection, key, build_body)
+        except build.PageError as exc:  # shared by concurrent requests: each answers with its own response
             return html_error(exc.status, exc.reason, exc.valid)
     return body_response(body, {"Content-Type": HTML})
 
 
-def _overview(inputs: gather.Inputs) -> str:
-    host = inputs.host
-    pools = pool_list(host).pools
-    states = dataset_states(host, inputs.workloads)
-    return views.overview(host, pools, {p.name: gather.general_answer(inputs, p.name) for p in pools},
-                          gather.dataset_answers(inputs), [(d, w) for d, w, here in states if not here],
-                          gather.stored(inputs.state_dir, [p.name for p in pools]))
-
-
 @routes.get("/")
 async def overview(request: web.Request) -> web.Response:
-    return await _serve(request, ("overview",), _overview)
-
-
-def _pool_links(host: Host) -> list[tuple[str, str]]:
-    return [(pool_href(p.name), p.name) for p in host.pools]
+    return await _serve(request, ("overview",), build.overview)
 
 
 @routes.get("/pool/{name}")
@@ -91,18 +67,7 @@ async def pool(request: web.Request) -> web.Response:
         check_pool_name(name)
     except InvalidName as exc:
         return html_error(400, f"invalid pool name: {exc}")
-
-    def render(inputs: gather.Inputs) -> str:
-        host = inputs.host
-        facts = host.pool(name)
-        if facts is None:
-            raise PageError(404, f"no pool {name!r} on this host", _pool_links(host))
-        info = next(p for p in pool_list(host).pools if p.name == name)
-        return views.pool_page(host, facts, info, gather.general_answer(inputs, name),
-                               gather.dataset_answers(inputs, name), inputs.workloads,
-                               gather.stored(inputs.state_dir, [name], name))
-
-    return await _serve(request, ("pool", name), render)
+    return await _serve(request, ("pool", name), lambda inputs: build.pool(inputs, name))
 
 
 @routes.get("/probes/{id}")
@@ -111,13 +76,4 @@ async def probe_run(request: web.Request) -> web.Response:
     if not (text.isascii() and text.isdigit()) or len(text) > 18:  # as GET /v1/probes/{id}
         return html_error(400, f"a probe run's id is a whole number, not {text[:32]!r}", [("/", "the overview")])
     run_id = int(text)
-
-    def render(inputs: gather.Inputs) -> str:
-        found = gather.probe_run(inputs.state_dir, run_id)
-        if found is None:
-            raise PageError(404, f"no probe run {run_id}", [("/", "the overview, which lists the runs")])
-        if isinstance(found, str):
-            raise PageError(503, found)
-        return views.probe_page(inputs.host, found)
-
-    return await _serve(request, ("probe", run_id), render, with_model=False)
+    return await _serve(request, ("probe", run_id), lambda inputs: build.probe_run(inputs, run_id), with_model=False)

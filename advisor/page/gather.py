@@ -3,6 +3,7 @@ thread): the rule book's answers for each pool and for each dataset that has a w
 probe store's runs, results and efficiency reports. The store is only read, never created."""
 from __future__ import annotations
 
+import functools
 import logging
 import sqlite3
 from collections import defaultdict
@@ -66,7 +67,7 @@ def general_answer(inputs: Inputs, pool: str) -> Answer:
 
 def dataset_answers(inputs: Inputs, pool: str | None = None) -> list[DatasetAnswer]:
     """/recommend?workload=W&dataset=D for each dataset of the setting on the host (in `pool`)."""
-    measured = stored_evidence(inputs.state_dir)
+    measured = functools.cache(stored_evidence(inputs.state_dir))  # one read per pool and workload, not per dataset
     out = []
     for dataset, workload in sorted(inputs.workloads.items()):
         if (pool is not None and dataset.split("/", 1)[0] != pool) or inputs.host.dataset(dataset) is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 from datetime import datetime, timezone
 from typing import Any, Iterable
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from advisor.engine.units import format_size
 
@@ -29,6 +29,11 @@ def dataset_anchor(dataset: str) -> str:
 
 def dataset_href(dataset: str) -> str:
     return pool_href(dataset.split("/", 1)[0]) + "#" + dataset_anchor(dataset)
+
+
+def recommend_href(workload: str, dataset: str) -> str:
+    """/recommend's text answer for a dataset and its workload."""
+    return "/recommend?" + urlencode({"workload": workload, "dataset": dataset, "format": "text"})
 
 
 def link(href: str, text: Any) -> str:

@@ -60,8 +60,9 @@ def recommendation(rec: Recommendation) -> str:
     return "".join(parts) + "</article>"
 
 
-def answer_section(answer: Answer, shown: set[tuple] | None = None) -> str:
-    """The open recommendations of an answer in full, the rest (passed, skipped) folded away;
+def answer_section(answer: Answer, shown: set[tuple] | None = None, full_answer: str | None = None) -> str:
+    """The open recommendations of an answer in full, the rest (passed, skipped) folded away, or
+    only counted with a link to `full_answer` (a dataset's: at 1,000 datasets they were megabytes);
     those whose key is in `shown` (already on the page) are left out and the others added to it."""
     if answer.response is None:
         return f'<p class="muted">No answer: {esc(answer.error)}</p>'
@@ -72,10 +73,12 @@ def answer_section(answer: Answer, shown: set[tuple] | None = None) -> str:
     open_recs = [r for r in recs if r.status in ("change", "undecided")]
     rest = [r for r in recs if r.status not in ("change", "undecided")]
     html = "".join(recommendation(r) for r in open_recs) or "<p>Nothing open: no change to make or measure.</p>"
-    if rest:
-        passed = sum(r.status == "passed" for r in rest)
-        html += (f"<details><summary>{passed} passed, {len(rest) - passed} skipped</summary>"
-                 + "".join(recommendation(r) for r in rest) + "</details>")
+    passed = sum(r.status == "passed" for r in rest)
+    counts = f"{passed} passed, {len(rest) - passed} skipped"
+    if full_answer is not None:
+        html += f'<p class="muted">{counts}: <a href="{esc(full_answer)}">the whole answer</a></p>'
+    elif rest:
+        html += f"<details><summary>{counts}</summary>" + "".join(recommendation(r) for r in rest) + "</details>"
     return html
 
 

@@ -8,7 +8,8 @@ from advisor.engine.models import PoolInfo
 from advisor.facts import Host, Pool
 from advisor.page.chart import candidates_svg
 from advisor.page.gather import DatasetAnswer, Answer, ProbeRun, Stored
-from advisor.page.markup import dataset_anchor, dataset_href, document, esc, link, percent, pool_href, probe_href, size, table, when
+from advisor.page.markup import (dataset_anchor, dataset_href, document, esc, link, percent, pool_href, probe_href,
+                                  recommend_href, size, table, when)
 from advisor.page.recommendations import answer_section
 from advisor.probe.evidence import ParameterEvidence
 from advisor.store.probes import RunRow
@@ -143,7 +144,7 @@ def pool_page(host: Host, pool: Pool, info: PoolInfo, general: Answer, datasets:
                   _dataset_rows(host, pool.name, workloads, answers))]
     for d in datasets:
         body += [f'<h3 id="{esc(dataset_anchor(d.dataset))}">{esc(d.dataset)}: workload {esc(d.workload)}</h3>',
-                 answer_section(d.answer, shown)]
+                 answer_section(d.answer, shown, recommend_href(d.workload, d.dataset))]
     body += ["<h2>Efficiency</h2>", _efficiency(stored.efficiency.get(pool.name) if not stored.error else None),
              "<h2>Probe runs</h2>", _probes_section(stored, host, pool.name)]
     return document(f"pool {pool.name}", "".join(body))

@@ -134,6 +134,8 @@ async def test_the_open_advice_is_what_recommend_answers(http_client, tmp_path):
     assert re.search(r"Expected effect: iops &times;1\.\d\d \(90% interval &times;\d\.\d\d to &times;\d\.\d\d\)",
                      recordsize), recordsize
     assert "source probe" in recordsize
+    # a dataset's passed and skipped items are counted, the whole answer a link away
+    assert '<a href="/recommend?workload=postgres&amp;dataset=tank%2Fhome&amp;format=text">the whole answer</a>' in text
     overview = await page(client, "/")
     assert '<a href="/pool/tank#dataset-tank%2Fhome">tank/home</a>' in overview
 
