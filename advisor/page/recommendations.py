@@ -83,4 +83,5 @@ def answer_section(answer: Answer, shown: set[tuple] | None = None, full_answer:
 
 
 def _key(rec: Recommendation) -> tuple:
-    return rec.rule, rec.parameter, rec.scope, rec.pool, rec.dataset
+    """The same item with the same conclusion (a workload's probe may conclude otherwise)."""
+    return rec.rule, rec.parameter, rec.scope, rec.pool, rec.dataset, rec.status, rec.recommended
