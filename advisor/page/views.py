@@ -110,13 +110,16 @@ def _block_size(value: str | None) -> str:
     return size(int(value)) if value and value.isdigit() else value or "-"
 
 
-def _efficiency(report: dict[str, Any] | None) -> str:
+def _efficiency(report: Any) -> str:
     """The stored report's results as they are: direction (or test), ratio, diagnosis."""
     if not report:
         return ("<p>No efficiency report is stored for this pool (<code>zfs-advisor probe --pool NAME --efficiency"
                 "</code> measures one).</p>")
     parts = []
-    for result in report.get("results") or []:
+    results = report.get("results") if isinstance(report, dict) else None
+    for result in results if isinstance(results, list) else []:
+        if not isinstance(result, dict):
+            continue  # stored by another version: shown as far as it has the fields read here
         ratio = result.get("ratio")
         name = result.get("test") or result.get("direction") or "result"
         measured, expected = result.get("measured_bytes_per_second"), result.get("expected_bytes_per_second")
@@ -128,7 +131,7 @@ def _efficiency(report: dict[str, Any] | None) -> str:
         sentences = [s for s in result.get("diagnosis") or [] if isinstance(s, str)]
         if sentences:
             parts.append("<ul>" + "".join(f"<li>{esc(s)}</li>" for s in sentences) + "</ul>")
-    if report.get("note"):
+    if isinstance(report, dict) and report.get("note"):
         parts.append(f'<p class="muted">{esc(report["note"])}</p>')
     return "".join(parts) or "<p>The stored efficiency report has no results.</p>"
 

@@ -17,7 +17,9 @@ from support import RECORDING
 from support.probes import RECORDSIZE_POSTGRES, seed_recordsize_probe
 from support.remote import seen_from_remote
 
+from advisor.api.shared import WorkLimiter
 from advisor.app import create_app
+from advisor.appkeys import LIMITER
 from advisor.page.markup import pool_href
 from advisor.probe.efficiency import Efficiency, diagnose, layout_rule
 from advisor.settings import Settings
@@ -186,6 +188,26 @@ async def test_an_efficiency_report_is_shown_as_stored(http_client, tmp_path):
             assert f"<li>{html.escape(sentence)}</li>" in text
     assert "CPU busy 95% during the run" in text and "assumed equal to its measured read rate" in text
     assert re.search(r'<a href="/pool/tank">tank</a>.*?<td>yes</td></tr>', await page(client, "/"))
+
+
+@pytest.mark.parametrize("report", [{"results": {"read": 1}}, {"results": ["read", None, {"ratio": "x"}]}, [1, 2]])
+async def test_an_efficiency_report_of_another_shape_is_no_500(http_client, tmp_path, report):
+    store = ProbeStore(connect(tmp_path))
+    store.add_efficiency("tank", report)
+    store.conn.close()
+    client = await http_client(app_for(tmp_path, model=False))
+    assert "<h2>Efficiency</h2>" in await page(client, "/pool/tank")
+
+
+async def test_a_page_takes_a_work_slot(http_client, tmp_path):
+    """The pages are heavy work: with every slot taken and no room to wait, a 503 at once."""
+    app = app_for(tmp_path, model=False)
+    app[LIMITER] = WorkLimiter(in_flight=1, waiting=0)
+    client = await http_client(app)
+    async with app[LIMITER].slot():
+        resp = await client.get("/pool/tank")
+        assert resp.status == 503 and resp.headers["Retry-After"] == "1"
+    await page(client, "/pool/tank")
 
 
 async def test_hostile_text_is_escaped_everywhere(http_client, tmp_path):
