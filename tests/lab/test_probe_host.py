@@ -101,9 +101,15 @@ def test_the_default_probe_leaves_the_arc_alone(lab_vm, uncached):
     assert uncached["limits_after"] == uncached["limits_before"]  # the ARC's limits were never touched
     assert all(r["arc_max_bytes"] is None and r["scratch_primarycache"] == "metadata" for r in run["results"])
     assert uncached["warm_after"][1] <= blocks // 20, uncached["warm_after"]  # nothing of it evicted
-    # the probe's own reads hardly come from memory (8K records: none; 128K: the records an 8K
-    # write had just read or dirtied, 0.39-0.43 in the first runs)
-    assert all(ratio is not None and ratio < 0.5 for ratio in _hit_ratios(run)), _hit_ratios(run)
+    # The probe's own reads come from the disks. At 8K records (the job's block size) none came
+    # from memory (0.0005-0.0007). At 128K an 8K access often finds its record in memory because
+    # an 8K write had just read or dirtied it in the open txg (dirty records are served from the
+    # dbuf cache whatever primarycache says): 0.39-0.43 in the first runs, 0.51-0.58 on a loaded
+    # host (the txgs longer); the 64 MiB ARC cap, which held the whole working set, served 0.95.
+    ratios = {r["value"]: r["arc_hit_ratio"] for r in run["results"]}
+    assert all(r["arc_hit_ratio"] is not None for r in run["results"]), ratios
+    assert all(r["arc_hit_ratio"] < 0.05 for r in run["results"] if r["value"] == "8K"), ratios
+    assert all(r["arc_hit_ratio"] < 0.8 for r in run["results"]), ratios
 
 
 # A long lab job (ZFS_ADVISOR_LAB_LONG=1): a second probe of about 2.5 minutes, for a comparison
