@@ -103,8 +103,8 @@ def test_the_default_probe_leaves_the_arc_alone(lab_vm, uncached):
     assert uncached["warm_after"][1] <= blocks // 20, uncached["warm_after"]  # nothing of it evicted
     # The probe's own reads come from the disks. At 8K records (the job's block size) none came
     # from memory (0.0005-0.0007). At 128K an 8K access often finds its record in memory because
-    # an 8K write had just read or dirtied it in the open txg (dirty records are served from the
-    # dbuf cache whatever primarycache says): 0.39-0.43 in the first runs, 0.51-0.58 on a loaded
+    # an 8K write had just read or dirtied it in the open txg (a record still held by a write is
+    # found by the next read, an ARC hit whatever primarycache says): 0.39-0.43 in the first runs, 0.51-0.58 on a loaded
     # host (the txgs longer); the 64 MiB ARC cap, which held the whole working set, served 0.95.
     ratios = {r["value"]: r["arc_hit_ratio"] for r in run["results"]}
     assert all(r["arc_hit_ratio"] is not None for r in run["results"]), ratios
