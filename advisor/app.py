@@ -16,7 +16,7 @@ from typing import AsyncIterator
 from aiohttp import web
 
 from advisor import systemd
-from advisor.api import efficiency, facts, health, metrics, openapi, plan, pools, probes, recommend, workloads
+from advisor.api import efficiency, facts, health, metrics, openapi, page, plan, pools, probes, recommend, workloads
 from advisor.api.auth import auth_middleware
 from advisor.api.body import body_middleware
 from advisor.api.errors import error_middleware
@@ -36,7 +36,7 @@ from advisor.settings import Settings, SettingsError
 from advisor.webconfig import check_exposure, load_web_config
 
 ROUTES = (health.routes, facts.routes, recommend.routes, workloads.routes, pools.routes, probes.routes, openapi.routes,
-          metrics.routes, plan.routes, efficiency.routes)
+          metrics.routes, plan.routes, page.routes, efficiency.routes)
 
 log = logging.getLogger(__name__)
 

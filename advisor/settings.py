@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
 from advisor.names import check_dataset_name, check_pool_name
+from advisor.probe.arc import CacheMethod
 
 DEFAULT_CONFIG_FILE = Path("/etc/zfs-advisor/config.toml")
 # Outside the Prometheus wiki's "Default port allocations" (9090-9999 is fully allocated and new
@@ -43,7 +44,7 @@ class ProfilerSettings(BaseModel):
     idle_max_bytes_per_second: float = Field(256 << 10, ge=0, description="More foreground bytes than this: not idle.")
     max_file_bytes: int = Field(256 << 20, ge=16 << 20, description="Largest file per fio job of a probe.")
     ramp_seconds: int = Field(5, ge=0, le=60, description="Warm-up discarded per fio run.")
-    cache: Literal["uncached", "arc-cap", "cached"] = Field(
+    cache: CacheMethod = Field(
         "uncached", description="How probes keep reads from coming out of memory: uncached (primarycache=metadata on "
         "the scratch dataset only), arc-cap (zfs_arc_max lowered for the whole host while a probe runs: evicts "
         "other pools' cached data), cached (neither).")

@@ -134,8 +134,3 @@ def go_float(value: float) -> str:
 def le(bound: float) -> str:
     """A histogram bucket's `le` label value, formatted like the Go client."""
     return go_float(bound)
-
-
-def snake(name: str) -> str:
-    """A kstat or parameter name as a metric-name fragment (lower case, [a-z0-9_])."""
-    return re.sub(r"[^a-z0-9_]", "_", name.lower())

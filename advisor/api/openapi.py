@@ -35,6 +35,10 @@ def _error(description: str) -> dict[str, Any]:
     return _json(ErrorResponse, description)
 
 
+def _html(description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"text/html": {"schema": {"type": "string"}}}}
+
+
 def _query(name: str, description: str, required: bool = False, enum: list[str] | None = None,
            max_length: int = 256) -> dict[str, Any]:
     schema: dict[str, Any] = {"type": "string", "maxLength": max_length}
@@ -196,6 +200,20 @@ def build_openapi(book: RuleBook | None = None) -> dict[str, Any]:
                 },
             }
         },
+        "/": {"get": {"summary": "The page for people: pools, open advice, probe runs (HTML, no script)",
+                      "responses": {"200": _html("the overview")}}},
+        "/pool/{name}": {"get": {
+            "summary": "One pool's page: its facts, open advice, datasets, efficiency report and probe runs (HTML)",
+            "parameters": [{"name": "name", "in": "path", "required": True,
+                            "schema": {"type": "string", "maxLength": MAX_POOL_NAME_LEN}}],
+            "responses": {"200": _html("the pool's page"), "400": _html("invalid pool name"),
+                          "404": _html("no such pool; the page links the pools there are")}}},
+        "/probes/{id}": {"get": {
+            "summary": "One probe run's page: a chart and a table of each candidate's IOPS and write p99 (HTML)",
+            "parameters": [{"name": "id", "in": "path", "required": True,
+                            "schema": {"type": "string", "pattern": "^[0-9]{1,18}$"}}],
+            "responses": {"200": _html("the run's page"), "400": _html("malformed id"), "404": _html("no such run"),
+                          "503": _html("the probe database cannot be read")}}},
         "/openapi.json": {"get": {"summary": "This document", "responses": {"200": {"description": "OpenAPI 3.1 document"}}}},
         "/healthz": {"get": {"summary": "Liveness and what the last collection saw", "responses": {"200": {"description": "status"}}}},
         "/v1/facts": {"get": {"summary": "Everything the advisor knows about the host (typed facts)", "responses": {"200": {"description": "facts"}}}},

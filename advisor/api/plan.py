@@ -5,12 +5,10 @@ from __future__ import annotations
 from aiohttp import web
 
 from advisor.api.errors import json_error
-from advisor.layout.inputs import PlanInputError, given_disks, parse_block
+from advisor.layout.inputs import PARAMETERS, PlanInputError, given_disks, parse_block
 from advisor.layout.predict import plan
 
 routes = web.RouteTableDef()
-
-PARAMETERS = ("disks", "size", "seq", "iops", "write_seq", "write_iops", "media", "ashift", "recordsize", "block")
 
 
 @routes.get("/v1/plan")

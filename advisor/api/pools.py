@@ -4,32 +4,9 @@ from __future__ import annotations
 from aiohttp import web
 
 from advisor.appkeys import FACTS
-from advisor.engine import facts_catalogue  # noqa: F401  (the pool.* facts below)
-from advisor.engine.context import Context
-from advisor.engine.models import PoolInfo, PoolList
-from advisor.facts import Host
+from advisor.engine.pools import pool_list
 
 routes = web.RouteTableDef()
-
-
-def pool_list(host: Host) -> PoolList:
-    pools = []
-    for pool in host.pools:
-        ctx = Context(host=host, pool=pool)
-        pools.append(
-            PoolInfo(
-                name=pool.name,
-                health=pool.health,
-                media=ctx.get("pool.media"),
-                layout=ctx.get("pool.layout"),
-                ashift_min=ctx.get("pool.ashift_min"),
-                size_bytes=pool.size_bytes,
-                capacity_ratio=pool.capacity_ratio,
-                fragmentation_ratio=pool.fragmentation_ratio,
-                datasets=[d.name for d in host.datasets if d.pool == pool.name],
-            )
-        )
-    return PoolList(pools=pools)
 
 
 @routes.get("/v1/pools")

@@ -11,7 +11,6 @@ factory.
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 from aiohttp import web
 
@@ -22,7 +21,7 @@ from advisor.engine.service import TargetError, recommend
 from advisor.engine.text import recommend_text
 from advisor.probe.efficiency_stored import stored_efficiency
 from advisor.probe.evidence import stored_evidence
-from advisor.store.db import DB_FILE
+from advisor.store.db import store_stamp
 
 routes = web.RouteTableDef()
 RESERVED = ("workload", "pool", "dataset", "format")
@@ -74,21 +73,10 @@ async def get_recommend(request: web.Request) -> web.Response:
 
     # one answer per collection, query and state of the probe store (which is also what refits the
     # model's local part), however many ask at once
-    variant = (tuple(sorted(args.items())), text, _store_stamp(state_dir))
+    variant = (tuple(sorted(args.items())), text, store_stamp(state_dir))
     try:
         body = await request.app[BODIES].recommend.get(collection, variant, build)
     except TargetError as exc:  # shared by concurrent requests: each answers with its own error response
         raise json_error(exc.status, exc.reason, **({"valid": exc.valid} if exc.valid is not None else {})) from None
     return body_response(body, {"Content-Type": f"{'text/plain' if text else 'application/json'}; charset=utf-8"})
 
-
-def _store_stamp(state_dir: Path) -> tuple:
-    """What changes when a probe writes results (the database and its write-ahead log)."""
-    stamp = []
-    for name in (DB_FILE, DB_FILE + "-wal"):
-        try:
-            st = (state_dir / name).stat()
-            stamp.append((st.st_mtime_ns, st.st_size))
-        except OSError:
-            stamp.append(None)
-    return tuple(stamp)

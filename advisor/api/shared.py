@@ -153,12 +153,13 @@ def favour_the_event_loop(interval: float = LOOP_SWITCH_INTERVAL_SECONDS) -> Non
 
 
 class Bodies:
-    """The app's shared bodies, one SharedBodies per endpoint, and the /v1/facts chunk renderer."""
+    """The app's shared bodies, one SharedBodies per endpoint (and one for the pages), and the /v1/facts chunk renderer."""
 
     def __init__(self) -> None:
         self.metrics = SharedBodies()
         self.facts = SharedBodies()
         self.recommend = SharedBodies(max_variants=256)
+        self.page = SharedBodies()  # the HTML pages (advisor/api/page.py)
         self.facts_json = FactsJson()
 
 

@@ -13,6 +13,7 @@ import json
 import math
 import sys
 from functools import partial
+from pathlib import Path
 
 from advisor.logs import setup_logging
 from advisor.model import sklearn_missing
@@ -218,9 +219,7 @@ def _answers(args: argparse.Namespace, budgets: list[int]) -> int:
     return 0
 
 
-def _checkout_hosts(versions: list[str]) -> "Path | None":
-    from pathlib import Path
-
+def _checkout_hosts(versions: list[str]) -> Path | None:
     import advisor
 
     base = Path(advisor.__file__).resolve().parent.parent / "tests" / "fixtures" / "hosts"

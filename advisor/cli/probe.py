@@ -25,7 +25,8 @@ from advisor.probe.modparams import ModuleParamError
 from advisor.probe.runner import ProbeAborted, ProbeFailed, Progress
 from advisor.probe.safety import LockBusy, UnsafeToProbe
 from advisor.probe.scratch import ScratchError
-from advisor.probe.service import CACHE_METHODS, PlanError, ProbeConfig, ProbeService, parse_budget
+from advisor.probe.arc import CACHE_METHODS
+from advisor.probe.service import PlanError, ProbeConfig, ProbeService, parse_budget
 from advisor.settings import load_settings
 from advisor.store.db import StoreError
 from advisor.store.probes import RunRow

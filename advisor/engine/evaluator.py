@@ -16,7 +16,6 @@ from advisor.engine.context import Context
 from advisor.engine.models import Evidence, Recommendation, Status
 from advisor.engine.schema import Aggregate, Clause, FactRef, NeedsLoad, Rule, template_fields
 
-_MISSING = object()
 GENERAL_TITLE = "general-purpose"  # {workload.title} of an answer for no workload in particular
 # What a command names where the answer does not know the value (several pools, no workload asked for).
 _PLACEHOLDERS = {"pool.name": "POOL", "probe_workload": "WORKLOAD"}

@@ -17,7 +17,8 @@ def _wrap(text: str, indent: str = "        ") -> list[str]:
     return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False) or [indent]
 
 
-def _where(rec: Recommendation) -> str:
+def where(rec: Recommendation) -> str:
+    """Where it applies: " on tank/pg", " on pool tank", or "" (module parameters are host-wide)."""
     if rec.scope == "dataset" and rec.dataset:
         return f" on {rec.dataset}"
     if rec.scope in ("pool", "pool-create") and rec.pool:
@@ -36,7 +37,7 @@ def recommendation_lines(rec: Recommendation) -> list[str]:
         value = f"{rec.current}"
     else:
         value = "not evaluated"
-    head = f"{_LABEL[rec.status]:7} [{rec.scope}] {rec.parameter}{_where(rec)}: {value}"
+    head = f"{_LABEL[rec.status]:7} [{rec.scope}] {rec.parameter}{where(rec)}: {value}"
     lines = [head, *_wrap(f"{rec.title}. (rule {rec.rule}, confidence {rec.confidence:.2f}, source {rec.source})")]
     lines += _wrap(rec.explanation)
     if rec.sources_disagree:
@@ -112,7 +113,7 @@ def verify_lines(response: RecommendResponse) -> list[str]:
     the answer cites (status info) is a line of its own, never a failure."""
     lines = []
     for rec in response.recommendations:
-        what = f"{rec.parameter}{_where(rec)}"
+        what = f"{rec.parameter}{where(rec)}"
         if rec.status == "passed":
             lines.append(f"verify: passed: {what}: {rec.current}")
         elif rec.status == "change":

@@ -20,7 +20,6 @@ IOSTAT_ARGV = ("zpool", "iostat", "-vlq", "-HpPL")
 LATENCY_HISTOGRAM_ARGV = ("zpool", "iostat", "-vw", "-HpPL")
 SIZE_HISTOGRAM_ARGV = ("zpool", "iostat", "-vr", "-HpPL")
 
-_DEFAULT_COLUMNS = ("alloc", "free", "read_ops", "write_ops", "read_bytes", "write_bytes")
 _LATENCY_COLUMNS = (
     "total_wait_read",
     "total_wait_write",

@@ -14,6 +14,8 @@ ASHIFTS = tuple(range(9, 17))
 _DECIMAL = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15}
 _AMOUNT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:([KMGTP])(i?)B?)?\s*(?:/s)?\s*$", re.IGNORECASE)
 AMOUNT_EXAMPLES = ["4T", "4TB", "3.6TiB", "200M", "200MB/s", "150"]
+# What describes the disks and the blocks (GET /v1/plan's query parameters; the CLI's flags)
+PARAMETERS = ("disks", "size", "seq", "iops", "write_seq", "write_iops", "media", "ashift", "recordsize", "block")
 
 
 class PlanInputError(ValueError):
@@ -73,8 +75,7 @@ def given_disks(disks: Any, size: str, seq: str, iops: str | None = None, write_
     """Disks described by their datasheet (or measured) numbers; writes as reads unless given."""
     missing = [name for name, v in (("disks", disks), ("size", size), ("seq", seq)) if v in (None, "")]
     if missing:
-        raise PlanInputError(f"missing {', '.join(missing)}", ["disks", "size", "seq", "iops", "write_seq",
-                                                                "write_iops", "media", "ashift", "recordsize", "block"])
+        raise PlanInputError(f"missing {', '.join(missing)}", list(PARAMETERS))
     read_rate = parse_amount(seq, "seq")
     size_bytes = int(parse_amount(size, "size"))
     if size_bytes < 64 << 20:

@@ -360,7 +360,7 @@ def summary(results: list[AnswerResult]) -> dict[str, Any]:
 
 
 def table(results: list[AnswerResult]) -> str:
-    lines = [f"(~: a setting the grid did not measure, scored as the product of its two measured effects)",
+    lines = ["(~: a setting the grid did not measure, scored as the product of its two measured effects)",
              f"{'cell':36s} {'start':7s} {'probed':26s} {'current':10s} {'final':10s} {'statuses':34s} "
              f"{'vs best':>7s} {'vs cur':>6s} {'p99/def':>7s} harm"]
     for r in results:
@@ -378,8 +378,8 @@ def budget_name(budget: int) -> str:
 
 def summary_table(results: list[AnswerResult]) -> str:
     """One row per budget, per workload within it and overall."""
-    lines = [f"| probes | workload | answers | median of best | mean | worst | < 90 % | changes | undecided | "
-             f"losses | harm | write p99 > 1.5x default: changed to / kept |", "|" + " --- |" * 12]
+    lines = ["| probes | workload | answers | median of best | mean | worst | < 90 % | changes | undecided | "
+             "losses | harm | write p99 > 1.5x default: changed to / kept |", "|" + " --- |" * 12]
     for budget in sorted({r.budget for r in results}):
         at = [r for r in results if r.budget == budget]
         groups = [(w, [r for r in at if r.cell.split("/")[2] == w]) for w in sorted({r.cell.split("/")[2] for r in at})]

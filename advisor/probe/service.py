@@ -7,7 +7,6 @@ import logging
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Literal
 from pathlib import Path
 
 from advisor.engine.loader import RuleBook
@@ -23,7 +22,7 @@ from advisor.probe.fio_job import Hygiene, JobError, build_job
 from advisor.probe.modparams import ModuleParamError, ModuleParams, ParamGuard, restore_leftovers
 from advisor.probe.plan import Budget, Plan, estimate_seconds, fit_runtime
 from advisor.probe.pooldesc import PoolUnavailable, read_pool_descriptor
-from advisor.probe.arc import ARC_SHARE, arc_limits, stored_bytes
+from advisor.probe.arc import ARC_SHARE, CacheMethod, arc_limits, stored_bytes
 from advisor.probe.runner import ARCSTATS, PlanRunner, ProbeAborted, ProbeFailed, ProgressCallback
 from advisor.probe.foreground import foreground_rate, foreground_watch
 from advisor.probe.safety import ProbeLock, Thresholds, UnsafeToProbe, check_pool
@@ -38,10 +37,6 @@ EFFICIENCY_STREAMS = 4  # an efficiency run writes this many files at once, then
 # Module parameters an efficiency run changed are saved under this run id (runs count from 1):
 # recovery after a crash puts them back like a probe's.
 EFFICIENCY_RUN_ID = 0
-
-
-CacheMethod = Literal["uncached", "arc-cap", "cached"]
-CACHE_METHODS: tuple[CacheMethod, ...] = ("uncached", "arc-cap", "cached")
 
 
 class PlanError(ValueError):

@@ -248,3 +248,16 @@ def migrate(conn: sqlite3.Connection, path: object = "database") -> int:
 
 def _statements(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def store_stamp(state_dir: str | os.PathLike[str]) -> tuple:
+    """What changes when a probe writes results (the database and its write-ahead log): part of
+    the key of answers cached per collection (/recommend, the page)."""
+    stamp = []
+    for name in (DB_FILE, DB_FILE + "-wal"):
+        try:
+            st = (Path(state_dir) / name).stat()
+            stamp.append((st.st_mtime_ns, st.st_size))
+        except OSError:
+            stamp.append(None)
+    return tuple(stamp)

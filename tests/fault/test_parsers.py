@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from advisor.host import (disks, kstat, modparams, pool_kstats, system, txgs, versions, zdb, zfs_props, zpool_iostat,
-                          zpool_props, zpool_status)
+                          zpool_status)
 from advisor.host.collect import _pools_from_properties
 from advisor.host.parsing import ParseError
 from support import FIXTURES, HOSTS

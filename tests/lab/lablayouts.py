@@ -53,7 +53,7 @@ class Disk:
             drive.append(f"throttling.iops-total={self.iops}")
         if self.bps:
             drive.append(f"throttling.bps-total={self.bps}")
-        dev = ["scsi-hd", "bus=scsi0.0", f"drive=d{index}", f"channel=0", f"scsi-id={index}",
+        dev = ["scsi-hd", "bus=scsi0.0", f"drive=d{index}", "channel=0", f"scsi-id={index}",
                "lun=0", f"serial={self.serial}", f"rotation_rate={self.rotation_rate}",
                f"logical_block_size={self.logical_block_size}",
                f"physical_block_size={self.physical_block_size}"]

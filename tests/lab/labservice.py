@@ -1,6 +1,6 @@
 """The installed service in the lab VM, as its tests see it: systemd's view of the unit, its
 journal, HTTP through an ssh tunnel, and what is left on the disk afterwards.  Used by
-test_systemd.py (deploy/install.sh) and test_deb.py (the Debian package)."""
+test_systemd.py (the Debian package) and test_install_sh.py (deploy/install.sh)."""
 from __future__ import annotations
 
 import contextlib

@@ -1,15 +1,20 @@
-"""Lab: the service as an admin installs it (deploy/install.sh), under the VM's real systemd (PID 1).
+"""Lab: the service as an admin installs it (the Debian package, as README.md says), under the
+VM's real systemd (PID 1).
 
 One install per module on OpenZFS 2.3 (the unit does not depend on the line), then, in order:
-the installed unit verifies clean and rates <= 3.0; `systemctl start` is active only once the
+the installed units verify clean and rate <= 3.0; `systemctl start` is active only once the
 HTTP socket is bound (Type=notify); the sandboxed dynamic user really reads ZFS (every
 `zfs_advisor_source_up` is 1, /recommend answers from the lab pool); Prometheus on the host scrapes
 the installed service with the shipped scrape config and alerts, and every Grafana panel's PromQL
-returns data; SIGKILL -> restarted; a wedged event loop (the test hook, docs/deploy.md) -> the
-watchdog restarts it; `systemctl stop` is clean; `install.sh --uninstall` leaves nothing behind.
+returns data; the prober's units; SIGKILL -> restarted; reload; an upgrade to a newer package
+installs beside the running release and switches, a failed one leaves the old version running;
+`systemctl stop` is clean; a wedged event loop -> the watchdog restarts it; `dpkg -r` keeps the
+settings and probe results, `dpkg -P` leaves nothing behind. Each package step prints one line
+with its time (tests/lab/labdeb.py).
 
-The VM has no network: install.sh installs the dependencies from a wheel directory (`--wheels`,
-docs/deploy.md "Offline"), built on the host by `deploy/debian/build --wheels DIR`.
+`deploy/install.sh`, the way without the package, shares its release steps with the package's
+postinst (deploy/release.sh); its own install, upgrade and uninstall run in
+tests/lab/test_install_sh.py, a long lab job.
 """
 from __future__ import annotations
 
@@ -26,8 +31,11 @@ import yaml
 
 from labparams import lab_params
 
-from labservice import FIND_NAMED, REPO, SERVICE, build_wheels, existing, journal, now, port_closed, show, tunnel, wait_running
+from labdeb import (BROKEN, CONFIG, PATHS, SYSTEMD_MADE, TREES, UNIT_DIR, UNITS, UPGRADE, Steps, dpkg, packages,
+                    release, running_version, serving, status)
+from labservice import FIND_NAMED, REPO, SERVICE, existing, journal, now, port_closed, show, tunnel, wait_running
 
+from advisor import __version__
 from advisor.cli.serve import WEDGE_AFTER, WEDGE_CONSENT, WEDGE_GUARD
 from advisor.model import MODEL_VERSION
 from advisor.settings import DEFAULT_PORT
@@ -42,12 +50,12 @@ pytestmark = [
                             scope="session"),
 ]
 
-UNIT_DIR = "/etc/systemd/system"
-DROP_IN = f"{UNIT_DIR}/{SERVICE}.d/lab-watchdog.conf"
-GUEST_WHEELS = "/root/lab-wheels"
+DROP_INS = f"/etc/systemd/system/{SERVICE}.d"
+DROP_IN = f"{DROP_INS}/lab-watchdog.conf"
 MAX_EXPOSURE = 3.0
-CHECKOUT_BUILD = "ls -d /project/build /project/*.egg-info 2>/dev/null"
 BEFORE: dict[str, set[str]] = {}  # filled by the `installed` fixture before it installs
+EDIT = "# edited by an admin: kept by upgrades and by remove"
+STATE_MARK = "/var/lib/zfs-advisor/lab-probe-results"  # stands for the probe database
 # the prober: root with CAP_SYS_ADMIN and no mount namespace, by design (docs/security.md)
 MAX_EXPOSURE_OF = {"zfs-advisor-probe.service": 4.5}
 TIMEOUT_STOP = 30  # TimeoutStopSec of the shipped unit
@@ -63,13 +71,6 @@ PROFILER_SMALL = ("\\n[profiler]\\nidle_window_seconds = 3\\nmax_file_bytes = 16
 SCRAPE_INTERVAL = 10  # seconds; the shipped 30 s would make this test a minute longer
 # Grafana's $__rate_interval: max(4 x scrape interval, query interval + scrape interval).
 RATE_INTERVAL = f"{4 * SCRAPE_INTERVAL}s"
-# Everything install.sh writes (docs/deploy.md), and what systemd makes for the unit.
-INSTALLED_PATHS = ("/opt/zfs-advisor", "/etc/zfs-advisor", "/var/lib/zfs-advisor", "/var/lib/private/zfs-advisor",
-                   "/var/log/zfs-advisor.log", "/run/zfs-advisor.pid", f"{UNIT_DIR}/{SERVICE}",
-                   f"{UNIT_DIR}/{SERVICE}.d", f"/run/systemd/system/{SERVICE}.d",
-                   f"{UNIT_DIR}/multi-user.target.wants/{SERVICE}")
-
-
 # -- helpers -------------------------------------------------------------------------------------
 
 def metric_lines(text: str, name: str) -> dict[str, float]:
@@ -111,54 +112,61 @@ print(json.dumps(samples))
 # -- the installed service -----------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def installed(lab_vm, tmp_path_factory):
-    """Install as docs/deploy.md says (`sudo deploy/install.sh`; offline: `--wheels DIR`), start a
-    scrub (the dashboard's scan panel), name tank/pg as a postgres dataset in the config (its
-    recommendation panel), and restart the service to read it: stop, then `systemctl start` sampled
-    for the readiness test."""
-    vm = lab_vm
-    timings: dict[str, float] = {}
-    vm.exec(f"rm -rf {GUEST_WHEELS}", check=True)
-    # What other lab tests of this VM (probe state dirs, configs) and the host's own editable
-    # install (an egg-info in the checkout) left before this install: not the install's to remove.
+def installed(lab_vm):
+    """Install the package as README.md says (its .deb; `build --install` runs apt-get on it, the
+    VM has no network: dpkg -i, its dependencies are in the image), start a scrub (the dashboard's
+    scan panel), name tank/pg as a postgres dataset in the config (its recommendation panel; also
+    the admin's edit that upgrades and remove keep), and restart the service to read it: stop, then
+    `systemctl start` sampled for the readiness test."""
+    vm, steps = lab_vm, Steps()
+    t = time.monotonic()
+    debs, built = packages(vm, REPO / "dist" / "lab")  # the VM reads the checkout at /project
+    steps.log(f"packages {', '.join(Path(d).name for d in debs.values())}", t)
+    # What other lab tests of this VM (probe state dirs, configs) left before this install: not
+    # the package's to remove.
     BEFORE["named"] = set(vm.exec(FIND_NAMED, timeout=180).stdout.split())
-    BEFORE["checkout"] = set(vm.exec(CHECKOUT_BUILD).stdout.split())
-    wheels = vm.copy_in(build_wheels(tmp_path_factory.mktemp("wheels") / "wheels"), GUEST_WHEELS)
-    sudo = "sudo " if vm.exec("command -v sudo").rc == 0 else ""  # root's shell in the VM: no sudo needed
-    t0 = time.monotonic()
-    install = vm.exec(f"cd /project && {sudo}deploy/install.sh --wheels {wheels}", timeout=600)
-    timings["install.sh"] = time.monotonic() - t0
+    BEFORE["trees"] = set(vm.exec(TREES, timeout=300, check=True).stdout.split())
     with tunnel(vm) as http:
         try:
+            install = dpkg(vm, steps, "-i", debs[__version__])
             assert install.rc == 0, install.stdout + install.stderr
             # the prober must be the unit just installed: a drop-in another lab test left (ExecStart
             # elsewhere, another config) made its prober ignore this install's queue and profiler
             dropins = [p for p in vm.exec(f"systemctl show -P DropInPaths {PROBE_SERVICE}", check=True).stdout.split()
                        if p.startswith("/etc/")]  # the distribution's own (/usr/lib/systemd) are not a test's
             assert not dropins, f"{PROBE_SERVICE} has drop-ins this install did not write: {dropins}"
-            vm.exec("zpool scrub tank && printf '\\n[workloads]\\n\"tank/pg\" = \"postgres\"\\n' "
-                    f">> /etc/zfs-advisor/config.toml && systemctl stop {SERVICE}", check=True)
+            vm.exec(f"zpool scrub tank && printf '\\n{EDIT}\\n[workloads]\\n\"tank/pg\" = \"postgres\"\\n' "
+                    f">> {CONFIG} && systemctl stop {SERVICE}", check=True)
             vm.write_file("/root/lab-readiness.py", READINESS)
-            t0 = time.monotonic()
+            t = time.monotonic()
             samples = json.loads(vm.exec("python3 /root/lab-readiness.py", timeout=180, check=True).stdout)
-            timings["start"] = time.monotonic() - t0
-            yield vm, http, install, samples, wheels
+            steps.log("stopped, then `systemctl start` sampled until active and bound", t)
+            yield vm, http, install, samples, debs, steps
         finally:
-            vm.exec(f"test -e {UNIT_DIR}/{SERVICE} && cd /project && deploy/install.sh --purge; "
-                    f"rm -rf {GUEST_WHEELS} /root/lab-readiness.py", timeout=120)
-            print("\nsystemd lab timings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()))
+            vm.exec("dpkg -P zfs-advisor; rm -f /root/lab-readiness.py", timeout=300)
+            for deb in built:
+                deb.unlink()
 
 
 def test_install_as_the_docs_say(installed):
-    vm, http, install, _, _ = installed
-    assert f"answering on http://127.0.0.1:{DEFAULT_PORT}/" in install.stdout, install.stdout
-    assert "/opt/zfs-advisor/share/prometheus/{scrape.yml,alerts.yml}" in install.stdout
-    listing = vm.exec("ls /opt/zfs-advisor/share/prometheus /opt/zfs-advisor/share/grafana /etc/zfs-advisor",
+    vm, http, install, _, _, steps = installed
+    t = time.monotonic()
+    assert f"answering on http://127.0.0.1:{DEFAULT_PORT}/" in install.stdout + install.stderr, install.stdout
+    state = serving(vm, http, __version__)
+    code, body = http.get("/metrics")
+    assert code == 200 and b"zfs_advisor_source_up" in body
+    listing = vm.exec("ls /usr/share/zfs-advisor/prometheus /usr/share/zfs-advisor/grafana /etc/zfs-advisor",
                       check=True).stdout.split()
     assert {"scrape.yml", "alerts.yml", "zfs-advisor.json", "config.toml"} <= set(listing)
-    assert vm.exec("systemctl is-enabled zfs-advisor.service", check=True).stdout.strip() == "enabled"
-    # Built from a copy: the (read-only here) checkout is left as it was.
-    assert set(vm.exec(CHECKOUT_BUILD).stdout.split()) == BEFORE["checkout"]
+    timers = (SERVICE, "zfs-advisor-probe.timer", "zfs-advisor-probe.path")
+    enabled = vm.exec(["systemctl", "is-enabled", *timers]).stdout
+    active = vm.exec(["systemctl", "is-active", *timers]).stdout
+    assert enabled.split() == ["enabled"] * 3 and active.split() == ["active"] * 3, (enabled, active)
+    assert vm.exec("dpkg-query -W -f '${Conffiles}' zfs-advisor", check=True).stdout.split()[0] == CONFIG
+    assert vm.exec("zfs-advisor --version", check=True).stdout.strip() == f"zfs-advisor {__version__}"
+    vm.exec(f"touch {STATE_MARK}", check=True)  # what the service adds: a probe result
+    steps.log(f"installed: {SERVICE} active (MainPID {state['MainPID']}), /healthz says {__version__}, /metrics "
+              f"{len(body) // 1024} KiB, units enabled, {CONFIG} a conffile", t)
 
 
 def test_installed_units_verify_clean_and_expose_at_most_3(installed):
@@ -181,7 +189,7 @@ def test_installed_units_verify_clean_and_expose_at_most_3(installed):
 def test_active_only_once_the_socket_is_bound(installed):
     """Type=notify: while Python imports and the app starts (seconds under emulation) the unit is
     `activating (start)`; once systemd says `active (running)`, the port accepts connections."""
-    vm, http, _, samples, _ = installed
+    vm, http, _, samples = installed[:4]
     times = show(vm, "ExecMainStartTimestampMonotonic", "ActiveEnterTimestampMonotonic")
     startup = (int(times["ActiveEnterTimestampMonotonic"]) - int(times["ExecMainStartTimestampMonotonic"])) / 1e6
     activating = [s for s in samples if s[1] == "activating"]
@@ -526,34 +534,37 @@ def test_reload_applies_the_config_file_without_a_restart(installed):
                 check=True, timeout=60)
 
 
-# Before the stop and watchdog tests: the watchdog test leaves its drop-in (the wedge) for uninstall.
-def test_an_upgrade_switches_in_one_rename_and_a_failed_one_leaves_the_old_running(installed):
-    """install.sh again: a new release beside the old, $PREFIX/venv switched to it, the service
-    restarted on it. Then an upgrade whose pip fails (a wheel directory without the dependencies):
-    nothing changes, the running service is the one from before."""
-    vm, http = installed[:2]
-    wheels = installed[4]
-    before = wait_running(vm, http)
-    old_release = vm.exec("readlink /opt/zfs-advisor/venv", check=True).stdout.strip()
-    upgrade = vm.exec(f"cd /project && deploy/install.sh --wheels {wheels}", timeout=600)
-    assert upgrade.rc == 0, upgrade.stdout + upgrade.stderr
-    after = wait_running(vm, http)
-    new_release = vm.exec("readlink /opt/zfs-advisor/venv", check=True).stdout.strip()
-    assert new_release != old_release and new_release.startswith("/opt/zfs-advisor/releases/")
+# Before the stop and watchdog tests: the watchdog test leaves its drop-in for remove and purge.
+def test_an_upgrade_installs_beside_and_switches(installed):
+    vm, http, _, _, debs, steps = installed
+    before = {**running_version(vm, http)[1], "release": release(vm)}
+    t = time.monotonic()
+    result = dpkg(vm, steps, "-i", debs[UPGRADE])
+    assert result.rc == 0, result.stdout + result.stderr
+    after = serving(vm, http, UPGRADE)
     assert after["MainPID"] != before["MainPID"]
-    releases = sorted(vm.exec("ls /opt/zfs-advisor/releases", check=True).stdout.split())
-    assert [f"/opt/zfs-advisor/releases/{r}" for r in releases] == sorted([old_release, new_release])
-    print(f"\nupgrade: {old_release} -> {new_release}, MainPID {before['MainPID']} -> {after['MainPID']}")
+    assert set(vm.exec("ls /opt/zfs-advisor/releases", check=True).stdout.split()) == {__version__, UPGRADE}
+    assert EDIT in vm.exec(f"cat {CONFIG}", check=True).stdout
+    steps.log(f"upgraded: {before['release']} -> {release(vm)} beside it, MainPID {before['MainPID']} -> "
+              f"{after['MainPID']}, /healthz says {UPGRADE}, the config edit kept", t)
 
-    failed = vm.exec("mkdir -p /root/no-wheels && cd /project && deploy/install.sh --wheels /root/no-wheels",
-                     timeout=600)
-    assert failed.rc != 0 and "nothing changed" in failed.stderr, failed.stdout + failed.stderr
-    still = wait_running(vm, http)
-    assert vm.exec("readlink /opt/zfs-advisor/venv", check=True).stdout.strip() == new_release
-    assert (still["MainPID"], still["NRestarts"]) == (after["MainPID"], after["NRestarts"])
-    assert sorted(vm.exec("ls /opt/zfs-advisor/releases", check=True).stdout.split()) == releases
-    print(f"failed upgrade (pip): rc {failed.rc}, still {new_release}, MainPID {still['MainPID']}: "
-          f"{failed.stderr.strip().splitlines()[-1]}")
+
+def test_a_failed_upgrade_leaves_the_old_version_running(installed):
+    vm, http, _, _, debs, steps = installed
+    since = now(vm)
+    before = running_version(vm, http)[1]
+    t = time.monotonic()
+    result = dpkg(vm, steps, "-i", debs[BROKEN])
+    assert result.rc != 0
+    assert "rolled back to the one before" in result.stderr, result.stdout + result.stderr
+    assert "installed zfs-advisor package post-installation script subprocess returned error exit status 1" \
+        in result.stderr, result.stderr
+    assert status(vm) == f"install ok half-configured {BROKEN}"
+    version, after = running_version(vm, http)
+    assert version == UPGRADE and release(vm) == f"/opt/zfs-advisor/releases/{UPGRADE}"
+    assert "broken rules" in journal(vm, since)
+    steps.log(f"failed upgrade: dpkg rc {result.rc}, package {status(vm)!r}; still {release(vm)}, /healthz says "
+              f"{version} (MainPID {before['MainPID']} -> {after['MainPID']}: the old one restarted)", t)
 
 
 def test_stop_is_clean_and_within_timeout_stop_sec(installed):
@@ -606,27 +617,40 @@ def test_a_wedged_event_loop_trips_the_watchdog(installed):
     assert log.index("wedging the event loop now") < log.index("Watchdog timeout")
 
 
-def test_uninstall_keeps_settings_and_results_and_purge_leaves_nothing_behind(installed):
-    vm = installed[0]
+def test_remove_keeps_config_probe_data_and_drop_ins(installed):
+    vm, http, _, _, _, steps = installed
     # What an admin may have added: `systemctl edit` (override.conf) and a runtime drop-in.
-    vm.write_file(f"{UNIT_DIR}/{SERVICE}.d/override.conf", "[Service]\nNice=5\n")
+    vm.write_file(f"{DROP_INS}/override.conf", "[Service]\nNice=5\n")
     vm.write_file(f"/run/systemd/system/{SERVICE}.d/50-runtime.conf", "[Service]\nNice=6\n")
     vm.exec("systemctl daemon-reload", check=True)
-    vm.exec(f"rm -rf {GUEST_WHEELS} /root/lab-readiness.py /root/no-wheels", check=True)  # this test's own files
-    result = vm.exec("cd /project && deploy/install.sh --uninstall", timeout=120)
+    result = dpkg(vm, steps, "-r", "zfs-advisor")
     assert result.rc == 0, result.stdout + result.stderr
-    kept = existing(vm, INSTALLED_PATHS)
-    # /var/lib/zfs-advisor is systemd's symlink to the private state directory (DynamicUser=)
-    assert kept == {"/etc/zfs-advisor", "/var/lib/zfs-advisor", "/var/lib/private/zfs-advisor"}, kept
-    assert vm.exec("test -s /etc/zfs-advisor/config.toml").rc == 0
-    assert show(vm, "LoadState")["LoadState"] == "not-found"
-
-    result = vm.exec("cd /project && deploy/install.sh --purge", timeout=120)
-    assert result.rc == 0, result.stdout + result.stderr
-    assert existing(vm, INSTALLED_PATHS) == set()
-    # Anything else named after it, anywhere on the root file system but the lab's own venv.
-    stray = set(vm.exec(FIND_NAMED, timeout=180).stdout.split()) - BEFORE["named"]
-    assert stray == set()
-    assert show(vm, "LoadState")["LoadState"] == "not-found"
-    assert vm.exec("getent passwd zfs-advisor").rc != 0  # the dynamic user is gone with the unit
+    t = time.monotonic()
+    assert status(vm) == f"deinstall ok config-files {BROKEN}"
+    assert {u: show(vm, "LoadState", unit=u)["LoadState"] for u in UNITS} == dict.fromkeys(UNITS, "not-found")
     assert port_closed(vm)
+    kept = existing(vm, PATHS)
+    # /var/lib/zfs-advisor is systemd's symlink to the private state directory (DynamicUser=)
+    assert kept == {"/etc/zfs-advisor", "/var/lib/zfs-advisor", "/var/lib/private/zfs-advisor", DROP_INS,
+                    f"/run/systemd/system/{SERVICE}.d"}, kept
+    assert EDIT in vm.exec(f"cat {CONFIG}", check=True).stdout
+    assert vm.exec(f"test -e {STATE_MARK}").rc == 0
+    steps.log(f"removed: units not-found, port closed; kept {sorted(kept)} with the config edit and the probe data", t)
+
+
+def test_purge_leaves_nothing(installed):
+    vm, http, _, _, _, steps = installed
+    vm.exec("rm -f /root/lab-readiness.py", check=True)  # this module's own file
+    result = dpkg(vm, steps, "-P", "zfs-advisor")
+    assert result.rc == 0, result.stdout + result.stderr
+    t = time.monotonic()
+    assert vm.exec("dpkg-query -W zfs-advisor").rc != 0  # not even known to dpkg
+    left = existing(vm, PATHS)
+    stray = set(vm.exec(FIND_NAMED, timeout=180).stdout.split()) - BEFORE["named"]
+    added = set(vm.exec(TREES, timeout=300, check=True).stdout.split()) - BEFORE["trees"]
+    steps.log(f"purged: unknown to dpkg; left of its paths: {sorted(left) or 'nothing'}; named zfs-advisor "
+              f"anywhere and new since before the install: {sorted(stray) or 'nothing'}; new under /etc /opt /usr "
+              f"/var/lib: {sorted(added) or 'nothing'}", t)
+    assert left == set() and stray == set(), (left, stray)
+    assert added <= SYSTEMD_MADE, added
+    assert vm.exec("getent passwd zfs-advisor").rc != 0  # the dynamic user is gone with the unit

@@ -1,32 +1,18 @@
 """The API token: trusted loopback, a bearer token (constant-time) from anywhere else, and no
-non-loopback listen address without one.
-
-Every test client connects from 127.0.0.1, so the tests of a remote client put a middleware of
-their own in front that rewrites the peer address (`request.clone(remote=...)`) -- a stand-in,
-because this workplace may send traffic only to loopback addresses.
+non-loopback listen address without one (a remote client: tests/support/remote.py).
 """
 from __future__ import annotations
 
 import pytest
-from aiohttp import web
 from support import RECORDING
+from support.remote import REMOTE, seen_from_remote
 
 from advisor.api.auth import is_loopback, token_matches
 from advisor.app import create_app
 from advisor.settings import Settings, SettingsError, load_settings
 
-REMOTE = "192.0.2.7"  # TEST-NET-1 (RFC 5737): never a real peer
-
-
-@web.middleware
-async def from_remote(request, handler):
-    return await handler(request.clone(remote=REMOTE))
-
-
 async def remote_client(http_client, **settings):
-    app = create_app(Settings(root=str(RECORDING), **settings))
-    app.middlewares.insert(0, from_remote)
-    return await http_client(app)
+    return await http_client(seen_from_remote(create_app(Settings(root=str(RECORDING), **settings))))
 
 
 async def test_beyond_loopback_facts_need_the_token(http_client):

@@ -16,6 +16,7 @@ from advisor.engine.loader import load_rulebook
 from advisor.engine.service import recommend
 from advisor.host.snapshot import collect_from_root
 from advisor.host.snapshot import open_snapshot
+from advisor.host.files import HostFiles
 from advisor.host.runner import CommandResult, ReplayRunner
 from advisor.probe.candidates import make_candidate
 from advisor.probe.evidence import summarize

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from advisor.host.files import HostFiles
-from advisor.probe.candidates import CandidateError, make_candidate, parse_candidate_spec, recordsize_grid
+from advisor.probe.candidates import CandidateError, parse_candidate_spec, recordsize_grid
 from advisor.probe.evidence import evidence
 from advisor.probe.modparams import ModuleParamError, ModuleParams, ParamGuard, restore_leftovers
 from advisor.probe.safety import LockBusy, ProbeLock

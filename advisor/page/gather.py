@@ -1,0 +1,131 @@
+"""What the pages show, read in one go (plain, synchronous: the handlers run it in a worker
+thread): the rule book's answers for each pool and for each dataset that has a workload, and the
+probe store's runs, results and efficiency reports. The store is only read, never created."""
+from __future__ import annotations
+
+import functools
+import logging
+import sqlite3
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+from advisor.engine.loader import RuleBook
+from advisor.engine.models import ModelStatus, Recommendation, RecommendResponse
+from advisor.engine.predicted import PredictionLookup
+from advisor.engine.service import TargetError, recommend
+from advisor.facts import Host
+from advisor.probe.evidence import ParameterEvidence, stored_evidence, summarize
+from advisor.store.db import StoreError
+from advisor.store.probes import ProbeStore, ResultRow, RunRow, read_existing
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+OPEN = ("change", "undecided")  # what the pages call open: a change to make, or one to measure
+RUNS_SHOWN = 50
+
+
+@dataclass(frozen=True)
+class Inputs:
+    host: Host
+    book: RuleBook
+    workloads: dict[str, str]  # dataset -> workload, the `workloads` setting
+    state_dir: Path
+    predicted: PredictionLookup | None = None
+    model_status: ModelStatus | None = None
+
+
+@dataclass
+class Answer:
+    """One /recommend answer, or why there is none."""
+    response: RecommendResponse | None = None
+    error: str | None = None
+
+    def open(self) -> list[Recommendation]:
+        return [r for r in self.response.recommendations if r.status in OPEN] if self.response else []
+
+
+@dataclass
+class DatasetAnswer:
+    dataset: str
+    workload: str
+    answer: Answer
+
+
+@dataclass
+class Stored:
+    runs: list[RunRow] = field(default_factory=list)
+    efficiency: dict[str, dict[str, Any]] = field(default_factory=dict)  # pool -> the latest report
+    error: str | None = None  # the store cannot be read
+
+
+def general_answer(inputs: Inputs, pool: str) -> Answer:
+    """/recommend?pool=P: the pool-level and module advice for any workload."""
+    return _answer(lambda: recommend(inputs.host, inputs.book, None, pool=pool, now=inputs.host.collected_at))
+
+
+def dataset_answers(inputs: Inputs, pool: str | None = None) -> list[DatasetAnswer]:
+    """/recommend?workload=W&dataset=D for each dataset of the setting on the host (in `pool`)."""
+    measured = functools.cache(stored_evidence(inputs.state_dir))  # one read per pool and workload, not per dataset
+    out = []
+    for dataset, workload in sorted(inputs.workloads.items()):
+        if (pool is not None and dataset.split("/", 1)[0] != pool) or inputs.host.dataset(dataset) is None:
+            continue
+        out.append(DatasetAnswer(dataset, workload, _answer(lambda: recommend(
+            inputs.host, inputs.book, workload, dataset=dataset, now=inputs.host.collected_at, measured=measured,
+            predicted=inputs.predicted, model_status=inputs.model_status))))
+    return out
+
+
+def _answer(compute: Callable[[], RecommendResponse]) -> Answer:
+    try:
+        return Answer(response=compute())
+    except TargetError as exc:
+        return Answer(error=exc.reason)
+    except Exception:  # the page goes on without this answer; the log says why
+        log.exception("an answer for the page failed")
+        return Answer(error="this answer could not be computed; the service log has the details")
+
+
+def stored(state_dir: Path, pools: list[str], pool: str | None = None) -> Stored:
+    """The newest runs (of `pool`, or of every pool) and each pool's latest efficiency report."""
+    def read(store: ProbeStore | None) -> Stored:
+        if store is None:
+            return Stored()
+        reports = {p: store.efficiency(p) for p in pools}
+        return Stored(runs=store.runs(pool, None, RUNS_SHOWN), efficiency={p: r for p, r in reports.items() if r})
+
+    found = _read(state_dir, read)
+    return Stored(error=found) if isinstance(found, str) else found
+
+
+@dataclass
+class ProbeRun:
+    run: RunRow
+    parameters: list[ParameterEvidence]  # one per parameter probed, candidates ranked by IOPS
+    jobs: list[str]  # the fio jobs its results ran (one per distinct job)
+
+
+def probe_run(state_dir: Path, run_id: int) -> ProbeRun | None | str:
+    """The run, None when there is no such run, or why the store cannot be read."""
+    def read(store: ProbeStore | None) -> ProbeRun | None:
+        run = store.run(run_id) if store else None
+        if run is None or store is None:
+            return None
+        by_parameter: dict[str, list[ResultRow]] = defaultdict(list)
+        for row in store.results(run_id):
+            by_parameter[row.parameter].append(row)
+        jobs = list(dict.fromkeys(r.job for rows in by_parameter.values() for r in rows))
+        return ProbeRun(run, [summarize(p, rows) for p, rows in sorted(by_parameter.items())], jobs)
+
+    return _read(state_dir, read)
+
+
+def _read(state_dir: Path, read: Callable[[ProbeStore | None], T]) -> T | str:
+    """`read(store)`, or the reason the store cannot be read."""
+    try:
+        return read_existing(state_dir, read)
+    except (StoreError, sqlite3.Error) as exc:
+        log.warning("the probe database under %s cannot be read for the page: %s", state_dir, exc)
+        return f"the probe database cannot be read: {exc}"

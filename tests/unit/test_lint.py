@@ -1,0 +1,19 @@
+"""The code passes `ruff check` with the rules of pyproject.toml's [tool.ruff.lint] (pyflakes:
+unused imports, undefined names; syntax errors): what it finds fails the unit tier."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+TREES = ["advisor", "exporters", "rules", "tests", "deploy"]
+
+
+def test_ruff_finds_nothing():
+    pytest.importorskip("ruff", reason="ruff is a test dependency (pip install -e '.[test]')")
+    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--output-format", "concise",
+                           *TREES], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
