@@ -40,6 +40,8 @@ EFFICIENCY_STREAMS = 4  # an efficiency run writes this many files at once, then
 EFFICIENCY_RUN_ID = 0
 
 
+EfficiencyTests = Literal["all", "sequential", "random"]
+EFFICIENCY_TESTS: tuple[EfficiencyTests, ...] = ("all", "sequential", "random")
 CacheMethod = Literal["uncached", "arc-cap", "cached"]
 CACHE_METHODS: tuple[CacheMethod, ...] = ("uncached", "arc-cap", "cached")
 
@@ -236,11 +238,16 @@ class ProbeService:
                 self.store.end_run(run_id, status, reason, stopped)  # type: ignore[arg-type]
             return self.store.run(run_id)  # type: ignore[return-value]
 
-    async def efficiency(self, pool: str, seconds: int = 10, file_bytes: int = 256 << 20) -> dict[str, object]:
-        """Raw-disk baseline (read-only) and the pool's sequential throughput against its layout."""
-        from advisor.probe.efficiency_run import measure
+    async def efficiency(self, pool: str, seconds: int = 10, file_bytes: int = 256 << 20,
+                         tests: EfficiencyTests = "all") -> dict[str, object]:
+        """Raw-disk baselines (read-only) and the pool's large sequential throughput and small
+        random IOPS (`tests`: "sequential", "random" or "all") against its layout."""
+        from advisor.probe.efficiency_run import EfficiencyReport, measure
+        from advisor.probe.random_run import measure_random
 
         check_pool_name(pool)
+        if tests not in EFFICIENCY_TESTS:
+            raise PlanError(f"efficiency tests {tests!r}: choose one of {', '.join(EFFICIENCY_TESTS)}")
         scratch = ScratchArea(pool, self.runner, self.config.scratch_name)
         with ProbeLock(self.config.state_dir, pool):
             await self._recover_locked(pool)
@@ -263,9 +270,20 @@ class ProbeService:
                 return arc_cap
 
             try:
-                report = await measure(pool, descriptor, self.runner, self.files, scratch, self.config.thresholds,
-                                       workdir, seconds, file_bytes, EFFICIENCY_STREAMS,
-                                       cap_arc=cap_arc if capped else None)
+                if tests in ("all", "sequential"):
+                    report = await measure(pool, descriptor, self.runner, self.files, scratch,
+                                           self.config.thresholds, workdir, seconds, file_bytes, EFFICIENCY_STREAMS,
+                                           cap_arc=cap_arc if capped else None)
+                else:
+                    report = EfficiencyReport(pool=descriptor, raw_read_bytes_per_second={}, results=[], disks={},
+                                              tests=[])
+                if tests in ("all", "random"):
+                    # one file of this size, read and overwritten in place: primarycache=metadata
+                    # keeps its data out of the ARC, the ARC's size does not matter
+                    part = await measure_random(pool, descriptor, self.runner, self.files, scratch,
+                                                self.config.thresholds, workdir, seconds, file_bytes)
+                    report.raw_random_iops, report.raw_random_disks = part.raw_random_iops, part.raw_random_disks
+                    report.random_results, report.tests = part.random_results, [*report.tests, "random"]
             finally:
                 problems = guard.restore()
                 await scratch.remove_all()

@@ -42,7 +42,7 @@ def test_pool_throughput_against_its_layout(lab_vm):
     layout = vm.layout.name
     vm.exec("sync; sleep 6", check=True)  # the layout's own writes committed: an idle pool
     arc_max = vm.exec(f"cat {ARC_MAX}", check=True).stdout.strip()
-    out = vm.exec(f"{PROBE} --pool tank --efficiency --budget 20s --file-size 64M --json", timeout=900)
+    out = vm.exec(f"{PROBE} --pool tank --efficiency sequential --budget 20s --file-size 64M --json", timeout=900)
     assert out.rc == 0, out.stderr
     report = json.loads(out.stdout)
     # the ARC left alone (the default, --cache uncached): the file laid out under
