@@ -25,7 +25,8 @@ from advisor.probe.modparams import ModuleParamError
 from advisor.probe.runner import ProbeAborted, ProbeFailed, Progress
 from advisor.probe.safety import LockBusy, UnsafeToProbe
 from advisor.probe.scratch import ScratchError
-from advisor.probe.service import CACHE_METHODS, EFFICIENCY_TESTS, PlanError, ProbeConfig, ProbeService, parse_budget
+from advisor.probe.service import (CACHE_METHODS, EFFICIENCY_TESTS, PlanError, ProbeConfig, ProbeService,
+                                   efficiency_seconds, parse_budget)
 from advisor.settings import load_settings
 from advisor.store.db import StoreError
 from advisor.store.probes import RunRow
@@ -108,8 +109,8 @@ def run(args: argparse.Namespace) -> int:
             if not args.pool:
                 raise PlanError("--efficiency needs --pool")
             try:
-                report = asyncio.run(service.efficiency(args.pool, int(parse_budget(args.budget) // 4) or 5,
-                                                        parse_size(args.file_size), args.efficiency))
+                seconds = efficiency_seconds(parse_budget(args.budget), args.efficiency)
+                report = asyncio.run(service.efficiency(args.pool, seconds, parse_size(args.file_size), args.efficiency))
             except (ProbeFailed, ProbeAborted, ScratchError, ModuleParamError) as exc:
                 print(f"zfs-advisor probe: efficiency not measured: {exc}", file=sys.stderr)
                 return 1

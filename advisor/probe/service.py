@@ -42,6 +42,15 @@ EFFICIENCY_RUN_ID = 0
 
 EfficiencyTests = Literal["all", "sequential", "random"]
 EFFICIENCY_TESTS: tuple[EfficiencyTests, ...] = ("all", "sequential", "random")
+# A budget's share per timed fio run: sequential has three (raw read, write, read) and room for
+# laying out; random eight (raw 4K and recordsize, reads and sync writes at three levels) and
+# room for the layout and the async writes, which write an amount rather than for a time.
+EFFICIENCY_RUNS: dict[EfficiencyTests, int] = {"sequential": 4, "random": 10, "all": 14}
+
+
+def efficiency_seconds(budget_seconds: float, tests: EfficiencyTests) -> int:
+    """Seconds of each timed fio run of an efficiency run of `tests` within `budget_seconds`."""
+    return int(budget_seconds // EFFICIENCY_RUNS[tests]) or 2
 CacheMethod = Literal["uncached", "arc-cap", "cached"]
 CACHE_METHODS: tuple[CacheMethod, ...] = ("uncached", "arc-cap", "cached")
 

@@ -105,3 +105,37 @@ def test_pool_throughput_against_its_layout(lab_vm):
         # synced at the layout's rate (asserted above): their time went where no txg synced
         named = any(f"the disks were busy only {busy:.0%}" in reason for reason in r["diagnosis"])
         assert named == (busy < IDLE_DISKS and direction == "read"), lines
+
+
+# Small random I/O (advisor/probe/random_efficiency.py): disks throttled to 150 IOPS each.
+RANDOM_PROBE = f"{PROBE} --pool tank --efficiency random --budget 40s --file-size 32M --json"
+# The raw random baseline as the probe runs it (its own argv builder), bracketed by the member
+# disks' /proc/diskstats lines: sectors read and written (fields 6 and 10).
+RAW_RANDOM_ALONE = """
+import json, os, subprocess, sys
+sys.path.insert(0, "/project")
+from advisor.probe.efficiency import raw_read_argv
+devices = [os.path.realpath(p) for p in sys.argv[1:]]
+def sectors():
+    lines = {f[2]: (int(f[5]), int(f[9])) for f in (line.split() for line in open("/proc/diskstats"))}
+    return {d: lines[os.path.basename(d)] for d in devices}
+before = sectors()
+subprocess.run(raw_read_argv(devices, 3, "4k", "randread", 32), check=True, capture_output=True)
+after = sectors()
+print(json.dumps({d: [after[d][0] - before[d][0], after[d][1] - before[d][1]] for d in devices}))
+"""
+# layout -> (disks' worth of IOPS expected for small random reads, for writes)
+RANDOM_EXPECTED = {"slow-mirror2": (2, 1), "slow-mirror2x2": (4, 2)}
+RANDOM_REPORTS: dict[str, dict] = {}
+
+
+@pytest.mark.parametrize("lab_vm", lab_params(["slow-mirror2"], lines=["2.3"]), indirect=True, scope="session")
+def test_the_raw_random_baseline_writes_nothing_to_the_disks(lab_vm):
+    vm = lab_vm
+    vm.exec("sync; sleep 6", check=True)  # an idle pool: nothing of ZFS's own in flight
+    out = vm.exec(["/opt/zfs-advisor-venv/bin/python", "-c", RAW_RANDOM_ALONE, *[d.by_id for d in vm.layout.disks]],
+                  timeout=300, check=True)
+    moved = json.loads(out.stdout)
+    print(f"raw random 4K, 3 s, queue of 32: sectors read, written per disk {moved}")
+    assert len(moved) == len(vm.layout.disks)
+    assert all(read > 0 and written == 0 for read, written in moved.values()), moved

@@ -156,3 +156,9 @@ def test_every_result_has_the_common_figures_also_when_stored_before_them():
     assert (r.test, r.unit, r.measured, r.expected) == ("seq-write", "bytes/s", 9e6, 1e7)
     assert old.random_results == [] and old.tests == ["sequential"]
     assert Efficiency(**{**stored, "test": "seq-write", "measured": 1.0}).measured == 1.0
+
+
+def test_the_budget_is_shared_among_the_timed_runs_of_the_parts_asked_for():
+    from advisor.probe.service import efficiency_seconds
+    assert efficiency_seconds(20, "sequential") == 5  # a quarter, as before the random part
+    assert (efficiency_seconds(300, "random"), efficiency_seconds(300, "all")) == (30, 21)
