@@ -118,6 +118,14 @@ async def measure_random(pool_name: str, descriptor: dict[str, Any], runner: Com
     return RandomPart(raw_random_iops=raw_iops, raw_random_disks=raw_disks, random_results=results)
 
 
+def group_runtime_seconds(fio_json: dict[str, Any]) -> float:
+    """The run's time as fio measured it: with group_reporting, a job's `job_runtime` adds up its
+    threads' times (4 jobs of 2 s: 8,000 ms, fio 3.33), the read/write sections' `runtime` is
+    the group's own (2,001 ms)."""
+    return max((float((job.get(d) or {}).get("runtime", 0)) / 1000 for job in fio_json.get("jobs") or []
+                for d in ("read", "write")), default=0.0)
+
+
 async def _level(runner: CommandRunner, files: HostFiles, jobfile: Path, watch: Any, thresholds: Thresholds,
                  deadline: float, pool: str, members: list[str], jobs: int, writing: bool) -> RandomLevel:
     txgs0 = read_txgs(files, pool) if writing else []
@@ -129,7 +137,8 @@ async def _level(runner: CommandRunner, files: HostFiles, jobfile: Path, watch: 
     txgs = txgs_during(txgs0, read_txgs(files, pool)) if writing else None
     metrics = parse_fio_json(output)
     # over fio's own runtime, as the sequential runs (efficiency_run.measure says why)
-    window = metrics.runtime_seconds if 0 < metrics.runtime_seconds <= elapsed else elapsed
+    runtime = group_runtime_seconds(load_fio_json(output))
+    window = runtime if 0 < runtime <= elapsed else elapsed
     total = cpu1[0] - cpu0[0]
     return RandomLevel(jobs=jobs, iops=metrics.iops, seconds=window,
                        disks=disk_busy(stats0, stats1, members, window),

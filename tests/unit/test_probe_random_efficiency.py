@@ -2,6 +2,9 @@
 baseline, the fio jobs, and the diagnosis of the bottleneck (pure)."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from advisor.host.threads import ThreadBusy, ThreadCpu, ThreadGroup
@@ -11,6 +14,7 @@ from advisor.probe.efficiency_run import EfficiencyReport
 from advisor.probe.random_efficiency import (RandomLevel, best_level, diagnose_random, random_job, random_test_name,
                                              raw_queue_depth)
 
+FIO = Path(__file__).parents[1] / "fixtures" / "fio" / "host-ext4"
 IOPS = {f"d{i}": 150.0 for i in range(8)}
 
 
@@ -162,3 +166,11 @@ def test_the_budget_is_shared_among_the_timed_runs_of_the_parts_asked_for():
     from advisor.probe.service import efficiency_seconds
     assert efficiency_seconds(20, "sequential") == 5  # a quarter, as before the random part
     assert (efficiency_seconds(300, "random"), efficiency_seconds(300, "all")) == (30, 21)
+
+
+def test_a_groups_runtime_is_its_own_not_its_threads_added_up():
+    from advisor.probe.random_run import group_runtime_seconds
+    # fio 3.33, 4 jobs of 2 s with group_reporting (tests/fixtures/fio/PROVENANCE.md)
+    doc = json.loads((FIO / "random-read-4jobs.json").read_text())
+    assert doc["jobs"][0]["job_runtime"] == 8000
+    assert group_runtime_seconds(doc) == pytest.approx(2.0, abs=0.01)
