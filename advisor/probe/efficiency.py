@@ -35,6 +35,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, model_validator
 
 from advisor.facts import DiskStats, Txg
+from advisor.host.threads import ThreadCpu, group_name
 
 Direction = Literal["read", "write"]
 Pattern = Literal["sequential", "random"]
@@ -50,6 +51,8 @@ WASTED_READS = 1.25
 # reader's rate overstates the disks.  (The ARC's demand hit ratio cannot tell: a read that
 # finds its record prefetched from the disk counts as a hit.)
 FROM_DISKS = 0.9
+# One thread at or above this share of a core: the pool waits for that thread (CPU bound on it).
+THREAD_SATURATED = 0.9
 
 
 def raw_read_argv(devices: list[str], seconds: int, block: str = "1M", pattern: RawPattern = "read",
@@ -170,6 +173,7 @@ class Efficiency(BaseModel):
     # layout's; the writer's rate also counts the time no txg was syncing, such as the first one's
     # gathering of dirty data before anything reaches the disks
     sync_ratio: float | None = None
+    threads: ThreadCpu | None = None  # the busiest ZFS kernel threads over the run
     # the figures every result has, sequential or random (random.RandomEfficiency), for a
     # consumer that goes over them all: what was measured against what, in which unit
     test: str = ""  # "seq-read", "seq-write"
@@ -210,7 +214,8 @@ def disk_busy(before: dict[str, DiskStats], after: dict[str, DiskStats], disks: 
 def diagnose(direction: Direction, ratio: float, descriptor: dict[str, Any], busy: dict[str, dict[str, float]],
              cpu_busy_ratio: float | None, disk_bytes_per_byte: float | None = None,
              reader_ratio: float | None = None, txgs: TxgsDuring | None = None,
-             seconds: float | None = None, sync_ratio: float | None = None) -> list[str]:
+             seconds: float | None = None, sync_ratio: float | None = None,
+             threads: ThreadCpu | None = None) -> list[str]:
     """Plain-language reasons for the gap between measured and expected; for reads, also
     where the reader's rate parted from the disks' (`reader_ratio`: the reader's rate over
     the layout's); for writes, the rate while the txgs synced (`sync_ratio`) and, with idle
@@ -231,7 +236,10 @@ def diagnose(direction: Direction, ratio: float, descriptor: dict[str, Any], bus
                        f"{idle:.1f} s no txg was syncing: dirty data gathers until it reaches "
                        "zfs_dirty_data_sync_percent of zfs_dirty_data_max, or zfs_txg_timeout passes (zfs(4)), "
                        "before a txg starts writing, so a short write loses its start and a long one less of it")
-    if cpu_busy_ratio is not None and cpu_busy_ratio >= 0.85:
+    saturated = cpu_bound_on(threads)
+    if saturated:
+        reasons.append(saturated)
+    elif cpu_busy_ratio is not None and cpu_busy_ratio >= 0.85:
         reasons.append(f"CPU busy {cpu_busy_ratio:.0%} during the run: checksums, compression or parity "
                        "computation bound the pool, not the disks")
     if busy and not synced_at_layout:
@@ -256,6 +264,17 @@ def diagnose(direction: Direction, ratio: float, descriptor: dict[str, Any], bus
     if not reasons:
         reasons.append("no single cause measured: compare with the raw-disk rates and the pool's latency histograms")
     return reasons + notes
+
+
+def cpu_bound_on(threads: ThreadCpu | None) -> str | None:
+    """'CPU bound on <thread>' when the busiest ZFS thread ran 90 % of the time or more: on a
+    host of many cores the host-wide CPU figure hides it."""
+    top = threads.busiest[0] if threads and threads.busiest else None
+    if top is None or top.busy_ratio < THREAD_SATURATED:
+        return None
+    group = next((g for g in threads.groups if g.name == group_name(top.name)), None)  # type: ignore[union-attr]
+    also = f" ({group.threads} {group.name} threads, {group.busy_ratio:.2f} cores in all)" if group and group.threads > 1 else ""
+    return f"CPU bound on {top.name}: that thread was {top.busy_ratio:.0%} busy{also}, so the pool waits for it"
 
 
 def _read_path(disk_bytes_per_byte: float | None, reader_ratio: float | None) -> list[str]:

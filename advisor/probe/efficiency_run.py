@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from advisor.host.disks import DISKSTATS, parse_diskstats
 from advisor.host.files import HostFiles
 from advisor.host.runner import CommandRunner
+from advisor.host.threads import clock_ticks, read_thread_ticks, thread_cpu
 from advisor.host.txgs import read_txgs
 from advisor.probe.efficiency import (Efficiency, diagnose, disk_busy, expected_bandwidth, layout_rule, raw_read_argv,
                                       raw_read_rates, txgs_during)
@@ -117,10 +118,11 @@ async def measure(pool_name: str, descriptor: dict[str, Any], runner: CommandRun
                                               one_pass=cap_arc is None), encoding="utf-8")
             writing = direction == "write"
             txgs0 = read_txgs(files, pool_name) if writing else []
+            threads0 = read_thread_ticks(files)
             stats0, cpu0, t0 = parse_diskstats(files.read_text(DISKSTATS)), cpu_times(files), time.monotonic()
             output = await run_watched_fio(runner, jobfile, watch, thresholds, deadline, pool_name, 900)
             elapsed = time.monotonic() - t0
-            stats1, cpu1 = parse_diskstats(files.read_text(DISKSTATS)), cpu_times(files)
+            stats1, cpu1, threads1 = parse_diskstats(files.read_text(DISKSTATS)), cpu_times(files), read_thread_ticks(files)
             txgs = txgs_during(txgs0, read_txgs(files, pool_name)) if writing else None
             metrics = parse_fio_json(output)
             # Rates and busy time over fio's own runtime: the counters bracket the whole fio
@@ -129,6 +131,7 @@ async def measure(pool_name: str, descriptor: dict[str, Any], runner: CommandRun
             # look idle 30-50 % of the time they were asked to work (docs/probes.md).
             window = metrics.runtime_seconds if 0 < metrics.runtime_seconds <= elapsed else elapsed
             busy = disk_busy(stats0, stats1, members, window)
+            threads = thread_cpu(threads0, threads1, window, clock_ticks())
             total = cpu1[0] - cpu0[0]
             cpu_busy = 1 - (cpu1[1] - cpu0[1]) / total if total > 0 else None
             asked = metrics.read.io_bytes if direction == "read" else metrics.write.io_bytes
@@ -147,9 +150,9 @@ async def measure(pool_name: str, descriptor: dict[str, Any], runner: CommandRun
                                       pool_bytes_per_second=pool_rate, expected_bytes_per_second=expected,
                                       ratio=ratio, expectation=layout_rule(descriptor, direction),  # type: ignore[arg-type]
                                       diagnosis=diagnose(direction, ratio, descriptor, busy, cpu_busy,  # type: ignore[arg-type]
-                                                         per_byte, reader, txgs, window, sync_ratio),
+                                                         per_byte, reader, txgs, window, sync_ratio, threads),
                                       cpu_busy_ratio=cpu_busy, disk_bytes_per_byte=per_byte, txgs=txgs,
-                                      sync_ratio=sync_ratio))
+                                      sync_ratio=sync_ratio, threads=threads))
             disks[direction] = busy
     finally:
         await scratch.destroy(dataset)

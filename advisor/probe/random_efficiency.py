@@ -19,14 +19,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from advisor.host.threads import ThreadCpu, group_name
-from advisor.probe.efficiency import IDLE_DISKS, NEAR_LAYOUT, Direction, TxgsDuring
+from advisor.host.threads import ThreadCpu
+from advisor.probe.efficiency import IDLE_DISKS, NEAR_LAYOUT, Direction, TxgsDuring, cpu_bound_on
 
 LEVELS = (1, 4, 16)  # fio jobs at once: the concurrency the pool is measured at
 RAW_QUEUE_DEPTH = 32  # per disk in the raw baseline: enough to keep a disk busy
 BLOCK = 4096
-# One thread at or above this share of a core: the pool waits for that thread (CPU bound on it).
-THREAD_SATURATED = 0.9
 HOST_CPU_BUSY = 0.85
 DISKS_BUSY = 0.9
 # The pool gave this many times its layout's IOPS or more: the disks did fewer, larger I/Os.
@@ -116,13 +114,9 @@ def diagnose_random(kind: Kind, ratio: float, level: RandomLevel, descriptor: di
     busy, depth = _mean(level.disks, "busy_ratio"), _mean(level.disks, "queue_depth")
     io_kib = _mean(level.disks, "avg_io_bytes") / 1024
     notes = [_how_it_did(ratio, level, io_kib, block)]
-    threads = level.threads.busiest if level.threads else []
-    if threads and threads[0].busy_ratio >= THREAD_SATURATED:
-        top = threads[0]
-        group = next((g for g in level.threads.groups if g.name == group_name(top.name)), None)  # type: ignore[union-attr]
-        also = f" ({group.threads} {group.name} threads {group.busy_ratio:.2f} cores in all)" if group and group.threads > 1 else ""
-        notes.append(f"CPU bound on {top.name}: that thread was {top.busy_ratio:.0%} busy{also}, "
-                     "so the pool waits for it whatever the disks could do")
+    saturated = cpu_bound_on(level.threads)
+    if saturated:
+        notes.append(saturated)
     elif level.cpu_busy_ratio is not None and level.cpu_busy_ratio >= HOST_CPU_BUSY:
         notes.append(f"CPU busy {level.cpu_busy_ratio:.0%} host-wide (no single ZFS thread saturated)")
     if busy >= DISKS_BUSY:

@@ -174,3 +174,14 @@ def test_a_groups_runtime_is_its_own_not_its_threads_added_up():
     doc = json.loads((FIO / "random-read-4jobs.json").read_text())
     assert doc["jobs"][0]["job_runtime"] == 8000
     assert group_runtime_seconds(doc) == pytest.approx(2.0, abs=0.01)
+
+
+def test_the_sequential_diagnosis_names_a_saturated_thread_before_the_host_wide_cpu():
+    from advisor.probe.efficiency import diagnose
+    threads = ThreadCpu(seconds=5.0, busiest=[ThreadBusy(name="z_wr_iss", tid=7, busy_ratio=0.95)],
+                        groups=[ThreadGroup(name="z_wr_iss", threads=2, busy_ratio=1.4, busiest_ratio=0.95)])
+    busy = {"d0": {"busy_ratio": 0.5, "avg_io_bytes": 1 << 20, "read_bytes": 0.0}}
+    reasons = diagnose("write", 0.5, MIRROR, busy, 0.2, threads=threads)
+    assert reasons[0] == ("CPU bound on z_wr_iss: that thread was 95% busy (2 z_wr_iss threads, 1.40 cores in all), "
+                          "so the pool waits for it")
+    assert not any(r.startswith("CPU busy") for r in diagnose("write", 0.5, MIRROR, busy, 0.9, threads=threads))
