@@ -27,6 +27,8 @@ RAW_QUEUE_DEPTH = 32  # per disk in the raw baseline: enough to keep a disk busy
 BLOCK = 4096
 HOST_CPU_BUSY = 0.85
 DISKS_BUSY = 0.9
+# The disks did this share of their raw random read IOPS or more: at their limit.
+DISK_IOPS_REACHED = 0.85
 # The pool gave this many times its layout's IOPS or more: the disks did fewer, larger I/Os.
 ABOVE_LAYOUT = 1.25
 Kind = Literal["read", "sync", "async"]
@@ -108,8 +110,18 @@ def raw_queue_depth(disks: dict[str, dict[str, float]]) -> float:
     return _mean(disks, "queue_depth")
 
 
+def disk_iops_share(level: RandomLevel, raw_iops: dict[str, float] | None) -> tuple[float, float] | None:
+    """(I/Os per second each disk did, on average, and that over its raw random read IOPS)."""
+    shares = [(d["ops"] / level.seconds, d["ops"] / level.seconds / raw_iops[name])
+              for name, d in level.disks.items() if raw_iops and raw_iops.get(name) and "ops" in d and level.seconds > 0]
+    if not shares:
+        return None
+    return sum(s[0] for s in shares) / len(shares), sum(s[1] for s in shares) / len(shares)
+
+
 def diagnose_random(kind: Kind, ratio: float, level: RandomLevel, descriptor: dict[str, Any],
-                    params: dict[str, str], raw_depth: float | None, block: int = BLOCK) -> list[str]:
+                    params: dict[str, str], raw_depth: float | None, block: int = BLOCK,
+                    raw_iops: dict[str, float] | None = None) -> list[str]:
     """One short sentence per finding, with its numbers; the first says how the pool did."""
     busy, depth = _mean(level.disks, "busy_ratio"), _mean(level.disks, "queue_depth")
     io_kib = _mean(level.disks, "avg_io_bytes") / 1024
@@ -119,8 +131,12 @@ def diagnose_random(kind: Kind, ratio: float, level: RandomLevel, descriptor: di
         notes.append(saturated)
     elif level.cpu_busy_ratio is not None and level.cpu_busy_ratio >= HOST_CPU_BUSY:
         notes.append(f"CPU busy {level.cpu_busy_ratio:.0%} host-wide (no single ZFS thread saturated)")
-    if busy >= DISKS_BUSY:
-        notes.append(f"disk bound: the disks were busy {busy:.0%} of the time with {depth:.1f} requests "
+    share = disk_iops_share(level, raw_iops)
+    # A disk throttled to its IOPS (as the lab's are) reads at its limit while busy half the time:
+    # the I/Os it did against its raw random IOPS are the evidence, its busy time beside them.
+    if busy >= DISKS_BUSY or (share and share[1] >= DISK_IOPS_REACHED):
+        did = f"did {share[0]:,.0f} I/Os a second each, {share[1]:.0%} of their raw random reads, " if share else ""
+        notes.append(f"disk bound: the disks {did}were busy {busy:.0%} of the time with {depth:.1f} requests "
                      f"in flight on average ({io_kib:.0f} KiB I/Os)")
     elif ratio < NEAR_LAYOUT and busy < IDLE_DISKS:
         notes.append(f"the disks were busy only {busy:.0%} of the time with {depth:.1f} requests in flight "

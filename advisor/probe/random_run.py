@@ -83,7 +83,7 @@ async def measure_random(pool_name: str, descriptor: dict[str, Any], runner: Com
         raw_iops[size_label(block)], raw_disks[size_label(block)] = await raw_random(runner, files, members, block,
                                                                                      seconds)
     params = read_module_params(files)
-    watch = foreground_watch(files, pool_name, scratch.root)
+    watch = foreground_watch(files, pool_name, scratch.root, host_wide=False)
     dataset, mountpoint = await scratch.create_child("random", RANDOM_PROPERTIES, 4 * file_bytes + (256 << 20))
     levels: dict[Kind, list[RandomLevel]] = {}
     try:
@@ -114,7 +114,8 @@ async def measure_random(pool_name: str, descriptor: dict[str, Any], runner: Com
             test=random_test_name(kind), direction=direction, sync=None if kind == "read" else kind == "sync",
             block_bytes=BLOCK, measured=best.iops, expected=expected, ratio=ratio,
             expectation=layout_rule(descriptor, direction, "random"), jobs=best.jobs, levels=measured,
-            diagnosis=diagnose_random(kind, ratio, best, descriptor, params, raw_depth)))
+            diagnosis=diagnose_random(kind, ratio, best, descriptor, params, raw_depth,
+                                      raw_iops=raw_iops[size_label(BLOCK)])))
     return RandomPart(raw_random_iops=raw_iops, raw_random_disks=raw_disks, random_results=results)
 
 

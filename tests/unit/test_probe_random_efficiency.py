@@ -106,6 +106,18 @@ def test_disk_bound_reads_say_so_with_busy_time_and_queue_depth():
     assert "disk bound: the disks were busy 99% of the time with 7.8 requests in flight on average (4 KiB I/Os)" in notes
 
 
+def test_throttled_disks_at_their_raw_iops_are_disk_bound_though_busy_half_the_time():
+    # the lab's slow-mirror2x2, 16 jobs: 613 IOPS over 4 disks of 153, the disks busy 52 %
+    lv = level(16, 613, busy=0.52, depth=3.0)
+    for d in lv.disks.values():
+        d["ops"] = 153.0 * lv.seconds
+    notes = diagnose_random("read", 1.0, lv, MIRROR, {}, 31.0, raw_iops={"d0": 153.0, "d1": 153.0})
+    assert ("disk bound: the disks did 153 I/Os a second each, 100% of their raw random reads, were busy 52% of the "
+            "time with 3.0 requests in flight on average (4 KiB I/Os)") in notes
+    assert not any(n.startswith("disk bound") for n in diagnose_random("read", 1.0, lv, MIRROR, {}, 31.0,
+                                                                       raw_iops={"d0": 400.0, "d1": 400.0}))
+
+
 def test_one_saturated_thread_is_named_though_the_host_looks_idle():
     # many cores: host-wide 12 % busy, but one z_wr_iss thread pegged
     notes = diagnose_random("async", 0.4, level(16, 600, busy=0.3, threads=[("z_wr_iss", 0.97), ("z_wr_int_1", 0.2)],
