@@ -125,7 +125,7 @@ def diagnose_random(kind: Kind, ratio: float, level: RandomLevel, descriptor: di
     """One short sentence per finding, with its numbers; the first says how the pool did."""
     busy, depth = _mean(level.disks, "busy_ratio"), _mean(level.disks, "queue_depth")
     io_kib = _mean(level.disks, "avg_io_bytes") / 1024
-    notes = [_how_it_did(ratio, level, io_kib, block)]
+    notes = [_how_it_did(kind, ratio, level, io_kib, block)]
     saturated = cpu_bound_on(level.threads)
     if saturated:
         notes.append(saturated)
@@ -158,11 +158,13 @@ def diagnose_random(kind: Kind, ratio: float, level: RandomLevel, descriptor: di
     return notes
 
 
-def _how_it_did(ratio: float, level: RandomLevel, io_kib: float, block: int) -> str:
+def _how_it_did(kind: Kind, ratio: float, level: RandomLevel, io_kib: float, block: int) -> str:
     if ratio >= ABOVE_LAYOUT and io_kib >= 2 * block / 1024:
+        how = ("the ZIL puts concurrent sync writes in one log block" if kind == "sync"
+               else "a txg allocates its writes together, copy-on-write")
         return (f"{ratio:.1f}x the layout's IOPS at {level.jobs} jobs: the disks did {io_kib:.0f} KiB I/Os, "
-                "ZFS gathered the small writes into larger ones (copy-on-write allocates them together), "
-                "so the disks' IOPS do not bound it")
+                f"ZFS gathered the small writes into larger ones ({how}), so a disk's small-I/O rate "
+                "does not set the pool's")
     if ratio >= NEAR_LAYOUT:
         return f"{ratio:.0%} of what the layout should give at {level.jobs} jobs: nothing is lost"
     return f"{ratio:.0%} of what the layout should give, at best ({level.jobs} jobs, {level.iops:,.0f} IOPS)"

@@ -197,3 +197,11 @@ def test_the_sequential_diagnosis_names_a_saturated_thread_before_the_host_wide_
     assert reasons[0] == ("CPU bound on z_wr_iss: that thread was 95% busy (2 z_wr_iss threads, 1.40 cores in all), "
                           "so the pool waits for it")
     assert not any(r.startswith("CPU busy") for r in diagnose("write", 0.5, MIRROR, busy, 0.9, threads=threads))
+
+
+def test_sync_writes_above_the_layout_name_the_zils_log_blocks():
+    # the lab's slow-mirror2, 16 jobs: 525 sync IOPS on a mirror of 153-IOPS disks, 14 KiB I/Os
+    notes = diagnose_random("sync", 3.4, level(16, 525, busy=0.8, io=14 * 1024), MIRROR, {}, 31.0)
+    assert notes[0] == ("3.4x the layout's IOPS at 16 jobs: the disks did 14 KiB I/Os, ZFS gathered the small writes "
+                        "into larger ones (the ZIL puts concurrent sync writes in one log block), so a disk's "
+                        "small-I/O rate does not set the pool's")
