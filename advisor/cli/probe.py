@@ -26,7 +26,8 @@ from advisor.probe.runner import ProbeAborted, ProbeFailed, Progress
 from advisor.probe.safety import LockBusy, UnsafeToProbe
 from advisor.probe.scratch import ScratchError
 from advisor.probe.arc import CACHE_METHODS
-from advisor.probe.service import PlanError, ProbeConfig, ProbeService, parse_budget
+from advisor.probe.service import (EFFICIENCY_TESTS, PlanError, ProbeConfig, ProbeService, efficiency_seconds,
+                                   parse_budget)
 from advisor.settings import load_settings
 from advisor.store.db import StoreError
 from advisor.store.probes import RunRow
@@ -65,8 +66,9 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--list", action="store_true", help="list stored probe runs")
     p.add_argument("--show", type=int, metavar="ID", help="show one stored run and its results")
-    p.add_argument("--efficiency", action="store_true",
-                   help="raw-disk read baseline (read-only) and pool throughput vs what the layout should give")
+    p.add_argument("--efficiency", nargs="?", const="all", choices=EFFICIENCY_TESTS, metavar="{all,sequential,random}",
+                   help="raw-disk read baselines (read-only) and the pool's large sequential throughput and small "
+                        "random IOPS vs what the layout should give; a value runs only that part (default all)")
     p.add_argument("--recover", action="store_true", help="remove leftover scratch datasets, restore module parameters")
     p.set_defaults(func=run)
     return p
@@ -108,8 +110,8 @@ def run(args: argparse.Namespace) -> int:
             if not args.pool:
                 raise PlanError("--efficiency needs --pool")
             try:
-                report = asyncio.run(service.efficiency(args.pool, int(parse_budget(args.budget) // 4) or 5,
-                                                        parse_size(args.file_size)))
+                seconds = efficiency_seconds(parse_budget(args.budget), args.efficiency)
+                report = asyncio.run(service.efficiency(args.pool, seconds, parse_size(args.file_size), args.efficiency))
             except (ProbeFailed, ProbeAborted, ScratchError, ModuleParamError) as exc:
                 print(f"zfs-advisor probe: efficiency not measured: {exc}", file=sys.stderr)
                 return 1
@@ -194,9 +196,10 @@ def _progress(plan: Plan):
 def _efficiency_text(report: dict) -> str:
     mb = lambda v: f"{v / 1e6:,.0f} MB/s"  # noqa: E731
     pool = report["pool"]
-    lines = [f"pool {pool['pool']}: {pool['layout']}, ashift {pool['ashift']}, {pool['media']}",
-             "raw disks (read-only sequential 1M, all at once): " + ", ".join(
-                 f"{d} {mb(v)}" for d, v in report["raw_read_bytes_per_second"].items())]
+    lines = [f"pool {pool['pool']}: {pool['layout']}, ashift {pool['ashift']}, {pool['media']}"]
+    if report["raw_read_bytes_per_second"]:
+        lines.append("raw disks (read-only sequential 1M, all at once): " + ", ".join(
+            f"{d} {mb(v)}" for d, v in report["raw_read_bytes_per_second"].items()))
     for r in report["results"]:
         at_disks = (f" (the disks {mb(r['pool_bytes_per_second'])})"
                     if r["direction"] == "read" and "pool_bytes_per_second" in r else "")
@@ -209,10 +212,23 @@ def _efficiency_text(report: dict) -> str:
         if any(counters):
             lines.append("       " + ", ".join(c for c in counters if c))
         lines += [f"       - {d}" for d in r["diagnosis"]]
+    lines += _random_text(report)
     if report.get("arc_max_bytes"):
         lines.append(f"ARC capped at {report['arc_max_bytes'] / 2**20:.0f} MiB while reading")
     lines.append(f"note: {report['note']}")
     return "\n".join(lines)
+
+
+def _random_text(report: dict) -> list[str]:
+    lines = [f"raw disks (read-only random {block}, queue of 32, all at once): "
+             + ", ".join(f"{d} {v:,.0f} IOPS" for d, v in per_disk.items())
+             for block, per_disk in (report.get("raw_random_iops") or {}).items()]
+    for r in report.get("random_results") or []:
+        lines.append(f"{r['test']}: {r['measured']:,.0f} IOPS at {r['jobs']} jobs, layout should give "
+                     f"{r['expected']:,.0f} ({r['expectation']}): {r['ratio']:.0%}")
+        lines.append("       by jobs: " + ", ".join(f"{lv['jobs']}: {lv['iops']:,.0f}" for lv in r["levels"]))
+        lines += [f"       - {d}" for d in r["diagnosis"]]
+    return lines
 
 
 def _print_runs(runs: list[RunRow], as_json: bool) -> int:

@@ -93,13 +93,16 @@ def given_disks(disks: Any, size: str, seq: str, iops: str | None = None, write_
 def measured_disks(report: dict[str, Any], pool: str, iops: str | None = None, write_iops: str | None = None) -> DiskSpec:
     """The member disks of `pool` as its stored `probe --efficiency` run measured them: the slowest
     disk's raw sequential read rate (a vdev goes at its slowest member's), taken for writes too
-    (the run never writes to a raw disk), the smallest disk's size, the pool's ashift."""
+    (the run never writes to a raw disk), and its raw random 4K read IOPS when the run measured
+    them and `iops` is not given, the smallest disk's size, the pool's ashift."""
     descriptor = report.get("pool") or {}
     disks = descriptor.get("disks") or []
     rates = [r for r in (report.get("raw_read_bytes_per_second") or {}).values() if r and r > 0]
     if not disks or not rates:
         raise PlanInputError(f"the stored efficiency run of pool {pool!r} has no disk sizes or rates")
-    read_iops = parse_amount(iops, "iops") if iops else None
+    # the run's raw random 4K reads (read-only, a queue of 32), if it measured them: the slowest disk
+    measured_iops = [r for r in ((report.get("raw_random_iops") or {}).get("4k") or {}).values() if r and r > 0]
+    read_iops = parse_amount(iops, "iops") if iops else (min(measured_iops) if measured_iops else None)
     media = {d.get("media") for d in disks}
     return DiskSpec(
         count=len(disks), size_bytes=min(int(d["size_bytes"]) for d in disks),
@@ -108,4 +111,5 @@ def measured_disks(report: dict[str, Any], pool: str, iops: str | None = None, w
         media=media.pop() if len(media) == 1 and None not in media else "mixed",
         logical_block_size=max(int(d.get("logical_block_size") or 512) for d in disks),
         ashift=int(descriptor.get("ashift") or 12),
-        source=f"zfs-advisor probe --pool {pool} --efficiency (raw reads of its {len(disks)} disks, writes taken as reads)")
+        source=f"zfs-advisor probe --pool {pool} --efficiency (raw reads of its {len(disks)} disks"
+               + (", random 4K too" if measured_iops and not iops else "") + ", writes taken as reads)")

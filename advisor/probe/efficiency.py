@@ -14,7 +14,17 @@ give for large sequential I/O, per top-level vdev (sum over vdevs):
   with several records in flight every disk carries data (the lab measured 3.9 disks' worth
   on a raidz1 of 4);
 
-OpenZFS docs, "Workload Tuning" / "ZFS RAIDZ stripe width"; zpoolconcepts(7).
+For small random I/O the disks' own IOPS are measured the same way (fio --readonly,
+rw=randread, a queue of 32 on every member disk at once), and a top-level vdev should give:
+
+* a single disk: 1 disk's IOPS;
+* mirror of n: reads n disks' IOPS (each read goes to one side), writes 1 disk's;
+* raidz of any width: about 1 disk's IOPS, read and write: a small block is one column plus
+  its parity, and a read or write of it waits for the disks that hold it;
+* top-level vdevs add (ZFS stripes over them).
+
+OpenZFS docs, "Workload Tuning" ("Pool Geometry") / "ZFS RAIDZ stripe width"; zpoolconcepts(7)
+("Virtual Devices": mirror, raidz).
 `diagnose` then names where the rest went from what was measured alongside: CPU busy,
 disk busy time and I/O size at the disks (/proc/diskstats), mirror read balance.
 """
@@ -22,11 +32,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, model_validator
 
 from advisor.facts import DiskStats, Txg
+from advisor.host.threads import ThreadCpu, group_name
 
 Direction = Literal["read", "write"]
+Pattern = Literal["sequential", "random"]
+RawPattern = Literal["read", "randread"]
 # Disks busy less than this while the pool fell short: the idle time is a cause, named.
 IDLE_DISKS = 0.75
 # at or above this share of its layout's rate, a pool (or its txgs' syncs) lost nothing to explain
@@ -38,43 +51,55 @@ WASTED_READS = 1.25
 # reader's rate overstates the disks.  (The ARC's demand hit ratio cannot tell: a read that
 # finds its record prefetched from the disk counts as a hit.)
 FROM_DISKS = 0.9
+# One thread at or above this share of a core: the pool waits for that thread (CPU bound on it).
+THREAD_SATURATED = 0.9
 
 
-def raw_read_argv(devices: list[str], seconds: int, block: str = "1M") -> list[str]:
+def raw_read_argv(devices: list[str], seconds: int, block: str = "1M", pattern: RawPattern = "read",
+                  iodepth: int = 1) -> list[str]:
     """One fio reading every device at once, a job per device named disk0, disk1, ...
     (--readonly, before the first job, makes fio itself refuse any write or trim).  All at
     once, because that is how the pool uses them: a controller, bus or expander shared by
-    the disks shows here as each disk's rate falling below what it reads alone."""
+    the disks shows here as each disk's rate falling below what it reads alone.  `pattern`
+    "randread" with a deep queue (`iodepth`, asynchronous I/O) gives a disk's random IOPS."""
     for device in devices:
         if not device.startswith("/dev/") or any(c in device for c in "\n\0"):
             raise ValueError(f"not a device path: {device!r}")
-    argv = ["fio", "--readonly", "--rw=read", f"--bs={block}", "--direct=1", "--ioengine=psync",
-            "--iodepth=1", "--time_based", f"--runtime={seconds}", "--output-format=json"]
+    if pattern not in ("read", "randread") or not 1 <= iodepth <= 1024:
+        raise ValueError(f"not a read-only pattern and queue depth: {pattern!r}, {iodepth!r}")
+    engine = "psync" if iodepth == 1 else "libaio"
+    argv = ["fio", "--readonly", f"--rw={pattern}", f"--bs={block}", "--direct=1", f"--ioengine={engine}",
+            f"--iodepth={iodepth}", "--time_based", f"--runtime={seconds}", "--output-format=json"]
+    if pattern == "randread":
+        argv.append("--norandommap")  # no map of blocks read: a device of any size, no warm-up
     for index, device in enumerate(devices):
         argv += [f"--name=disk{index}", f"--filename={device}"]
     return argv
 
 
-def raw_read_rates(fio_json: dict[str, Any], devices: list[str]) -> dict[str, float]:
-    """Bytes/s each device read in `raw_read_argv`'s run, by its position in `devices`."""
+def raw_read_rates(fio_json: dict[str, Any], devices: list[str], key: str = "bw_bytes") -> dict[str, float]:
+    """Bytes/s (`key` "iops": reads/s) each device read in `raw_read_argv`'s run, by its
+    position in `devices`."""
     rates = {}
     for job in fio_json.get("jobs") or []:
         name = str(job.get("jobname", ""))
         if job.get("error"):
             raise ValueError(f"fio job {name} failed with error {job['error']}")
         if name.startswith("disk") and name[4:].isdigit() and int(name[4:]) < len(devices):
-            rates[devices[int(name[4:])]] = float((job.get("read") or {}).get("bw_bytes", 0))
+            rates[devices[int(name[4:])]] = float((job.get("read") or {}).get(key, 0))
     missing = [d for d in devices if d not in rates]
     if missing:
         raise ValueError(f"fio reported no read of {', '.join(missing)}")
     return rates
 
 
-def disks_per_vdev(vdev: dict[str, Any], direction: Direction) -> float:
+def disks_per_vdev(vdev: dict[str, Any], direction: Direction, pattern: Pattern = "sequential") -> float:
     kind, width = vdev["type"], vdev["width"]
     if kind == "mirror":
         return float(width) if direction == "read" else 1.0
     if kind.startswith("raidz"):
+        if pattern == "random":  # a small block lives on one data column: one disk's IOPS a vdev
+            return 1.0
         parity = vdev.get("nparity") or (int(kind[-1]) if kind[-1].isdigit() else 1)
         return float(width - parity)
     if kind in ("disk", "file"):
@@ -82,22 +107,24 @@ def disks_per_vdev(vdev: dict[str, Any], direction: Direction) -> float:
     raise ValueError(f"no expectation for a {kind} vdev")
 
 
-def expected_bandwidth(descriptor: dict[str, Any], disk_read_bw: dict[str, float], direction: Direction) -> float:
-    """Bytes/s the data vdevs should give: per vdev, its data disks x its slowest member's rate."""
+def expected_bandwidth(descriptor: dict[str, Any], disk_rate: dict[str, float], direction: Direction,
+                       pattern: Pattern = "sequential") -> float:
+    """What the data vdevs should give: per vdev, its data disks x its slowest member's rate
+    (bytes/s for sequential I/O, IOPS for small random I/O)."""
     total = 0.0
     for vdev in descriptor["vdevs"]:
-        rates = [disk_read_bw[d] for d in vdev["disks"] if d in disk_read_bw]
+        rates = [disk_rate[d] for d in vdev["disks"] if d in disk_rate]
         if not rates:
             raise ValueError(f"no raw measurement for the disks of a {vdev['type']} vdev")
-        total += disks_per_vdev(vdev, direction) * min(rates)
+        total += disks_per_vdev(vdev, direction, pattern) * min(rates)
     return total
 
 
-def layout_rule(descriptor: dict[str, Any], direction: Direction) -> str:
+def layout_rule(descriptor: dict[str, Any], direction: Direction, pattern: Pattern = "sequential") -> str:
     """E.g. '2 x mirror of 2: 1 disk each = 2 disks' (how the expectation was formed)."""
     groups: dict[tuple[str, int], list[float]] = {}
     for vdev in descriptor["vdevs"]:
-        groups.setdefault((vdev["type"], vdev["width"]), []).append(disks_per_vdev(vdev, direction))
+        groups.setdefault((vdev["type"], vdev["width"]), []).append(disks_per_vdev(vdev, direction, pattern))
     parts = [f"{len(n)} x {kind} of {width}: {n[0]:g} disk{'s' if n[0] != 1 else ''} each"
              for (kind, width), n in groups.items()]
     total = sum(sum(n) for n in groups.values())
@@ -146,11 +173,28 @@ class Efficiency(BaseModel):
     # layout's; the writer's rate also counts the time no txg was syncing, such as the first one's
     # gathering of dirty data before anything reaches the disks
     sync_ratio: float | None = None
+    threads: ThreadCpu | None = None  # the busiest ZFS kernel threads over the run
+    # the figures every result has, sequential or random (random.RandomEfficiency), for a
+    # consumer that goes over them all: what was measured against what, in which unit
+    test: str = ""  # "seq-read", "seq-write"
+    unit: str = "bytes/s"
+    measured: float = 0.0  # = pool_bytes_per_second, the rate `ratio` is of
+    expected: float = 0.0  # = expected_bytes_per_second
+
+    @model_validator(mode="before")
+    @classmethod
+    def _common_figures(cls, data: Any) -> Any:
+        """Reports stored before these fields had them: derived from the sequential ones."""
+        if isinstance(data, dict):
+            data = {"test": f"seq-{data.get('direction')}", "measured": data.get("pool_bytes_per_second", 0.0),
+                    "expected": data.get("expected_bytes_per_second", 0.0), **data}
+        return data
 
 
 def disk_busy(before: dict[str, DiskStats], after: dict[str, DiskStats], disks: list[str],
               seconds: float) -> dict[str, dict[str, float]]:
-    """Per disk: busy ratio (io_ticks), bytes read/written, average I/O size, over the interval."""
+    """Per disk: busy ratio (io_ticks), bytes read/written, average I/O size, average queue depth
+    (weighted I/O time over the interval: the requests in flight on average), over the interval."""
     out = {}
     for name in disks:
         b, a = before.get(name), after.get(name)
@@ -161,14 +205,17 @@ def disk_busy(before: dict[str, DiskStats], after: dict[str, DiskStats], disks: 
         out[name] = {"busy_ratio": min(1.0, (a.io_seconds - b.io_seconds) / seconds) if seconds > 0 else 0.0,
                      "read_bytes": 512.0 * (a.sectors_read - b.sectors_read),
                      "written_bytes": 512.0 * (a.sectors_written - b.sectors_written),
-                     "avg_io_bytes": nbytes / ops if ops else 0.0}
+                     "avg_io_bytes": nbytes / ops if ops else 0.0,
+                     "ops": float(ops),
+                     "queue_depth": (a.weighted_io_seconds - b.weighted_io_seconds) / seconds if seconds > 0 else 0.0}
     return out
 
 
 def diagnose(direction: Direction, ratio: float, descriptor: dict[str, Any], busy: dict[str, dict[str, float]],
              cpu_busy_ratio: float | None, disk_bytes_per_byte: float | None = None,
              reader_ratio: float | None = None, txgs: TxgsDuring | None = None,
-             seconds: float | None = None, sync_ratio: float | None = None) -> list[str]:
+             seconds: float | None = None, sync_ratio: float | None = None,
+             threads: ThreadCpu | None = None) -> list[str]:
     """Plain-language reasons for the gap between measured and expected; for reads, also
     where the reader's rate parted from the disks' (`reader_ratio`: the reader's rate over
     the layout's); for writes, the rate while the txgs synced (`sync_ratio`) and, with idle
@@ -189,7 +236,10 @@ def diagnose(direction: Direction, ratio: float, descriptor: dict[str, Any], bus
                        f"{idle:.1f} s no txg was syncing: dirty data gathers until it reaches "
                        "zfs_dirty_data_sync_percent of zfs_dirty_data_max, or zfs_txg_timeout passes (zfs(4)), "
                        "before a txg starts writing, so a short write loses its start and a long one less of it")
-    if cpu_busy_ratio is not None and cpu_busy_ratio >= 0.85:
+    saturated = cpu_bound_on(threads)
+    if saturated:
+        reasons.append(saturated)
+    elif cpu_busy_ratio is not None and cpu_busy_ratio >= 0.85:
         reasons.append(f"CPU busy {cpu_busy_ratio:.0%} during the run: checksums, compression or parity "
                        "computation bound the pool, not the disks")
     if busy and not synced_at_layout:
@@ -214,6 +264,17 @@ def diagnose(direction: Direction, ratio: float, descriptor: dict[str, Any], bus
     if not reasons:
         reasons.append("no single cause measured: compare with the raw-disk rates and the pool's latency histograms")
     return reasons + notes
+
+
+def cpu_bound_on(threads: ThreadCpu | None) -> str | None:
+    """'CPU bound on <thread>' when the busiest ZFS thread ran 90 % of the time or more: on a
+    host of many cores the host-wide CPU figure hides it."""
+    top = threads.busiest[0] if threads and threads.busiest else None
+    if top is None or top.busy_ratio < THREAD_SATURATED:
+        return None
+    group = next((g for g in threads.groups if g.name == group_name(top.name)), None)  # type: ignore[union-attr]
+    also = f" ({group.threads} {group.name} threads, {group.busy_ratio:.2f} cores in all)" if group and group.threads > 1 else ""
+    return f"CPU bound on {top.name}: that thread was {top.busy_ratio:.0%} busy{also}, so the pool waits for it"
 
 
 def _read_path(disk_bytes_per_byte: float | None, reader_ratio: float | None) -> list[str]:

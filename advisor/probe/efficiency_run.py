@@ -18,12 +18,14 @@ from pydantic import BaseModel
 from advisor.host.disks import DISKSTATS, parse_diskstats
 from advisor.host.files import HostFiles
 from advisor.host.runner import CommandRunner
+from advisor.host.threads import clock_ticks, read_thread_ticks, thread_cpu
 from advisor.host.txgs import read_txgs
 from advisor.probe.efficiency import (Efficiency, diagnose, disk_busy, expected_bandwidth, layout_rule, raw_read_argv,
                                       raw_read_rates, txgs_during)
 from advisor.probe.fio_result import load_fio_json, parse_fio_json
 from advisor.probe.runner import ProbeFailed, commit_pool, run_watched_fio
 from advisor.probe.foreground import foreground_watch
+from advisor.probe.random_efficiency import RandomEfficiency
 from advisor.probe.safety import Thresholds
 from advisor.probe.scratch import ScratchArea
 
@@ -41,16 +43,22 @@ READ_CACHE = ("primarycache", "all")
 
 
 class EfficiencyReport(BaseModel):
+    """`results` are the large sequential tests, `random_results` the small random ones
+    (random_run.py); each has `test`, `unit`, `measured`, `expected`, `ratio` and `diagnosis`."""
     pool: dict[str, Any]
     raw_read_bytes_per_second: dict[str, float]
     results: list[Efficiency]
     disks: dict[str, dict[str, dict[str, float]]]  # direction -> disk -> busy/bytes
+    tests: list[str] = ["sequential"]  # which parts ran: "sequential", "random"
+    raw_random_iops: dict[str, dict[str, float]] = {}  # block ("4k", "128k") -> disk -> read IOPS
+    raw_random_disks: dict[str, dict[str, dict[str, float]]] = {}  # block -> disk -> counters meanwhile
+    random_results: list[RandomEfficiency] = []
     arc_max_bytes: int | None = None  # the ARC cap while reading (None: not capped)
     note: str = ("a disk's write rate is assumed equal to its measured read rate: writing to a raw "
                  "device to measure it would destroy the pool")
 
 
-def _cpu_times(files: HostFiles) -> tuple[float, float]:
+def cpu_times(files: HostFiles) -> tuple[float, float]:
     fields = files.read_text("/proc/stat").splitlines()[0].split()[1:]
     values = [float(v) for v in fields]
     idle = values[3] + (values[4] if len(values) > 4 else 0.0)
@@ -110,10 +118,11 @@ async def measure(pool_name: str, descriptor: dict[str, Any], runner: CommandRun
                                               one_pass=cap_arc is None), encoding="utf-8")
             writing = direction == "write"
             txgs0 = read_txgs(files, pool_name) if writing else []
-            stats0, cpu0, t0 = parse_diskstats(files.read_text(DISKSTATS)), _cpu_times(files), time.monotonic()
+            threads0 = read_thread_ticks(files)
+            stats0, cpu0, t0 = parse_diskstats(files.read_text(DISKSTATS)), cpu_times(files), time.monotonic()
             output = await run_watched_fio(runner, jobfile, watch, thresholds, deadline, pool_name, 900)
             elapsed = time.monotonic() - t0
-            stats1, cpu1 = parse_diskstats(files.read_text(DISKSTATS)), _cpu_times(files)
+            stats1, cpu1, threads1 = parse_diskstats(files.read_text(DISKSTATS)), cpu_times(files), read_thread_ticks(files)
             txgs = txgs_during(txgs0, read_txgs(files, pool_name)) if writing else None
             metrics = parse_fio_json(output)
             # Rates and busy time over fio's own runtime: the counters bracket the whole fio
@@ -122,6 +131,7 @@ async def measure(pool_name: str, descriptor: dict[str, Any], runner: CommandRun
             # look idle 30-50 % of the time they were asked to work (docs/probes.md).
             window = metrics.runtime_seconds if 0 < metrics.runtime_seconds <= elapsed else elapsed
             busy = disk_busy(stats0, stats1, members, window)
+            threads = thread_cpu(threads0, threads1, window, clock_ticks())
             total = cpu1[0] - cpu0[0]
             cpu_busy = 1 - (cpu1[1] - cpu0[1]) / total if total > 0 else None
             asked = metrics.read.io_bytes if direction == "read" else metrics.write.io_bytes
@@ -135,13 +145,14 @@ async def measure(pool_name: str, descriptor: dict[str, Any], runner: CommandRun
             reader = measured / expected if expected else None
             synced = txgs.sync_bytes_per_second if txgs else None
             sync_ratio = synced / expected if synced is not None and expected else None
-            results.append(Efficiency(direction=direction, measured_bytes_per_second=measured,  # type: ignore[arg-type]
+            results.append(Efficiency(test=f"seq-{direction}", direction=direction,  # type: ignore[arg-type]
+                                      measured_bytes_per_second=measured, measured=pool_rate, expected=expected,
                                       pool_bytes_per_second=pool_rate, expected_bytes_per_second=expected,
                                       ratio=ratio, expectation=layout_rule(descriptor, direction),  # type: ignore[arg-type]
                                       diagnosis=diagnose(direction, ratio, descriptor, busy, cpu_busy,  # type: ignore[arg-type]
-                                                         per_byte, reader, txgs, window, sync_ratio),
+                                                         per_byte, reader, txgs, window, sync_ratio, threads),
                                       cpu_busy_ratio=cpu_busy, disk_bytes_per_byte=per_byte, txgs=txgs,
-                                      sync_ratio=sync_ratio))
+                                      sync_ratio=sync_ratio, threads=threads))
             disks[direction] = busy
     finally:
         await scratch.destroy(dataset)

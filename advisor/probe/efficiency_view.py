@@ -8,6 +8,7 @@ before those fields is sequential, in bytes/s: its test is "seq-<direction>" and
 `pool_bytes_per_second` and `expected_bytes_per_second`.  Fields not named here are kept as they
 are (the API serves the report whole) and otherwise ignored.
 
+Results are in `results` (sequential) and `random_results` (small random I/O, when measured).
 A result without a finite ratio or a usable name, or a second one of the same test, is left out
 of /metrics and /recommend with a log line; a report that is not a JSON object with a list of
 results raises ReportError (the caller skips it and logs why).  Pure: nothing here reads a store.
@@ -93,7 +94,9 @@ def parse_report(pool: str, measured_at: float, text: str) -> PoolEfficiency:
     if not isinstance(report, dict) or not isinstance(report.get("results"), list):
         raise ReportError("not a report: no list of results")
     results: list[ResultView] = []
-    for index, raw in enumerate(report["results"]):
+    # the sequential tests in `results`, the random ones (when the run measured them) in `random_results`
+    random = report.get("random_results")
+    for index, raw in enumerate([*report["results"], *(random if isinstance(random, list) else [])]):
         name = name_of_test(raw) if isinstance(raw, dict) else None
         parsed = _result(raw, name) if name is not None else None
         if parsed is None or any(r.test == parsed.test for r in results):

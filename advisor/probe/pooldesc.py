@@ -28,6 +28,8 @@ def describe_pool(pool: Pool, disks: list[Disk]) -> dict[str, Any]:
             "type": top.type, "width": len(leaves), "ashift": top.ashift, "nparity": top.nparity,
             "disks": [leaf.disk for leaf in leaves],
         })
+    # the separate intent log devices (SLOG): where sync writes go first, if any
+    logs = [{"type": top.type, "width": len(top.leaves() or [top])} for top in pool.top_level_vdevs("log")]
     members = [by_name[n] for v in vdevs for n in v["disks"] if n in by_name]
     media = {d.media for d in members} or {"unknown"}
     kinds = sorted({(v["type"], v["width"]) for v in vdevs})
@@ -38,6 +40,7 @@ def describe_pool(pool: Pool, disks: list[Disk]) -> dict[str, Any]:
         "pool": pool.name,
         "layout": layout or "unknown",
         "vdevs": vdevs,
+        "logs": logs,
         "ashift": min(ashifts) if ashifts else None,
         "media": media.pop() if len(media) == 1 else "mixed",
         "disks": [{"name": d.name, "media": d.media, "logical_block_size": d.logical_block_size,

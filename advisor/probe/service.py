@@ -7,6 +7,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass, field
+from typing import Literal
 from pathlib import Path
 
 from advisor.engine.loader import RuleBook
@@ -37,6 +38,19 @@ EFFICIENCY_STREAMS = 4  # an efficiency run writes this many files at once, then
 # Module parameters an efficiency run changed are saved under this run id (runs count from 1):
 # recovery after a crash puts them back like a probe's.
 EFFICIENCY_RUN_ID = 0
+
+
+EfficiencyTests = Literal["all", "sequential", "random"]
+EFFICIENCY_TESTS: tuple[EfficiencyTests, ...] = ("all", "sequential", "random")
+# A budget's share per timed fio run: sequential has three (raw read, write, read) and room for
+# laying out; random eight (raw 4K and recordsize, reads and sync writes at three levels) and
+# room for the layout and the async writes, which write an amount rather than for a time.
+EFFICIENCY_RUNS: dict[EfficiencyTests, int] = {"sequential": 4, "random": 10, "all": 14}
+
+
+def efficiency_seconds(budget_seconds: float, tests: EfficiencyTests) -> int:
+    """Seconds of each timed fio run of an efficiency run of `tests` within `budget_seconds`."""
+    return int(budget_seconds // EFFICIENCY_RUNS[tests]) or 2
 
 
 class PlanError(ValueError):
@@ -231,11 +245,16 @@ class ProbeService:
                 self.store.end_run(run_id, status, reason, stopped)  # type: ignore[arg-type]
             return self.store.run(run_id)  # type: ignore[return-value]
 
-    async def efficiency(self, pool: str, seconds: int = 10, file_bytes: int = 256 << 20) -> dict[str, object]:
-        """Raw-disk baseline (read-only) and the pool's sequential throughput against its layout."""
-        from advisor.probe.efficiency_run import measure
+    async def efficiency(self, pool: str, seconds: int = 10, file_bytes: int = 256 << 20,
+                         tests: EfficiencyTests = "all") -> dict[str, object]:
+        """Raw-disk baselines (read-only) and the pool's large sequential throughput and small
+        random IOPS (`tests`: "sequential", "random" or "all") against its layout."""
+        from advisor.probe.efficiency_run import EfficiencyReport, measure
+        from advisor.probe.random_run import measure_random
 
         check_pool_name(pool)
+        if tests not in EFFICIENCY_TESTS:
+            raise PlanError(f"efficiency tests {tests!r}: choose one of {', '.join(EFFICIENCY_TESTS)}")
         scratch = ScratchArea(pool, self.runner, self.config.scratch_name)
         with ProbeLock(self.config.state_dir, pool):
             await self._recover_locked(pool)
@@ -258,9 +277,20 @@ class ProbeService:
                 return arc_cap
 
             try:
-                report = await measure(pool, descriptor, self.runner, self.files, scratch, self.config.thresholds,
-                                       workdir, seconds, file_bytes, EFFICIENCY_STREAMS,
-                                       cap_arc=cap_arc if capped else None)
+                if tests in ("all", "sequential"):
+                    report = await measure(pool, descriptor, self.runner, self.files, scratch,
+                                           self.config.thresholds, workdir, seconds, file_bytes, EFFICIENCY_STREAMS,
+                                           cap_arc=cap_arc if capped else None)
+                else:
+                    report = EfficiencyReport(pool=descriptor, raw_read_bytes_per_second={}, results=[], disks={},
+                                              tests=[])
+                if tests in ("all", "random"):
+                    # one file of this size, read and overwritten in place: primarycache=metadata
+                    # keeps its data out of the ARC, the ARC's size does not matter
+                    part = await measure_random(pool, descriptor, self.runner, self.files, scratch,
+                                                self.config.thresholds, workdir, seconds, file_bytes)
+                    report.raw_random_iops, report.raw_random_disks = part.raw_random_iops, part.raw_random_disks
+                    report.random_results, report.tests = part.random_results, [*report.tests, "random"]
             finally:
                 problems = guard.restore()
                 await scratch.remove_all()

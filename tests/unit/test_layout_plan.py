@@ -118,12 +118,14 @@ def test_cli_json_and_a_bad_flag(capsys):
     assert err.count("\n") == 1 and "recordsize must be a power of 2" in err and "valid: 512, 4K" in err
 
 
-def _store_efficiency(state_dir, layout="hdd-raidz2x6", rate=148e6):
+def _store_efficiency(state_dir, layout="hdd-raidz2x6", rate=148e6, iops=None):
     """A `probe --efficiency` report of a recorded lab pool (its descriptor as the probe builds it)."""
     host = recorded_host(next(HOSTS.glob(f"2.3.*/{layout}/idle")))
     descriptor = describe_pool(host.pools[0], host.disks)
     report = {"pool": descriptor, "raw_read_bytes_per_second": {d["name"]: rate for d in descriptor["disks"]},
               "results": [], "disks": {}}
+    if iops:
+        report["raw_random_iops"] = {"4k": {d["name"]: iops + i for i, d in enumerate(descriptor["disks"])}}
     conn = connect(state_dir)
     ProbeStore(conn).add_efficiency("tank", report)
     conn.commit()
@@ -140,6 +142,16 @@ def test_cli_takes_the_disks_of_a_pool_from_its_efficiency_run(tmp_path, capsys)
     assert body["disks"]["ashift"] == 12 and "--efficiency" in body["disks"]["source"]
     raidz2 = next(p for p in body["layouts"] if p["layout"] == "1 x raidz2 of 6")
     assert raidz2["usable_bytes"] == 7966982144  # what the recorded pool itself shows
+
+
+def test_cli_takes_the_disks_iops_from_the_runs_raw_random_reads(tmp_path, capsys):
+    _store_efficiency(tmp_path, iops=148.0)
+    assert main(["plan", "--pool", "tank", "--state-dir", str(tmp_path), "--json"]) == 0
+    disks = json.loads(capsys.readouterr().out)["disks"]
+    # the slowest disk's, for reads and (not measurable read-only) writes
+    assert disks["random_read_iops"] == 148.0 == disks["random_write_iops"] and "random 4K" in disks["source"]
+    assert main(["plan", "--pool", "tank", "--state-dir", str(tmp_path), "--iops", "90", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["disks"]["random_read_iops"] == 90  # given beats measured
 
 
 def test_cli_names_the_missing_efficiency_run(tmp_path, capsys):
