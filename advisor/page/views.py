@@ -116,17 +116,20 @@ def _efficiency(report: Any) -> str:
         return ("<p>No efficiency report is stored for this pool (<code>zfs-advisor probe --pool NAME --efficiency"
                 "</code> measures one).</p>")
     parts = []
-    results = report.get("results") if isinstance(report, dict) else None
-    for result in results if isinstance(results, list) else []:
+    lists = [report.get(key) for key in ("results", "random_results")] if isinstance(report, dict) else []
+    for result in [r for results in lists if isinstance(results, list) for r in results]:
         if not isinstance(result, dict):
             continue  # stored by another version: shown as far as it has the fields read here
         ratio = result.get("ratio")
         name = result.get("test") or result.get("direction") or "result"
-        measured, expected = result.get("measured_bytes_per_second"), result.get("expected_bytes_per_second")
+        iops = result.get("unit") == "IOPS"
+        measured = result.get("measured", result.get("measured_bytes_per_second"))
+        expected = result.get("expected", result.get("expected_bytes_per_second"))
         parts.append(f"<h3>{esc(name)}: {esc(percent(ratio) if isinstance(ratio, (int, float)) else '-')} "
                      "of what the layout should give</h3>")
         if isinstance(measured, (int, float)) and isinstance(expected, (int, float)):
-            parts.append(f"<p>measured {esc(size(measured))}/s, the layout's {esc(size(expected))}/s"
+            rate = (lambda v: f"{v:,.0f} IOPS") if iops else (lambda v: f"{size(v)}/s")
+            parts.append(f"<p>measured {esc(rate(measured))}, the layout's {esc(rate(expected))}"
                          + (f" ({esc(result['expectation'])})" if result.get("expectation") else "") + "</p>")
         sentences = [s for s in result.get("diagnosis") or [] if isinstance(s, str)]
         if sentences:

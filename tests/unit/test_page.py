@@ -176,16 +176,21 @@ async def test_an_efficiency_report_is_shown_as_stored(http_client, tmp_path):
                           expected_bytes_per_second=120e6, ratio=0.95, expectation=layout_rule(MIRROR, "write"),
                           diagnosis=diagnose("write", 0.95, MIRROR, {}, 0.4))]
     store = ProbeStore(connect(tmp_path))
+    random = {"test": "rand-read-4k", "unit": "IOPS", "measured": 3012.0, "expected": 6000.0, "ratio": 0.502,
+              "expectation": "2 x mirror of 2: 2 disks each = 4 disks", "diagnosis": ["disk bound"]}
     store.add_efficiency("tank", {"pool": MIRROR, "results": [r.model_dump(mode="json") for r in results],
+                                  "random_results": [random],
                                   "note": "a disk's write rate is assumed equal to its measured read rate"})
     store.conn.close()
     client = await http_client(app_for(tmp_path, model=False))
     text = await page(client, "/pool/tank")
-    assert "<h3>read: 50% of what the layout should give</h3>" in text
-    assert "<h3>write: 95% of what the layout should give</h3>" in text
+    assert "<h3>seq-read: 50% of what the layout should give</h3>" in text
+    assert "<h3>seq-write: 95% of what the layout should give</h3>" in text
     for result in results:
         for sentence in result.diagnosis:
             assert f"<li>{html.escape(sentence)}</li>" in text
+    assert "<h3>rand-read-4k: 50% of what the layout should give</h3>" in text
+    assert "measured 3,012 IOPS, the layout's 6,000 IOPS" in text
     assert "CPU busy 95% during the run" in text and "assumed equal to its measured read rate" in text
     assert re.search(r'<a href="/pool/tank">tank</a>.*?<td>yes</td></tr>', await page(client, "/"))
 
