@@ -20,7 +20,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from advisor import __version__
 from advisor.deflated import Deflated
 from advisor.facts import SCHEMA_VERSION
-from advisor.exporters import (arc, datasets, disks, histograms, kstats, params, pools, probes, recommendations,
+from advisor.exporters import (arc, changes, datasets, disks, histograms, kstats, params, pools, probes, recommendations,
                                txgs, vdevs)
 from advisor.exporters.base import Collect, Scrape
 from advisor.exporters.exposition import has_samples, text, text_parts
@@ -41,6 +41,7 @@ COLLECTORS: dict[str, Collect] = {
     "module": params.collect,
     "recommendations": recommendations.collect,
     "probes": probes.collect,
+    "changes": changes.collect,
 }
 
 SCRAPE: ContextVar[Scrape | None] = ContextVar("zfs_advisor_scrape", default=None)
