@@ -102,14 +102,16 @@ class ChangeTracker:
                 if len(found) > MAX_PER_COLLECTION:
                     log.warning("%d tracked settings changed at once; recording the first %d", len(found),
                                 MAX_PER_COLLECTION)
-                for change in found[:MAX_PER_COLLECTION]:
-                    self._start(change, self._last_at, at)
+                found = found[:MAX_PER_COLLECTION]
+                for change in found:
+                    together = sorted({c.parameter for c in found if c is not change and _same_subject_of(c, change)})
+                    self._start(change, self._last_at, at, together)
             self._finish_due(at)
             if advice is not None:  # what the next change may have followed
                 self._open = open_recommendations(host, advice)
             self._values, self._last_at = now_values, at
 
-    def _start(self, change: Change, before_end: float, after_start: float) -> None:
+    def _start(self, change: Change, before_end: float, after_start: float, together: list[str]) -> None:
         for r in self._records:  # a later change of the same thing ends the earlier one's after window
             if r["status"] == "measuring" and _same_subject(r, change) and r["_after_from"] < after_start:
                 self._finish(r, end=before_end, note=f"after window cut short by the change of {change.parameter} "
@@ -135,6 +137,9 @@ class ChangeTracker:
             record["notes"].append(f"the before window is {before_end - self._first_at:.0f} s, not "
                                    f"{self.window_seconds:g} s: the service started at {iso(self._first_at)} "
                                    "(a restart loses the samples before it)")
+        if together:
+            record["notes"].append(f"changed within the same collection interval as {', '.join(together)}: the "
+                                   "effect measured is theirs together")
         self._save(record, new=True)
         log.info("setting changed: %s %s %s -> %s", change.dataset or "module", change.parameter, change.old,
                  change.new, extra={"parameter": change.parameter, "dataset": change.dataset})
@@ -206,6 +211,10 @@ class ChangeTracker:
                 conn.close()
         except (StoreError, sqlite3.Error):
             return False
+
+
+def _same_subject_of(a: Change, b: Change) -> bool:
+    return a.scope == b.scope and a.dataset == b.dataset
 
 
 def _same_subject(r: dict[str, Any], change: Change) -> bool:

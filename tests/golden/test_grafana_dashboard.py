@@ -157,7 +157,7 @@ def test_every_panel_returns_one_series_per_instance_of_two(fleet):
 def test_probe_runs_are_annotations_per_instance(fleet):
     prom, instances = fleet
     both = alternatives(*instances)
-    (probe,) = [a for a in json.loads(DASHBOARD.read_text())["annotations"]["list"] if "expr" in a]
+    (probe,) = [a for a in json.loads(DASHBOARD.read_text())["annotations"]["list"] if a["name"] == "Probe runs"]
     runs = prom.query(resolve(probe["expr"], both, job="zfs-advisor", pool="tank"))
     assert instances_of(runs) == set(instances)
     assert {r["metric"]["workload"] for r in runs} == {"postgres"}

@@ -131,6 +131,8 @@ async def test_a_change_is_recorded_compared_and_served(http_client, tmp_path):
     p99 = effects["write_latency_p99"]
     assert p99["of"] == "pool" and p99["ratio"] < 1 and p99["better_when"] == "lower"
     assert rs["before_window"] and rs["after_window"] and not any(k.startswith("_") for k in rs)
+    assert rs["notes"] == ["changed within the same collection interval as primarycache: the effect measured is "
+                           "theirs together"]
 
     metrics = await (await client.get("/metrics")).text()
     assert 'zfs_advisor_change_effect_ratio{dataset="tank/pg",metric="iops",parameter="recordsize",pool="tank"} 2.0' \
