@@ -145,6 +145,27 @@ async def test_a_change_is_recorded_compared_and_served(http_client, tmp_path):
     assert len((await (await client.get("/v1/changes?pool=tank&limit=1")).json())["changes"]) == 1
 
 
+async def test_the_pages_show_the_changes_and_their_verdicts(http_client, tmp_path):
+    """The overview and the pool's page list each change with its old and new value as a person reads
+    them, the advice it followed, the verdict and the headline ratios; their links resolve."""
+    before, after = await hosts(tmp_path)
+    app = app_for(tmp_path / "state")
+    client = await http_client(app)
+    empty = await (await client.get("/")).text()
+    assert "No change of a tracked setting was seen since the records began" in empty
+    await observe_change(app, before, after)
+    for path in ("/", "/pool/tank"):
+        resp = await client.get(path)
+        text = await resp.text()
+        assert resp.status == 200 and "<h2>Setting changes and their effect</h2>" in text
+        row = re.search(r"<tr><td>[^<]*</td><td><a href=\"/pool/tank#dataset-tank%2Fpg\">tank/pg</a></td>"
+                        r"<td>recordsize</td>.*?</tr>", text).group(0)
+        assert "8K -&gt; 16K" in row and "<td>better</td>" in row and "×2.00 (1.91 to 2.10), better" in row, row
+        assert "yes: postgres, rule" in text  # the primarycache change followed the postgres advice
+        for href in re.findall(r'href="(/v1/changes[^"]*)"', text):
+            assert (await client.get(href.replace("&amp;", "&"))).status == 200
+
+
 async def test_changes_are_durable_across_a_restart(http_client, tmp_path):
     """The records are in the database: a new app on the same state directory serves them; one still
     measuring when the service stopped measures its after window again from the restart on."""
