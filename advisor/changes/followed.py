@@ -34,25 +34,15 @@ def same_value(a: str | None, b: str | None) -> bool:
         return False
 
 
-def open_recommendations(host: Host, advice: Advice) -> list[tuple[str, Recommendation]]:
+def open_recommendations(host: Host, advice: Advice, generation: float) -> list[tuple[str, Recommendation]]:
     """(workload, recommendation) with status "change" on `host`: the workloads setting's datasets
+    (the exporter's advice, computed once per command output: a scrape of the same output reuses it)
     and the general answer. Plain and synchronous: the caller runs it in a worker thread."""
-    found: list[tuple[str, Recommendation]] = []
-    predicted = advice.predictor(host)[1] if advice.predictor is not None else None
-    for dataset, workload in sorted(advice.workloads.items()):
-        if host.dataset(dataset) is None:
-            continue
-        try:
-            answer = recommend(host, advice.book, workload, dataset=dataset, now=host.collected_at,
-                               predicted=predicted)
-        except Exception:  # the change is still recorded, without this dataset's advice; the log says why
-            log.exception("recommendations for %s (%s) failed", dataset, workload)
-            continue
-        found += [(workload, r) for r in answer.recommendations if r.status == "change"]
+    found = [(w, r) for w, r in advice.for_host(host, generation) if r.status == "change"]
     try:
         general = recommend(host, advice.book, None, now=host.collected_at)
         found += [("general", r) for r in general.recommendations if r.status == "change"]
-    except Exception:
+    except Exception:  # the change is still recorded, without the general advice; the log says why
         log.exception("the general recommendations failed")
     return found
 

@@ -87,7 +87,9 @@ class ChangeTracker:
         self._records = tuple(records)
 
     # --- one collection (worker thread) ---------------------------------------------------
-    def observe(self, host: Host, advice: Advice | None = None) -> None:
+    def observe(self, host: Host, advice: Advice | None = None, generation: float | None = None) -> None:
+        """`generation`: the command output's (Collection.commands_finished_at), under which the
+        exporter's advice is cached; the collection's time when not given."""
         with self._lock:
             at = host.collected_at.timestamp()
             if self._last_at is not None and at <= self._last_at:
@@ -108,7 +110,7 @@ class ChangeTracker:
                     self._start(change, self._last_at, at, together)
             self._finish_due(at)
             if advice is not None:  # what the next change may have followed
-                self._open = open_recommendations(host, advice)
+                self._open = open_recommendations(host, advice, at if generation is None else generation)
             self._values, self._last_at = now_values, at
 
     def _start(self, change: Change, before_end: float, after_start: float, together: list[str]) -> None:
