@@ -86,7 +86,7 @@ class Settings(BaseSettings):
     changes_window_seconds: float = Field(
         600.0, ge=60, le=86400,
         description="Change verification: compare this long of I/O before a tracked setting changed with as "
-        "long after it (docs/changes.md); the samples are kept in memory for twice as long.",
+        "long after it (docs/changes.md); the samples of one window are kept in memory.",
     )
     state_dir: Path = Field(Path("/var/lib/zfs-advisor"), description="Where probe results and history are stored.")
     model: bool = Field(True, description="Predict each dataset recommendation's effect with the regression model "

@@ -52,7 +52,10 @@ class Values:
     service need not keep a whole `Host` from one collection to the next. None: the source failed."""
 
     module_params: dict[str, str] | None
+    # each dataset's properties as zfs get gave them (the parse's own dict: a dataset whose rows did
+    # not change keeps the same one, advisor/host/zfs_props.py), of which `properties` are compared
     datasets: dict[str, dict[str, Property]] | None
+    properties: frozenset[str] = frozenset()
 
 
 def values(host: Host, what: Tracked) -> Values:
@@ -60,9 +63,8 @@ def values(host: Host, what: Tracked) -> Values:
               if _ok(host, "module_params") else None)
     datasets = None
     if _ok(host, "zfs_get"):
-        datasets = {d.name: {p: v for p in what.dataset_properties if (v := d.properties.get(p)) is not None}
-                    for d in host.datasets if not _scratch(d.name)}
-    return Values(params, datasets)
+        datasets = {d.name: d.properties for d in host.datasets if not _scratch(d.name)}
+    return Values(params, datasets, what.dataset_properties)
 
 
 def detect(before: Values, after: Values) -> list[Change]:
@@ -77,13 +79,14 @@ def detect(before: Values, after: Values) -> list[Change]:
     if before.datasets is None or after.datasets is None:
         return changes
     found: list[Change] = []
+    tracked_props = sorted(after.properties)
     for name, props in after.datasets.items():
         previous = before.datasets.get(name)
-        if previous is None:
+        if previous is None or previous is props:
             continue
-        for prop in sorted(props):
-            old, new = previous.get(prop), props[prop]
-            if old is not None and old.value != new.value:
+        for prop in tracked_props:
+            old, new = previous.get(prop), props.get(prop)
+            if old is not None and new is not None and old is not new and old.value != new.value:
                 found.append(Change("dataset", prop, old.value, new.value, name.split("/", 1)[0], name, new.source))
     changed = {(c.dataset, c.parameter) for c in found}
     for c in found:

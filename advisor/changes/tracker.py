@@ -38,8 +38,9 @@ class ChangeTracker:
         self.what = what
         self.state_dir = state_dir  # None: in memory only (tests, a replayed host)
         self.window_seconds = window_seconds
-        # the before window, and after the change as long again, with room for late collections
-        self.samples = Samples(horizon_seconds=2 * window_seconds + 120)
+        # One window and room for late collections: a change's before window is kept with its record
+        # as soon as it is seen, and its after window is the last one when it is compared.
+        self.samples = Samples(horizon_seconds=window_seconds + 120)
         self._values: Values | None = None
         self._open: list[tuple[str, Recommendation]] = []
         self._last_at: float | None = None
