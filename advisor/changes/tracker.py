@@ -143,7 +143,7 @@ class ChangeTracker:
         if together:
             record["notes"].append(f"changed within the same collection interval as {', '.join(together)}: the "
                                    "effect measured is theirs together")
-        self._save(record, new=True)
+        self._save(record)
         log.info("setting changed: %s %s %s -> %s", change.dataset or "module", change.parameter, change.old,
                  change.new, extra={"parameter": change.parameter, "dataset": change.dataset})
 
@@ -151,10 +151,11 @@ class ChangeTracker:
         for r in self._records:
             if r["status"] != "measuring":
                 continue
-            if r.pop("_resume", False):
-                r["_after_from"] = now
-                r["notes"].append(f"the service restarted while measuring: the after window starts at {iso(now)}")
-                self._save(r)
+            if r.get("_resume"):
+                resumed = {k: v for k, v in r.items() if k != "_resume"}
+                resumed.update(_after_from=now, notes=[*r["notes"], "the service restarted while measuring: the "
+                                                       f"after window starts at {iso(now)}"])
+                self._save(resumed, replaces=r)
             elif now >= r["_after_from"] + self.window_seconds:
                 self._finish(r, end=r["_after_from"] + self.window_seconds)
 
@@ -173,35 +174,41 @@ class ChangeTracker:
                 if metric.headline:
                     headline.append(result.verdict)
         verdict, reason = stats.overall(headline)
-        if note:
-            r["notes"].append(note)
-        r.update(status="done", verdict=verdict, reason=reason, effects=effects,
-                 after_window=[iso(times[0]), iso(times[-1])] if times else None)
-        self._save(r)
+        done = {**r, "status": "done", "verdict": verdict, "reason": reason, "effects": effects,
+                "after_window": [iso(times[0]), iso(times[-1])] if times else None,
+                "notes": [*r["notes"], note] if note else r["notes"]}
+        self._save(done, replaces=r)
 
     # --- persistence ----------------------------------------------------------------------
-    def _save(self, r: dict[str, Any], new: bool = False) -> None:
+    def _save(self, r: dict[str, Any], replaces: dict[str, Any] | None = None) -> None:
+        """Store `r` (a new record, or the new version of `replaces`), then publish it: a published
+        record is never changed in place, the event loop may be reading it."""
+        new = replaces is None
+        if self.state_dir is not None:
+            try:
+                conn = connect(self.state_dir)
+                try:
+                    store = ChangeStore(conn)
+                    if new or r.get("_unstored"):  # a record the store refused before gets its row now
+                        r.pop("_unstored", None)
+                        store.add(r)
+                    else:
+                        store.update(r)
+                finally:
+                    conn.close()
+            except (StoreError, sqlite3.Error) as exc:  # served from memory all the same; said once
+                r["_unstored"] = new or r.get("_unstored", False)
+                if not self._store_warned:
+                    self._store_warned = True
+                    log.warning("setting changes cannot be stored under %s (kept in memory until a restart): %s",
+                                self.state_dir, exc)
+        if r["id"] is None:
+            r["id"] = max((x["id"] or 0 for x in self._records), default=0) + 1
         if new:
             self._records = (r, *self._records)[:MAX_LISTED]
+        else:
+            self._records = tuple(r if x is replaces else x for x in self._records)
         self.generation += 1
-        if self.state_dir is None:
-            if new:
-                r["id"] = max((x["id"] or 0 for x in self._records), default=0) + 1
-            return
-        try:
-            conn = connect(self.state_dir)
-            try:
-                store = ChangeStore(conn)
-                store.add(r) if new else store.update(r)
-            finally:
-                conn.close()
-        except (StoreError, sqlite3.Error) as exc:  # served from memory all the same; said once
-            if not self._store_warned:
-                self._store_warned = True
-                log.warning("setting changes cannot be stored under %s (kept in memory until a restart): %s",
-                            self.state_dir, exc)
-            if new and r["id"] is None:
-                r["id"] = max((x["id"] or 0 for x in self._records), default=0) + 1
 
     def _probe_active_since(self, since: float) -> bool:
         if self.state_dir is None or not (Path(self.state_dir) / DB_FILE).exists():

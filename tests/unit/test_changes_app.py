@@ -3,7 +3,8 @@ recording of OpenZFS 2.3.2 on ssd-mirror2x2 under load.
 
 DERIVED, NOT RECORDED: the lab recorded no host before and after a `zfs set`. The "after" snapshot
 here is a copy of the recording (in the test's tmp dir) whose recorded `zfs get` output is edited:
-tank/pg's recordsize 8192 -> 16384 and primarycache metadata -> all, as `zfs set` would show them.
+tank/pg's recordsize 8192 -> 16384 and primarycache metadata -> all, as `zfs set` would show them;
+for a module parameter, a copy whose recorded zfs_dirty_data_max file holds twice its value.
 The I/O is synthetic too: counters that start at the recording's own objset and latency-histogram
 values and grow per 15 s collection at a rate near the recording's, with a few per cent of
 variation, faster after the change. What is real: the recorded facts, the engine's advice on them,
@@ -26,7 +27,8 @@ from advisor.appkeys import CHANGES, FACTS, RUNTIME
 from advisor.facts import Histogram, Host, KStat
 from advisor.host.snapshot import collect_from_root
 from advisor.settings import Settings
-from advisor.store.db import DB_FILE
+from advisor.store.db import DB_FILE, connect
+from advisor.store.probes import ProbeStore
 
 LOAD = HOSTS / "2.3.2" / "ssd-mirror2x2" / "load"
 WINDOW = 120
@@ -234,3 +236,53 @@ async def test_the_api_needs_the_same_auth_as_the_others(http_client, tmp_path):
     assert (await client.get("/v1/changes")).status == 401
     resp = await client.get("/v1/changes", headers={"Authorization": "Bearer s3cret-token"})
     assert resp.status == 200
+
+
+async def test_a_state_directory_that_cannot_be_written_keeps_the_changes_in_memory(http_client, tmp_path, caplog):
+    before, after = await hosts(tmp_path)
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("")
+    app = app_for(blocked)
+    client = await http_client(app)
+    await observe_change(app, before, after)
+    found = (await (await client.get("/v1/changes")).json())["changes"]
+    assert {c["parameter"]: c["verdict"] for c in found} == {"recordsize": "better", "primarycache": "better"}
+    assert sorted(c["id"] for c in found) == [1, 2]
+    warned = [r for r in caplog.records if "cannot be stored" in r.getMessage()]
+    assert len(warned) == 1 and "kept in memory until a restart" in warned[0].getMessage()
+
+
+def derived_module_root(tmp_path):
+    """A copy of the recording with zfs_dirty_data_max doubled in its parameter file (derived)."""
+    root = tmp_path / "after-dirty-data-max"
+    shutil.copytree(LOAD, root)
+    param = root / "sys" / "module" / "zfs" / "parameters" / "zfs_dirty_data_max"
+    assert param.read_text().strip() == "410327859"
+    param.write_text("820655718\n")
+    return root
+
+
+async def test_a_module_parameter_change_is_measured_per_pool_unless_a_probe_ran(http_client, tmp_path):
+    """A module parameter belongs to the host: its effects are each pool's (the sum of its datasets'
+    counters and its latencies). While a probe runs, the prober changes and restores module
+    parameters itself: such a change is not the user's and is not recorded."""
+    before = (await collect_from_root(LOAD)).host
+    after = (await collect_from_root(derived_module_root(tmp_path))).host
+    app = app_for(tmp_path / "state")
+    client = await http_client(app)
+    await observe_change(app, before, after, rate_after=50.0, faster=False)
+    [change] = (await (await client.get("/v1/changes?pool=tank")).json())["changes"]
+    assert (change["scope"], change["pool"], change["dataset"], change["old"], change["new"]) == \
+        ("module", None, None, "410327859", "820655718")
+    iops = next(e for e in change["effects"] if e["metric"] == "iops")
+    assert (iops["pool"], iops["of"], iops["verdict"]) == ("tank", "pool", "worse")
+    assert iops["ratio"] == pytest.approx(0.5, rel=0.05) and change["verdict"] == "worse"
+
+    probing = tmp_path / "probing"
+    conn = connect(probing)
+    ProbeStore(conn).start_run("tank", "postgres", None, {}, [], None)
+    conn.close()
+    app = app_for(probing)
+    client = await http_client(app)
+    await observe_change(app, before, after)
+    assert (await (await client.get("/v1/changes")).json())["changes"] == []
