@@ -163,6 +163,17 @@ def test_probe_runs_are_annotations_per_instance(fleet):
     assert {r["metric"]["workload"] for r in runs} == {"postgres"}
 
 
+def test_the_setting_changes_annotation_is_a_query_prometheus_takes(fleet):
+    """Its query parses and runs with the variables resolved as Grafana sends them; a replayed
+    recording never changes, so it is empty here by design (tests/unit/test_changes_app.py and the
+    lab's tests/lab/test_changes.py have changes)."""
+    prom, instances = fleet
+    (changes,) = [a for a in json.loads(DASHBOARD.read_text())["annotations"]["list"]
+                  if a["name"] == "Setting changes"]
+    assert prom.query(resolve(changes["expr"], alternatives(*instances), job="zfs-advisor", pool="tank")) == []
+    assert set(changes["tagKeys"].split(",")) == {"instance", "pool", "dataset", "parameter"}
+
+
 def test_a_pool_never_scanned_is_never_not_missing(fleet):
     """No recording was ever scrubbed: the scan age panel says so (-1, shown as "never"), where a
     query of zfs_pool_scan_end_timestamp_seconds alone would show nothing."""
