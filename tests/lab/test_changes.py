@@ -1,7 +1,7 @@
 """Lab: a `zfs set recordsize=...` under a steady fio load, and the verdict GET /v1/changes gives.
 
 The daemon runs in the VM (the working copy shared at /project) with commands every 5 s and a
-60 s window. fio writes 1 MiB blocks sequentially into new 64 MiB files in tank/chg, one after
+90 s window. fio writes 1 MiB blocks sequentially into new 64 MiB files in tank/chg, one after
 the other (each file unlinked after it is written: a file's block size is fixed once it has more
 than one block, so only new files take a new recordsize). tank/chg starts at recordsize=4K,
 compression off; after a full window the test sets recordsize=1M, which cuts the blocks per MiB
@@ -23,7 +23,7 @@ pytestmark = [
     pytest.mark.parametrize("lab_vm", lab_params(["ssd-mirror2x2"], lines=["2.3"]), indirect=True, scope="session"),
 ]
 COMMANDS_INTERVAL = 5
-WINDOW = 60
+WINDOW = 90
 DATASET = "tank/chg"
 STATE = "/root/changes-state"
 FIO = ["fio", "--name=steady", f"--directory=/{DATASET}", "--rw=write", "--bs=1M", "--size=64M",
@@ -35,6 +35,11 @@ def changes(vm) -> dict:
                   f"print(u.urlopen(\"http://127.0.0.1:{PORT}/v1/changes?dataset={DATASET}\").read().decode())'",
                   check=True).stdout
     return json.loads(out)
+
+
+def _diagnostics(vm) -> str:
+    return vm.exec("tail -5 /root/fio-changes.log; tail -20 /root/advisor.log; zfs get -Hp recordsize "
+                   f"{DATASET}", timeout=60).stdout
 
 
 def test_a_recordsize_change_under_load_gets_a_verdict_with_the_right_sign(lab_vm):
@@ -57,11 +62,11 @@ def test_a_recordsize_change_under_load_gets_a_verdict_with_the_right_sign(lab_v
                     break
                 time.sleep(COMMANDS_INTERVAL)
             print(json.dumps(record, indent=1))  # the measured effect, in the test's output
-            assert record is not None and record["status"] == "done", record
+            assert record is not None and record["status"] == "done", (record, _diagnostics(vm))
             assert (record["old"], record["new"]) == ("4096", "1048576")
             effects = {e["metric"]: e for e in record["effects"]}
             bandwidth = effects["bandwidth"]
-            assert bandwidth["verdict"] == "better" and bandwidth["interval"][0] > 1, bandwidth
+            assert bandwidth["verdict"] == "better" and bandwidth["interval"][0] > 1, (bandwidth, _diagnostics(vm))
             assert record["verdict"] == "better" and effects["iops"]["ratio"] > 1, record
             metrics = vm.exec(f"{PY} -c 'import urllib.request as u; "
                               f"print(u.urlopen(\"http://127.0.0.1:{PORT}/metrics\").read().decode())'",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import re
 import shutil
+import subprocess
 import time
 from datetime import datetime, timezone
 
@@ -141,6 +142,11 @@ async def test_a_change_is_recorded_compared_and_served(http_client, tmp_path):
         in metrics.splitlines()
     assert re.search(r'^zfs_advisor_change_timestamp_seconds\{dataset="tank/pg",new="16384",old="8192",'
                      r'parameter="recordsize",pool="tank",verdict="better"\} 1\.\d+e\+09$', metrics, re.MULTILINE)
+
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool not found: install Debian's `prometheus` package (tests/run does)"
+    checked = subprocess.run([promtool, "check", "metrics"], input=metrics.encode(), capture_output=True, timeout=60)
+    assert checked.returncode == 0, (checked.stdout + checked.stderr).decode()
 
     # filters: a dataset without changes has none; a pool with them has them
     assert (await (await client.get("/v1/changes?dataset=tank/home")).json())["changes"] == []
