@@ -16,14 +16,17 @@ from typing import AsyncIterator
 from aiohttp import web
 
 from advisor import systemd
-from advisor.api import efficiency, facts, health, metrics, openapi, page, plan, pools, probes, recommend, workloads
+from advisor.api import (changes, efficiency, facts, health, metrics, openapi, page, plan, pools, probes, recommend,
+                        workloads)
 from advisor.api.auth import auth_middleware
 from advisor.api.body import body_middleware
 from advisor.api.errors import error_middleware
 from advisor.api.passwords import PasswordChecks
 from advisor.api.shared import Bodies, HeapFreezer, WorkLimiter
 from advisor.memory import release_freed_memory
-from advisor.appkeys import BODIES, EXPORTER, FACTS, LIMITER, MODEL, PASSWORDS, RULEBOOK, RUNTIME, SETTINGS, WEB_CONFIG
+from advisor.appkeys import BODIES, CHANGES, EXPORTER, FACTS, LIMITER, MODEL, PASSWORDS, RULEBOOK, RUNTIME, SETTINGS, WEB_CONFIG
+from advisor.changes.detect import tracked
+from advisor.changes.tracker import ChangeTracker
 from advisor.engine.advice import Advice
 from advisor.engine.loader import RuleBook, load_rulebook
 from advisor.exporters.base import ExportOptions
@@ -36,7 +39,7 @@ from advisor.settings import Settings, SettingsError
 from advisor.webconfig import check_exposure, load_web_config
 
 ROUTES = (health.routes, facts.routes, recommend.routes, workloads.routes, pools.routes, probes.routes, openapi.routes,
-          metrics.routes, plan.routes, page.routes, efficiency.routes)
+          metrics.routes, plan.routes, page.routes, efficiency.routes, changes.routes)
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +66,7 @@ def create_app(settings: Settings) -> web.Application:
     app[RULEBOOK] = book
     app[MODEL] = ModelProvider(settings.state_dir, book, enabled=settings.model)
     app[EXPORTER] = FactsCollector()
+    app[CHANGES] = ChangeTracker(tracked(book), settings.state_dir, settings.changes_window_seconds)
     app[RUNTIME] = Runtime(ExportOptions.from_settings(settings),
                            Advice(book, settings.workloads, app[MODEL].advice_lookup),
                            client_ca_digest(web_config))
@@ -86,9 +90,11 @@ async def _background_refresh(app: web.Application) -> AsyncIterator[None]:
     """zpool/zfs run on a timer, not on the scrape path (advisor.host.provider); after each
     run the exporter renders what it builds from their output."""
     heap = HeapFreezer()
+    await asyncio.to_thread(app[CHANGES].load)
 
     async def after_refresh(commands: CommandFacts) -> None:
         await metrics.warm(app, commands)
+        await _observe_changes(app, commands)
         await asyncio.to_thread(release_freed_memory)  # the parse's and the render's temporaries
         heap.freeze()  # the new facts are long-lived: out of the full GC passes (advisor/api/shared.py)
 
@@ -97,6 +103,21 @@ async def _background_refresh(app: web.Application) -> AsyncIterator[None]:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
+
+
+async def _observe_changes(app: web.Application, commands: CommandFacts) -> None:
+    """Each command refresh is one sample of the change tracker: the collection made of it (kstats
+    read now, or by a request that already combined them with this output), which requests then
+    share (advisor.host.provider): no collection more than there would have been."""
+    provider = app[FACTS]
+    try:
+        last = provider.last
+        fresh = last is not None and last.commands_finished_at == commands.finished_at
+        collection = last if fresh else await provider.get(max_age_seconds=0)
+        await asyncio.to_thread(app[CHANGES].observe, collection.host, app[RUNTIME].advice,
+                                collection.commands_finished_at)
+    except Exception:  # the exporter and the API go on without this sample; the log says why
+        log.exception("change tracking failed for this collection")
 
 
 # How long a stop waits for a fit still under way: on a real host a fit takes seconds and ends

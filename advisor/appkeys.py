@@ -5,6 +5,7 @@ from aiohttp import web
 
 from advisor.api.passwords import PasswordChecks
 from advisor.api.shared import Bodies, WorkLimiter
+from advisor.changes.tracker import ChangeTracker
 from advisor.engine.loader import RuleBook
 from advisor.exporters.collector import FactsCollector
 from advisor.host.provider import FactsProvider
@@ -23,3 +24,4 @@ WEB_CONFIG = web.AppKey("web_config", WebConfig)  # TLS and basic auth (--web.co
 PASSWORDS = web.AppKey("passwords", PasswordChecks)  # basic auth's bcrypt checks: own thread, cache, limit
 BODIES = web.AppKey("bodies", Bodies)  # /metrics and /v1/facts bodies, built once per collection
 LIMITER = web.AppKey("limiter", WorkLimiter)  # bounds the heavy requests in work at once
+CHANGES = web.AppKey("changes", ChangeTracker)  # tracked settings that changed, and their verdicts (docs/changes.md)

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 # Settings bound to what start-up built: a reload logs a change to them and keeps the running value.
 RESTART_ONLY = (
     "listen_address", "port", "root", "state_dir", "rules_dir", "web_config_file", "log_format", "model",
-    "command_timeout_seconds", "facts_max_age_seconds", "commands_interval_seconds",
+    "command_timeout_seconds", "facts_max_age_seconds", "commands_interval_seconds", "changes_window_seconds",
 )
 
 

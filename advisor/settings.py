@@ -83,6 +83,11 @@ class Settings(BaseSettings):
         15.0, gt=0, le=3600,
         description="Run zpool/zfs in the background this often; requests use their latest output.",
     )
+    changes_window_seconds: float = Field(
+        600.0, ge=60, le=86400,
+        description="Change verification: compare this long of I/O before a tracked setting changed with as "
+        "long after it (docs/changes.md); the samples of one window are kept in memory.",
+    )
     state_dir: Path = Field(Path("/var/lib/zfs-advisor"), description="Where probe results and history are stored.")
     model: bool = Field(True, description="Predict each dataset recommendation's effect with the regression model "
                         "(the fit shipped with the lab prior; docs/model.md); false: rules and probes only.")

@@ -89,6 +89,8 @@ class Scrape:
     source_durations: dict[str, float] = field(default_factory=dict)
     # What the probe store says (advisor/probe/stats.py ProbeStats), None when there is no store.
     probes: Any = None
+    # The latest recorded change of each pool/dataset/parameter (advisor/changes/tracker.py exported()).
+    changes: tuple[dict[str, Any], ...] = ()
 
     @cached_property
     def pools(self) -> list[Pool]:

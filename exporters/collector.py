@@ -20,7 +20,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from advisor import __version__
 from advisor.deflated import Deflated
 from advisor.facts import SCHEMA_VERSION
-from advisor.exporters import (arc, datasets, disks, efficiency, histograms, kstats, params, pools, probes,
+from advisor.exporters import (arc, changes, datasets, disks, efficiency, histograms, kstats, params, pools, probes,
                                recommendations, txgs, vdevs)
 from advisor.exporters.base import Collect, Scrape
 from advisor.exporters.exposition import has_samples, text, text_parts
@@ -42,6 +42,7 @@ COLLECTORS: dict[str, Collect] = {
     "recommendations": recommendations.collect,
     "probes": probes.collect,
     "efficiency": efficiency.collect,
+    "changes": changes.collect,
 }
 
 SCRAPE: ContextVar[Scrape | None] = ContextVar("zfs_advisor_scrape", default=None)

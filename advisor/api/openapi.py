@@ -200,6 +200,23 @@ def build_openapi(book: RuleBook | None = None) -> dict[str, Any]:
                 },
             }
         },
+        "/v1/changes": {
+            "get": {
+                "summary": "Tracked settings the service saw change, newest first, each with the I/O before and "
+                           "after it and a verdict (docs/changes.md)",
+                "parameters": [
+                    _query("pool", "only changes on this pool (a module parameter's change is every pool's)",
+                           max_length=MAX_POOL_NAME_LEN),
+                    _query("dataset", "only changes of this dataset, pool/name", max_length=MAX_NAME_LEN),
+                    {"name": "limit", "in": "query", "required": False, "description": "at most this many changes",
+                     "schema": {"type": "string", "pattern": "^[0-9]{1,4}$"}},
+                ],
+                "responses": {"200": {"description": "{window_seconds, samples, changes: [...]}"},
+                              "400": _error("unknown parameter, malformed name or limit; `valid` lists the parameters"),
+                              "404": _error("a pool or dataset neither the host nor a record knows; `valid` lists "
+                                            "the known ones")},
+            }
+        },
         "/": {"get": {"summary": "The page for people: pools, open advice, probe runs (HTML, no script)",
                       "responses": {"200": _html("the overview")}}},
         "/pool/{name}": {"get": {

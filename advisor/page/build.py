@@ -22,7 +22,7 @@ def overview(inputs: gather.Inputs) -> str:
     states = dataset_states(host, inputs.workloads)
     return views.overview(host, pools, {p.name: gather.general_answer(inputs, p.name) for p in pools},
                           gather.dataset_answers(inputs), [(d, w) for d, w, here in states if not here],
-                          gather.stored(inputs.state_dir, [p.name for p in pools]))
+                          gather.stored(inputs.state_dir, [p.name for p in pools]), list(inputs.changes))
 
 
 def pool(inputs: gather.Inputs, name: str) -> str:
@@ -33,7 +33,8 @@ def pool(inputs: gather.Inputs, name: str) -> str:
         raise PageError(404, f"no pool {name!r} on this host", [(pool_href(p.name), p.name) for p in host.pools])
     info = next(p for p in pool_list(host).pools if p.name == name)
     return views.pool_page(host, facts, info, gather.general_answer(inputs, name), gather.dataset_answers(inputs, name),
-                           inputs.workloads, gather.stored(inputs.state_dir, [name], name))
+                           inputs.workloads, gather.stored(inputs.state_dir, [name], name),
+                           [c for c in inputs.changes if c.get("pool") == name or c.get("scope") == "module"])
 
 
 def probe_run(inputs: gather.Inputs, run_id: int) -> str:

@@ -34,6 +34,7 @@ class Inputs:
     state_dir: Path
     predicted: PredictionLookup | None = None
     model_status: ModelStatus | None = None
+    changes: tuple[dict[str, Any], ...] = ()  # the recorded setting changes, newest first (advisor/changes/)
 
 
 @dataclass

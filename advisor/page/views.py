@@ -6,6 +6,7 @@ from typing import Any
 
 from advisor.engine.models import PoolInfo
 from advisor.facts import Host, Pool
+from advisor.page.changes import changes_section
 from advisor.page.chart import candidates_svg
 from advisor.page.gather import DatasetAnswer, Answer, ProbeRun, Stored
 from advisor.page.markup import (dataset_anchor, dataset_href, document, esc, link, percent, pool_href, probe_href,
@@ -53,7 +54,7 @@ def _probes_section(stored: Stored, host: Host, pool: str | None = None) -> str:
 
 
 def overview(host: Host, pools: list[PoolInfo], general: dict[str, Answer], datasets: list[DatasetAnswer],
-             missing: list[tuple[str, str]], stored: Stored) -> str:
+             missing: list[tuple[str, str]], stored: Stored, changes: list[dict[str, Any]] = ()) -> str:
     rows = [[link(pool_href(p.name), p.name), _health(p.health), esc(size(p.size_bytes)), esc(percent(p.capacity_ratio)),
              esc(percent(p.fragmentation_ratio)), esc(p.media or "-"), esc(p.layout or "-"), esc(len(p.datasets)),
              _open_count(general[p.name]), "yes" if p.name in stored.efficiency else "-"] for p in pools]
@@ -73,7 +74,8 @@ def overview(host: Host, pools: list[PoolInfo], general: dict[str, Answer], data
     if missing:
         body.append("<p>Named in the <code>workloads</code> setting but not on this host: "
                     + ", ".join(f"{esc(d)} ({esc(w)})" for d, w in missing) + ".</p>")
-    body += ["<h2>Probe runs</h2>", _probes_section(stored, host)]
+    body += ["<h2>Probe runs</h2>", _probes_section(stored, host),
+             "<h2>Setting changes and their effect</h2>", changes_section(list(changes))]
     return document(host.hostname or "zfs-advisor", "".join(body))
 
 
@@ -140,7 +142,7 @@ def _efficiency(report: Any) -> str:
 
 
 def pool_page(host: Host, pool: Pool, info: PoolInfo, general: Answer, datasets: list[DatasetAnswer],
-              workloads: dict[str, str], stored: Stored) -> str:
+              workloads: dict[str, str], stored: Stored, changes: list[dict[str, Any]] = ()) -> str:
     shown: set[tuple] = set()
     answers = {d.dataset: d for d in datasets}
     body = [f"<h1>Pool {esc(pool.name)}</h1>", _host_line(host), _pool_facts(pool, info),
@@ -152,7 +154,8 @@ def pool_page(host: Host, pool: Pool, info: PoolInfo, general: Answer, datasets:
         body += [f'<h3 id="{esc(dataset_anchor(d.dataset))}">{esc(d.dataset)}: workload {esc(d.workload)}</h3>',
                  answer_section(d.answer, shown, recommend_href(d.workload, d.dataset))]
     body += ["<h2>Efficiency</h2>", _efficiency(stored.efficiency.get(pool.name) if not stored.error else None),
-             "<h2>Probe runs</h2>", _probes_section(stored, host, pool.name)]
+             "<h2>Probe runs</h2>", _probes_section(stored, host, pool.name),
+             "<h2>Setting changes and their effect</h2>", changes_section(list(changes), pool.name)]
     return document(f"pool {pool.name}", "".join(body))
 
 

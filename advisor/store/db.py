@@ -143,6 +143,21 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE probe_results ADD COLUMN scratch_primarycache TEXT;
     """,
+    # 7: changes of a tracked setting the service saw between two collections, and the verdict of
+    # comparing the I/O before and after (advisor/changes/, docs/changes.md). The service writes it.
+    """
+    CREATE TABLE setting_changes (
+        id INTEGER PRIMARY KEY,
+        detected_at REAL NOT NULL,
+        scope TEXT NOT NULL CHECK (scope IN ('dataset', 'module')),
+        pool TEXT,
+        dataset TEXT,
+        parameter TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('measuring', 'done')),
+        record_json TEXT NOT NULL
+    );
+    CREATE INDEX setting_changes_detected ON setting_changes (detected_at);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -1,8 +1,8 @@
 """Whether the state directory can be written, asked once when the service starts.
 
 The service runs without it: the exporter and the advice need no state, stored probe results
-are still read. What needs it is queueing a probe (POST /v1/probes answers 503 then) and the
-prober itself, so an unwritable state directory is said once at start, in one line, rather
+are still read. What needs it is queueing a probe (POST /v1/probes answers 503 then), storing
+the setting changes it sees (kept in memory then, advisor/changes/tracker.py) and the prober itself, so an unwritable state directory is said once at start, in one line, rather
 than found out by the first probe request.
 """
 from __future__ import annotations

@@ -439,14 +439,21 @@ def variable(name: str, label: str, query: str) -> dict:
 
 
 def annotations() -> list[dict]:
-    """Probe runs on every time axis: a run that ended in the last 2 minutes of each step."""
+    """Probe runs and setting changes on every time axis: a run that ended, or a change seen, in the
+    last 2 minutes of each step. A module parameter's change has no pool: it shows for any."""
     expr = f"zfs_advisor_probe_last_run_timestamp_seconds{sel()} > time() - 120"
+    any_pool = sel(pool=False)[:-1] + ',pool=~"$pool|"}'
+    changed = f"zfs_advisor_change_timestamp_seconds{any_pool} > time() - 120"
     return [
         {"name": "Annotations & Alerts", "builtIn": 1, "type": "dashboard", "enable": True, "hide": True,
          "iconColor": "rgba(0, 211, 255, 1)", "datasource": {"type": "grafana", "uid": "-- Grafana --"}},
         {"name": "Probe runs", "datasource": DATASOURCE, "enable": True, "iconColor": "purple", "step": "60s",
          "expr": expr, "titleFormat": "probe ended: {{workload}} on {{pool}}", "textFormat": "{{instance}}",
          "tagKeys": "instance,pool,workload"},
+        {"name": "Setting changes", "datasource": DATASOURCE, "enable": True, "iconColor": "orange", "step": "60s",
+         "expr": changed, "titleFormat": "{{parameter}} {{old}} -> {{new}} {{dataset}}",
+         "textFormat": "{{instance}}: its effect in GET /v1/changes and zfs_advisor_change_effect_ratio",
+         "tagKeys": "instance,pool,dataset,parameter"},
     ]
 
 

@@ -159,10 +159,21 @@ def test_every_panel_returns_one_series_per_instance_of_two(fleet):
 def test_probe_runs_are_annotations_per_instance(fleet):
     prom, instances = fleet
     both = alternatives(*instances)
-    (probe,) = [a for a in json.loads(DASHBOARD.read_text())["annotations"]["list"] if "expr" in a]
+    (probe,) = [a for a in json.loads(DASHBOARD.read_text())["annotations"]["list"] if a["name"] == "Probe runs"]
     runs = prom.query(resolve(probe["expr"], both, job="zfs-advisor", pool="tank"))
     assert instances_of(runs) == set(instances)
     assert {r["metric"]["workload"] for r in runs} == {"postgres"}
+
+
+def test_the_setting_changes_annotation_is_a_query_prometheus_takes(fleet):
+    """Its query parses and runs with the variables resolved as Grafana sends them; a replayed
+    recording never changes, so it is empty here by design (tests/unit/test_changes_app.py and the
+    lab's tests/lab/test_changes.py have changes)."""
+    prom, instances = fleet
+    (changes,) = [a for a in json.loads(DASHBOARD.read_text())["annotations"]["list"]
+                  if a["name"] == "Setting changes"]
+    assert prom.query(resolve(changes["expr"], alternatives(*instances), job="zfs-advisor", pool="tank")) == []
+    assert set(changes["tagKeys"].split(",")) == {"instance", "pool", "dataset", "parameter"}
 
 
 def test_a_pool_never_scanned_is_never_not_missing(fleet):

@@ -1,0 +1,61 @@
+"""Whether a change followed an open recommendation: the engine's answer on the facts from before
+the change named that setting, for that dataset or the host, with status "change" and the value
+it took.
+
+The open recommendations the service knows are those it computes itself: each dataset of the
+`workloads` setting (the answer /recommend gives for it, exported as
+zfs_advisor_recommendation_info) and the general answer (pools and module parameters, for any
+workload). Advice asked of /recommend for another dataset is not remembered.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Iterable
+
+from advisor.changes.detect import Change
+from advisor.engine.advice import Advice
+from advisor.engine.models import Recommendation
+from advisor.engine.service import recommend
+from advisor.engine.units import parse_size
+from advisor.facts import Host
+
+log = logging.getLogger(__name__)
+
+
+def same_value(a: str | None, b: str | None) -> bool:
+    """'16K' and '16384' are the same recordsize; 'LZ4' and 'lz4' the same compression."""
+    if a is None or b is None:
+        return False
+    if a.strip().lower() == b.strip().lower():
+        return True
+    try:
+        return parse_size(a) == parse_size(b)
+    except ValueError:
+        return False
+
+
+def open_recommendations(host: Host, advice: Advice, generation: float) -> list[tuple[str, Recommendation]]:
+    """(workload, recommendation) with status "change" on `host`: the workloads setting's datasets
+    (the exporter's advice, computed once per command output: a scrape of the same output reuses it)
+    and the general answer. Plain and synchronous: the caller runs it in a worker thread."""
+    found = [(w, r) for w, r in advice.for_host(host, generation) if r.status == "change"]
+    try:
+        general = recommend(host, advice.book, None, now=host.collected_at)
+        found += [("general", r) for r in general.recommendations if r.status == "change"]
+    except Exception:  # the change is still recorded, without the general advice; the log says why
+        log.exception("the general recommendations failed")
+    return found
+
+
+def followed(change: Change, open_recs: Iterable[tuple[str, Recommendation]]) -> dict[str, Any] | None:
+    """The open recommendation `change` carried out, as the record shows it; None when none."""
+    for workload, rec in open_recs:
+        if rec.parameter != change.parameter or rec.scope != change.scope:
+            continue
+        if change.scope == "dataset" and rec.dataset != change.dataset:
+            continue
+        if same_value(rec.recommended, change.new):
+            return {"workload": workload, "rule": rec.rule, "recommended": rec.recommended,
+                    "confidence": rec.confidence, "source": rec.source,
+                    "expected_effect": rec.expected_effect.model_dump() if rec.expected_effect else None}
+    return None
