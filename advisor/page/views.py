@@ -2,6 +2,7 @@
 the error page. Each is a function of what advisor.page.gather read; all text is escaped here."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from advisor.engine.models import PoolInfo
@@ -187,7 +188,7 @@ def probe_page(host: Host, found: ProbeRun) -> str:
     return document(f"probe run {run.id}", "".join(body))
 
 
-def error_page(status: int, reason: str, valid: list[tuple[str, str]] = ()) -> str:
+def error_page(status: int, reason: str, valid: Sequence[tuple[str, str]] = ()) -> str:
     """`valid`: (href, text) of the pages that do exist."""
     items = "".join(f"<li>{link(href, text)}</li>" for href, text in valid)
     return document(f"{status}", f"<h1>{esc(status)}</h1><p>{esc(reason)}</p>"
