@@ -128,7 +128,7 @@ class _JsonErrorServer(web.Server):
 
     def close_oldest_idle(self) -> None:
         victim = self._oldest_idle()
-        if victim is not None:
+        if victim is not None and victim.transport is not None:  # _oldest_idle: one with a transport
             victim.transport.abort()  # at once, even with bytes unsent: its descriptor is needed now
             victim.force_close()
 
@@ -146,8 +146,9 @@ class JsonErrorAppRunner(web.AppRunner):
     async def _make_server(self) -> web.Server:
         server = await super()._make_server()
         server.__class__ = _JsonErrorServer
-        server._since = {}  # type: ignore[attr-defined]
-        self.guard.idle = server  # type: ignore[assignment]
+        assert isinstance(server, _JsonErrorServer)  # for the type checker: the class set above
+        server._since = {}
+        self.guard.idle = server
         return server
 
 
