@@ -150,7 +150,7 @@ class ProbeService:
              per_repeat: bool) -> tuple[list[Candidate], list[Candidate], int | None]:
         """(chosen, dropped, fio runtime): the most candidates, in order, whose repeats fit the
         budget; runtime None when not even two do."""
-        chosen, dropped = list(candidates), []
+        chosen, dropped = list(candidates), list[Candidate]()
         while len(chosen) >= 2:
             runtime = fit_runtime(budget.seconds, len(chosen), self.config.repeats, self.config.ramp_seconds,
                                   working_set, self.config.longest_runtime_seconds,
