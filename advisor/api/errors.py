@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Sequence
 
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
@@ -15,9 +15,12 @@ from advisor.logs import RateLimitedLog
 log = logging.getLogger(__name__)
 
 
-def json_error(status: int, reason: str, headers: dict[str, str] | None = None, **extra: Any) -> web.HTTPException:
-    """An HTTP error whose body is the JSON error document (raise it)."""
-    body = json.dumps({"error": {"status": status, "reason": reason, **extra}})
+def json_error(status: int, reason: str, headers: dict[str, str] | None = None, valid: Sequence[str] | None = None,
+               **extra: Any) -> web.HTTPException:
+    """An HTTP error whose body is the JSON error document (raise it); `valid`, the choices that
+    would have been accepted, is left out when None."""
+    body = json.dumps({"error": {"status": status, "reason": reason,
+                                 **({"valid": valid} if valid is not None else {}), **extra}})
     return _BY_STATUS[status](text=body, content_type="application/json", headers=headers)
 
 
