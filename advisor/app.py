@@ -112,8 +112,10 @@ async def _observe_changes(app: web.Application, commands: CommandFacts) -> None
     provider = app[FACTS]
     try:
         last = provider.last
-        fresh = last is not None and last.commands_finished_at == commands.finished_at
-        collection = last if fresh else await provider.get(max_age_seconds=0)
+        if last is not None and last.commands_finished_at == commands.finished_at:
+            collection = last
+        else:
+            collection = await provider.get(max_age_seconds=0)
         await asyncio.to_thread(app[CHANGES].observe, collection.host, app[RUNTIME].advice,
                                 collection.commands_finished_at)
     except Exception:  # the exporter and the API go on without this sample; the log says why

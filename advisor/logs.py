@@ -6,6 +6,7 @@ import logging
 import sys
 import time
 from datetime import datetime, timezone
+from typing import Any
 
 # Attributes every LogRecord has; anything else was passed with `extra=`.
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
@@ -61,7 +62,7 @@ class RateLimitedLog:
         self.logger, self.interval, self.max_reasons = logger, interval, max_reasons
         self._last: dict[str, tuple[float, int]] = {}  # reason -> (when last written, held back since)
 
-    def log(self, level: int, reason: str, msg: str, *args: object, **kwargs: object) -> bool:
+    def log(self, level: int, reason: str, msg: str, *args: object, **kwargs: Any) -> bool:
         """Write `msg % args` unless a line for `reason` was written less than `interval` ago;
         True when written."""
         now = time.monotonic()
@@ -72,8 +73,8 @@ class RateLimitedLog:
         if len(self._last) >= self.max_reasons and reason not in self._last:
             self._last.clear()  # bounded: a client inventing reasons cannot grow this
         self._last[reason] = (now, 0)
-        if held:
+        if held and last is not None:  # held back lines follow a written one
             msg += " (%d more like this in the last %.0f s not logged)"
             args = (*args, held, now - last)
-        self.logger.log(level, msg, *args, **kwargs)  # type: ignore[arg-type]
+        self.logger.log(level, msg, *args, **kwargs)
         return True

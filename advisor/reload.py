@@ -96,7 +96,7 @@ def _check_tls(live: WebConfig, new: WebConfig, runtime: Runtime) -> list[str]:
     not load refuses the reload (WebConfigError)."""
     if (live.tls is None) != (new.tls is None):
         return ["tls_server_config (turning TLS on or off changes the listening socket: a restart applies it)"]
-    if new.tls is None:
+    if new.tls is None or live.tls is None:  # both None: the check above
         return []
     new.tls.context()  # loads the certificate, key and CA now: an error names the file
     kept = []

@@ -174,15 +174,18 @@ def _tls(where: str, data: Any, base: Path) -> TlsConfig | None:
         if not isinstance(value, str) or not value:
             raise WebConfigError(f"{where}: tls_server_config.{key} must be a non-empty string")
 
-    def file(key: str, required: bool) -> Path | None:
+    def file(key: str) -> Path | None:
         if key not in data:
-            if required:
-                raise WebConfigError(f"{where}: tls_server_config.{key} is required")
             return None
         resolved = base / data[key]  # relative names are relative to the web config file
         if not resolved.is_file():
             raise WebConfigError(f"{where}: tls_server_config.{key}: {resolved} is not a file")
         return resolved
+
+    def required_file(key: str) -> Path:
+        if (path := file(key)) is None:
+            raise WebConfigError(f"{where}: tls_server_config.{key} is required")
+        return path
 
     auth = data.get("client_auth_type", "NoClientCert")
     if auth in UNSUPPORTED_CLIENT_AUTH:
@@ -191,7 +194,7 @@ def _tls(where: str, data: Any, base: Path) -> TlsConfig | None:
     if auth not in CLIENT_AUTH:
         raise WebConfigError(f"{where}: tls_server_config.client_auth_type {auth!r} is not valid; "
                              f"valid: {', '.join(CLIENT_AUTH)}")
-    ca = file("client_ca_file", required=auth != "NoClientCert")
+    ca = file("client_ca_file") if auth == "NoClientCert" else required_file("client_ca_file")
     if ca is not None and auth == "NoClientCert":
         raise WebConfigError(f"{where}: tls_server_config.client_ca_file needs a client_auth_type that checks "
                              f"certificates ({', '.join(a for a in CLIENT_AUTH if a != 'NoClientCert')})")
@@ -203,7 +206,7 @@ def _tls(where: str, data: Any, base: Path) -> TlsConfig | None:
                                  f"valid: {', '.join(TLS_VERSIONS)}")
     if TLS_VERSIONS[versions["min_version"]] > TLS_VERSIONS[versions["max_version"]]:
         raise WebConfigError(f"{where}: tls_server_config.min_version is above max_version")
-    tls = TlsConfig(cert_file=file("cert_file", True), key_file=file("key_file", True),  # type: ignore[arg-type]
+    tls = TlsConfig(cert_file=required_file("cert_file"), key_file=required_file("key_file"),
                     client_auth_type=auth, client_ca_file=ca, **versions)
     tls.context()  # unreadable or mismatched certificates stop start-up, not the first scrape
     return tls

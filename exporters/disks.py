@@ -58,7 +58,7 @@ def _selected(scrape: Scrape) -> list[Disk]:
 
 def collect(scrape: Scrape) -> Iterable[Metric]:
     disks = _selected(scrape)
-    families = []
+    families: list[Metric] = []
     for field, name, kind, doc in STATS if scrape.options.diskstats else ():
         cls = CounterMetricFamily if kind == "counter" else GaugeMetricFamily
         family = cls(name, f"{doc}. {_STATS}", labels=["device"])

@@ -95,7 +95,7 @@ class RowsFamily(Metric):
     def add(self, labelvalues: tuple[str, ...], value: float) -> None:
         self.rows.append((labelvalues, value))
 
-    @property  # type: ignore[override]
+    @property
     def samples(self) -> list[Sample]:
         name = self.name + _SUFFIX.get(self.type, "")
         return [Sample(name, dict(zip(self.labelnames, values)), value) for values, value in self.rows]

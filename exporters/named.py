@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 from prometheus_client.core import Metric
 
@@ -58,10 +58,10 @@ class KStatFamilies:
         self.labelnames = list(labelnames)
         self.source = source or spec.path
         self._gauges, self._counters, self._bytes = _compiled(spec)
-        self._families: dict[str, Metric] = {}  # metric name -> family
-        self._fields: dict[str, tuple[Metric, tuple[str, ...]]] = {}  # field -> (family, split label values)
+        self._families: dict[str, RowsFamily] = {}  # metric name -> family
+        self._fields: dict[str, tuple[RowsFamily, tuple[str, ...]]] = {}  # field -> (family, split label values)
 
-    def _field(self, name: str) -> tuple[Metric, tuple[str, ...]]:
+    def _field(self, name: str) -> tuple[RowsFamily, tuple[str, ...]]:
         metric, doc, typ, labelnames, values = self._describe(name)
         family = self._families.get(metric)
         if family is None:
@@ -109,7 +109,7 @@ class KStatFamilies:
                 family.rows.append((labelvalues + extra if extra else labelvalues,
                                     value * scale[name] if name in scale else value))
 
-    def __iter__(self) -> Iterable[Metric]:
+    def __iter__(self) -> Iterator[Metric]:
         return iter(self._families.values())
 
 

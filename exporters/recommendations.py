@@ -43,8 +43,8 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
     workloads: dict[tuple[str, ...], set[str]] = {}
     for workload, rec in scrape.recommendations:
         if rec.status == "change":
-            key = (*_where(rec), rec.scope, rec.parameter, rec.current or "", rec.recommended or "", rec.rule,
-                   f"{rec.confidence:g}")
+            key: tuple[str, ...] = (*_where(rec), rec.scope, rec.parameter, rec.current or "",
+                                    rec.recommended or "", rec.rule, f"{rec.confidence:g}")
             workloads.setdefault(key, set()).add(workload)
     for key, names in workloads.items():
         append(info, dict(zip(LABELS, (",".join(sorted(names)), *key))), 1.0)

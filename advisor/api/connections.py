@@ -28,7 +28,7 @@ import resource
 import socket
 import time
 from enum import Enum
-from typing import Protocol
+from typing import Any, Protocol
 
 from aiohttp import web
 
@@ -126,10 +126,11 @@ class _CountedSocket(socket.socket):
     """An accepted socket that leaves the guard's count once, when it is closed (or collected)."""
 
     __slots__ = ("_guard",)
+    _guard: ConnectionGuard | None
 
-    def _real_close(self) -> None:  # type: ignore[override]
+    def _real_close(self) -> None:
         self._uncount()
-        super()._real_close()
+        super()._real_close()  # type: ignore[misc]  # socket.socket's private close (Lib/socket.py), not in typeshed
 
     def detach(self) -> int:
         self._uncount()
@@ -137,7 +138,7 @@ class _CountedSocket(socket.socket):
 
     def __del__(self) -> None:  # collected unclosed: the base's finalizer closes the descriptor
         self._uncount()
-        super().__del__()
+        super().__del__()  # type: ignore[misc]  # _socket.socket's finalizer (tp_finalize), not in typeshed
 
     def _uncount(self) -> None:
         guard = getattr(self, "_guard", None)
@@ -160,7 +161,9 @@ class _GuardedListener(socket.socket):
             verdict = self.guard.verdict()
             if self.guard.closing or verdict is Verdict.WAIT:
                 raise BlockingIOError
-            fd, address = self._accept()  # BlockingIOError when none is waiting: nothing closed for it
+            # BlockingIOError when none is waiting: nothing closed for it. _accept: _socket.socket's
+            # raw accept (the fd, not a socket object), not in typeshed
+            fd, address = self._accept()  # type: ignore[attr-defined]
             if verdict is Verdict.REFUSE:
                 self.guard.refuse()
                 socket.close(fd)
@@ -182,19 +185,23 @@ class GuardedSite(web.TCPSite):
     __slots__ = ("_handshake_timeout",)
 
     def __init__(self, runner: web.BaseRunner, host: str, port: int, *, handshake_timeout: float = 10.0,
-                 backlog: int = BACKLOG, **kwargs: object) -> None:
-        super().__init__(runner, host, port, backlog=backlog, **kwargs)  # type: ignore[arg-type]
+                 backlog: int = BACKLOG, **kwargs: Any) -> None:
+        super().__init__(runner, host, port, backlog=backlog, **kwargs)
         self._handshake_timeout = handshake_timeout
 
     async def start(self) -> None:
         await web.BaseSite.start(self)  # registers the site; TCPSite.start's create_server is replaced below
+        # the runner is a JsonErrorAppRunner (advisor/api/errors.py, which imports this module)
         guard: ConnectionGuard = self._runner.guard  # type: ignore[attr-defined]
+        if self._runner.server is None:
+            raise RuntimeError("the runner is not set up")  # as web.TCPSite.start asserts
         server = await asyncio.get_running_loop().create_server(
             self._runner.server, self._host, self._port, ssl=self._ssl_context, backlog=self._backlog,
             reuse_address=self._reuse_address, reuse_port=self._reuse_port, start_serving=False,
             ssl_handshake_timeout=self._handshake_timeout if self._ssl_context else None)
         for sock in server.sockets:
-            guard.listen(sock._sock)  # asyncio hands out TransportSocket wrappers; accept() is the socket's
+            # asyncio hands out TransportSocket wrappers; accept() is the socket's (private, not in typeshed)
+            guard.listen(sock._sock)  # type: ignore[attr-defined]
         await server.start_serving()
         self._server = server
         if "_bound_port" in web.TCPSite.__slots__:  # newer aiohttp answers `port` from it; older ones have none

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Sequence
 
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
@@ -15,9 +15,12 @@ from advisor.logs import RateLimitedLog
 log = logging.getLogger(__name__)
 
 
-def json_error(status: int, reason: str, headers: dict[str, str] | None = None, **extra: Any) -> web.HTTPException:
-    """An HTTP error whose body is the JSON error document (raise it)."""
-    body = json.dumps({"error": {"status": status, "reason": reason, **extra}})
+def json_error(status: int, reason: str, headers: dict[str, str] | None = None, valid: Sequence[str] | None = None,
+               **extra: Any) -> web.HTTPException:
+    """An HTTP error whose body is the JSON error document (raise it); `valid`, the choices that
+    would have been accepted, is left out when None."""
+    body = json.dumps({"error": {"status": status, "reason": reason,
+                                 **({"valid": valid} if valid is not None else {}), **extra}})
     return _BY_STATUS[status](text=body, content_type="application/json", headers=headers)
 
 
@@ -128,7 +131,7 @@ class _JsonErrorServer(web.Server):
 
     def close_oldest_idle(self) -> None:
         victim = self._oldest_idle()
-        if victim is not None:
+        if victim is not None and victim.transport is not None:  # _oldest_idle: one with a transport
             victim.transport.abort()  # at once, even with bytes unsent: its descriptor is needed now
             victim.force_close()
 
@@ -146,8 +149,9 @@ class JsonErrorAppRunner(web.AppRunner):
     async def _make_server(self) -> web.Server:
         server = await super()._make_server()
         server.__class__ = _JsonErrorServer
-        server._since = {}  # type: ignore[attr-defined]
-        self.guard.idle = server  # type: ignore[assignment]
+        assert isinstance(server, _JsonErrorServer)  # for the type checker: the class set above
+        server._since = {}
+        self.guard.idle = server
         return server
 
 

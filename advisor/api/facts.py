@@ -35,6 +35,7 @@ async def get_facts(request: web.Request) -> web.Response:
 
     async def gzipped() -> tuple[bytes, ...]:  # the same segments: both variants cost one body
         plain = await bodies.facts.get(collection, False, deflated)
+        assert isinstance(plain, Deflated)  # for the type checker: variant False is built by deflated()
         return await asyncio.to_thread(plain.gzip_parts)  # its CRC-32 inflates the whole body once
 
     body = await bodies.facts.get(collection, gzip_it, gzipped if gzip_it else deflated)

@@ -25,5 +25,5 @@ async def get_plan(request: web.Request) -> web.Response:
         body = plan(disks, parse_block(query.get("recordsize", "128K"), "recordsize"),
                     parse_block(query.get("block", "4K"), "block"))
     except PlanInputError as exc:
-        raise json_error(400, exc.reason, **({"valid": exc.valid} if exc.valid else {})) from None
+        raise json_error(400, exc.reason, valid=exc.valid or None) from None
     return web.Response(text=body.model_dump_json(), content_type="application/json")

@@ -76,8 +76,8 @@ async def get_probe(request: web.Request) -> web.Response:
     run_id = int(text)
 
     def one(store: ProbeStore | None) -> dict[str, Any] | None:
-        run = store.run(run_id) if store else None
-        if run is None:
+        run = store.run(run_id) if store is not None else None
+        if store is None or run is None:
             return None
         ev = [e.model_dump(mode="json") for e in evidence(store, run.pool, run.workload)
               if e.run_id == run_id] if run.status == "completed" else []
@@ -114,7 +114,7 @@ async def post_probe(request: web.Request) -> web.Response:
     try:
         resolve_params(workload, {**req.set, **({"role": req.role} if req.role else {})})
     except TargetError as exc:
-        raise json_error(400, exc.reason, **({"valid": exc.valid} if exc.valid is not None else {})) from None
+        raise json_error(400, exc.reason, valid=exc.valid) from None
     for parameter, values in req.params.items():
         if parameter not in PROBED:
             raise json_error(400, f"{parameter[:64]!r} is not probed", valid=PROBED)

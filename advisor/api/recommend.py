@@ -77,6 +77,6 @@ async def get_recommend(request: web.Request) -> web.Response:
     try:
         body = await request.app[BODIES].recommend.get(collection, variant, build)
     except TargetError as exc:  # shared by concurrent requests: each answers with its own error response
-        raise json_error(exc.status, exc.reason, **({"valid": exc.valid} if exc.valid is not None else {})) from None
+        raise json_error(exc.status, exc.reason, valid=exc.valid) from None
     return body_response(body, {"Content-Type": f"{'text/plain' if text else 'application/json'}; charset=utf-8"})
 

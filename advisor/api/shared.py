@@ -55,6 +55,8 @@ class SlicedBody(payload.Payload):
     one, the old chunks are freed as the responses still sending them move on, instead of all of
     them staying alive (a second /v1/facts body) until the slowest of those responses ends."""
 
+    _size: int  # payload.Payload's, which may be None there: a body in memory has its size
+
     def __init__(self, body: Body, content_type: str) -> None:
         self._deflated = isinstance(body, Deflated)
         if isinstance(body, Deflated):

@@ -85,9 +85,9 @@ def detect(before: Values, after: Values) -> list[Change]:
         if previous is None or previous is props:
             continue
         for prop in tracked_props:
-            old, new = previous.get(prop), props.get(prop)
-            if old is not None and new is not None and old is not new and old.value != new.value:
-                found.append(Change("dataset", prop, old.value, new.value, name.split("/", 1)[0], name, new.source))
+            was, now = previous.get(prop), props.get(prop)
+            if was is not None and now is not None and was is not now and was.value != now.value:
+                found.append(Change("dataset", prop, was.value, now.value, name.split("/", 1)[0], name, now.source))
     changed = {(c.dataset, c.parameter) for c in found}
     for c in found:
         parent = (c.source or "").removeprefix("inherited from ")

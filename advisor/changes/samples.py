@@ -107,7 +107,9 @@ class Samples:
         for gone in [n for n in self.datasets if n not in seen]:
             del self.datasets[gone]  # destroyed (or its kstat unreadable): its history means nothing now
         for pool in host.pools:
-            self.pools.setdefault(pool.name, deque()).append((at, pool_sample(pool, tuple(sums[pool.name]))))
+            ops_read, ops_written, bytes_read, bytes_written = sums[pool.name]
+            self.pools.setdefault(pool.name, deque()).append(
+                (at, pool_sample(pool, (ops_read, ops_written, bytes_read, bytes_written))))
         for gone in [n for n in self.pools if n not in sums]:
             del self.pools[gone]
         self._prune(at - self.horizon_seconds)

@@ -14,10 +14,14 @@ import math
 import sys
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from advisor.logs import setup_logging
 from advisor.model import sklearn_missing
 from advisor.model.dataset import load_csv, prior_path, samples
+
+if TYPE_CHECKING:  # imported where used: evaluating needs scikit-learn
+    from advisor.model.evaluation import CellResult
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -80,10 +84,10 @@ def run(args: argparse.Namespace) -> int:
               "(--answers: and measure)", file=sys.stderr)
         return 2
     try:
-        cautions = [float(c) for c in (args.caution or "").split(",") if c.strip()] or [None]
+        cautions: list[float | None] = [float(c) for c in (args.caution or "").split(",") if c.strip()] or [None]
         nested = [float(c) for c in (args.nested_caution or "").split(",") if c.strip()]
-        deviations = [float(v) for v in (args.deviation or "").split(",") if v.strip()] or [None]
-        leaps = [float(v) for v in (args.leap or "").split(",") if v.strip()] or [None]
+        deviations: list[float | None] = [float(v) for v in (args.deviation or "").split(",") if v.strip()] or [None]
+        leaps: list[float | None] = [float(v) for v in (args.leap or "").split(",") if v.strip()] or [None]
     except ValueError:
         print("zfs-advisor evaluate: --caution, --nested-caution, --deviation and --leap take numbers like 0,0.5,1",
               file=sys.stderr)
@@ -121,7 +125,8 @@ def run(args: argparse.Namespace) -> int:
             return MODELS[name](seed=args.seed)
 
         for budget in budgets:
-            runs = [(c, d, lp, evaluate(factory, prior, budget, c, cache, d, args.cells, lp))
+            runs: list[tuple[float | str | None, float | None, float | None, list[CellResult]]] = [
+                (c, d, lp, evaluate(factory, prior, budget, c, cache, d, args.cells, lp))
                     for c in cautions for d in deviations for lp in leaps]
             if nested:
                 runs.append(("nested", None, None, nested_caution(factory, prior, budget, nested, cache)))
@@ -189,14 +194,16 @@ def _answers(args: argparse.Namespace, budgets: list[int]) -> int:
     else:
         factory = partial(MODELS["gp"], seed=args.seed)
     try:
-        thresholds = [float(v) for v in (args.change_probability or "").split(",") if v.strip()] or [None]
+        thresholds: list[float | None] = [float(v) for v in (args.change_probability or "").split(",")
+                                          if v.strip()] or [None]
     except ValueError:
         thresholds = [-1.0]
     if any(t is not None and not 0.5 <= t < 1 for t in thresholds):
         print("zfs-advisor evaluate: --change-probability takes probabilities in [0.5, 1), e.g. 0.8,0.95",
               file=sys.stderr)
         return 2
-    rows, book, cache = answers.measured_rows(args.prior), load_rulebook(), {}
+    rows, book = answers.measured_rows(args.prior), load_rulebook()
+    cache: dict = {}  # one fit per training set, shared by the thresholds
     skipped = [layout for layout in layouts if layout not in hosts]
     report = []
     for threshold in thresholds:

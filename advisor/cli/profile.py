@@ -45,12 +45,13 @@ async def _pass(profiler: Profiler) -> list[Outcome] | signal.Signals:
     the process exits (Python's default SIGTERM would end it at once, leaving that to the next
     pass's recovery)."""
     task = asyncio.current_task()
+    assert task is not None  # for the type checker: a coroutine asyncio runs is always in a task
     loop = asyncio.get_running_loop()
     stopped_by: list[signal.Signals] = []
 
     def stop(sig: signal.Signals) -> None:
         stopped_by.append(sig)
-        task.cancel()  # type: ignore[union-attr]
+        task.cancel()
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop, sig)

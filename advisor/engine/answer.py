@@ -43,7 +43,7 @@ def decide_all(recs: list[Recommendation], workload: Workload | None, params: di
         elif rec.scope == "dataset":
             ev = next((e for e in measured.get(rec.pool or "", []) if e.parameter == rec.parameter), None)
             prediction = None
-            if predicted is not None and predicted_here(rec):
+            if predicted is not None and workload is not None and predicted_here(rec):
                 extra = [v for v in (rec.current, rec.recommended) if v]
                 prediction = predicted(rec.pool or "", workload.name, rec.parameter, extra)
             ladder = Ladder(probe=ev, prediction=prediction, new_dataset=rec.dataset in new_datasets)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import shlex
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 from advisor.engine.measured import candidate_display, find, measured_best, same_value
 from advisor.engine.models import Evidence, ExpectedEffect, Recommendation
@@ -137,8 +137,8 @@ def _verdict(rec: Recommendation, proposal: str, probe: ParameterEvidence | None
                 f"{proposal} is predicted {pct(gain.ratio)}, but the probe of this pool measured it at "
                 f"{pct(measured.ratio)}{_interval_text(measured)} against the current {current}: keep it.")
         return "change", proposal, gain, (
-            f"{proposal} is {_by(gain)} {pct(gain.ratio)} {_metric(pred)} over the current {current} "
-            f"(90% interval {span(gain.interval)}): change it.")
+            f"{proposal} is {_by(gain)} {pct(gain.ratio)} {_metric(pred)} over the current {current}"
+            f"{_interval_text(gain)}: change it.")
     if new_dataset and gain.ratio > 1.0 and _measured(current, proposal, probe) is None:
         return "change", proposal, gain, (
             f"{proposal} is {_by(gain)} {pct(gain.ratio)} {_metric(pred)} over the default {current}"
@@ -268,7 +268,7 @@ def _keep(rec: Recommendation, status: str, values: list[str], measurer: Measure
     return update
 
 
-def _distinct(values: list[str | None]) -> list[str]:
+def _distinct(values: Sequence[str | None]) -> list[str]:
     out: list[str] = []
     for v in values:
         if v and not any(same_value(v, o) for o in out):

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import shlex
 import string
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from advisor.engine.catalogue import fact_def, render
+from advisor.engine.catalogue import FactType, fact_def, render
 from advisor.engine.context import Context
 from advisor.engine.models import Evidence, Recommendation, Status
 from advisor.engine.schema import Aggregate, Clause, FactRef, NeedsLoad, Rule, template_fields
@@ -99,7 +100,7 @@ def passes(rule: Rule, current: Any, recommended: Any) -> bool:
     return recommended / rule.factor <= current <= recommended * rule.factor
 
 
-def requirement(rule: Rule, type_: str, shown_recommended: str) -> str:
+def requirement(rule: Rule, type_: FactType, shown_recommended: str) -> str:
     """What passes, in a few characters: '= 32K (or 64K, 128K)', '>= 12', 'within 10x of 2500000'."""
     if rule.compare == "at_least":
         text = f">= {shown_recommended}"
@@ -110,7 +111,7 @@ def requirement(rule: Rule, type_: str, shown_recommended: str) -> str:
     else:
         text = f"= {shown_recommended}"
     if rule.accept:
-        shown = [render(type_, v) for v in rule.accept]  # type: ignore[arg-type]
+        shown = [render(type_, v) for v in rule.accept]
         if len(shown) > 6:
             shown = shown[:3] + [f"... {len(shown) - 4} more", shown[-1]]
         text += " (or " + ", ".join(shown) + ")"
@@ -125,10 +126,10 @@ class _Fields(string.Formatter):
         self.ctx = ctx
         self.values = values
 
-    def get_value(self, key, args, kwargs):  # type: ignore[override]
+    def get_value(self, key: int | str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
         return key
 
-    def get_field(self, field_name, args, kwargs):  # type: ignore[override]
+    def get_field(self, field_name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
         return field_name, field_name
 
     def format_field(self, name: str, spec: str) -> str:

@@ -17,7 +17,7 @@ def _d_name(ctx: Context) -> str | None:
 
 @fact("dataset.type", "str", "filesystem or volume")
 def _d_type(ctx: Context) -> str | None:
-    if ctx.new_dataset:
+    if ctx.new_dataset and ctx.workload:  # a new dataset is proposed for a workload only
         return ctx.workload.role(ctx.params.get("role")).dataset_type
     return ctx.dataset.type if ctx.dataset else None
 

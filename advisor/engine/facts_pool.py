@@ -12,14 +12,15 @@ from advisor.facts import Disk, Host, Pool, Vdev
 
 
 def pool_media(host: Host, pool: Pool) -> str:
-    media = {
-        (host.disk(leaf.disk).media if leaf.disk and host.disk(leaf.disk) else "unknown")
-        for top in pool.top_level_vdevs("data")
-        for leaf in top.leaves()
-    }
+    media = {_leaf_media(host, leaf) for top in pool.top_level_vdevs("data") for leaf in top.leaves()}
     if not media or "unknown" in media:
         return "unknown"
     return media.pop() if len(media) == 1 else "mixed"
+
+
+def _leaf_media(host: Host, leaf: Vdev) -> str:
+    disk = host.disk(leaf.disk) if leaf.disk else None
+    return disk.media if disk else "unknown"
 
 
 @fact("pool.name", "str", "pool name")
@@ -71,8 +72,10 @@ def _worst_aligned_vdev(ctx: Context) -> tuple[Vdev, int, list[Disk]] | None:
     Checked per top-level vdev: a pool may hold a 512-byte vdev (ashift=9, fine)
     next to a 4K one (ashift=12); only a vdev smaller than its own disks misaligns.
     """
+    if not ctx.pool:
+        return None
     worst = None
-    for top in ctx.pool.top_level_vdevs("data") if ctx.pool else []:
+    for top in ctx.pool.top_level_vdevs("data"):
         disks = [ctx.host.disk(leaf.disk) for leaf in top.leaves() if leaf.disk]
         sizes = [d.physical_block_size for d in disks if d and d.physical_block_size]
         ashift = _vdev_ashift(ctx.pool, top)
@@ -243,7 +246,7 @@ def _p_spec(ctx: Context) -> list[str] | None:
         return None
     spec: list[str] = []
     for group in ("data", "special", "log", "cache", "spare"):
-        tops = ctx.pool.top_level_vdevs(group)  # type: ignore[arg-type]
+        tops = ctx.pool.top_level_vdevs(group)
         if not tops:
             continue
         if group != "data":

@@ -8,6 +8,7 @@ carrying the valid choices, which the API turns into a 400/404.
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from functools import partial
 from typing import Any, Callable
 
 from advisor.engine.context import Context
@@ -125,9 +126,10 @@ def recommend(
     module_ctx = Context(host=host, workload=workload, params=resolved, pool=pools[0] if len(pools) == 1 else None)
     results += _run([r for r in rules if r.scope == "module"], module_ctx)
     target = Target(pool=pool, dataset=dataset)
-    if dataset and not pools:
+    if dataset and not pools and pool is not None:  # pool: the dataset's own, set above
         ds_ctx = _dataset_context(host, workload, resolved, pool, dataset)
-        results += _run([r for r in rules if r.scope == "dataset"], ds_ctx)
+        if ds_ctx is not None:  # always, for a named dataset
+            results += _run([r for r in rules if r.scope == "dataset"], ds_ctx)
     for p in pools:
         ctx = Context(host=host, workload=workload, params=resolved, pool=p)
         results += _run([r for r in rules if r.scope in ("pool-create", "pool")], ctx)
@@ -233,17 +235,17 @@ def _dataset_context(host: Host, workload: Workload, params: dict[str, str], poo
     A proposed dataset is judged by what it would inherit from the pool's root
     dataset; when a dataset of that name already exists, it is judged instead.
     """
-    base = dict(host=host, workload=workload, params=params, pool=host.pool(pool))
+    in_pool = partial(Context, host=host, workload=workload, params=params, pool=host.pool(pool))
     if dataset:
-        return Context(**base, dataset=host.dataset(dataset))
+        return in_pool(dataset=host.dataset(dataset))
     role = params.get("role")
     name = f"{pool}/{workload.name}" + ("" if role == workload.roles[0].name else f"-{role}")
     if (existing := host.dataset(name)) is not None:
-        return Context(**base, dataset=existing)
+        return in_pool(dataset=existing)
     root = host.dataset(pool)
     if root is None:
         return None
-    return Context(**base, dataset=root, new_dataset=name)
+    return in_pool(dataset=root, new_dataset=name)
 
 
 def _run(rules: list[Rule], ctx: Context) -> list[Recommendation]:

@@ -411,7 +411,8 @@ def _attach_pool_kstats(
     files: HostFiles, pools: list[Pool], datasets: list[Dataset], rec: _Recorder, cache: CollectCache | None
 ) -> tuple[list[Pool], list[Dataset]]:
     """Copies of `pools` and `datasets` with their kstats read now (the originals stay as they are)."""
-    fresh_pools, io_by_dataset = [], {}
+    fresh_pools: list[Pool] = []
+    io_by_dataset: dict[str, KStat] = {}
     objsets = cache.objsets if cache is not None else None
     if objsets is not None:  # forget the objsets of pools that are gone
         live = tuple(f"{kstat_source.KSTAT_DIR}/{p.name}/" for p in pools)

@@ -47,12 +47,12 @@ def parse_named_kstat(text: str) -> KStat:
     try:
         values = {interned(name): raw if kind in _STRING_TYPES else int(raw) for name, kind, raw in rows}
     except ValueError:
-        bad = next((n, r) for n, k, r in rows if k not in _STRING_TYPES and not _is_int(r))
-        raise KStatFormatError(f"{bad[0]}: value {shown(bad[1])} is not an integer") from None
+        not_int = next((n, r) for n, k, r in rows if k not in _STRING_TYPES and not _is_int(r))
+        raise KStatFormatError(f"{not_int[0]}: value {shown(not_int[1])} is not an integer") from None
     numbers = [v for v in values.values() if type(v) is int]
     if numbers and not (INT_MIN <= min(numbers) and max(numbers) <= INT_MAX):
-        bad = next((n, v) for n, v in values.items() if type(v) is int and not INT_MIN <= v <= INT_MAX)
-        raise KStatFormatError(f"{bad[0]}: value {bad[1]} is out of the 64-bit range of a kstat")
+        too_big = next((n, v) for n, v in values.items() if type(v) is int and not INT_MIN <= v <= INT_MAX)
+        raise KStatFormatError(f"{too_big[0]}: value {too_big[1]} is out of the 64-bit range of a kstat")
     declared = header.split()[3:4]  # ks_ndata: how many rows follow
     if not declared or not declared[0].isdigit() or int(declared[0]) != len(rows):
         raise KStatFormatError(f"header {shown(header)} does not announce the {len(rows)} rows that follow (cut short?)")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Iterator
+from typing import Iterator, TypeVar
 
 # The widest integer a kstat or a counter can hold (uint64).
 INT_MIN, INT_MAX = -(2**63), 2**64 - 1
@@ -78,13 +78,15 @@ def lines_in_blocks(text: str, block: int = 1 << 20) -> Iterator[str]:
         start = cut
 
 
+V = TypeVar("V")
+
 # Classes whose instances' attribute dicts share one key table, one class per tuple of names.
 _ROW_CLASSES: dict[tuple[str, ...], type] = {}
 _MAX_ROW_CLASSES = 64
 _MAX_SHARED_KEYS = 30  # CPython shares at most 30 keys (SHARED_KEYS_MAX_SIZE, Objects/dictobject.c)
 
 
-def compact_dict(items: dict[str, object]) -> dict[str, object]:
+def compact_dict(items: dict[str, V]) -> dict[str, V]:
     """The same mapping as a dict whose key table is shared with every other dict of the same
     names in the same order (CPython's split-table dicts, PEP 412): at 10,000 datasets, one
     properties dict and one I/O counter dict each, about 830 bytes a dict become 300.

@@ -106,7 +106,8 @@ def read_objsets(
         digest = _digest(text)
         if cached is not None and cached[0] == digest:
             found[cached[1]] = cached[2]
-            cache[path] = cached  # type: ignore[index]  (previous is empty without a cache)
+            if cache is not None:  # always: `previous` is empty without a cache
+                cache[path] = cached
             continue
         try:
             kstat = parse_named_kstat(text)

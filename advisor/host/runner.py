@@ -10,7 +10,7 @@ import asyncio
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 # A command that could not run at all: same code a shell uses for "not found".
 EXIT_NOT_FOUND = 127
@@ -119,7 +119,7 @@ class ReplayRunner(CommandRunner):
     10.8 MB of text that a live host does not hold between two runs either.
     """
 
-    def __init__(self, results: list[CommandResult] = (),  # type: ignore[assignment]
+    def __init__(self, results: Sequence[CommandResult] = (),
                  lazy: Mapping[tuple[str, ...], Callable[[], CommandResult]] | None = None):
         super().__init__()
         self._by_argv: dict[tuple[str, ...], CommandResult | Callable[[], CommandResult]] = {

@@ -59,11 +59,14 @@ def parse_zdb_top_level(stdout: str) -> list[dict[str, str]]:
     return children
 
 
+# alloc_bias of a vdev that is not a data vdev (log devices say is_log instead)
+_BIASES: dict[str, VdevGroup] = {"special": "special", "dedup": "dedup"}
+
+
 def _group(child: dict[str, str]) -> VdevGroup:
     if child.get("is_log") == "1":
         return "log"
-    bias = child.get("alloc_bias")
-    return bias if bias in ("special", "dedup") else "data"  # type: ignore[return-value]
+    return _BIASES.get(child.get("alloc_bias", ""), "data")
 
 
 def parse_zdb_ashift(stdout: str) -> dict[VdevGroup, list[int | None]]:

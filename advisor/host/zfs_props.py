@@ -5,10 +5,13 @@ One call for every filesystem and volume, a fixed property list (asking for
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Literal, Sequence
 
 from advisor.facts import Dataset, Property, fields_set
 from advisor.host.parsing import INT_MAX, ParseError, compact_dict, interned, lines_in_blocks, shown, whole_lines
+
+# the `type` values of the datasets advised on (Dataset.type)
+_DATASET_TYPES: dict[str, Literal["filesystem", "volume"]] = {"filesystem": "filesystem", "volume": "volume"}
 
 # Present in every OpenZFS >= 2.1 (an unknown name fails the whole call).
 TUNING_PROPERTIES = (
@@ -98,8 +101,8 @@ def parse_zfs_get(stdout: str, previous: Sequence[Dataset] = (), properties: Seq
     _check_every_row(props, properties)
     datasets = []
     for name, p in props.items():
-        kind = p["type"].value if "type" in p else "filesystem"
-        if kind not in ("filesystem", "volume"):
+        kind = _DATASET_TYPES.get(p["type"].value if "type" in p else "filesystem")
+        if kind is None:  # another type (zfs_get_argv asks for these two only)
             continue
         old = before.get(name)
         if old is not None and old.type == kind and _same_objects(old.properties, p):

@@ -138,8 +138,7 @@ def _parse_histograms(stdout: str, unit: str, series: tuple[str, ...]) -> dict[s
                 pool = current
             if pool is None:
                 raise ParseError(f"histogram for {shown(current)} before any pool")
-            key = (pool, current)
-            order.append(key)
+            order.append((pool, current))
             rows[f"{pool}\0{current}"] = []
             bounds[f"{pool}\0{current}"] = []
             continue

@@ -218,6 +218,9 @@ _JSON_GROUPS: dict[str, VdevGroup] = {
     "l2cache": "cache",
     "spares": "spare",
 }
+# the pool's keys that hold the vdevs of a group other than data
+_JSON_POOL_GROUPS: tuple[tuple[str, VdevGroup], ...] = (
+    ("logs", "log"), ("special", "special"), ("dedup", "dedup"), ("l2cache", "cache"), ("spares", "spare"))
 _JSON_SCAN_STATES = {"SCANNING": "scanning", "FINISHED": "finished", "CANCELED": "canceled"}
 
 
@@ -298,8 +301,7 @@ def _json_pools(document: dict) -> list[PoolStatus]:
             raise ParseError(f"pool {shown(name)}: no vdev tree in JSON")
         root = _json_vdev(tree, "data")
         root.type = "root"
-        for key, group in (("logs", "log"), ("special", "special"), ("dedup", "dedup"),
-                           ("l2cache", "cache"), ("spares", "spare")):
+        for key, group in _JSON_POOL_GROUPS:
             for child in (pool.get(key) or {}).values():
                 root.children.append(_json_vdev(child, group))
         errors = pool.get("error_count")

@@ -61,7 +61,7 @@ def _count(text: Any) -> int:
     return n
 
 
-def _choice(value: str | None, valid: tuple, what: str, default: Any) -> Any:
+def _choice(value: str | int | None, valid: tuple, what: str, default: Any) -> Any:
     if value is None or value == "":
         return default
     for v in valid:

@@ -149,7 +149,7 @@ def _by_lab_run(samples: list[Sample]) -> list[list[Sample]]:
 
 def _final(recs: list[Recommendation], dataset: str, start: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
     """(the recordsize and compression after every change, each parameter's status)."""
-    final, statuses = dict(start), {}
+    final, statuses = dict(start), dict[str, str]()
     for r in recs:
         if r.dataset == dataset and r.parameter in final and r.kind == "setting":
             statuses[r.parameter] = r.status
@@ -167,7 +167,8 @@ class Grid:
         self.base = next(k for k, v in self.by_key.items() if v[0].obs.baseline)
         self.best = oracle(self.by_key)
         pooled = pooled_log_sd([math.exp(s.y_perf) for s in v] for v in self.by_key.values())
-        self.sd, self.dof = pooled if pooled else (None, 0)
+        self.sd: float | None = pooled[0] if pooled else None
+        self.dof = pooled[1] if pooled else 0
 
     def key(self, recordsize: str, compression: str) -> tuple | None:
         """The grid's setting for a (recordsize, compression), None when it was not measured."""
@@ -244,10 +245,10 @@ def evaluate_answers(model_factory: Callable[[], Any], prior: list[Sample], rows
         for start_name, recordsize in (("default", DEFAULTS["recordsize"]), ("common", common_value(workload))):
             # a new dataset <pool>/<workload> inherits the defaults; the other exists at the common value
             if start_name == "default":
-                asked, dataset, where = host, f"{POOL}/{workload_name}", {"pool": POOL}
+                asked, dataset, pool, named = host, f"{POOL}/{workload_name}", POOL, None
             else:
                 dataset = f"{POOL}/eval-{workload_name}"
-                asked, where = _with_dataset(host, dataset, recordsize), {"dataset": dataset}
+                asked, pool, named = _with_dataset(host, dataset, recordsize), None, dataset
             start = {"recordsize": format_size(parse_size(recordsize)), "compression": DEFAULTS["compression"]}
             unprobed = None
             # 0 first: MEASURE follows the command the answer without probes gives
@@ -258,7 +259,7 @@ def evaluate_answers(model_factory: Callable[[], Any], prior: list[Sample], rows
                         _store_rows(state, host, workload, runs, rows)
                     provider = _HeldOutProvider(state, book, model, training, f"held-out {held}")
                     answer = recommend(asked, book, workload_name, measured=stored_evidence(state),
-                                       predicted=provider.lookup(asked), **where)
+                                       predicted=provider.lookup(asked), pool=pool, dataset=named)
                 if budget == 0:
                     unprobed = answer.recommendations
                     if 0 not in budgets:

@@ -60,7 +60,8 @@ def samples(observations: Iterable[Observation]) -> list[Sample]:
         for o in rows:
             base_perf, base_p99 = by_run[o.run] or cell_base
             y_p99 = math.log(o.write_p99 / base_p99) if o.write_p99 and base_p99 else None
-            out.append(Sample(o, math.log(o.perf / base_perf), y_p99))  # type: ignore[operator]
+            if o.perf is not None:  # always: by_cell holds measured rows only
+                out.append(Sample(o, math.log(o.perf / base_perf), y_p99))
     return out
 
 
@@ -69,7 +70,8 @@ def _baseline(base: list[Observation]) -> tuple[float, float | None] | None:
     if not base:
         return None
     p99s = [o.write_p99 for o in base if o.write_p99]
-    return statistics.fmean(o.perf for o in base), (statistics.fmean(p99s) if p99s else None)  # type: ignore[misc]
+    perfs = [o.perf for o in base if o.perf is not None]  # all of them: samples() keeps measured rows only
+    return statistics.fmean(perfs), (statistics.fmean(p99s) if p99s else None)
 
 
 def cells(items: Iterable[Sample]) -> dict[str, list[Sample]]:

@@ -15,11 +15,15 @@ import copy
 import math
 import statistics
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from advisor.engine.measured import WRITE_P99_TOLERANCE
 from advisor.model.dataset import Sample, cells
 from advisor.model.features import Observation
 from advisor.model.select import next_candidates, pick, settings_key
+
+if TYPE_CHECKING:  # imported where used: numpy
+    from advisor.model.gp import FittedGP, GPPredictor
 
 
 @dataclass
@@ -97,6 +101,7 @@ class ShippedFit:
     the held-out cell's included, so it flatters the held-out cell a little; a real refit
     (`MODELS["gp"]`) is the honest check."""
     name = "gp (shipped fit)"
+    fitted: GPPredictor  # set by fit()
 
     def __init__(self, predictor, prior: list[Sample]):
         self.predictor, self.prior = predictor, prior
@@ -108,7 +113,7 @@ class ShippedFit:
 
         kept = {s.obs.cell for s in rows}
 
-        def without(perf, p99, of):
+        def without(perf: FittedGP, p99: FittedGP | None, of: list[Sample]) -> tuple[FittedGP, FittedGP | None]:
             with_p99 = [s for s in of if s.y_p99 is not None]
             mask = lambda items: np.array([s.obs.cell in kept for s in items])  # noqa: E731
             return conditioned_on(perf, mask(of)), conditioned_on(p99, mask(with_p99)) if p99 is not None else None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any, Mapping, TypedDict
 
 from advisor.engine.units import parse_size
 from advisor.probe.arc import disk_read_equivalent
@@ -266,7 +266,14 @@ def from_csv_row(row: Mapping[str, str]) -> Observation:
 
 
 # --- from this host: the store's probe results and the pool's facts ----------------------------
-def job_shape(job: str) -> dict[str, int]:
+class JobShape(TypedDict):
+    """The fio job's part of an Observation."""
+    fsync_every: int
+    iodepth: int
+    numjobs: int
+
+
+def job_shape(job: str) -> JobShape:
     """fsync_every (the smallest fsync/fdatasync interval of any section, 0 if none), iodepth
     (the largest) and numjobs (summed over the sections) of a fio job file's text."""
     sections: dict[str, dict[str, str]] = {}
@@ -279,7 +286,8 @@ def job_shape(job: str) -> dict[str, int]:
             key, value = line.split("=", 1)
             current[key.strip()] = value.strip()
     glob = sections.pop("global", {})
-    fsync, depth, jobs = [], 1, 0
+    fsync: list[int] = []
+    depth, jobs = 1, 0
     for opts in sections.values() or [{}]:
         merged = {**glob, **opts}
         for key in ("fsync", "fdatasync"):

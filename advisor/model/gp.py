@@ -207,7 +207,6 @@ class GPPredictor:
         perf = condition(perf_gp, [s.obs for s in local], [s.y_perf for s in local], queries, self.deviation)
         p99 = None
         if p99_gp is not None:
-            loc = [s for s in local if s.y_p99 is not None]
-            p99 = condition(p99_gp, [s.obs for s in loc], [s.y_p99 for s in loc],  # type: ignore[misc]
-                            queries, self.deviation)
+            loc = [(s.obs, s.y_p99) for s in local if s.y_p99 is not None]
+            p99 = condition(p99_gp, [o for o, _ in loc], [y for _, y in loc], queries, self.deviation)
         return Prediction(perf, p99)

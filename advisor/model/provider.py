@@ -17,7 +17,7 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from advisor.engine.loader import RuleBook
 from advisor.engine.models import ModelStatus
@@ -177,9 +177,9 @@ class ModelProvider:
             return local[0].obs.with_candidate("recordsize", DEFAULTS["recordsize"])
         if descriptor is None:
             facts = host.pool(pool) if host is not None else None
-            if facts is None:
+            if host is None or facts is None:
                 return None
-            descriptor = describe_pool(facts, host.disks)  # type: ignore[union-attr]
+            descriptor = describe_pool(facts, host.disks)
         params = dict(params or {})
         role = params.pop("role", None)
         try:
@@ -234,7 +234,7 @@ class ModelProvider:
 
         return predict
 
-    def predict(self, pool: str, workload_name: str, parameter: str, extra: list[str] = (),  # type: ignore[assignment]
+    def predict(self, pool: str, workload_name: str, parameter: str, extra: Sequence[str] = (),
                 params: dict[str, str] | None = None, host: Host | None = None,
                 descriptor: dict | None = None) -> ParameterPrediction | None:
         workload = self.book.workloads.get(workload_name)

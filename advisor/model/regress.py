@@ -207,7 +207,7 @@ class GPHddLinearMean(GPModel):
     """Model version 7: the linear mean over the HDD busiest disk's reads alone; evaluated beside
     the shipped one (docs/model.md), not what the service uses."""
     name = "gp-hdd-linear-mean"
-    linear_features = ("log2_hdd_busiest_disk_vs_default",)
+    linear_features: tuple[str, ...] = ("log2_hdd_busiest_disk_vs_default",)
 
 
 class GPWithWidth(GPHddLinearMean):

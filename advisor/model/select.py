@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from advisor.engine.measured import WRITE_P99_TOLERANCE
 from advisor.model.dataset import Sample
 from advisor.model.features import Observation
+
+if TYPE_CHECKING:  # gp.py needs numpy, which the service without the model does not import
+    from advisor.model.gp import Prediction
 
 LOG_P99_LIMIT = math.log(WRITE_P99_TOLERANCE)
 # How many standard deviations of its predicted effect a candidate must clear to be picked over
@@ -40,7 +43,7 @@ LEAP = -math.inf
 
 
 class Model(Protocol):
-    def predict(self, local: list[Sample], queries: list[Observation]): ...
+    def predict(self, local: list[Sample], queries: list[Observation]) -> Prediction: ...
 
 
 def _phi(z: float) -> float:
@@ -81,7 +84,7 @@ def _base_index(candidates: list[Observation]) -> int | None:
     return next((i for i, c in enumerate(candidates) if c.baseline), None)
 
 
-def pick_score(prediction, i: int, base: int | None, caution: float = None) -> float:  # type: ignore[assignment]
+def pick_score(prediction, i: int, base: int | None, caution: float | None = None) -> float:
     """A lower confidence bound of the candidate's effect against the default: its predicted
     mean less `caution` standard deviations of the difference (the default scores 0)."""
     caution = CAUTION if caution is None else caution
@@ -116,7 +119,7 @@ def choose(prediction, candidates: list[Observation], probed: set[tuple], cautio
 
 
 def pick(model: Model, local: list[Sample], candidates: list[Observation],
-         caution: float | None = None, leap: float | None = None) -> tuple[int, object]:
+         caution: float | None = None, leap: float | None = None) -> tuple[int, Prediction]:
     """(index of the candidate to recommend, the posterior it was chosen from)."""
     prediction = model.predict(local, candidates)
     probed = {settings_key(s.obs) for s in local}
@@ -132,11 +135,11 @@ def next_candidates(model: Model, local: list[Sample], candidates: list[Observat
     chosen: list[Observation] = []
     believed = list(local)
     if budget > 0 and not any(s.obs.baseline for s in local):
-        base = next((c for c in todo if c.baseline), None)
-        if base is not None:
-            chosen.append(base)
-            todo.remove(base)
-            believed.append(Sample(replace(base, repeat=-1), 0.0, 0.0))
+        baseline = next((c for c in todo if c.baseline), None)
+        if baseline is not None:
+            chosen.append(baseline)
+            todo.remove(baseline)
+            believed.append(Sample(replace(baseline, repeat=-1), 0.0, 0.0))
     while len(chosen) < budget and todo:
         # the default is predicted with them: write p99 is judged against it
         extra = [default] if default is not None and default not in todo else []

@@ -2,6 +2,7 @@
 the error page. Each is a function of what advisor.page.gather read; all text is escaped here."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from advisor.engine.models import PoolInfo
@@ -54,7 +55,7 @@ def _probes_section(stored: Stored, host: Host, pool: str | None = None) -> str:
 
 
 def overview(host: Host, pools: list[PoolInfo], general: dict[str, Answer], datasets: list[DatasetAnswer],
-             missing: list[tuple[str, str]], stored: Stored, changes: list[dict[str, Any]] = ()) -> str:
+             missing: list[tuple[str, str]], stored: Stored, changes: Sequence[dict[str, Any]] = ()) -> str:
     rows = [[link(pool_href(p.name), p.name), _health(p.health), esc(size(p.size_bytes)), esc(percent(p.capacity_ratio)),
              esc(percent(p.fragmentation_ratio)), esc(p.media or "-"), esc(p.layout or "-"), esc(len(p.datasets)),
              _open_count(general[p.name]), "yes" if p.name in stored.efficiency else "-"] for p in pools]
@@ -142,7 +143,7 @@ def _efficiency(report: Any) -> str:
 
 
 def pool_page(host: Host, pool: Pool, info: PoolInfo, general: Answer, datasets: list[DatasetAnswer],
-              workloads: dict[str, str], stored: Stored, changes: list[dict[str, Any]] = ()) -> str:
+              workloads: dict[str, str], stored: Stored, changes: Sequence[dict[str, Any]] = ()) -> str:
     shown: set[tuple] = set()
     answers = {d.dataset: d for d in datasets}
     body = [f"<h1>Pool {esc(pool.name)}</h1>", _host_line(host), _pool_facts(pool, info),
@@ -193,7 +194,7 @@ def probe_page(host: Host, found: ProbeRun) -> str:
     return document(f"probe run {run.id}", "".join(body))
 
 
-def error_page(status: int, reason: str, valid: list[tuple[str, str]] = ()) -> str:
+def error_page(status: int, reason: str, valid: Sequence[tuple[str, str]] = ()) -> str:
     """`valid`: (href, text) of the pages that do exist."""
     items = "".join(f"<li>{link(href, text)}</li>" for href, text in valid)
     return document(f"{status}", f"<h1>{esc(status)}</h1><p>{esc(reason)}</p>"

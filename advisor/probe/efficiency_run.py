@@ -140,16 +140,16 @@ async def measure(pool_name: str, descriptor: dict[str, Any], runner: CommandRun
             per_byte = at_disks / asked if asked else None
             measured = metrics.bandwidth_bytes_per_second
             pool_rate = at_disks / window if direction == "read" and window > 0 else measured
-            expected = expected_bandwidth(descriptor, raw, direction)  # type: ignore[arg-type]
+            expected = expected_bandwidth(descriptor, raw, direction)
             ratio = pool_rate / expected if expected else 0.0
             reader = measured / expected if expected else None
             synced = txgs.sync_bytes_per_second if txgs else None
             sync_ratio = synced / expected if synced is not None and expected else None
-            results.append(Efficiency(test=f"seq-{direction}", direction=direction,  # type: ignore[arg-type]
+            results.append(Efficiency(test=f"seq-{direction}", direction=direction,
                                       measured_bytes_per_second=measured, measured=pool_rate, expected=expected,
                                       pool_bytes_per_second=pool_rate, expected_bytes_per_second=expected,
-                                      ratio=ratio, expectation=layout_rule(descriptor, direction),  # type: ignore[arg-type]
-                                      diagnosis=diagnose(direction, ratio, descriptor, busy, cpu_busy,  # type: ignore[arg-type]
+                                      ratio=ratio, expectation=layout_rule(descriptor, direction),
+                                      diagnosis=diagnose(direction, ratio, descriptor, busy, cpu_busy,
                                                          per_byte, reader, txgs, window, sync_ratio, threads),
                                       cpu_busy_ratio=cpu_busy, disk_bytes_per_byte=per_byte, txgs=txgs,
                                       sync_ratio=sync_ratio, threads=threads))

@@ -124,11 +124,12 @@ def summarize(parameter: str, rows: list[ResultRow]) -> ParameterEvidence:
                            best=candidates[0].value, pool=rows[-1].pool, candidates=candidates,
                            repeat_log_sd=sd, degrees_of_freedom=dof)
     base = next((c for c in candidates if c.baseline), None)
-    for c in candidates if base is not None else []:
-        found = ev.ratio(c, base)
-        if found is not None:
-            c.effect_ratio, c.effect_interval = found
-            c.distinguishable = ev.separated(c, base)
+    if base is not None:
+        for c in candidates:
+            found = ev.ratio(c, base)
+            if found is not None:
+                c.effect_ratio, c.effect_interval = found
+                c.distinguishable = ev.separated(c, base)
     return ev
 
 

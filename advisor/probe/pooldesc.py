@@ -21,7 +21,7 @@ class PoolUnavailable(Exception):
 
 def describe_pool(pool: Pool, disks: list[Disk]) -> dict[str, Any]:
     by_name = {d.name: d for d in disks}
-    vdevs = []
+    vdevs: list[dict[str, Any]] = []
     for top in pool.top_level_vdevs("data"):
         leaves = top.leaves() or [top]
         vdevs.append({

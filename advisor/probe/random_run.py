@@ -94,9 +94,9 @@ async def measure_random(pool_name: str, descriptor: dict[str, Any], runner: Com
         for kind in ("read", "sync", "async"):
             for jobs in LEVELS:
                 jobfile = workdir / f"random-{kind}-{jobs}.fio"
-                jobfile.write_text(random_job(mountpoint, kind, file_bytes, jobs, seconds,  # type: ignore[arg-type]
+                jobfile.write_text(random_job(mountpoint, kind, file_bytes, jobs, seconds,
                                               write_bytes=file_bytes // 4), encoding="utf-8")
-                levels.setdefault(kind, []).append(  # type: ignore[index]
+                levels.setdefault(kind, []).append(
                     await _level(runner, files, jobfile, watch, thresholds, deadline, pool_name, members, jobs,
                                  kind != "read"))
                 if kind != "read":

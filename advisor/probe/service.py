@@ -29,7 +29,7 @@ from advisor.probe.foreground import foreground_rate, foreground_watch
 from advisor.probe.safety import ProbeLock, Thresholds, UnsafeToProbe, check_pool
 from advisor.probe.scratch import DEFAULT_NAME, ScratchArea, ScratchError
 from advisor.store.db import connect
-from advisor.store.probes import ProbeStore, RunRow
+from advisor.store.probes import ProbeStore, RunRow, RunStatus
 
 log = logging.getLogger("advisor.probe")
 DAY_SECONDS = 86400.0
@@ -164,7 +164,7 @@ class ProbeService:
              per_repeat: bool) -> tuple[list[Candidate], list[Candidate], int | None]:
         """(chosen, dropped, fio runtime): the most candidates, in order, whose repeats fit the
         budget; runtime None when not even two do."""
-        chosen, dropped = list(candidates), []
+        chosen, dropped = list(candidates), list[Candidate]()
         while len(chosen) >= 2:
             runtime = fit_runtime(budget.seconds, len(chosen), self.config.repeats, self.config.ramp_seconds,
                                   working_set, self.config.longest_runtime_seconds,
@@ -222,7 +222,9 @@ class ProbeService:
             guard = ParamGuard(ModuleParams(self.files), self.store, run_id)
             workdir = self.config.state_dir / "probe-work"
             workdir.mkdir(parents=True, exist_ok=True)
-            status, reason, stopped = "failed", None, None
+            status: RunStatus = "failed"
+            reason: str | None = None
+            stopped: float | None = None
             try:
                 await PlanRunner(plan, workload, run_id, self.store, self.runner, self.files, scratch, guard,
                                  self.config.thresholds, workdir, descriptor, progress).run()
@@ -242,8 +244,11 @@ class ProbeService:
                     problems.append(str(exc))
                 if problems:
                     reason = "; ".join(filter(None, [reason, "clean-up: " + "; ".join(problems)]))
-                self.store.end_run(run_id, status, reason, stopped)  # type: ignore[arg-type]
-            return self.store.run(run_id)  # type: ignore[return-value]
+                self.store.end_run(run_id, status, reason, stopped)
+            ended = self.store.run(run_id)
+            if ended is None:  # never: the run's row was written above
+                raise ProbeFailed(f"run {run_id} is missing from the store")
+            return ended
 
     async def efficiency(self, pool: str, seconds: int = 10, file_bytes: int = 256 << 20,
                          tests: EfficiencyTests = "all") -> dict[str, object]:
@@ -337,12 +342,11 @@ class ProbeService:
         if pools is None:
             out = await self.runner.run(["zpool", "list", "-H", "-o", "name"])
             pools = out.stdout.split() if out.ok else []
-        report: dict[str, object] = {"pools": {}}
+        by_pool: dict[str, object] = {}
         for pool in pools:
             with ProbeLock(self.config.state_dir, pool):
-                found = await self._recover_locked(pool)
-            report["pools"][pool] = found  # type: ignore[index]
-        return report
+                by_pool[pool] = await self._recover_locked(pool)
+        return {"pools": by_pool}
 
     async def _recover_locked(self, pool: str) -> dict[str, object]:
         """Holding the pool's lock (and the module parameter lock): nothing else is probing."""

@@ -268,7 +268,7 @@ def _statements(script: str) -> list[str]:
 def store_stamp(state_dir: str | os.PathLike[str]) -> tuple:
     """What changes when a probe writes results (the database and its write-ahead log): part of
     the key of answers cached per collection (/recommend, the page)."""
-    stamp = []
+    stamp: list[tuple[int, int] | None] = []
     for name in (DB_FILE, DB_FILE + "-wal"):
         try:
             st = (Path(state_dir) / name).stat()

@@ -99,7 +99,7 @@ class ProbeStore:
             " VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
             (pool, workload, role, time.time(), json.dumps(budget), json.dumps(plan),
              json.dumps(pool_descriptor) if pool_descriptor is not None else None, socket.gethostname(), os.getpid()))
-        return int(cur.lastrowid)
+        return _inserted(cur)
 
     def queue_run(self, pool: str, workload: str, role: str | None, budget: dict, request: dict) -> int:
         """A run asked for (POST /v1/probes), for the prober to plan and start: status 'queued'."""
@@ -108,7 +108,7 @@ class ProbeStore:
             "INSERT INTO probe_runs (pool, workload, role, status, started_at, budget_json, plan_json, queued_at,"
             " request_json) VALUES (?, ?, ?, 'queued', ?, ?, '[]', ?, ?)",
             (pool, workload, role, now, json.dumps(budget), now, json.dumps(request)))
-        return int(cur.lastrowid)
+        return _inserted(cur)
 
     def queued(self) -> list[RunRow]:
         """Queued runs, oldest first."""
@@ -171,7 +171,7 @@ class ProbeStore:
         return _run(row) if row else None
 
     def runs(self, pool: str | None = None, workload: str | None = None, limit: int = 100) -> list[RunRow]:
-        sql, args = "SELECT * FROM probe_runs WHERE 1=1", []
+        sql, args = "SELECT * FROM probe_runs WHERE 1=1", list[str]()
         if pool:
             sql, args = sql + " AND pool = ?", [*args, pool]
         if workload:
@@ -239,7 +239,7 @@ class ProbeStore:
         """`measured_at`: when it was measured (default now)."""
         cur = self.conn.execute("INSERT INTO efficiency_reports (pool, measured_at, report_json) VALUES (?, ?, ?)",
                                 (pool, time.time() if measured_at is None else measured_at, json.dumps(report)))
-        return int(cur.lastrowid)
+        return _inserted(cur)
 
     def efficiency(self, pool: str) -> dict[str, Any] | None:
         row = self.conn.execute("SELECT report_json FROM efficiency_reports WHERE pool = ? ORDER BY id DESC LIMIT 1",
@@ -255,6 +255,13 @@ class ProbeStore:
         if pool is not None:
             sql, args = sql + " AND e.pool = ?", (pool,)
         return [(r[0], float(r[1]), r[2]) for r in self.conn.execute(sql + " ORDER BY e.pool", args)]
+
+
+def _inserted(cur: sqlite3.Cursor) -> int:
+    """The id of the row an INSERT added (sqlite3 sets lastrowid after every INSERT)."""
+    if cur.lastrowid is None:
+        raise sqlite3.InterfaceError("the INSERT added no row")
+    return cur.lastrowid
 
 
 def _run(row: sqlite3.Row) -> RunRow:
