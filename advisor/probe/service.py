@@ -7,7 +7,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 from pathlib import Path
 
 from advisor.engine.loader import RuleBook
@@ -41,7 +41,7 @@ EFFICIENCY_RUN_ID = 0
 
 
 EfficiencyTests = Literal["all", "sequential", "random"]
-EFFICIENCY_TESTS: tuple[EfficiencyTests, ...] = ("all", "sequential", "random")
+EFFICIENCY_TESTS: tuple[EfficiencyTests, ...] = get_args(EfficiencyTests)
 # A budget's share per timed fio run: sequential has three (raw read, write, read) and room for
 # laying out; random eight (raw 4K and recordsize, reads and sync writes at three levels) and
 # room for the layout and the async writes, which write an amount rather than for a time.
