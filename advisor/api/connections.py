@@ -16,6 +16,10 @@ accepting for a second at a time, and /healthz waited 9 s). So the count is kept
   accepted in one go), new connections wait in the kernel's queue too: refused, a health check
   sent right after a burst of 1,100 half-sent requests got a reset on a loaded 2-core machine;
   closing the young ones instead would close each before it could send its request;
+* connections accepted in the last ARRIVAL_SECONDS that have not reached the server yet (the
+  loop makes them a turn or two after accept()) will be idle ones: while there are such, a new
+  connection waits in the kernel's queue as well. Refused instead, a health check queued right
+  behind a burst that the loop accepted in one go got a reset (CI, a loaded 2-core machine);
 * when none can be closed (every connection is serving a request), the new connection is
   closed at once, right after accept(): it costs the client a reset and the service nothing;
 * refusals are logged at most once a minute, with the count of the others.
@@ -50,6 +54,9 @@ BACKLOG = 1024
 REFUSE_PER_WAKE = 256
 # At the limit, an idle connection younger than this is not closed for a new one.
 MIN_IDLE_AGE_SECONDS = 0.1
+# Accepted connections count as on their way to the server (as idle ones to come) this long: a
+# TLS handshake that never ends is not waited for beyond it.
+ARRIVAL_SECONDS = 1.0
 
 
 def default_max_connections() -> int:
@@ -67,10 +74,16 @@ class IdleConnections(Protocol):
     def close_oldest_idle(self) -> None:
         """Close the oldest of them at once."""
 
+    def made(self) -> int:
+        """How many connections have reached the server and not left it (any state)."""
+
 
 class _NoneIdle:
     def oldest_idle_since(self) -> float | None:
         return None
+
+    def made(self) -> int:
+        return 0
 
     def close_oldest_idle(self) -> None:
         pass
@@ -79,7 +92,7 @@ class _NoneIdle:
 class Verdict(Enum):
     ADMIT = "admit"        # below the limit
     REPLACE = "replace"    # at the limit: the oldest idle connection closes for the new one
-    WAIT = "wait"          # at the limit, the idle ones too young: leave it in the kernel's queue
+    WAIT = "wait"          # at the limit, the idle ones too young or on their way: leave it in the kernel's queue
     REFUSE = "refuse"      # at the limit, none idle: accept() and close it
 
 
@@ -92,6 +105,7 @@ class ConnectionGuard:
         self.idle: IdleConnections = idle or _NoneIdle()
         self.open = 0
         self.refused = 0
+        self.last_accepted = float("-inf")  # time.monotonic() of the last accept()
 
     @property
     def closing(self) -> bool:
@@ -104,8 +118,12 @@ class ConnectionGuard:
             return Verdict.ADMIT
         since = self.idle.oldest_idle_since()
         if since is None:
-            return Verdict.REFUSE
+            return Verdict.WAIT if self._arriving() else Verdict.REFUSE
         return Verdict.REPLACE if time.monotonic() - since >= MIN_IDLE_AGE_SECONDS else Verdict.WAIT
+
+    def _arriving(self) -> bool:
+        """Connections accepted lately have not reached the server yet: idle ones to come."""
+        return self.open > self.idle.made() and time.monotonic() - self.last_accepted < ARRIVAL_SECONDS
 
     def replace(self) -> None:
         self.idle.close_oldest_idle()
@@ -173,6 +191,7 @@ class _GuardedListener(socket.socket):
             conn = _CountedSocket(self.family, self.type, self.proto, fileno=fd)
             conn._guard = self.guard
             self.guard.open += 1
+            self.guard.last_accepted = time.monotonic()
             return conn, address
         raise BlockingIOError
 

@@ -129,6 +129,9 @@ class _JsonErrorServer(web.Server):
         victim = self._oldest_idle()
         return None if victim is None else self._since.get(victim, 0.0)
 
+    def made(self) -> int:
+        return len(self._connections)
+
     def close_oldest_idle(self) -> None:
         victim = self._oldest_idle()
         if victim is not None and victim.transport is not None:  # _oldest_idle: one with a transport

@@ -129,6 +129,40 @@ async def test_connection_cap_closes_the_oldest_idle_connection(tally):
         assert guard.open == 0  # every socket left the count when it closed
 
 
+async def test_a_request_queued_behind_a_burst_is_answered_not_refused(tally):
+    """The whole burst and a health check behind it wait in the kernel's queue before the server
+    gets a turn (a loaded machine): the loop accepts the burst up to the limit in one go, and the
+    health check comes next, while none of those connections has reached the server yet. It is
+    not refused for want of an idle connection (they are on their way); it waits, then takes the
+    place of the oldest idle one."""
+    limit = 8
+    async with serving(create_app(Settings(root=str(SNAPSHOT))), max_connections=limit) as served:
+        held = []
+        for _ in range(limit):  # blocking sockets: the loop gets no turn until the health check is queued too
+            s = socket.create_connection(("127.0.0.1", served.port), timeout=5)
+            s.sendall(HALF)
+            held.append(s)
+        check = socket.create_connection(("127.0.0.1", served.port), timeout=5)
+        check.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        check.setblocking(False)
+        answer = b""
+        try:
+            async with asyncio.timeout(5):
+                loop = asyncio.get_running_loop()
+                while chunk := await loop.sock_recv(check, 65536):
+                    answer += chunk
+        except (ConnectionResetError, TimeoutError) as e:
+            answer = repr(e).encode()
+        finally:
+            check.close()
+            for s in held:
+                s.close()
+        tally.cases()
+        tally.fault(answer.startswith(b"HTTP/1.1 200"))
+        assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+        assert served.runner.guard.refused == 0
+
+
 def test_rate_limited_log_writes_one_line_per_reason_and_counts_the_rest(caplog):
     limited = RateLimitedLog(logging.getLogger("test.ratelimit"), interval=0.2)
     with caplog.at_level(logging.WARNING, logger="test.ratelimit"):
