@@ -51,8 +51,21 @@ WASTED_READS = 1.25
 # reader's rate overstates the disks.  (The ARC's demand hit ratio cannot tell: a read that
 # finds its record prefetched from the disk counts as a hit.)
 FROM_DISKS = 0.9
+# A run that moved less than this (16 of its 1 MiB records) measured its own start, not the pool:
+# in the lab a 5-second read once got one record in 7.4 s while the prefetcher read 128 MiB
+# (zfetch_max_idistance), and four more runs of the same command read 47-51 MB/s.
+MIN_MEASURED_BYTES = 16 << 20
 # One thread at or above this share of a core: the pool waits for that thread (CPU bound on it).
 THREAD_SATURATED = 0.9
+
+
+def too_little_moved(moved_bytes: float, seconds: float) -> str | None:
+    """The diagnosis of a run that moved less than MIN_MEASURED_BYTES, else None."""
+    if moved_bytes >= MIN_MEASURED_BYTES:
+        return None
+    return (f"not a measurement of the pool: fio moved only {moved_bytes / (1 << 20):.1f} MiB in {seconds:.1f} s "
+            f"(under {MIN_MEASURED_BYTES >> 20} MiB, a run's start rather than its pace); run it again, "
+            "with a longer --budget")
 
 
 def raw_read_argv(devices: list[str], seconds: int, block: str = "1M", pattern: RawPattern = "read",

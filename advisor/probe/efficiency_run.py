@@ -21,7 +21,7 @@ from advisor.host.runner import CommandRunner
 from advisor.host.threads import clock_ticks, read_thread_ticks, thread_cpu
 from advisor.host.txgs import read_txgs
 from advisor.probe.efficiency import (Efficiency, diagnose, disk_busy, expected_bandwidth, layout_rule, raw_read_argv,
-                                      raw_read_rates, txgs_during)
+                                      raw_read_rates, too_little_moved, txgs_during)
 from advisor.probe.fio_result import load_fio_json, parse_fio_json
 from advisor.probe.runner import ProbeFailed, commit_pool, run_watched_fio
 from advisor.probe.foreground import foreground_watch
@@ -145,12 +145,14 @@ async def measure(pool_name: str, descriptor: dict[str, Any], runner: CommandRun
             reader = measured / expected if expected else None
             synced = txgs.sync_bytes_per_second if txgs else None
             sync_ratio = synced / expected if synced is not None and expected else None
+            short = too_little_moved(asked, window)
+            diagnosis = [short] if short else diagnose(direction, ratio, descriptor, busy, cpu_busy, per_byte,
+                                                        reader, txgs, window, sync_ratio, threads)
             results.append(Efficiency(test=f"seq-{direction}", direction=direction,
                                       measured_bytes_per_second=measured, measured=pool_rate, expected=expected,
                                       pool_bytes_per_second=pool_rate, expected_bytes_per_second=expected,
                                       ratio=ratio, expectation=layout_rule(descriptor, direction),
-                                      diagnosis=diagnose(direction, ratio, descriptor, busy, cpu_busy,
-                                                         per_byte, reader, txgs, window, sync_ratio, threads),
+                                      diagnosis=diagnosis,
                                       cpu_busy_ratio=cpu_busy, disk_bytes_per_byte=per_byte, txgs=txgs,
                                       sync_ratio=sync_ratio, threads=threads))
             disks[direction] = busy

@@ -8,7 +8,7 @@ import pytest
 from advisor.facts import DiskStats
 from advisor.host.txgs import parse_txgs
 from advisor.probe.efficiency import (TxgsDuring, diagnose, disk_busy, expected_bandwidth, layout_rule, raw_read_argv,
-                                      raw_read_rates, txgs_during)
+                                      raw_read_rates, too_little_moved, txgs_during)
 from advisor.probe.efficiency_run import efficiency_job
 from advisor.probe.runner import arc_hit_ratio
 
@@ -110,6 +110,16 @@ def test_where_a_reader_parts_from_the_disks():
     # reads from memory are named: the pool's rate, taken at the disks, is then low
     short = diagnose("read", 0.5, desc, idle, 0.3, 0.6, 0.83)
     assert "busy only 30%" in short[0] and "the disks read only 60% of the bytes the reader got" in short[-1]
+
+
+def test_a_run_that_moved_a_record_or_two_is_not_a_measurement():
+    # the lab's short read (tests/fixtures/efficiency/PROVENANCE.md): 141,852 B/s over 7.4 s, one record
+    said = too_little_moved(141_852 * 7.4, 7.4)
+    assert said is not None and said.startswith("not a measurement of the pool: fio moved only 1.0 MiB in 7.4 s")
+    assert "--budget" in said
+    assert too_little_moved(15 << 20, 5.0) is not None
+    assert too_little_moved(16 << 20, 5.0) is None  # sixteen 1 MiB records: a pace, not a start
+    assert too_little_moved(49e6 * 5, 5.0) is None  # the same command's other runs: 47-51 MB/s
 
 
 # Recorded in the lab under fio load (tests/fixtures/hosts/PROVENANCE.md): txgs 75-172
