@@ -101,14 +101,15 @@ def _columns(vdev: Vdev, block: int, ashift: int) -> int:
     return min(sectors, vdev.ndata if vdev.type == "draid" else vdev.width - vdev.nparity)
 
 
-def _read_ops(vdev: Vdev, block: int, ashift: int) -> float:
-    """Random reads a vdev serves per I/O its disks each serve."""
+def random_read_disks(vdev: Vdev, block: int, ashift: int) -> float:
+    """Random reads of `block`-sized records a vdev serves per I/O its disks each serve."""
     if vdev.type in ("raidz", "draid"):
         return _members(vdev) / _columns(vdev, block, ashift)
     return vdev.width
 
 
-def _write_ops(vdev: Vdev, block: int, ashift: int) -> float:
+def random_write_disks(vdev: Vdev, block: int, ashift: int) -> float:
+    """Random writes of `block`-sized records a vdev takes per I/O its disks each take."""
     if vdev.type == "raidz":
         return vdev.width / (_columns(vdev, block, ashift) + vdev.nparity)
     if vdev.type == "draid":
@@ -131,8 +132,8 @@ def predict(candidate: Candidate, disks: DiskSpec, recordsize: int, block: int) 
         seq_read_bytes_per_second=sum(_data_disks(v) for v in vdevs) * disks.seq_read_bytes_per_second,
         seq_write_bytes_per_second=sum(_write_disks(v, recordsize, disks.ashift) for v in vdevs)
         * disks.seq_write_bytes_per_second,
-        random_read_iops=None if rr is None else sum(_read_ops(v, block, disks.ashift) for v in vdevs) * rr,
-        random_write_iops=None if rw is None else sum(_write_ops(v, block, disks.ashift) for v in vdevs) * rw,
+        random_read_iops=None if rr is None else sum(random_read_disks(v, block, disks.ashift) for v in vdevs) * rr,
+        random_write_iops=None if rw is None else sum(random_write_disks(v, block, disks.ashift) for v in vdevs) * rw,
         fault_tolerance_any=min(_tolerance(v) for v in vdevs),
         fault_tolerance_best=sum(_tolerance(v) for v in vdevs),
         distributed_spares=sum(v.nspares for v in vdevs),

@@ -36,10 +36,13 @@ from pydantic import BaseModel, model_validator
 
 from advisor.facts import DiskStats, Txg
 from advisor.host.threads import ThreadCpu, group_name
+from advisor.layout.predict import random_read_disks, random_write_disks
+from advisor.layout.space import Vdev
 
 Direction = Literal["read", "write"]
 Pattern = Literal["sequential", "random"]
 RawPattern = Literal["read", "randread"]
+RANDOM_BLOCK = 4096  # the random tests' block, and their scratch dataset's recordsize
 # Disks busy less than this while the pool fell short: the idle time is a cause, named.
 IDLE_DISKS = 0.75
 # at or above this share of its layout's rate, a pool (or its txgs' syncs) lost nothing to explain
@@ -106,14 +109,21 @@ def raw_read_rates(fio_json: dict[str, Any], devices: list[str], key: str = "bw_
     return rates
 
 
-def disks_per_vdev(vdev: dict[str, Any], direction: Direction, pattern: Pattern = "sequential") -> float:
+def disks_per_vdev(vdev: dict[str, Any], direction: Direction, pattern: Pattern = "sequential",
+                   block: int = RANDOM_BLOCK, ashift: int = 12) -> float:
+    """Disks' worth a vdev gives: bytes/s for large sequential I/O, IOPS for random `block`-sized
+    records. A raidz record of one sector lies on one data column (different records on different
+    disks), so small random reads keep every member busy and a write costs its column and the
+    parity; a record that spans the data columns costs them all (about one disk's IOPS): the
+    planner's rules (advisor/layout/predict.py, docs/planner.md)."""
     kind, width = vdev["type"], vdev["width"]
     if kind == "mirror":
         return float(width) if direction == "read" else 1.0
     if kind.startswith("raidz"):
-        if pattern == "random":  # a small block lives on one data column: one disk's IOPS a vdev
-            return 1.0
         parity = vdev.get("nparity") or (int(kind[-1]) if kind[-1].isdigit() else 1)
+        if pattern == "random":
+            shape = Vdev("raidz", width, parity)
+            return (random_read_disks if direction == "read" else random_write_disks)(shape, block, ashift)
         return float(width - parity)
     if kind in ("disk", "file"):
         return 1.0
@@ -129,19 +139,24 @@ def expected_bandwidth(descriptor: dict[str, Any], disk_rate: dict[str, float], 
         rates = [disk_rate[d] for d in vdev["disks"] if d in disk_rate]
         if not rates:
             raise ValueError(f"no raw measurement for the disks of a {vdev['type']} vdev")
-        total += disks_per_vdev(vdev, direction, pattern) * min(rates)
+        total += disks_per_vdev(vdev, direction, pattern, ashift=_ashift(descriptor)) * min(rates)
     return total
+
+
+def _ashift(descriptor: dict[str, Any]) -> int:
+    return descriptor.get("ashift") or 12  # OpenZFS' choice for 4K-sector disks, and the lab's
 
 
 def layout_rule(descriptor: dict[str, Any], direction: Direction, pattern: Pattern = "sequential") -> str:
     """E.g. '2 x mirror of 2: 1 disk each = 2 disks' (how the expectation was formed)."""
     groups: dict[tuple[str, int], list[float]] = {}
     for vdev in descriptor["vdevs"]:
-        groups.setdefault((vdev["type"], vdev["width"]), []).append(disks_per_vdev(vdev, direction, pattern))
-    parts = [f"{len(n)} x {kind} of {width}: {n[0]:g} disk{'s' if n[0] != 1 else ''} each"
+        groups.setdefault((vdev["type"], vdev["width"]), []).append(
+            disks_per_vdev(vdev, direction, pattern, ashift=_ashift(descriptor)))
+    parts = [f"{len(n)} x {kind} of {width}: {n[0]:.3g} disk{'s' if n[0] != 1 else ''} each"
              for (kind, width), n in groups.items()]
     total = sum(sum(n) for n in groups.values())
-    return f"{'; '.join(parts)} = {total:g} disk{'s' if total != 1 else ''}"
+    return f"{'; '.join(parts)} = {total:.3g} disk{'s' if total != 1 else ''}"
 
 
 class TxgsDuring(BaseModel):

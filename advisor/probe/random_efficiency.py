@@ -2,9 +2,11 @@
 
 The disks' IOPS are measured read-only (efficiency.raw_read_argv, pattern "randread", a queue
 deep enough to keep a disk busy); a disk's random write IOPS are taken to be its read IOPS.
-The layout's rule (efficiency.disks_per_vdev, pattern "random"): a mirror reads with every
-side, writes with one disk's worth; a raidz vdev gives about one disk's IOPS; top-level vdevs
-add.  OpenZFS docs, "Workload Tuning"; zpoolconcepts(7).
+The layout's rule (efficiency.disks_per_vdev, pattern "random", the planner's): a mirror reads
+with every side, writes with one disk's worth; a raidz vdev reads a 4K record from its one data
+column, so small random reads keep every member busy (n disks' worth) and a write costs the
+column and the parity (n / (1 + p)); a record spanning the data columns costs about one disk's
+IOPS; top-level vdevs add.  OpenZFS docs, "Workload Tuning", "RAIDZ"; zpoolconcepts(7).
 
 The pool is measured at rising concurrency (fio jobs, one I/O each in flight) in a scratch
 dataset whose recordsize is the block size and whose primarycache is metadata, so reads reach
@@ -20,11 +22,11 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from advisor.host.threads import ThreadCpu
-from advisor.probe.efficiency import IDLE_DISKS, NEAR_LAYOUT, Direction, TxgsDuring, cpu_bound_on
+from advisor.probe.efficiency import IDLE_DISKS, NEAR_LAYOUT, RANDOM_BLOCK, Direction, TxgsDuring, cpu_bound_on
 
 LEVELS = (1, 4, 16)  # fio jobs at once: the concurrency the pool is measured at
 RAW_QUEUE_DEPTH = 32  # per disk in the raw baseline: enough to keep a disk busy
-BLOCK = 4096
+BLOCK = RANDOM_BLOCK
 HOST_CPU_BUSY = 0.85
 DISKS_BUSY = 0.9
 # The disks did this share of their raw random read IOPS or more: at their limit.
