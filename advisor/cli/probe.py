@@ -19,7 +19,7 @@ from advisor.engine.loader import load_rulebook
 from advisor.engine.units import format_size, parse_size
 from advisor.names import InvalidName
 from advisor.probe.candidates import CandidateError, parse_candidate_spec
-from advisor.probe.evidence import ParameterEvidence, summarize
+from advisor.evidence.parameters import ParameterEvidence, summarize
 from advisor.probe.plan import Budget, Plan
 from advisor.probe.modparams import ModuleParamError
 from advisor.probe.runner import ProbeAborted, ProbeFailed, Progress

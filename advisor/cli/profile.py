@@ -23,7 +23,7 @@ from advisor.engine.loader import load_rulebook
 from advisor.logs import setup_logging
 from advisor.probe.profiler import CandidateChooser, Outcome, Profiler, choose_candidates, profiler_config
 from advisor.probe.candidates import Candidate
-from advisor.probe.evidence import ParameterEvidence
+from advisor.evidence.parameters import ParameterEvidence
 from advisor.probe.plan import Plan
 from advisor.probe.service import ProbeConfig, ProbeService
 from advisor.settings import Settings, SettingsError

@@ -46,7 +46,7 @@ from advisor.model.features import DEFAULTS
 from advisor.model.provider import ModelProvider
 from advisor.probe.evidence import stored_evidence
 from advisor.probe.fio_job import Hygiene, build_job
-from advisor.probe.interval import pooled_log_sd, ratio_interval
+from advisor.evidence.interval import pooled_log_sd, ratio_interval
 from advisor.probe.pooldesc import describe_pool
 from advisor.store.db import connect
 from advisor.store.probes import ProbeStore, ResultRow

@@ -26,7 +26,8 @@ from typing import Awaitable, Callable, Literal
 
 from advisor.names import InvalidName
 from advisor.probe.candidates import Candidate, CandidateError, parse_candidate_spec
-from advisor.probe.evidence import ParameterEvidence, evidence
+from advisor.evidence.parameters import ParameterEvidence
+from advisor.probe.evidence import evidence
 from advisor.probe.plan import Budget, Plan
 from advisor.probe.safety import LockBusy, UnsafeToProbe
 from advisor.probe.service import PlanError, ProbeConfig, ProbeService
@@ -47,7 +48,7 @@ def choose_candidates(plan: Plan, history: list[ParameterEvidence]) -> list[Cand
     """Which of the plan's candidates (and those its budget dropped) to measure in this pass.
 
     `history`: what completed probes of this pool and workload measured (latest run per
-    parameter, advisor/probe/evidence.py). Default: the candidates not measured yet, with
+    parameter, advisor/evidence/parameters.py). Default: the candidates not measured yet, with
     their parameter's baseline (effects are ratios within one run); [] when every candidate
     has been measured. Another chooser (expected improvement from a model) has this signature.
     """

@@ -13,11 +13,12 @@ from pathlib import Path
 from advisor.engine.loader import RuleBook
 from advisor.engine.service import TargetError, resolve_params
 from advisor.engine.units import format_size
+from advisor.evidence.parameters import ParameterEvidence
 from advisor.host.files import HostFiles
 from advisor.host.kstat import read_named_kstat
 from advisor.host.runner import CommandRunner
 from advisor.names import check_pool_name
-from advisor.probe import evidence as evidence_module
+from advisor.probe.evidence import evidence
 from advisor.probe.candidates import Candidate, make_candidate, nearest_first, recordsize_grid
 from advisor.probe.fio_job import Hygiene, JobError, build_job
 from advisor.probe.modparams import ModuleParamError, ModuleParams, ParamGuard, restore_leftovers
@@ -375,8 +376,8 @@ class ProbeService:
     def get(self, run_id: int) -> RunRow | None:
         return self.store.run(run_id)
 
-    def evidence(self, pool: str, workload: str) -> list[evidence_module.ParameterEvidence]:
-        return evidence_module.evidence(self.store, pool, workload)
+    def evidence(self, pool: str, workload: str) -> list[ParameterEvidence]:
+        return evidence(self.store, pool, workload)
 
 
 def parse_budget(text: str) -> float:

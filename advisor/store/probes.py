@@ -248,7 +248,7 @@ class ProbeStore:
 
     def latest_efficiency(self, pool: str | None = None) -> list[tuple[str, float, str]]:
         """(pool, measured_at, report JSON as stored) of each pool's latest report (of `pool`'s alone
-        when given), by pool name; the JSON is left to the reader (advisor/probe/efficiency_view.py)."""
+        when given), by pool name; the JSON is left to the reader (advisor/evidence/efficiency.py)."""
         sql = ("SELECT e.pool, e.measured_at, e.report_json FROM efficiency_reports e"
                " WHERE e.id = (SELECT MAX(id) FROM efficiency_reports WHERE pool = e.pool)")
         args: tuple = ()

@@ -9,9 +9,20 @@ import ast
 from pathlib import Path
 
 from support import REPO
-from support.imports import cycles, import_graph, python_files, reaches
+import pytest
+
+from support.imports import closure, cycles, import_graph, outside_imports, package_pairs, python_files, reaches
 
 GRAPH = import_graph()
+
+# What a part of the package must not reach, directly or through the modules it imports: a
+# project module (or package) by its dotted name, anything else by its top-level name.
+LAYERS = {
+    "advisor.engine": (("advisor.store", "advisor.probe", "sqlite3"),
+                       "the engine decides over plain data: the app reads the store and hands the evidence in"),
+    "advisor.evidence": (("advisor.store", "advisor.probe", "advisor.engine", "sqlite3"),
+                         "measurements as plain data, below the engine and the store"),
+}
 ENGINE = sorted(m for m in GRAPH if m == "advisor.engine" or m.startswith("advisor.engine."))
 
 
@@ -24,6 +35,37 @@ def test_the_graph_covers_the_whole_package():
 def test_no_import_cycles():
     found = cycles(GRAPH)
     assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+@pytest.mark.parametrize("part", sorted(LAYERS))
+def test_a_layer_reaches_nothing_above_it(part):
+    forbidden, why = LAYERS[part]
+    reached = closure(GRAPH, part)
+    found = {m for m in reached for f in forbidden if m == f or m.startswith(f + ".")}
+    found |= outside_imports(reached) & set(forbidden)
+    assert not found, f"{part} reaches {sorted(found)}: {why}"
+
+
+def test_the_layer_check_names_what_a_layer_reaches(tmp_path):
+    """The check above can fail: a store import two modules down is found, and sqlite3 with it."""
+    package = tmp_path / "advisor"
+    (package / "store").mkdir(parents=True)
+    for name, text in {"__init__.py": "", "engine.py": "from advisor import helper\n",
+                       "helper.py": "import advisor.store.db\n", "store/__init__.py": "",
+                       "store/db.py": "import sqlite3\n"}.items():
+        (package / name).write_text(text)
+    graph = import_graph(tmp_path)
+    reached = closure(graph, "advisor.engine")
+    assert {"advisor.helper", "advisor.store.db"} <= reached
+    assert "sqlite3" in outside_imports(reached, tmp_path)
+
+
+# Parts that still import each other, each to be taken apart; the list only shrinks.
+PAIRS_LEFT = [("advisor.api", "advisor.appkeys"), ("advisor.facts", "advisor.host"), ("advisor.probe", "advisor.settings")]
+
+
+def test_no_two_parts_import_each_other():
+    assert package_pairs(GRAPH) == PAIRS_LEFT
 
 
 def test_the_cycle_finder_names_a_cycle_through_a_function_body(tmp_path):

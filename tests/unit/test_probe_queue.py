@@ -19,7 +19,7 @@ from advisor.host.snapshot import open_snapshot
 from advisor.host.files import HostFiles
 from advisor.host.runner import CommandResult, ReplayRunner
 from advisor.probe.candidates import make_candidate
-from advisor.probe.evidence import summarize
+from advisor.evidence.parameters import summarize
 from advisor.probe.plan import Budget
 from advisor.probe.profiler import QUEUE_SIGNAL, Profiler, choose_candidates, profiler_config
 from advisor.probe.service import ProbeConfig, ProbeService
