@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from advisor.engine.loader import RuleBook
-from advisor.facts import Host, Property
-from advisor.host.zfs_props import TUNING_PROPERTIES
+from advisor.facts import TUNING_PROPERTIES, Host, Property
 from advisor.probe.scratch import DEFAULT_NAME as SCRATCH
 
 MAX_PER_COLLECTION = 100  # a `zfs set` on a pool's root with thousands of local children is logged, not stored

@@ -25,10 +25,9 @@ from advisor.probe.modparams import ModuleParamError
 from advisor.probe.runner import ProbeAborted, ProbeFailed, Progress
 from advisor.probe.safety import LockBusy, UnsafeToProbe
 from advisor.probe.scratch import ScratchError
-from advisor.probe.arc import CACHE_METHODS
 from advisor.probe.service import (EFFICIENCY_TESTS, PlanError, ProbeConfig, ProbeService, efficiency_seconds,
                                    parse_budget)
-from advisor.settings import load_settings
+from advisor.settings import CACHE_METHODS, load_settings
 from advisor.store.db import StoreError
 from advisor.store.probes import RunRow
 

@@ -24,12 +24,13 @@ from advisor.probe.fio_job import Hygiene, JobError, build_job
 from advisor.probe.modparams import ModuleParamError, ModuleParams, ParamGuard, restore_leftovers
 from advisor.probe.plan import Budget, Plan, estimate_seconds, fit_runtime
 from advisor.probe.pooldesc import PoolUnavailable, read_pool_descriptor
-from advisor.probe.arc import ARC_SHARE, CacheMethod, arc_limits, stored_bytes
+from advisor.probe.arc import ARC_SHARE, arc_limits, stored_bytes
 from advisor.probe.runner import ARCSTATS, PlanRunner, ProbeAborted, ProbeFailed, ProgressCallback
 from advisor.probe.foreground import foreground_rate, foreground_watch
 from advisor.probe.safety import ProbeLock, Thresholds, UnsafeToProbe, check_pool
 from advisor.probe.scratch import DEFAULT_NAME, ScratchArea, ScratchError
 from advisor.store.db import connect
+from advisor.settings import CacheMethod
 from advisor.store.probes import ProbeStore, RunRow, RunStatus
 
 log = logging.getLogger("advisor.probe")

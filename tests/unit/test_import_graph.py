@@ -22,6 +22,9 @@ LAYERS = {
                        "the engine decides over plain data: the app reads the store and hands the evidence in"),
     "advisor.evidence": (("advisor.store", "advisor.probe", "advisor.engine", "sqlite3"),
                          "measurements as plain data, below the engine and the store"),
+    "advisor.facts": (("advisor.host",), "the host's sources produce the facts; the facts know no source"),
+    "advisor.exporters": (("advisor.host",), "exporters see the host through the facts alone"),
+    "advisor.settings": (("advisor.probe",), "settings are read by every part; they name no part's code"),
 }
 ENGINE = sorted(m for m in GRAPH if m == "advisor.engine" or m.startswith("advisor.engine."))
 
@@ -61,7 +64,7 @@ def test_the_layer_check_names_what_a_layer_reaches(tmp_path):
 
 
 # Parts that still import each other, each to be taken apart; the list only shrinks.
-PAIRS_LEFT = [("advisor.api", "advisor.appkeys"), ("advisor.facts", "advisor.host"), ("advisor.probe", "advisor.settings")]
+PAIRS_LEFT = [("advisor.api", "advisor.appkeys")]
 
 
 def test_no_two_parts_import_each_other():
