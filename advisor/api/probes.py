@@ -27,10 +27,9 @@ from advisor.engine.service import TargetError, resolve_params
 from advisor.names import InvalidName, check_pool_name
 from advisor.probe.candidates import DATASET_PROPERTIES, MODULE_PARAMETERS, CandidateError, parse_candidate_spec
 from advisor.probe.evidence import evidence
-from advisor.probe.profiler import signal_queue
 from advisor.probe.request import ProbeQueued, ProbeRequest
 from advisor.store.db import StoreError, connect
-from advisor.store.probes import ProbeStore, read_existing
+from advisor.store.probes import ProbeStore, read_existing, signal_queue
 
 routes = web.RouteTableDef()
 MAX_LIMIT = 1000

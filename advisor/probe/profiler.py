@@ -21,7 +21,6 @@ import inspect
 import logging
 import time
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Awaitable, Callable, Literal
 
 from advisor.names import InvalidName
@@ -35,10 +34,6 @@ from advisor.settings import ProfilerSettings
 from advisor.store.probes import RunRow
 
 log = logging.getLogger("advisor.probe.profiler")
-
-# The API writes the id of each run it queues here; zfs-advisor-probe.path starts the prober
-# when it changes (the API cannot start a unit: it has no privilege to talk to systemd).
-QUEUE_SIGNAL = "probe-queue"
 
 # a chooser may be a coroutine function (the model's reads the pool's layout first)
 CandidateChooser = Callable[[Plan, list[ParameterEvidence]], list[Candidate] | Awaitable[list[Candidate]]]
@@ -186,6 +181,3 @@ class Profiler:
         return Outcome(plan.pool, plan.workload, "skipped", queued_id, "queued" if queued_id else None, kind, reason)
 
 
-def signal_queue(state_dir: Path, run_id: int) -> None:
-    """Tell zfs-advisor-probe.path that a run was queued (it watches this file)."""
-    (state_dir / QUEUE_SIGNAL).write_text(f"{run_id}\n", encoding="ascii")

@@ -17,6 +17,9 @@ GRAPH = import_graph()
 
 # What a part of the package must not reach, directly or through the modules it imports: a
 # project module (or package) by its dotted name, anything else by its top-level name.
+# The prober's stack (it creates datasets, runs fio, writes module parameters: root's work).
+RUNNER_STACK = ("advisor.probe.service", "advisor.probe.profiler", "advisor.probe.runner", "advisor.probe.foreground",
+                "advisor.probe.scratch", "advisor.probe.safety", "advisor.probe.modparams")
 LAYERS = {
     "advisor.engine": (("advisor.store", "advisor.probe", "sqlite3"),
                        "the engine decides over plain data: the app reads the store and hands the evidence in"),
@@ -25,6 +28,8 @@ LAYERS = {
     "advisor.facts": (("advisor.host",), "the host's sources produce the facts; the facts know no source"),
     "advisor.exporters": (("advisor.host",), "exporters see the host through the facts alone"),
     "advisor.settings": (("advisor.probe",), "settings are read by every part; they name no part's code"),
+    "advisor.api": (RUNNER_STACK, "the unprivileged API queues probes in the store; the prober runs them"),
+    "advisor.app": (RUNNER_STACK, "the unprivileged API queues probes in the store; the prober runs them"),
 }
 ENGINE = sorted(m for m in GRAPH if m == "advisor.engine" or m.startswith("advisor.engine."))
 
