@@ -34,8 +34,10 @@ from advisor.exporters.collector import FactsCollector
 from advisor.host.collect import CommandFacts
 from advisor.host.provider import FactsProvider
 from advisor.model.provider import ModelProvider
+from advisor.probe.description import ProbeDescription
 from advisor.runtime import Runtime, client_ca_digest
 from advisor.settings import Settings, SettingsError
+from advisor.store.results import StoredResults
 from advisor.webconfig import check_exposure, load_web_config
 
 ROUTES = (health.routes, facts.routes, recommend.routes, workloads.routes, pools.routes, probes.routes, openapi.routes,
@@ -64,7 +66,7 @@ def create_app(settings: Settings) -> web.Application:
         settings.commands_interval_seconds,
     )
     app[RULEBOOK] = book
-    app[MODEL] = ModelProvider(settings.state_dir, book, enabled=settings.model)
+    app[MODEL] = ModelProvider(StoredResults(settings.state_dir), ProbeDescription(), book, enabled=settings.model)
     app[EXPORTER] = FactsCollector()
     app[CHANGES] = ChangeTracker(tracked(book), settings.state_dir, settings.changes_window_seconds)
     app[RUNTIME] = Runtime(ExportOptions.from_settings(settings),

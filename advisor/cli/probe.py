@@ -141,7 +141,9 @@ def run(args: argparse.Namespace) -> int:
 def _chosen_by_model(service: ProbeService, args: argparse.Namespace, given: list | None,
                      params: dict[str, str]) -> list:
     from advisor.model.provider import ModelProvider
+    from advisor.probe.description import ProbeDescription
     from advisor.probe.pooldesc import PoolUnavailable, read_pool_descriptor
+    from advisor.store.results import StoredResults
 
     if given:
         raise PlanError("--budget-probes chooses the candidates itself: give it or --param, not both")
@@ -153,7 +155,8 @@ def _chosen_by_model(service: ProbeService, args: argparse.Namespace, given: lis
         _, descriptor = asyncio.run(read_pool_descriptor(args.pool, service.runner, service.files))
     except PoolUnavailable as exc:
         raise UnsafeToProbe(str(exc)) from None
-    model = ModelProvider(service.config.state_dir, service.rulebook, enabled=load_settings(args.config).model).fit()
+    model = ModelProvider(StoredResults(service.config.state_dir), ProbeDescription(), service.rulebook,
+                          enabled=load_settings(args.config).model).fit()
     chosen = model.next_probe_candidates(args.pool, args.workload, args.budget_probes, params, descriptor=descriptor)
     status = model.status()
     how = (f"by expected improvement (model {status.version})" if status and status.available

@@ -45,11 +45,13 @@ from advisor.model.evaluation import (_fit, _grid, _label, _mean_ratio, _worst_p
 from advisor.model.features import DEFAULTS
 from advisor.model.provider import ModelProvider
 from advisor.probe.evidence import stored_evidence
+from advisor.probe.description import ProbeDescription
 from advisor.probe.fio_job import Hygiene, build_job
 from advisor.evidence.interval import pooled_log_sd, ratio_interval
 from advisor.probe.pooldesc import describe_pool
 from advisor.store.db import connect
 from advisor.store.probes import ProbeStore, ResultRow
+from advisor.store.results import StoredResults
 
 log = logging.getLogger(__name__)
 POOL = "tank"
@@ -100,7 +102,7 @@ class _HeldOutProvider(ModelProvider):
     """The service's model provider with a model fitted without the held-out cell."""
 
     def __init__(self, state_dir: str, book: RuleBook, model: Any, prior: list[Sample], version: str):
-        super().__init__(state_dir, book)
+        super().__init__(StoredResults(state_dir), ProbeDescription(), book)
         self._model, self._prior, self._reason, self._version = model, prior, None, version
 
 

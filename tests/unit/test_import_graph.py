@@ -28,6 +28,9 @@ LAYERS = {
     "advisor.facts": (("advisor.host",), "the host's sources produce the facts; the facts know no source"),
     "advisor.exporters": (("advisor.host",), "exporters see the host through the facts alone"),
     "advisor.settings": (("advisor.probe",), "settings are read by every part; they name no part's code"),
+    "advisor.model.provider": (("advisor.store", "sqlite3", "advisor.probe.candidates", "advisor.probe.fio_job",
+                                "advisor.probe.pooldesc"),
+                               "the model is handed a store reader and a description of what a probe would run"),
     "advisor.api": (RUNNER_STACK, "the unprivileged API queues probes in the store; the prober runs them"),
     "advisor.app": (RUNNER_STACK, "the unprivileged API queues probes in the store; the prober runs them"),
 }
