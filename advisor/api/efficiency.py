@@ -15,7 +15,7 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, Field
 
-from advisor.api.errors import json_error
+from advisor.server.errors import json_error
 from advisor.api.probes import read_store
 from advisor.appkeys import FACTS
 from advisor.names import InvalidName, check_pool_name

@@ -87,8 +87,8 @@ async def test_replay_reads_recorded_output_when_asked(tmp_path):
 async def test_facts_json_in_chunks_reuses_unchanged_datasets(tmp_path, monkeypatch):
     import gzip
 
-    from advisor.api import facts_body
-    from advisor.api.facts_body import CHUNK, FactsJson
+    from advisor.server import facts_body
+    from advisor.server.facts_body import CHUNK, FactsJson
 
     sys.path.insert(0, str(REPO / "tests" / "bench"))
     import scale_snapshot
