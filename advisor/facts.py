@@ -14,6 +14,8 @@ from typing import Iterator, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 SCHEMA_VERSION = 1
+# Where the ZFS module parameters are read (Host.module_params) and written: zfs(4).
+PARAMS_DIR = "/sys/module/zfs/parameters"
 
 _VERSION = re.compile(r"(?<!\d)(\d{1,6})\.(\d{1,6})(?:\.(\d{1,6}))?(?!\d)")
 
@@ -217,6 +219,12 @@ class Property(Model):
     value: str
     source: str  # local, default, inherited from X, temporary, received, -
 
+
+# The OpenZFS defaults (zfsprops(7)) of the dataset properties a probe sets: what its scratch
+# datasets get when a candidate does not set one (advisor/probe/candidates.py), and the model's
+# baseline settings (advisor/model/features.py).
+DATASET_DEFAULTS = {"recordsize": "128K", "compression": "lz4", "logbias": "latency", "primarycache": "all",
+                    "sync": "standard", "atime": "on"}
 
 # The properties a Dataset carries (`zfs get`, advisor/host/zfs_props.py); zfsprops(7).
 # Present in every OpenZFS >= 2.1 (an unknown name fails the whole call).

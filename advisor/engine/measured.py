@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from advisor.engine.models import Recommendation
 from advisor.engine.units import parse_size
+from advisor.facts import PARAMS_DIR
 from advisor.evidence.parameters import CandidateEvidence, ParameterEvidence
 
 WRITE_P99_TOLERANCE = 1.5
-PARAMS_DIR = "/sys/module/zfs/parameters"
 
 
 def same_value(a: str | None, b: str | None) -> bool:

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from advisor.facts import TUNING_PROPERTIES, Dataset, Disk, Host, KStat, Pool, SourceStatus, ZfsInfo, fields_set, parse_version
+from advisor.facts import PARAMS_DIR, TUNING_PROPERTIES, Dataset, Disk, Host, KStat, Pool, SourceStatus, ZfsInfo, fields_set, parse_version
 from advisor.host import disks as disks_source
 from advisor.host import kstat as kstat_source
 from advisor.host import modparams, pool_kstats, system, txgs, zdb, zfs_props, zpool_iostat, zpool_props, zpool_status
@@ -192,7 +192,7 @@ async def run_commands(
         facts.sources, facts.durations = rec.sources, rec.durations
         return facts
     facts.module_params = rec.read_checked(
-        "module_params", lambda errors: modparams.read_module_params(files, errors), modparams.PARAMS_DIR) or {}
+        "module_params", lambda errors: modparams.read_module_params(files, errors), PARAMS_DIR) or {}
     version = parse_version(zfs.kmod_version)
     status_argv = zpool_status.STATUS_JSON_ARGV if has_json_output(version) else zpool_status.STATUS_TEXT_ARGV
     # All at once: a run takes as long as its slowest command (at most command_timeout_seconds).

@@ -22,10 +22,10 @@ from advisor.engine.models import ModelStatus
 from advisor.engine.predicted import (PREDICTED_PARAMETERS, CandidatePrediction, PairEffect, ParameterPrediction,
                                       PredictionLookup)
 from advisor.engine.units import format_size, parse_size
-from advisor.facts import Host
+from advisor.facts import DATASET_DEFAULTS, Host
 from advisor.model import MODEL_VERSION, numpy_missing, sklearn_missing
 from advisor.model.dataset import Sample, load_csv, prior_path, samples
-from advisor.model.features import (DEFAULTS, KNOWN_COMPRESSION, Observation, WorkloadShape, from_result, query,
+from advisor.model.features import (KNOWN_COMPRESSION, Observation, WorkloadShape, from_result, query,
                                     supported)
 from advisor.model.inputs import ProbeDescription, ProbeResults
 from advisor.model.select import choose, settings_key
@@ -47,9 +47,9 @@ def grid(probes: ProbeDescription, parameter: str, workload: Any, params: dict[s
 def candidates_of(probes: ProbeDescription, base: Observation, workload: Any,
                   params: dict[str, str] | None = None) -> list[Observation]:
     """The probe grid as observations: the recordsize grid and compression=off, baseline first."""
-    out = [base.with_candidate("recordsize", DEFAULTS["recordsize"])]
+    out = [base.with_candidate("recordsize", DATASET_DEFAULTS["recordsize"])]
     out += [base.with_candidate("recordsize", v) for v in grid(probes, "recordsize", workload, params)
-            if parse_size(v) != parse_size(DEFAULTS["recordsize"])]
+            if parse_size(v) != parse_size(DATASET_DEFAULTS["recordsize"])]
     out.append(base.with_candidate("compression", "off"))
     return out
 
@@ -158,7 +158,7 @@ class ModelProvider:
         """The default candidate on `pool`: from its probes when there are any, else from the
         probe job the workload would run and the pool's descriptor."""
         if local:
-            return local[0].obs.with_candidate("recordsize", DEFAULTS["recordsize"])
+            return local[0].obs.with_candidate("recordsize", DATASET_DEFAULTS["recordsize"])
         if descriptor is None:
             facts = host.pool(pool) if host is not None else None
             if host is None or facts is None:
@@ -222,7 +222,7 @@ class ModelProvider:
         if base is None or (not local and not self.covers(base)):
             return None
         values: dict[int | str, str] = {}
-        for v in [*grid(self.probes, parameter, workload, params), DEFAULTS[parameter], *extra]:
+        for v in [*grid(self.probes, parameter, workload, params), DATASET_DEFAULTS[parameter], *extra]:
             try:
                 k: int | str = parse_size(v) if parameter == "recordsize" else v.strip().lower()
             except ValueError:
