@@ -74,6 +74,30 @@ def test_the_layer_check_names_what_a_layer_reaches(tmp_path):
     assert "sqlite3" in outside_imports(reached, tmp_path)
 
 
+# docs/architecture.md's floors, top down: a part imports only parts of a floor below its own
+# (within the top floor, only parts after it). Parts not drawn there are not checked here.
+FLOORS = [["cli", "app", "api", "appkeys", "server"], ["page", "model", "probe", "exporters", "changes"],
+          ["engine", "host", "settings"], ["facts", "evidence", "store"]]
+
+
+def _part(module: str) -> str | None:
+    return module.split(".")[1] if module.count(".") else None
+
+
+def _rank(part: str) -> tuple[int, int]:
+    """(floor from the top, place within the top floor): lower ranks are higher up."""
+    floor = next(i for i, parts in enumerate(FLOORS) if part in parts)
+    return floor, FLOORS[0].index(part) if floor == 0 else 0
+
+
+def test_each_floor_imports_only_the_floors_below():
+    drawn = {p for parts in FLOORS for p in parts}
+    upward = sorted((a, b) for a, targets in GRAPH.items() for b in targets
+                    if _part(a) in drawn and _part(b) in drawn and _part(a) != _part(b)
+                    and _rank(_part(b)) < _rank(_part(a)))
+    assert not upward, upward
+
+
 def test_no_two_parts_import_each_other():
     """A part is a subpackage (advisor.engine) or a module at the top (advisor.facts)."""
     assert package_pairs(GRAPH) == []
