@@ -19,10 +19,11 @@ from advisor import systemd
 from advisor.api import (changes, efficiency, facts, health, metrics, openapi, page, plan, pools, probes, recommend,
                         workloads)
 from advisor.api.auth import auth_middleware
-from advisor.api.body import body_middleware
-from advisor.api.errors import error_middleware
-from advisor.api.passwords import PasswordChecks
-from advisor.api.shared import Bodies, HeapFreezer, WorkLimiter
+from advisor.server.body import body_middleware
+from advisor.server.errors import error_middleware
+from advisor.server.passwords import PasswordChecks
+from advisor.server.bodies import Bodies
+from advisor.server.limits import HeapFreezer, WorkLimiter
 from advisor.memory import release_freed_memory
 from advisor.appkeys import BODIES, CHANGES, EXPORTER, FACTS, LIMITER, MODEL, PASSWORDS, RULEBOOK, RUNTIME, SETTINGS, WEB_CONFIG
 from advisor.changes.detect import tracked
@@ -34,8 +35,10 @@ from advisor.exporters.collector import FactsCollector
 from advisor.host.collect import CommandFacts
 from advisor.host.provider import FactsProvider
 from advisor.model.provider import ModelProvider
+from advisor.probe.description import ProbeDescription
 from advisor.runtime import Runtime, client_ca_digest
 from advisor.settings import Settings, SettingsError
+from advisor.store.results import StoredResults
 from advisor.webconfig import check_exposure, load_web_config
 
 ROUTES = (health.routes, facts.routes, recommend.routes, workloads.routes, pools.routes, probes.routes, openapi.routes,
@@ -52,7 +55,7 @@ def create_app(settings: Settings) -> web.Application:
     web_config = load_web_config(settings.web_config_file)
     check_exposure(settings, web_config)
     limiter = WorkLimiter()
-    # a request's body arrives before it takes a work slot (advisor/api/body.py)
+    # a request's body arrives before it takes a work slot (advisor/server/body.py)
     app = web.Application(middlewares=[error_middleware, auth_middleware, body_middleware, limiter.middleware()])
     app[SETTINGS] = settings
     app[WEB_CONFIG] = web_config
@@ -64,7 +67,7 @@ def create_app(settings: Settings) -> web.Application:
         settings.commands_interval_seconds,
     )
     app[RULEBOOK] = book
-    app[MODEL] = ModelProvider(settings.state_dir, book, enabled=settings.model)
+    app[MODEL] = ModelProvider(StoredResults(settings.state_dir), ProbeDescription(), book, enabled=settings.model)
     app[EXPORTER] = FactsCollector()
     app[CHANGES] = ChangeTracker(tracked(book), settings.state_dir, settings.changes_window_seconds)
     app[RUNTIME] = Runtime(ExportOptions.from_settings(settings),
@@ -96,7 +99,7 @@ async def _background_refresh(app: web.Application) -> AsyncIterator[None]:
         await metrics.warm(app, commands)
         await _observe_changes(app, commands)
         await asyncio.to_thread(release_freed_memory)  # the parse's and the render's temporaries
-        heap.freeze()  # the new facts are long-lived: out of the full GC passes (advisor/api/shared.py)
+        heap.freeze()  # the new facts are long-lived: out of the full GC passes (advisor/server/limits.py)
 
     task = asyncio.create_task(app[FACTS].run(after_refresh=after_refresh))
     yield

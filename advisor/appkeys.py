@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from advisor.api.passwords import PasswordChecks
-from advisor.api.shared import Bodies, WorkLimiter
+from advisor.server.passwords import PasswordChecks
+from advisor.server.bodies import Bodies
+from advisor.server.limits import WorkLimiter
 from advisor.changes.tracker import ChangeTracker
 from advisor.engine.loader import RuleBook
 from advisor.exporters.collector import FactsCollector

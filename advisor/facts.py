@@ -7,14 +7,27 @@ its part empty and says why in `Host.sources`; it never raises.
 """
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Iterator, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from advisor.host.versions import parse_version
-
 SCHEMA_VERSION = 1
+# Where the ZFS module parameters are read (Host.module_params) and written: zfs(4).
+PARAMS_DIR = "/sys/module/zfs/parameters"
+
+_VERSION = re.compile(r"(?<!\d)(\d{1,6})\.(\d{1,6})(?:\.(\d{1,6}))?(?!\d)")
+
+
+def parse_version(text: str | None) -> tuple[int, int, int] | None:
+    """'zfs-2.1.11-1', '2.3.2-1~bpo12+1', 'zfs-kmod-2.2.0' -> (2, 1, 11)."""
+    if not text:
+        return None
+    m = _VERSION.search(text)
+    if not m:
+        return None
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
 
 
 class Model(BaseModel):
@@ -205,6 +218,46 @@ class Pool(Model):
 class Property(Model):
     value: str
     source: str  # local, default, inherited from X, temporary, received, -
+
+
+# The OpenZFS defaults (zfsprops(7)) of the dataset properties a probe sets: what its scratch
+# datasets get when a candidate does not set one (advisor/probe/candidates.py), and the model's
+# baseline settings (advisor/model/features.py).
+DATASET_DEFAULTS = {"recordsize": "128K", "compression": "lz4", "logbias": "latency", "primarycache": "all",
+                    "sync": "standard", "atime": "on"}
+
+# The properties a Dataset carries (`zfs get`, advisor/host/zfs_props.py); zfsprops(7).
+# Present in every OpenZFS >= 2.1 (an unknown name fails the whole call).
+TUNING_PROPERTIES = (
+    "type",
+    "recordsize",
+    "volblocksize",
+    "volsize",
+    "compression",
+    "compressratio",
+    "logbias",
+    "primarycache",
+    "secondarycache",
+    "sync",
+    "atime",
+    "relatime",
+    "xattr",
+    "dnodesize",
+    "redundant_metadata",
+    "special_small_blocks",
+    "dedup",
+    "checksum",
+    "copies",
+    "used",
+    "available",
+    "referenced",
+    "logicalused",
+    "quota",
+    "refquota",
+    "reservation",
+    "refreservation",
+    "mountpoint",
+)
 
 
 class Dataset(Model):

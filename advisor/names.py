@@ -12,6 +12,8 @@ import re
 
 MAX_NAME_LEN = 255  # ZFS_MAX_DATASET_NAME_LEN - 1
 MAX_POOL_NAME_LEN = 239  # ZFS_MAX_DATASET_NAME_LEN - 2 - 2 * strlen("$ORIGIN") - 1
+# The probe's scratch dataset, a child of the pool it measures (advisor/probe/scratch.py).
+SCRATCH_DATASET = "zfs-advisor-probe"
 _COMPONENT = re.compile(r"[A-Za-z0-9_.: -]+")  # fullmatch: no newline slips past a `$`
 _RESERVED_POOL_PREFIXES = ("mirror", "raidz", "draid", "spare", "log")
 _RESERVED_POOL_NAMES = ("cache", "special", "dedup")

@@ -110,7 +110,7 @@ def _check_tls(live: WebConfig, new: WebConfig, runtime: Runtime) -> list[str]:
 def _apply_web_config(live: WebConfig, new: WebConfig, ssl_context: ssl.SSLContext | None) -> list[str]:
     applied = []
     if new.users != live.users:
-        live.users = dict(new.users)  # remembered passwords are keyed by the user's hash too (advisor/api/passwords.py)
+        live.users = dict(new.users)  # remembered passwords are keyed by the user's hash too (advisor/server/passwords.py)
         applied.append("basic_auth_users")
     if ssl_context is not None and new.tls is not None and live.tls is not None:
         # Read again whether or not the files changed: a renewal usually keeps the file names.

@@ -10,13 +10,12 @@ import ipaddress
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
 from advisor.names import check_dataset_name, check_pool_name
-from advisor.probe.arc import CacheMethod
 
 DEFAULT_CONFIG_FILE = Path("/etc/zfs-advisor/config.toml")
 # Outside the Prometheus wiki's "Default port allocations" (9090-9999 is fully allocated and new
@@ -24,6 +23,11 @@ DEFAULT_CONFIG_FILE = Path("/etc/zfs-advisor/config.toml")
 DEFAULT_PORT = 21134
 # RFC 6750 section 2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
 BEARER_TOKEN = re.compile(r"[A-Za-z0-9._~+/-]+=*")
+# How a probe keeps its measured reads from coming out of memory (docs/probes.md, "The probe and
+# the rest of the host"): "uncached" keeps the scratch dataset's data out of the ARC
+# (primarycache=metadata), "arc-cap" lowers zfs_arc_max for the whole host, "cached" does neither.
+CacheMethod = Literal["uncached", "arc-cap", "cached"]
+CACHE_METHODS: tuple[CacheMethod, ...] = get_args(CacheMethod)
 
 
 class ProfilerSettings(BaseModel):

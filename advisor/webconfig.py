@@ -104,7 +104,7 @@ class WebConfig:
 
     path: Path | None = None
     tls: TlsConfig | None = None
-    users: dict[str, str] = field(default_factory=dict)  # user -> bcrypt hash (checked by advisor/api/passwords.py)
+    users: dict[str, str] = field(default_factory=dict)  # user -> bcrypt hash (checked by advisor/server/passwords.py)
 
     @property
     def basic_auth(self) -> bool:

@@ -102,7 +102,8 @@ class Scrape:
         return [d for d in self.host.datasets if d.pool in pools and self.options.wants_dataset(d.name)]
 
 
-_SAMPLE_SUFFIX = {"counter": "_total", "info": "_info"}
+# What a family's type adds to its name in a sample (and in the text format's HELP and TYPE lines).
+SAMPLE_SUFFIX = {"counter": "_total", "info": "_info"}
 
 
 def append(family: Metric, labels: dict[str, str], value: float) -> None:
@@ -112,7 +113,7 @@ def append(family: Metric, labels: dict[str, str], value: float) -> None:
     1), without building a label dict per sample: what makes thousands of
     datasets cheap.
     """
-    family.samples.append(Sample(family.name + _SAMPLE_SUFFIX.get(family.type, ""), labels, value))
+    family.samples.append(Sample(family.name + SAMPLE_SUFFIX.get(family.type, ""), labels, value))
 
 
 def go_float(value: float) -> str:

@@ -1,20 +1,17 @@
-"""The one prometheus_client collector: runs every source collector on one scrape's facts.
+"""The exporter: runs every source collector on one scrape's facts and writes the text.
 
-It is registered once in the app's own `CollectorRegistry` (no global
-registry). A scrape sets `SCRAPE` (a ContextVar, so concurrent scrapes in
-threads or tasks never see each other's facts) and renders the registry; each
-collector then builds fresh families from that scrape's `Host`, is timed and
-guarded (a failing collector costs its own families only), and reports
-zfs_advisor_scrape_collector_duration_seconds / _success like node_exporter.
+`FactsCollector.render_parts(scrape)` is the one render path (/metrics): each collector builds
+fresh families from that scrape's `Host`, is timed and guarded (a failing collector costs its
+own families only), and zfs_advisor_scrape_collector_duration_seconds / _success report it like
+node_exporter. The text is generate_latest()'s bytes (exposition.py), held against a
+prometheus_client registry by tests/unit/test_exporter_render.py.
 """
 from __future__ import annotations
 
 import logging
 import time
-from contextvars import ContextVar
 from typing import Iterable, Iterator, Mapping
 
-from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
 from advisor import __version__
@@ -45,8 +42,6 @@ COLLECTORS: dict[str, Collect] = {
     "changes": changes.collect,
 }
 
-SCRAPE: ContextVar[Scrape | None] = ContextVar("zfs_advisor_scrape", default=None)
-
 
 # Collectors built from zpool/zfs output alone (and module parameters, read with
 # it, and the advice computed from it once per command run): their text changes only when the commands run again
@@ -71,22 +66,8 @@ class FactsCollector:
             log.exception("exporter collector %s failed", name)
             return [], False
 
-    def collect(self) -> Iterable[Metric]:
-        """prometheus_client's Collector interface (render() writes the same text, faster)."""
-        scrape = SCRAPE.get()
-        if scrape is None:  # rendered outside a scrape: nothing to say
-            return
-        timings: dict[str, tuple[float, bool]] = {}
-        for name, collect in self.collectors.items():
-            started = time.perf_counter()
-            families, ok = self._build(name, collect, scrape)
-            timings[name] = (time.perf_counter() - started, ok)
-            yield from families
-        yield from collector_metrics(timings)
-        yield from self_metrics(scrape)
-
     def render(self, scrape: Scrape) -> bytes:
-        """The text exposition of one scrape: the bytes of render(registry, scrape), with the text
+        """The text exposition (format 0.0.4) of one scrape, generate_latest()'s bytes, with the text
         of COMMAND_OUTPUT_ONLY collectors reused while the command output is the same."""
         return b"".join(self.render_parts(scrape))
 
@@ -191,18 +172,3 @@ def self_metrics(scrape: Scrape) -> Iterable[Metric]:
         age.add_metric([], scrape.age_seconds)
         out.append(age)
     return [f for f in out if has_samples(f)]
-
-
-def create_registry(collector: FactsCollector | None = None) -> CollectorRegistry:
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(collector or FactsCollector())
-    return registry
-
-
-def render(registry: CollectorRegistry, scrape: Scrape) -> bytes:
-    """The text exposition (format 0.0.4) of `registry` for one scrape: generate_latest()'s bytes."""
-    token = SCRAPE.set(scrape)
-    try:
-        return text(registry.collect())
-    finally:
-        SCRAPE.reset(token)

@@ -23,8 +23,7 @@ from typing import Iterable
 
 from prometheus_client.core import Metric
 
-from advisor.facts import Dataset
-from advisor.host.zfs_props import TUNING_PROPERTIES
+from advisor.facts import TUNING_PROPERTIES, Dataset
 from advisor.exporters.base import CACHED, Scrape
 from advisor.exporters.exposition import RowsFamily
 from advisor.exporters.kstats import ZIL_BYTES, zil_names

@@ -1,4 +1,4 @@
-"""Pool efficiency: each pool's latest `probe --efficiency` report (advisor/probe/efficiency_view.py).
+"""Pool efficiency: each pool's latest `probe --efficiency` report (advisor/evidence/efficiency.py).
 
 Source: the probe store under `state_dir`, read with the probe families once per scrape in a
 worker thread (advisor/probe/stats.py), only when it exists. Nothing here for a pool never

@@ -16,10 +16,9 @@ from prometheus_client.core import Metric
 from prometheus_client.openmetrics.exposition import escape_label_name, escape_metric_name
 from prometheus_client.samples import Sample
 
-from advisor.exporters.base import go_float
+from advisor.exporters.base import SAMPLE_SUFFIX, go_float
 
 _TYPES = {"counter": "counter", "info": "gauge", "stateset": "gauge", "gaugehistogram": "histogram", "unknown": "untyped"}
-_SUFFIX = {"counter": "_total", "info": "_info"}
 _OPENMETRICS_ONLY = ("_created", "_gsum", "_gcount")
 
 
@@ -97,7 +96,7 @@ class RowsFamily(Metric):
 
     @property
     def samples(self) -> list[Sample]:
-        name = self.name + _SUFFIX.get(self.type, "")
+        name = self.name + SAMPLE_SUFFIX.get(self.type, "")
         return [Sample(name, dict(zip(self.labelnames, values)), value) for values, value in self.rows]
 
     @samples.setter
@@ -128,7 +127,7 @@ def _row_labels(names: tuple[str, ...], values: tuple[str, ...]) -> str:
 
 
 def _rows(metric: RowsFamily) -> list[str]:
-    name = _name(metric.name + _SUFFIX.get(metric.type, ""))
+    name = _name(metric.name + SAMPLE_SUFFIX.get(metric.type, ""))
     names = metric.labelnames
     if not names:
         return [f"{name} {_value(value)}\n" for _, value in metric.rows]
@@ -145,7 +144,7 @@ def _header(name: str, documentation: str, mtype: str) -> str:
 
 def _family_lines(metric: Metric, cache: dict[tuple, str]) -> list[str]:
     """The lines of one family: header, samples, and the OpenMetrics-only series as gauges."""
-    output = [_header(metric.name + _SUFFIX.get(metric.type, ""), metric.documentation,
+    output = [_header(metric.name + SAMPLE_SUFFIX.get(metric.type, ""), metric.documentation,
                       _TYPES.get(metric.type, metric.type))]
     if isinstance(metric, RowsFamily):
         output.extend(_rows(metric))

@@ -21,7 +21,7 @@ from typing import Awaitable, Callable
 
 from aiohttp import web
 
-from advisor.api.errors import json_error
+from advisor.server.errors import json_error
 from advisor.appkeys import PASSWORDS, SETTINGS, WEB_CONFIG
 
 OPEN_PATHS = ("/healthz", "/metrics")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from advisor.api.errors import json_error
+from advisor.server.errors import json_error
 from advisor.appkeys import CHANGES, FACTS
 from advisor.names import InvalidName, check_dataset_name, check_pool_name
 

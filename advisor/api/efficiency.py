@@ -3,7 +3,7 @@ with when it was measured and how old it is, and the command that measures it ag
 
 Reads only, in a worker thread: no database under `state_dir` means nothing was measured, and
 the database is not created.  A pool with no stored report is a 404 naming the pools that have
-one; a report the service cannot read is left out (the log says why, advisor/probe/efficiency_view.py).
+one; a report the service cannot read is left out (the log says why, advisor/evidence/efficiency.py).
 """
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, Field
 
-from advisor.api.errors import json_error
+from advisor.server.errors import json_error
 from advisor.api.probes import read_store
 from advisor.appkeys import FACTS
 from advisor.names import InvalidName, check_pool_name
 from advisor.probe.efficiency_stored import efficiency_of
-from advisor.probe.efficiency_view import PoolEfficiency, ResultView, measure_argv
+from advisor.evidence.efficiency import PoolEfficiency, ResultView, measure_argv
 
 routes = web.RouteTableDef()
 

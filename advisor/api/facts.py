@@ -3,7 +3,7 @@
 At 10,000 datasets the document is about 20 MB. It is built once per collection, in a worker
 thread, as deflate segments that are never joined into one copy (advisor/deflated.py: a
 client that accepts gzip gets them as they are, any other client gets them inflated one segment
-at a time in a worker thread, advisor/api/shared.py), and every request for that collection
+at a time in a worker thread, advisor/server/bodies.py), and every request for that collection
 gets the same segments. The datasets are serialised 50 at a time, and a chunk whose 50 datasets
 are the very objects of the last build is reused, not serialised again: a `zfs get` parse
 reuses the datasets whose rows did not change (advisor/host/zfs_props.py), and the collector
@@ -17,7 +17,7 @@ import asyncio
 from aiohttp import web
 
 from advisor.deflated import Deflated
-from advisor.api.shared import body_response
+from advisor.server.bodies import body_response
 from advisor.appkeys import BODIES, FACTS
 from advisor.exporters.negotiation import accepts_gzip
 

@@ -20,7 +20,7 @@ from typing import Iterable
 
 from aiohttp import web
 
-from advisor.api.shared import Body, body_response
+from advisor.server.bodies import Body, body_response
 from advisor.appkeys import BODIES, CHANGES, EXPORTER, FACTS, RUNTIME, SETTINGS
 from advisor.deflated import Deflated
 from advisor.exporters.base import Scrape

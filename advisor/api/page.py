@@ -12,7 +12,7 @@ from typing import Callable
 
 from aiohttp import web
 
-from advisor.api.shared import body_response
+from advisor.server.bodies import body_response
 from advisor.appkeys import BODIES, CHANGES, FACTS, LIMITER, MODEL, RULEBOOK, RUNTIME, SETTINGS
 from advisor.facts import Host
 from advisor.names import InvalidName, check_pool_name

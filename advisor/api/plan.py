@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from advisor.api.errors import json_error
+from advisor.server.errors import json_error
 from advisor.layout.inputs import PARAMETERS, PlanInputError, given_disks, parse_block
 from advisor.layout.predict import plan
 

@@ -20,17 +20,16 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from advisor.api.auth import require_token
-from advisor.api.body import RAW_BODY
-from advisor.api.errors import json_error
+from advisor.server.body import RAW_BODY
+from advisor.server.errors import json_error
 from advisor.appkeys import FACTS, RULEBOOK, SETTINGS
 from advisor.engine.service import TargetError, resolve_params
 from advisor.names import InvalidName, check_pool_name
 from advisor.probe.candidates import DATASET_PROPERTIES, MODULE_PARAMETERS, CandidateError, parse_candidate_spec
 from advisor.probe.evidence import evidence
-from advisor.probe.profiler import signal_queue
 from advisor.probe.request import ProbeQueued, ProbeRequest
 from advisor.store.db import StoreError, connect
-from advisor.store.probes import ProbeStore, read_existing
+from advisor.store.probes import ProbeStore, read_existing, signal_queue
 
 routes = web.RouteTableDef()
 MAX_LIMIT = 1000
@@ -158,7 +157,7 @@ async def post_probe(request: web.Request) -> web.Response:
 
 
 async def _body(request: web.Request) -> Any:
-    """The JSON document of the body (read before the work slot was taken, advisor/api/body.py)."""
+    """The JSON document of the body (read before the work slot was taken, advisor/server/body.py)."""
     if request.content_type != "application/json":
         raise json_error(415, f"send the request as application/json, not {request.content_type[:64]!r}",
                          valid=["application/json"])

@@ -14,8 +14,8 @@ import asyncio
 
 from aiohttp import web
 
-from advisor.api.errors import json_error
-from advisor.api.shared import body_response
+from advisor.server.errors import json_error
+from advisor.server.bodies import body_response
 from advisor.appkeys import BODIES, FACTS, MODEL, RULEBOOK, SETTINGS
 from advisor.engine.service import TargetError, recommend
 from advisor.engine.text import recommend_text

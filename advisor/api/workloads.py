@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from advisor.api.errors import json_error
+from advisor.server.errors import json_error
 from advisor.appkeys import RULEBOOK
 from advisor.engine.models import WorkloadInfo, WorkloadList, WorkloadParameter
 from advisor.engine.schema import Workload

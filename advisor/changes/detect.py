@@ -10,9 +10,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from advisor.engine.loader import RuleBook
-from advisor.facts import Host, Property
-from advisor.host.zfs_props import TUNING_PROPERTIES
-from advisor.probe.scratch import DEFAULT_NAME as SCRATCH
+from advisor.facts import TUNING_PROPERTIES, Host, Property
+from advisor.names import SCRATCH_DATASET
 
 MAX_PER_COLLECTION = 100  # a `zfs set` on a pool's root with thousands of local children is logged, not stored
 
@@ -43,7 +42,7 @@ class Change:
 
 def _scratch(name: str) -> bool:
     parts = name.split("/")
-    return len(parts) > 1 and parts[1] == SCRATCH
+    return len(parts) > 1 and parts[1] == SCRATCH_DATASET
 
 
 @dataclass(frozen=True)

@@ -19,16 +19,15 @@ from advisor.engine.loader import load_rulebook
 from advisor.engine.units import format_size, parse_size
 from advisor.names import InvalidName
 from advisor.probe.candidates import CandidateError, parse_candidate_spec
-from advisor.probe.evidence import ParameterEvidence, summarize
+from advisor.evidence.parameters import ParameterEvidence, summarize
 from advisor.probe.plan import Budget, Plan
 from advisor.probe.modparams import ModuleParamError
 from advisor.probe.runner import ProbeAborted, ProbeFailed, Progress
 from advisor.probe.safety import LockBusy, UnsafeToProbe
 from advisor.probe.scratch import ScratchError
-from advisor.probe.arc import CACHE_METHODS
 from advisor.probe.service import (EFFICIENCY_TESTS, PlanError, ProbeConfig, ProbeService, efficiency_seconds,
                                    parse_budget)
-from advisor.settings import load_settings
+from advisor.settings import CACHE_METHODS, load_settings
 from advisor.store.db import StoreError
 from advisor.store.probes import RunRow
 
@@ -142,7 +141,9 @@ def run(args: argparse.Namespace) -> int:
 def _chosen_by_model(service: ProbeService, args: argparse.Namespace, given: list | None,
                      params: dict[str, str]) -> list:
     from advisor.model.provider import ModelProvider
+    from advisor.probe.description import ProbeDescription
     from advisor.probe.pooldesc import PoolUnavailable, read_pool_descriptor
+    from advisor.store.results import StoredResults
 
     if given:
         raise PlanError("--budget-probes chooses the candidates itself: give it or --param, not both")
@@ -154,7 +155,8 @@ def _chosen_by_model(service: ProbeService, args: argparse.Namespace, given: lis
         _, descriptor = asyncio.run(read_pool_descriptor(args.pool, service.runner, service.files))
     except PoolUnavailable as exc:
         raise UnsafeToProbe(str(exc)) from None
-    model = ModelProvider(service.config.state_dir, service.rulebook, enabled=load_settings(args.config).model).fit()
+    model = ModelProvider(StoredResults(service.config.state_dir), ProbeDescription(), service.rulebook,
+                          enabled=load_settings(args.config).model).fit()
     chosen = model.next_probe_candidates(args.pool, args.workload, args.budget_probes, params, descriptor=descriptor)
     status = model.status()
     how = (f"by expected improvement (model {status.version})" if status and status.available

@@ -23,7 +23,7 @@ from advisor.engine.loader import load_rulebook
 from advisor.logs import setup_logging
 from advisor.probe.profiler import CandidateChooser, Outcome, Profiler, choose_candidates, profiler_config
 from advisor.probe.candidates import Candidate
-from advisor.probe.evidence import ParameterEvidence
+from advisor.evidence.parameters import ParameterEvidence
 from advisor.probe.plan import Plan
 from advisor.probe.service import ProbeConfig, ProbeService
 from advisor.settings import Settings, SettingsError
@@ -106,9 +106,11 @@ def model_chooser(service: ProbeService, config: Settings) -> CandidateChooser:
     if config.profiler.budget_probes < 1 or not config.model:
         return choose_candidates
     from advisor.model.provider import ModelProvider
+    from advisor.probe.description import ProbeDescription
     from advisor.probe.pooldesc import PoolUnavailable, read_pool_descriptor
+    from advisor.store.results import StoredResults
 
-    model = ModelProvider(service.config.state_dir, service.rulebook).fit()
+    model = ModelProvider(StoredResults(service.config.state_dir), ProbeDescription(), service.rulebook).fit()
 
     async def choose(plan: Plan, history: list[ParameterEvidence]) -> list[Candidate]:
         if not choose_candidates(plan, history):

@@ -13,8 +13,10 @@ from advisor.engine.models import RecommendResponse
 from advisor.engine.service import TargetError, recommend
 from advisor.engine.text import recommend_text
 from advisor.model.provider import ModelProvider
+from advisor.probe.description import ProbeDescription
 from advisor.probe.efficiency_stored import stored_efficiency
 from advisor.probe.evidence import stored_evidence
+from advisor.store.results import StoredResults
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -53,7 +55,7 @@ def compute(args: argparse.Namespace) -> RecommendResponse | None:
     if args.role:
         params["role"] = args.role
     host = read_host(config)
-    model = ModelProvider(config.state_dir, book, enabled=config.model).fit()
+    model = ModelProvider(StoredResults(config.state_dir), ProbeDescription(), book, enabled=config.model).fit()
     try:
         return recommend(host, book, args.workload, params=params, pool=args.pool, dataset=args.dataset,
                          measured=stored_evidence(config.state_dir), predicted=model.lookup(host, params),

@@ -13,9 +13,9 @@ from typing import Callable, Mapping
 from aiohttp import web
 
 from advisor import __version__, systemd
-from advisor.api.connections import GuardedSite
-from advisor.api.errors import JsonErrorAppRunner, loop_exception_handler
-from advisor.api.shared import favour_the_event_loop
+from advisor.server.connections import GuardedSite
+from advisor.server.errors import JsonErrorAppRunner, loop_exception_handler
+from advisor.server.limits import favour_the_event_loop
 from advisor.memory import keep_big_blocks_apart
 from advisor.appkeys import WEB_CONFIG
 from advisor.app import create_app
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     config = load()
     setup_logging(config.log_level, config.log_format)
     report_state_dir(config.state_dir, log)  # unwritable: served read-only, said once here
-    keep_big_blocks_apart()  # bodies of megabytes go back to the kernel when dropped (advisor/api/shared.py)
+    keep_big_blocks_apart()  # bodies of megabytes go back to the kernel when dropped (advisor/server/bodies.py)
     favour_the_event_loop()  # a thread holding the GIL yields it to the loop within 0.5 ms
     return asyncio.run(_serve(create_app(config), config, load))
 
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
 async def _serve(app: web.Application, settings: Settings, load: Callable[[], Settings] | None = None) -> int:
     asyncio.get_running_loop().set_exception_handler(loop_exception_handler)
     # aiohttp's parser errors as JSON 4xx too; a read timeout; connections counted at accept() and
-    # capped below the file-descriptor limit (advisor/api/connections.py, docs/reliability.md)
+    # capped below the file-descriptor limit (advisor/server/connections.py, docs/reliability.md)
     runner = JsonErrorAppRunner(app, handle_signals=False)
     await runner.setup()
     web_config = app[WEB_CONFIG]

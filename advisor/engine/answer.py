@@ -10,7 +10,7 @@ from advisor.engine.models import Recommendation, Target
 from advisor.engine.predicted import PredictionLookup
 from advisor.engine.schema import Workload
 from advisor.engine.units import parse_size
-from advisor.probe.evidence import ParameterEvidence
+from advisor.evidence.parameters import ParameterEvidence
 
 
 def decide_all(recs: list[Recommendation], workload: Workload | None, params: dict[str, str], pools: list[str],

@@ -21,7 +21,7 @@ rule (what the documentation says).
   - no measurement or prediction: the rule decides, except that a rule whose sources disagree does
     not force a change on its own: undecided.
 
-Pure: the callers pass the probe evidence (advisor/probe/evidence.py, read from the store) and
+Pure: the callers pass the probe evidence (advisor/evidence/parameters.py, read from the store) and
 the model's predictions (advisor/engine/predicted.py) in; nothing here reads the host or a store.
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Callable, Sequence
 from advisor.engine.measured import candidate_display, find, measured_best, same_value
 from advisor.engine.models import Evidence, ExpectedEffect, Recommendation
 from advisor.engine.predicted import PREDICTED_PARAMETERS, ParameterPrediction, pct, span
-from advisor.probe.evidence import ParameterEvidence
+from advisor.evidence.parameters import ParameterEvidence
 
 # (recommendation, value) -> the command that sets it (argv, or a shell line for module parameters)
 Setter = Callable[[Recommendation, str], "list[str] | str | None"]
@@ -46,7 +46,7 @@ Measurer = Callable[[Recommendation, list[str]], "list[str] | str | None"]
 # How sure a prediction must be that the proposal beats the current value before it is advised
 # as a change: P(ratio > 1) under the model's predictive distribution (normal in log ratio; 0.95
 # is its 90 % interval lying above 1).  A probe's measured gain must always clear its own 90 %
-# interval: that is the standard of a measurement (advisor/probe/interval.py).
+# interval: that is the standard of a measurement (advisor/evidence/interval.py).
 CHANGE_PROBABILITY = 0.95
 Z90 = 1.6448536269514722
 

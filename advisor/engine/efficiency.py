@@ -15,7 +15,7 @@ import shlex
 from datetime import datetime, timezone
 
 from advisor.engine.models import Evidence, Recommendation
-from advisor.probe.efficiency_view import PoolEfficiency, ResultView, measure_argv
+from advisor.evidence.efficiency import PoolEfficiency, ResultView, measure_argv
 
 RULE = "pool-efficiency"
 # How firmly the public sources support the expectation each ratio is taken against (the layout

@@ -4,16 +4,16 @@ candidate by value, how a candidate's numbers are shown, and the commands that s
 The measured best is the candidate with the most IOPS whose write p99 is no worse than 1.5x the
 ZFS default's (read-modify-write shows in the write tail first).  Whether two candidates differ is
 the probe's call: the 90 % interval of their IOPS ratio, from the repeats of the run pooled
-(advisor/probe/interval.py), must exclude 1.
+(advisor/evidence/interval.py), must exclude 1.
 """
 from __future__ import annotations
 
 from advisor.engine.models import Recommendation
 from advisor.engine.units import parse_size
-from advisor.probe.evidence import CandidateEvidence, ParameterEvidence
+from advisor.facts import PARAMS_DIR
+from advisor.evidence.parameters import CandidateEvidence, ParameterEvidence
 
 WRITE_P99_TOLERANCE = 1.5
-PARAMS_DIR = "/sys/module/zfs/parameters"
 
 
 def same_value(a: str | None, b: str | None) -> bool:

@@ -20,8 +20,8 @@ from advisor.engine.models import GENERAL, ModelStatus, Recommendation, Recommen
 from advisor.engine.predicted import PredictionLookup
 from advisor.engine.schema import Rule, Workload
 from advisor.facts import Host
-from advisor.probe.efficiency_view import PoolEfficiency
-from advisor.probe.evidence import ParameterEvidence
+from advisor.evidence.efficiency import PoolEfficiency
+from advisor.evidence.parameters import ParameterEvidence
 from advisor.names import InvalidName, check_dataset_name, check_pool_name
 
 SCOPE_ORDER = {"pool-create": 0, "pool": 1, "dataset": 2, "module": 3}
@@ -93,7 +93,7 @@ def recommend(
     model_status: ModelStatus | None = None,
     efficiency: Callable[[str], PoolEfficiency | None] | None = None,
 ) -> RecommendResponse:
-    """`measured(pool, workload)`: the probe evidence of a pool (advisor/probe/evidence.py), if any;
+    """`measured(pool, workload)`: the probe evidence of a pool (advisor/evidence/parameters.py, read from the store by advisor/probe/evidence.py), if any;
     `predicted`: the regression model's predictions (advisor/engine/predicted.py), if any;
     `efficiency(pool)`: the pool's latest stored efficiency report, if any (advisor/engine/efficiency.py).
 

@@ -13,14 +13,14 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from advisor.facts import Dataset, Disk, Host, KStat, Pool, SourceStatus, ZfsInfo, fields_set
+from advisor.facts import PARAMS_DIR, TUNING_PROPERTIES, Dataset, Disk, Host, KStat, Pool, SourceStatus, ZfsInfo, fields_set, parse_version
 from advisor.host import disks as disks_source
 from advisor.host import kstat as kstat_source
 from advisor.host import modparams, pool_kstats, system, txgs, zdb, zfs_props, zpool_iostat, zpool_props, zpool_status
 from advisor.host.files import HostFiles
 from advisor.host.parsing import ParseError
 from advisor.host.runner import CommandResult, CommandRunner
-from advisor.host.versions import has_json_output, parse_version, parse_zfs_version_command
+from advisor.host.versions import has_json_output, parse_zfs_version_command
 from advisor.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
@@ -192,7 +192,7 @@ async def run_commands(
         facts.sources, facts.durations = rec.sources, rec.durations
         return facts
     facts.module_params = rec.read_checked(
-        "module_params", lambda errors: modparams.read_module_params(files, errors), modparams.PARAMS_DIR) or {}
+        "module_params", lambda errors: modparams.read_module_params(files, errors), PARAMS_DIR) or {}
     version = parse_version(zfs.kmod_version)
     status_argv = zpool_status.STATUS_JSON_ARGV if has_json_output(version) else zpool_status.STATUS_TEXT_ARGV
     # All at once: a run takes as long as its slowest command (at most command_timeout_seconds).
@@ -215,7 +215,7 @@ async def run_commands(
     last = previous.datasets if previous is not None else ()
     facts.datasets = await asyncio.to_thread(
         rec.parse, "zfs_get", datasets_out,
-        lambda out: zfs_props.parse_zfs_get(out, last, zfs_props.TUNING_PROPERTIES)) or []
+        lambda out: zfs_props.parse_zfs_get(out, last, TUNING_PROPERTIES)) or []
     _check_covers(rec, "zfs_get", datasets_out, pools, {d.name for d in facts.datasets}, "the root dataset of")
     vdev_iostat = rec.parse("zpool_iostat", iostat_out, zpool_iostat.parse_vdev_iostat) or {}
     _check_covers(rec, "zpool_iostat", iostat_out, pools, vdev_iostat)

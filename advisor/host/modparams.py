@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 
+from advisor.facts import PARAMS_DIR
 from advisor.host.files import HostFiles
 from advisor.host.modparam_types import SIGNED, UNSIGNED
 from advisor.host.parsing import ParseError, printable_text, shown, to_int
 
-PARAMS_DIR = "/sys/module/zfs/parameters"
 _DECIMAL = re.compile(r"-?[0-9]+")
 _NUMBER = re.compile(r"[0-9]+")
 VERSION_FILE = "/sys/module/zfs/version"

@@ -1,20 +1,6 @@
 """OpenZFS version strings, and which output formats each version has."""
 from __future__ import annotations
 
-import re
-
-_VERSION = re.compile(r"(?<!\d)(\d{1,6})\.(\d{1,6})(?:\.(\d{1,6}))?(?!\d)")
-
-
-def parse_version(text: str | None) -> tuple[int, int, int] | None:
-    """'zfs-2.1.11-1', '2.3.2-1~bpo12+1', 'zfs-kmod-2.2.0' -> (2, 1, 11)."""
-    if not text:
-        return None
-    m = _VERSION.search(text)
-    if not m:
-        return None
-    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
-
 
 def parse_zfs_version_command(stdout: str) -> tuple[str | None, str | None]:
     """`zfs version` prints 'zfs-2.3.2-1' then 'zfs-kmod-2.3.2-1' -> (userland, kmod)."""

@@ -7,44 +7,11 @@ from __future__ import annotations
 
 from typing import Literal, Sequence
 
-from advisor.facts import Dataset, Property, fields_set
+from advisor.facts import TUNING_PROPERTIES, Dataset, Property, fields_set
 from advisor.host.parsing import INT_MAX, ParseError, compact_dict, interned, lines_in_blocks, shown, whole_lines
 
 # the `type` values of the datasets advised on (Dataset.type)
 _DATASET_TYPES: dict[str, Literal["filesystem", "volume"]] = {"filesystem": "filesystem", "volume": "volume"}
-
-# Present in every OpenZFS >= 2.1 (an unknown name fails the whole call).
-TUNING_PROPERTIES = (
-    "type",
-    "recordsize",
-    "volblocksize",
-    "volsize",
-    "compression",
-    "compressratio",
-    "logbias",
-    "primarycache",
-    "secondarycache",
-    "sync",
-    "atime",
-    "relatime",
-    "xattr",
-    "dnodesize",
-    "redundant_metadata",
-    "special_small_blocks",
-    "dedup",
-    "checksum",
-    "copies",
-    "used",
-    "available",
-    "referenced",
-    "logicalused",
-    "quota",
-    "refquota",
-    "reservation",
-    "refreservation",
-    "mountpoint",
-)
-
 
 _PATH_PROPERTIES = ("mountpoint",)
 _PROPERTY_FIELDS = fields_set("value", "source")

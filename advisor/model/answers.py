@@ -38,18 +38,19 @@ from advisor.engine.measured import WRITE_P99_TOLERANCE, same_value
 from advisor.engine.models import Recommendation
 from advisor.engine.service import recommend
 from advisor.engine.units import format_size, parse_size
-from advisor.facts import Dataset, Host, Property
+from advisor.facts import DATASET_DEFAULTS, Dataset, Host, Property
 from advisor.model.dataset import Sample, cells
 from advisor.model.evaluation import (_fit, _grid, _label, _mean_ratio, _worst_p99_ratio, oracle, probe_in_order,
                                       twins)
-from advisor.model.features import DEFAULTS
 from advisor.model.provider import ModelProvider
 from advisor.probe.evidence import stored_evidence
+from advisor.probe.description import ProbeDescription
 from advisor.probe.fio_job import Hygiene, build_job
-from advisor.probe.interval import pooled_log_sd, ratio_interval
+from advisor.evidence.interval import pooled_log_sd, ratio_interval
 from advisor.probe.pooldesc import describe_pool
 from advisor.store.db import connect
 from advisor.store.probes import ProbeStore, ResultRow
+from advisor.store.results import StoredResults
 
 log = logging.getLogger(__name__)
 POOL = "tank"
@@ -100,7 +101,7 @@ class _HeldOutProvider(ModelProvider):
     """The service's model provider with a model fitted without the held-out cell."""
 
     def __init__(self, state_dir: str, book: RuleBook, model: Any, prior: list[Sample], version: str):
-        super().__init__(state_dir, book)
+        super().__init__(StoredResults(state_dir), ProbeDescription(), book)
         self._model, self._prior, self._reason, self._version = model, prior, None, version
 
 
@@ -185,8 +186,8 @@ class Grid:
         key = self.key(setting["recordsize"], setting["compression"])
         if key is not None:
             return self.mean[key]
-        size, compression = (self.key(setting["recordsize"], DEFAULTS["compression"]),
-                             self.key(DEFAULTS["recordsize"], setting["compression"]))
+        size, compression = (self.key(setting["recordsize"], DATASET_DEFAULTS["compression"]),
+                             self.key(DATASET_DEFAULTS["recordsize"], setting["compression"]))
         if size is None or compression is None:
             return None
         return self.mean[size] * self.mean[compression] / self.mean[self.base]
@@ -242,14 +243,14 @@ def evaluate_answers(model_factory: Callable[[], Any], prior: list[Sample], rows
         model = _fit(model_factory, prior, held_out, cache)
         training = [s for s in prior if s.obs.cell not in held_out]
         grid = Grid(by_cell[held])
-        for start_name, recordsize in (("default", DEFAULTS["recordsize"]), ("common", common_value(workload))):
+        for start_name, recordsize in (("default", DATASET_DEFAULTS["recordsize"]), ("common", common_value(workload))):
             # a new dataset <pool>/<workload> inherits the defaults; the other exists at the common value
             if start_name == "default":
                 asked, dataset, pool, named = host, f"{POOL}/{workload_name}", POOL, None
             else:
                 dataset = f"{POOL}/eval-{workload_name}"
                 asked, pool, named = _with_dataset(host, dataset, recordsize), None, dataset
-            start = {"recordsize": format_size(parse_size(recordsize)), "compression": DEFAULTS["compression"]}
+            start = {"recordsize": format_size(parse_size(recordsize)), "compression": DATASET_DEFAULTS["compression"]}
             unprobed = None
             # 0 first: MEASURE follows the command the answer without probes gives
             for budget in sorted({*budgets, 0} if MEASURE in budgets else budgets, key=lambda b: (b == MEASURE, b)):
@@ -278,7 +279,7 @@ def _probes(model: Any, grid: Grid, budget: int, unprobed: list[Recommendation] 
     if budget != MEASURE:
         local, labels = probe_in_order(model, grid.by_key, budget)
         return _by_lab_run(local), labels
-    keys = [k for k in (grid.key(v, DEFAULTS["compression"]) for v in _asked_values(unprobed or [], dataset))
+    keys = [k for k in (grid.key(v, DATASET_DEFAULTS["compression"]) for v in _asked_values(unprobed or [], dataset))
             if k is not None]
     run = [s for k in keys for s in grid.by_key[k]]
     return ([run] if run else []), [_label(grid.by_key[k][0].obs) for k in keys]

@@ -14,12 +14,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, TypedDict
 
 from advisor.engine.units import parse_size
+from advisor.facts import DATASET_DEFAULTS
 from advisor.probe.arc import disk_read_equivalent
 
-# The OpenZFS defaults a probe's scratch child gets (advisor/probe/candidates.py BASELINE).
-DEFAULTS = {"recordsize": "128K", "compression": "lz4", "logbias": "latency", "primarycache": "all",
-            "sync": "standard", "atime": "on"}
-DEFAULT_RECORDSIZE = parse_size(DEFAULTS["recordsize"])
+DEFAULT_RECORDSIZE = parse_size(DATASET_DEFAULTS["recordsize"])
 # Settings the model knows: a candidate with any other value is outside its support.
 KNOWN_COMPRESSION = ("lz4", "off")
 MIN_RECORDSIZE, MAX_RECORDSIZE = 4 << 10, 1 << 20
@@ -61,7 +59,7 @@ class Observation:
     parameter: str
     value: str
     baseline: bool
-    settings: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULTS))
+    settings: Mapping[str, str] = field(default_factory=lambda: dict(DATASET_DEFAULTS))
     # where it comes from: a lab cell ("zfs2.3.2/hdd-raidz1x4/postgres/512M": line, layout, workload,
     # working set) or "local:<pool>"
     cell: str = ""
@@ -80,11 +78,11 @@ class Observation:
         return (self.parameter, self.value)
 
     def with_candidate(self, parameter: str, value: str) -> Observation:
-        settings = dict(DEFAULTS)
+        settings = dict(DATASET_DEFAULTS)
         settings[parameter] = value
         settings = normalized(settings)
         return replace(self, parameter=parameter, value=value, settings=settings,
-                       baseline=settings == normalized(DEFAULTS), perf=None, write_p99=None,
+                       baseline=settings == normalized(DATASET_DEFAULTS), perf=None, write_p99=None,
                        repeat=0)
 
 
@@ -92,7 +90,7 @@ def normalized(settings: Mapping[str, str]) -> dict[str, str]:
     """Settings with the recordsize in bytes ('128K' and '131072' are one setting)."""
     out = dict(settings)
     try:
-        out["recordsize"] = str(parse_size(out.get("recordsize", DEFAULTS["recordsize"])))
+        out["recordsize"] = str(parse_size(out.get("recordsize", DATASET_DEFAULTS["recordsize"])))
     except ValueError:
         pass
     return out
@@ -105,7 +103,7 @@ def metric_of(pattern: str) -> str:
 def supported(obs: Observation) -> bool:
     """Whether the candidate's settings are within what the model has seen."""
     try:
-        rs = parse_size(obs.settings.get("recordsize", DEFAULTS["recordsize"]))
+        rs = parse_size(obs.settings.get("recordsize", DATASET_DEFAULTS["recordsize"]))
     except ValueError:
         return False
     return (MIN_RECORDSIZE <= rs <= MAX_RECORDSIZE
@@ -184,7 +182,7 @@ def _busiest_disk(obs: Observation, recordsize: int, block_size: int) -> float:
 
 def vector(obs: Observation) -> list[float]:
     s = obs.settings
-    rs = parse_size(s.get("recordsize", DEFAULTS["recordsize"]))
+    rs = parse_size(s.get("recordsize", DATASET_DEFAULTS["recordsize"]))
     bs = max(obs.block_size_bytes, 512)
     ws_vs_arc = (math.log2(obs.working_set_bytes / obs.arc_max_bytes)
                  if obs.working_set_bytes and obs.arc_max_bytes else 0.0)
@@ -246,7 +244,7 @@ def lab_cell(row: Mapping[str, str]) -> str:
 
 def from_csv_row(row: Mapping[str, str]) -> Observation:
     """A row of advisor/model/data/prior-*.csv (columns in its provenance file)."""
-    settings = {k: row.get(k) or DEFAULTS[k] for k in DEFAULTS}
+    settings = {k: row.get(k) or DATASET_DEFAULTS[k] for k in DATASET_DEFAULTS}
     settings["recordsize"] = str(int(row["recordsize_bytes"]))
     pattern = row["pattern"]
     p99 = _float(row.get("write_p99_us"))
@@ -335,7 +333,7 @@ def _arc_max_of(row: Any) -> int | None:
 
 def from_result(row: Any, workload: WorkloadShape, pool_name: str) -> Observation:
     """A stored probe result (advisor/store/probes.py ResultRow) of `pool_name`."""
-    settings = dict(DEFAULTS)
+    settings = dict(DATASET_DEFAULTS)
     if row.scope == "dataset":
         settings[row.parameter] = row.value
     settings = normalized(settings)
@@ -345,7 +343,7 @@ def from_result(row: Any, workload: WorkloadShape, pool_name: str) -> Observatio
         working_set_bytes=row.working_set_bytes, arc_max_bytes=_arc_max_of(row), **pool_shape(row.pool),
         # The model's baseline is the ZFS default, not the run's first value: a run of
         # `--param recordsize=8K,4K` stores 8K as its baseline, and its ratios are to 8K.
-        parameter=row.parameter, value=row.value, baseline=settings == normalized(DEFAULTS), settings=settings,
+        parameter=row.parameter, value=row.value, baseline=settings == normalized(DATASET_DEFAULTS), settings=settings,
         cell=f"local:{pool_name}", run=str(row.run_id), repeat=row.repeat,
         perf=perf_of(workload.pattern, row.iops, row.read_bw, row.write_bw), write_p99=row.write_p99,
     )
@@ -358,7 +356,7 @@ def query(workload: WorkloadShape, job_text: str, working_set_bytes: int | None,
     return Observation(
         workload=workload.name, pattern=workload.pattern, block_size_bytes=workload.block_size_bytes,
         read_fraction=workload.read_fraction, **job_shape(job_text), working_set_bytes=working_set_bytes,
-        arc_max_bytes=arc_max_bytes, **pool_shape(descriptor), parameter="recordsize", value=DEFAULTS["recordsize"],
-        baseline=True, settings=normalized(DEFAULTS),
+        arc_max_bytes=arc_max_bytes, **pool_shape(descriptor), parameter="recordsize", value=DATASET_DEFAULTS["recordsize"],
+        baseline=True, settings=normalized(DATASET_DEFAULTS),
         cell=f"local:{pool_name}",
     )

@@ -1,5 +1,5 @@
 """The model as the service and the CLI use it: the GP fitted on the shipped lab prior, conditioned
-on this host's probes (read from the store) per store generation, answering the engine's
+on this host's probes (a store reader, handed in: advisor/model/inputs.py) per store generation, answering the engine's
 prediction lookup (advisor/engine/predicted.py) and choosing the next probes.
 
 The fit is loaded from the JSON shipped beside the prior (advisor/model/fitted.py; numpy only,
@@ -13,8 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
-import sqlite3
 import threading
 from pathlib import Path
 from typing import Any, Sequence
@@ -24,48 +22,46 @@ from advisor.engine.models import ModelStatus
 from advisor.engine.predicted import (PREDICTED_PARAMETERS, CandidatePrediction, PairEffect, ParameterPrediction,
                                       PredictionLookup)
 from advisor.engine.units import format_size, parse_size
-from advisor.facts import Host
+from advisor.facts import DATASET_DEFAULTS, Host
 from advisor.model import MODEL_VERSION, numpy_missing, sklearn_missing
 from advisor.model.dataset import Sample, load_csv, prior_path, samples
-from advisor.model.features import (DEFAULTS, KNOWN_COMPRESSION, Observation, WorkloadShape, from_result, query,
+from advisor.model.features import (KNOWN_COMPRESSION, Observation, WorkloadShape, from_result, query,
                                     supported)
+from advisor.model.inputs import ProbeDescription, ProbeResults
 from advisor.model.select import choose, settings_key
-from advisor.probe.arc import disk_read_equivalent
-from advisor.probe.candidates import Candidate, make_candidate, recordsize_grid
-from advisor.probe.fio_job import Hygiene, JobError, build_job
-from advisor.probe.pooldesc import describe_pool
-from advisor.store.db import StoreError
-from advisor.store.probes import read_existing
 
 log = logging.getLogger(__name__)
 Z90 = 1.6448536269514722
-PROBE_FILE_BYTES = 256 << 20
-ADVICE_WAIT_SECONDS = 5.0  # advisor/probe/service.py ProbeConfig.max_file_bytes
+ADVICE_WAIT_SECONDS = 5.0
 
 
-def grid(parameter: str, workload: Any, params: dict[str, str] | None = None) -> list[str]:
+def grid(probes: ProbeDescription, parameter: str, workload: Any, params: dict[str, str] | None = None) -> list[str]:
     """The values the advisor considers for `parameter` (the probe plan's grid)."""
     if parameter == "compression":
         return list(KNOWN_COMPRESSION)
     page = (params or {}).get("page_size") or (
         workload.parameters["page_size"].default if "page_size" in workload.parameters else None)
-    values = recordsize_grid(page or workload.io.block_size)
-    return values
+    return probes.recordsize_grid(page or workload.io.block_size)
 
 
-def candidates_of(base: Observation, workload: Any, params: dict[str, str] | None = None) -> list[Observation]:
+def candidates_of(probes: ProbeDescription, base: Observation, workload: Any,
+                  params: dict[str, str] | None = None) -> list[Observation]:
     """The probe grid as observations: the recordsize grid and compression=off, baseline first."""
-    out = [base.with_candidate("recordsize", DEFAULTS["recordsize"])]
-    out += [base.with_candidate("recordsize", v) for v in grid("recordsize", workload, params)
-            if parse_size(v) != parse_size(DEFAULTS["recordsize"])]
+    out = [base.with_candidate("recordsize", DATASET_DEFAULTS["recordsize"])]
+    out += [base.with_candidate("recordsize", v) for v in grid(probes, "recordsize", workload, params)
+            if parse_size(v) != parse_size(DATASET_DEFAULTS["recordsize"])]
     out.append(base.with_candidate("compression", "off"))
     return out
 
 
 class ModelProvider:
-    def __init__(self, state_dir: str | os.PathLike[str], book: RuleBook, csv_path: str | Path | None = None,
-                 seed: int = 0, enabled: bool = True):
-        self.state_dir = state_dir
+    """`results`: this host's probes (advisor/store/results.py); `probes`: what a probe would run
+    (advisor/probe/description.py)."""
+
+    def __init__(self, results: ProbeResults, probes: ProbeDescription, book: RuleBook,
+                 csv_path: str | Path | None = None, seed: int = 0, enabled: bool = True):
+        self.results = results
+        self.probes = probes
         self.enabled = enabled
         self.book = book
         self.csv_path = Path(csv_path) if csv_path is not None else prior_path()
@@ -146,24 +142,12 @@ class ModelProvider:
     # --- this host ----------------------------------------------------------------------------
     def generation(self) -> int:
         """The newest probe result's id: predictions are recomputed when it changes."""
-        def newest(store) -> int:
-            if store is None:
-                return 0
-            return int(store.conn.execute("SELECT COALESCE(MAX(id), 0) FROM probe_results").fetchone()[0])
-        try:
-            return read_existing(self.state_dir, newest)
-        except (StoreError, sqlite3.Error) as exc:
-            log.warning("probe results under %s cannot be read: %s", self.state_dir, exc)
-            return -1
+        return self.results.generation()
 
     def local_samples(self, pool: str, workload: Any) -> list[Sample]:
         """This pool's probe results of the workload (dataset candidates the model knows) as samples."""
         shape = WorkloadShape.of(workload)
-        try:
-            rows = read_existing(self.state_dir, lambda s: s.results_for(pool, workload.name) if s else [])
-        except (StoreError, sqlite3.Error) as exc:
-            log.warning("probe results under %s cannot be read: %s", self.state_dir, exc)
-            rows = []
+        rows = self.results.results_for(pool, workload.name)
         obs = [from_result(r, shape, pool) for r in rows
                if r.scope == "dataset" and r.parameter in PREDICTED_PARAMETERS]
         return [s for s in samples(o for o in obs if supported(o))]
@@ -174,23 +158,16 @@ class ModelProvider:
         """The default candidate on `pool`: from its probes when there are any, else from the
         probe job the workload would run and the pool's descriptor."""
         if local:
-            return local[0].obs.with_candidate("recordsize", DEFAULTS["recordsize"])
+            return local[0].obs.with_candidate("recordsize", DATASET_DEFAULTS["recordsize"])
         if descriptor is None:
             facts = host.pool(pool) if host is not None else None
             if host is None or facts is None:
                 return None
-            descriptor = describe_pool(facts, host.disks)
-        params = dict(params or {})
-        role = params.pop("role", None)
-        try:
-            job = build_job(workload, "/probe", Hygiene(max_file_bytes=PROBE_FILE_BYTES), role, params)
-        except JobError:
+            descriptor = self.probes.pool(facts, host.disks)
+        job = self.probes.job(workload, dict(params or {}))
+        if job is None:
             return None
-        # As a probe of this pool would measure it: the ARC capped below the working set
-        # (advisor/probe/arc.py), where the lab's 512 MiB cells were measured too.
-        ws = job.working_set_bytes
-        cap = disk_read_equivalent(ws, job.compress_percentage)
-        return query(WorkloadShape.of(workload), job.text, ws, cap, descriptor, pool)
+        return query(WorkloadShape.of(workload), job.text, job.working_set_bytes, job.arc_max_bytes, descriptor, pool)
 
     def advice_lookup(self, host: Host) -> tuple[object, PredictionLookup | None]:
         """For the exporter's advice (advisor/engine/advice.py): (what the predictions depend on,
@@ -221,7 +198,7 @@ class ModelProvider:
 
         def predict(pool: str, workload_name: str, parameter: str, extra: list[str]) -> ParameterPrediction | None:
             facts = host.pool(pool)
-            shape = json.dumps(describe_pool(facts, host.disks), sort_keys=True, default=str) if facts else None
+            shape = json.dumps(self.probes.pool(facts, host.disks), sort_keys=True, default=str) if facts else None
             key = (generation, pool, shape, workload_name, parameter, tuple(extra),
                    tuple(sorted((params or {}).items())))
             with self._lock:
@@ -245,7 +222,7 @@ class ModelProvider:
         if base is None or (not local and not self.covers(base)):
             return None
         values: dict[int | str, str] = {}
-        for v in [*grid(parameter, workload, params), DEFAULTS[parameter], *extra]:
+        for v in [*grid(self.probes, parameter, workload, params), DATASET_DEFAULTS[parameter], *extra]:
             try:
                 k: int | str = parse_size(v) if parameter == "recordsize" else v.strip().lower()
             except ValueError:
@@ -285,11 +262,11 @@ class ModelProvider:
 
     # --- probe selection ----------------------------------------------------------------------
     def next_probe_candidates(self, pool: str, workload_name: str, budget: int, params: dict[str, str] | None = None,
-                              host: Host | None = None, descriptor: dict | None = None) -> list[Candidate]:
+                              host: Host | None = None, descriptor: dict | None = None) -> list[Any]:
         """`budget` candidates for the next probe run of `pool` for the workload: the baseline (every
         result is a ratio to it, within one run) and the budget - 1 others expected improvement
         (advisor/model/select.py) asks for given the pool's probes so far.  Without the model: the
-        grid in order."""
+        grid in order.  The candidates are as the probe description makes them."""
         from advisor.model.select import next_candidates
 
         workload = self.book.workloads[workload_name]
@@ -297,7 +274,7 @@ class ModelProvider:
         base = self.base_observation(pool, workload, params, host, descriptor, local)
         if base is None:
             return []
-        grid_obs = candidates_of(base, workload, params)
+        grid_obs = candidates_of(self.probes, base, workload, params)
         if self._model is None:
             chosen = grid_obs[:max(budget, 1)]
         else:
@@ -305,4 +282,4 @@ class ModelProvider:
             chosen = next_candidates(self._model, local, grid_obs, budget - 1 if has_base else budget)
             if not any(o.baseline for o in chosen):
                 chosen.insert(0, grid_obs[0])
-        return [make_candidate(o.parameter, o.value, baseline=o.baseline) for o in chosen]
+        return [self.probes.candidate(o.parameter, o.value, o.baseline) for o in chosen]

@@ -4,7 +4,7 @@ SVG and in the table beside it, so the chart is readable without the picture).""
 from __future__ import annotations
 
 from advisor.page.markup import esc
-from advisor.probe.evidence import CandidateEvidence, ParameterEvidence
+from advisor.evidence.parameters import CandidateEvidence, ParameterEvidence
 
 ROW = 26  # px per candidate
 LABEL = 130  # px for the candidate's value on the left

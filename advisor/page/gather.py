@@ -16,7 +16,8 @@ from advisor.engine.models import ModelStatus, Recommendation, RecommendResponse
 from advisor.engine.predicted import PredictionLookup
 from advisor.engine.service import TargetError, recommend
 from advisor.facts import Host
-from advisor.probe.evidence import ParameterEvidence, stored_evidence, summarize
+from advisor.evidence.parameters import ParameterEvidence, summarize
+from advisor.probe.evidence import stored_evidence
 from advisor.store.db import StoreError
 from advisor.store.probes import ProbeStore, ResultRow, RunRow, read_existing
 

@@ -13,7 +13,7 @@ from advisor.page.gather import DatasetAnswer, Answer, ProbeRun, Stored
 from advisor.page.markup import (dataset_anchor, dataset_href, document, esc, link, percent, pool_href, probe_href,
                                   recommend_href, size, table, when)
 from advisor.page.recommendations import answer_section
-from advisor.probe.evidence import ParameterEvidence
+from advisor.evidence.parameters import ParameterEvidence
 from advisor.store.probes import RunRow
 
 

@@ -7,14 +7,6 @@ dataset uncached (the default), is predicted as the prior's probes measured.
 """
 from __future__ import annotations
 
-from typing import Literal, get_args
-
-# How a probe keeps its measured reads from coming out of memory (docs/probes.md, "The probe and
-# the rest of the host"): "uncached" keeps the scratch dataset's data out of the ARC
-# (primarycache=metadata), "arc-cap" lowers zfs_arc_max for the whole host, "cached" does neither.
-CacheMethod = Literal["uncached", "arc-cap", "cached"]
-CACHE_METHODS: tuple[CacheMethod, ...] = get_args(CacheMethod)
-
 # zfs(4) and arc_tuning_update(): a zfs_arc_max below 64 MiB, or not above the ARC's floor
 # (arc_c_min), is ignored; the floor (zfs_arc_min) may go down to 32 MiB at run time.
 MIN_ARC_MAX = 64 << 20

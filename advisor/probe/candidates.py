@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.engine.units import format_size, parse_size
+from advisor.facts import DATASET_DEFAULTS
 
 # Dataset properties a candidate may set on its scratch child (zfsprops(7)).
 DATASET_PROPERTIES = {
@@ -30,10 +31,6 @@ MODULE_PARAMETERS = frozenset({
     "zfs_vdev_async_write_max_active", "zfs_vdev_async_write_min_active", "zfs_vdev_sync_write_max_active",
     "zfs_vdev_sync_read_max_active", "zfs_vdev_async_read_max_active", "zfs_vdev_max_active",
 })
-# What a scratch dataset gets when a candidate does not set it: the OpenZFS defaults,
-# written explicitly so a pool whose root dataset was tuned does not leak into the baseline.
-BASELINE = {"recordsize": "128K", "compression": "lz4", "logbias": "latency", "primarycache": "all",
-            "sync": "standard", "atime": "on"}
 
 
 class Candidate(BaseModel):
@@ -50,7 +47,9 @@ class Candidate(BaseModel):
         return f"{self.parameter}-{self.value}".replace("=", "-")
 
     def dataset_properties(self) -> dict[str, str]:
-        props = dict(BASELINE)
+        # the OpenZFS defaults, written explicitly so a pool whose root dataset was tuned does not
+        # leak into the baseline
+        props = dict(DATASET_DEFAULTS)
         if self.scope == "dataset":
             props[self.parameter] = self.value
         return props
@@ -87,7 +86,7 @@ def parse_candidate_spec(spec: str) -> list[Candidate]:
     if not sep or not values:
         raise CandidateError(f"{spec!r}: expected PARAMETER=VALUE[,VALUE...]")
     items = [v.strip() for v in values.split(",") if v.strip()]
-    base = BASELINE.get(parameter.strip())
+    base = DATASET_DEFAULTS.get(parameter.strip())
     baseline_value = base if base in items else items[0]
     return [make_candidate(parameter.strip(), v, baseline=(v == baseline_value)) for v in dict.fromkeys(items)]
 

@@ -7,7 +7,7 @@ import os
 import sqlite3
 from typing import Callable
 
-from advisor.probe.efficiency_view import PoolEfficiency, parse_reports
+from advisor.evidence.efficiency import PoolEfficiency, parse_reports
 from advisor.store.db import StoreError
 from advisor.store.probes import ProbeStore, read_existing
 

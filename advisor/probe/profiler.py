@@ -21,12 +21,12 @@ import inspect
 import logging
 import time
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Awaitable, Callable, Literal
 
 from advisor.names import InvalidName
 from advisor.probe.candidates import Candidate, CandidateError, parse_candidate_spec
-from advisor.probe.evidence import ParameterEvidence, evidence
+from advisor.evidence.parameters import ParameterEvidence
+from advisor.probe.evidence import evidence
 from advisor.probe.plan import Budget, Plan
 from advisor.probe.safety import LockBusy, UnsafeToProbe
 from advisor.probe.service import PlanError, ProbeConfig, ProbeService
@@ -34,10 +34,6 @@ from advisor.settings import ProfilerSettings
 from advisor.store.probes import RunRow
 
 log = logging.getLogger("advisor.probe.profiler")
-
-# The API writes the id of each run it queues here; zfs-advisor-probe.path starts the prober
-# when it changes (the API cannot start a unit: it has no privilege to talk to systemd).
-QUEUE_SIGNAL = "probe-queue"
 
 # a chooser may be a coroutine function (the model's reads the pool's layout first)
 CandidateChooser = Callable[[Plan, list[ParameterEvidence]], list[Candidate] | Awaitable[list[Candidate]]]
@@ -47,7 +43,7 @@ def choose_candidates(plan: Plan, history: list[ParameterEvidence]) -> list[Cand
     """Which of the plan's candidates (and those its budget dropped) to measure in this pass.
 
     `history`: what completed probes of this pool and workload measured (latest run per
-    parameter, advisor/probe/evidence.py). Default: the candidates not measured yet, with
+    parameter, advisor/evidence/parameters.py). Default: the candidates not measured yet, with
     their parameter's baseline (effects are ratios within one run); [] when every candidate
     has been measured. Another chooser (expected improvement from a model) has this signature.
     """
@@ -185,6 +181,3 @@ class Profiler:
         return Outcome(plan.pool, plan.workload, "skipped", queued_id, "queued" if queued_id else None, kind, reason)
 
 
-def signal_queue(state_dir: Path, run_id: int) -> None:
-    """Tell zfs-advisor-probe.path that a run was queued (it watches this file)."""
-    (state_dir / QUEUE_SIGNAL).write_text(f"{run_id}\n", encoding="ascii")

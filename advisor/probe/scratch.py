@@ -8,9 +8,7 @@ anything that is not the scratch root or below it.
 from __future__ import annotations
 
 from advisor.host.runner import CommandError, CommandRunner
-from advisor.names import check_dataset_name, check_pool_name
-
-DEFAULT_NAME = "zfs-advisor-probe"
+from advisor.names import SCRATCH_DATASET, check_dataset_name, check_pool_name
 
 
 class ScratchError(Exception):
@@ -18,7 +16,7 @@ class ScratchError(Exception):
 
 
 class ScratchArea:
-    def __init__(self, pool: str, runner: CommandRunner, name: str = DEFAULT_NAME):
+    def __init__(self, pool: str, runner: CommandRunner, name: str = SCRATCH_DATASET):
         check_pool_name(pool)
         if "/" in name:
             raise ScratchError(f"scratch dataset name {name!r} must be one component (it goes under the pool)")

@@ -13,26 +13,27 @@ from pathlib import Path
 from advisor.engine.loader import RuleBook
 from advisor.engine.service import TargetError, resolve_params
 from advisor.engine.units import format_size
+from advisor.evidence.parameters import ParameterEvidence
 from advisor.host.files import HostFiles
 from advisor.host.kstat import read_named_kstat
 from advisor.host.runner import CommandRunner
-from advisor.names import check_pool_name
-from advisor.probe import evidence as evidence_module
+from advisor.names import SCRATCH_DATASET, check_pool_name
+from advisor.probe.evidence import evidence
 from advisor.probe.candidates import Candidate, make_candidate, nearest_first, recordsize_grid
 from advisor.probe.fio_job import Hygiene, JobError, build_job
 from advisor.probe.modparams import ModuleParamError, ModuleParams, ParamGuard, restore_leftovers
-from advisor.probe.plan import Budget, Plan, estimate_seconds, fit_runtime
+from advisor.probe.plan import DAY_SECONDS, Budget, Plan, estimate_seconds, fit_runtime
 from advisor.probe.pooldesc import PoolUnavailable, read_pool_descriptor
-from advisor.probe.arc import ARC_SHARE, CacheMethod, arc_limits, stored_bytes
+from advisor.probe.arc import ARC_SHARE, arc_limits, stored_bytes
 from advisor.probe.runner import ARCSTATS, PlanRunner, ProbeAborted, ProbeFailed, ProgressCallback
 from advisor.probe.foreground import foreground_rate, foreground_watch
 from advisor.probe.safety import ProbeLock, Thresholds, UnsafeToProbe, check_pool
-from advisor.probe.scratch import DEFAULT_NAME, ScratchArea, ScratchError
+from advisor.probe.scratch import ScratchArea, ScratchError
 from advisor.store.db import connect
+from advisor.settings import CacheMethod
 from advisor.store.probes import ProbeStore, RunRow, RunStatus
 
 log = logging.getLogger("advisor.probe")
-DAY_SECONDS = 86400.0
 QUOTA_HEADROOM = 4  # quota >= 4 x the working set
 EFFICIENCY_STREAMS = 4  # an efficiency run writes this many files at once, then reads them back as one
 # Module parameters an efficiency run changed are saved under this run id (runs count from 1):
@@ -60,7 +61,7 @@ class PlanError(ValueError):
 @dataclass(frozen=True)
 class ProbeConfig:
     state_dir: Path
-    scratch_name: str = DEFAULT_NAME
+    scratch_name: str = SCRATCH_DATASET
     repeats: int = 2
     ramp_seconds: int = 5
     longest_runtime_seconds: int = 30
@@ -375,8 +376,8 @@ class ProbeService:
     def get(self, run_id: int) -> RunRow | None:
         return self.store.run(run_id)
 
-    def evidence(self, pool: str, workload: str) -> list[evidence_module.ParameterEvidence]:
-        return evidence_module.evidence(self.store, pool, workload)
+    def evidence(self, pool: str, workload: str) -> list[ParameterEvidence]:
+        return evidence(self.store, pool, workload)
 
 
 def parse_budget(text: str) -> float:

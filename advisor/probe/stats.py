@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass, field
 
 from advisor.probe.efficiency_stored import efficiency_of
-from advisor.probe.efficiency_view import PoolEfficiency
+from advisor.evidence.efficiency import PoolEfficiency
 from advisor.probe.evidence import evidence
-from advisor.probe.service import DAY_SECONDS
+from advisor.probe.plan import DAY_SECONDS
 from advisor.settings import ProfilerSettings
 from advisor.store.probes import ProbeStore
 

@@ -17,6 +17,9 @@ T = TypeVar("T")
 
 RunStatus = Literal["queued", "running", "completed", "aborted", "failed"]
 SKIPS_KEPT_SECONDS = 30 * 86400
+# The API writes the id of each run it queues here; zfs-advisor-probe.path starts the prober
+# when it changes (the API cannot start a unit: it has no privilege to talk to systemd).
+QUEUE_SIGNAL = "probe-queue"
 
 
 class ResultRow(BaseModel):
@@ -248,7 +251,7 @@ class ProbeStore:
 
     def latest_efficiency(self, pool: str | None = None) -> list[tuple[str, float, str]]:
         """(pool, measured_at, report JSON as stored) of each pool's latest report (of `pool`'s alone
-        when given), by pool name; the JSON is left to the reader (advisor/probe/efficiency_view.py)."""
+        when given), by pool name; the JSON is left to the reader (advisor/evidence/efficiency.py)."""
         sql = ("SELECT e.pool, e.measured_at, e.report_json FROM efficiency_reports e"
                " WHERE e.id = (SELECT MAX(id) FROM efficiency_reports WHERE pool = e.pool)")
         args: tuple = ()
@@ -290,3 +293,8 @@ def read_existing(state_dir: str | os.PathLike[str], read: Callable[[ProbeStore 
         return read(ProbeStore(conn))
     finally:
         conn.close()
+
+
+def signal_queue(state_dir: Path, run_id: int) -> None:
+    """Tell zfs-advisor-probe.path that a run was queued (it watches this file)."""
+    (state_dir / QUEUE_SIGNAL).write_text(f"{run_id}\n", encoding="ascii")

@@ -76,7 +76,7 @@ SEE_SECONDS = 30.0
 SCRAPERS = 3
 HALF_REQUEST = b"GET /v1/facts HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 SLOW_HOLD_SECONDS = 60.0
-# The service's log lines that say a descriptor limit was reached (advisor/api/connections.py, asyncio).
+# The service's log lines that say a descriptor limit was reached (advisor/server/connections.py, asyncio).
 LIMIT_LOG = re.compile(r"Too many open files|the limit is \d+")
 TARGETS = {"rss_drift": 0.10, "healthz_p99_ms": 100.0}
 KINDS = ("/metrics", "/recommend", "/v1/facts", "/healthz", "slow clients")

@@ -1,6 +1,6 @@
 """A burst of 1,500 connections against `zfs-advisor serve` at RLIMIT_NOFILE 1,024, replaying a lab
 snapshot on 127.0.0.1: connections are counted at accept() and kept below the limit
-(advisor/api/connections.py), so file descriptors never run out, /healthz is answered or
+(advisor/server/connections.py), so file descriptors never run out, /healthz is answered or
 refused at once (never a wait of seconds), and the log says so in a line or two.
 
 Before the count moved to accept(), the same burst made accept() fail with EMFILE, asyncio

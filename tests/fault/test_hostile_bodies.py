@@ -5,7 +5,7 @@ serves it (a replayed lab snapshot, 127.0.0.1, a token so that POST /v1/probes r
 - clients that go away mid-body: no ERROR, no traceback, at most one INFO line a minute;
 - token holders trickling their bodies a byte at a time, as many as there are work slots:
   the heavy endpoints still answer, and each trickler gets 408 once the body read times out
-  (the body is read before the request takes a slot, advisor/api/body.py).
+  (the body is read before the request takes a slot, advisor/server/body.py).
 """
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ async def test_bodies_trickled_by_token_holders_hold_no_work_slot(server, monkey
     """As many tricklers as work slots (4), a byte every 0.2 s: /v1/pools and /recommend answer
     while they trickle, and each trickler gets 408 once its body is late."""
     port, errors = server
-    monkeypatch.setattr("advisor.api.body.BODY_READ_TIMEOUT_SECONDS", 2.0)
+    monkeypatch.setattr("advisor.server.body.BODY_READ_TIMEOUT_SECONDS", 2.0)
     body = json.dumps({"pool": "tank", "workload": "postgres"}).encode()
 
     async def trickle() -> bytes:

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from advisor.facts import parse_version
 from advisor.host import (disks, kstat, modparams, pool_kstats, system, txgs, versions, zdb, zfs_props, zpool_iostat,
                           zpool_status)
 from advisor.host.collect import _pools_from_properties
@@ -56,7 +57,7 @@ PARSERS: dict[str, tuple[Callable[[str], Any], Callable[[], str], Callable[[str]
     "meminfo": (system.parse_meminfo_total, lambda: _file("proc/meminfo"), lambda t: "MemTotal:" not in t),
     "cpu_list": (system.parse_cpu_list, lambda: "0-3,6,8-9\n", lambda t: not re.search(r"\d", t)),
     "txgs": (txgs.parse_txgs, lambda: _file("proc/spl/kstat/zfs/tank/txgs"), lambda t: "txg" not in t),
-    "version": (versions.parse_version, lambda: "zfs-2.1.11-1", lambda t: False),
+    "version": (parse_version, lambda: "zfs-2.1.11-1", lambda t: False),
     "zfs_version": (versions.parse_zfs_version_command, lambda: "zfs-2.1.11-1\nzfs-kmod-2.1.11-1\n", lambda t: False),
     "zdb_ashift": (zdb.parse_zdb_ashift, lambda: _command_output(("zdb",)), lambda t: "vdev_tree:" not in t),
     "zfs_get": (zfs_props.parse_zfs_get, lambda: _command_output(("zfs", "get")),

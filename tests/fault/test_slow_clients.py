@@ -1,7 +1,7 @@
 """Slow and idle clients over real sockets: a request that never finishes arriving is dropped,
 and 1,100 of them at the default 1,024 file descriptors neither lock /healthz out nor flood
 the log (connections are counted at accept() and capped below the limit, the oldest idle one
-closed first, advisor/api/connections.py; asyncio's errors are rate-limited).
+closed first, advisor/server/connections.py; asyncio's errors are rate-limited).
 
 The file-descriptor case runs `zfs-advisor serve` as the CLI does, in a process whose
 RLIMIT_NOFILE is 1,024, replaying a lab snapshot on 127.0.0.1.

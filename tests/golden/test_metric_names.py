@@ -19,7 +19,7 @@ import pytest
 from support.hosts import make_host
 
 from advisor.exporters.base import ExportOptions, Scrape
-from advisor.exporters.collector import create_registry, render
+from advisor.exporters.collector import FactsCollector
 
 GOLDEN = Path(__file__).resolve().parent / "metrics"
 _UNITS = "bytes|seconds|ratio|celsius|volts|amperes|joules|grams|meters"
@@ -70,5 +70,5 @@ def test_recorded_families_follow_the_naming_conventions(golden):
 
 def test_every_option_on_follows_the_naming_conventions():
     options = ExportOptions(per_vdev=True, per_dataset=True, all_disks=True, diskstats=True)
-    text = render(create_registry(), Scrape(make_host(), options)).decode()
+    text = FactsCollector().render(Scrape(make_host(), options)).decode()
     assert violations(families_in(text)) == []

@@ -15,7 +15,7 @@ from labchecks import check_decided_from_the_probe
 from labprobe import PARAMS, PROBE, SMALL, STATE, abort_by_a_writer, arc_demand_data, params, wait_for
 from labparams import lab_params
 
-from advisor.probe.interval import run_interval
+from advisor.evidence.interval import run_interval
 
 pytestmark = pytest.mark.lab
 
@@ -105,7 +105,7 @@ def test_the_probe_stores_each_repeat_with_its_pool_and_data(lab_vm, probed):
 def test_probe_results_match_an_independent_fio_run(lab_vm, probed):
     """Two independent fio runs of the stored job, in a dataset made like the candidate's with
     the same ARC cap, land (their mean) within the 90 % interval the probe's repeats give for
-    the mean of two more runs (advisor/probe/interval.py). A 90 % interval: one check in ten
+    the mean of two more runs (advisor/evidence/interval.py). A 90 % interval: one check in ten
     may fail by chance, and what moves between runs but not between repeats (the host) is not
     in it (docs/probes.md)."""
     vm, run, took, _, _ = probed

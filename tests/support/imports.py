@@ -112,3 +112,31 @@ def reaches(graph: dict[str, set[str]], start: str) -> set[str]:
                 seen.add(w)
                 todo.append(w)
     return seen
+
+
+def closure(graph: dict[str, set[str]], package: str) -> set[str]:
+    """The modules of `package` (a module or a package) and every module they import, directly or not."""
+    own = {m for m in graph if m == package or m.startswith(package + ".")}
+    return own.union(*(reaches(graph, m) for m in own))
+
+
+def outside_imports(modules: set[str], root: Path = REPO) -> set[str]:
+    """The top-level names of what `modules` import from outside the project (sqlite3, aiohttp, ...)."""
+    paths = project_modules(root)
+    found: set[str] = set()
+    for module in modules:
+        for node in ast.walk(ast.parse(paths[module].read_text())):
+            if isinstance(node, ast.Import):
+                found |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                found.add(node.module.split(".")[0])
+    return found - {PACKAGE}
+
+
+def package_pairs(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Pairs of the package's parts (a subpackage, or a module at its top) that import each other."""
+    def part(module: str) -> str:
+        return ".".join(module.split(".")[:2])
+
+    edges = {(part(a), part(b)) for a, targets in graph.items() for b in targets if part(a) != part(b)}
+    return sorted((a, b) for a, b in edges if (b, a) in edges and a < b)

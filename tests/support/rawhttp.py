@@ -11,8 +11,8 @@ from typing import Any, AsyncIterator
 
 from aiohttp import web
 
-from advisor.api.connections import GuardedSite
-from advisor.api.errors import JsonErrorAppRunner
+from advisor.server.connections import GuardedSite
+from advisor.server.errors import JsonErrorAppRunner
 
 Response = tuple[int, dict[str, str], bytes]
 

@@ -1,4 +1,4 @@
-"""Basic auth's password checks (advisor/api/passwords.py) on the real app, plain HTTP on
+"""Basic auth's password checks (advisor/server/passwords.py) on the real app, plain HTTP on
 127.0.0.1 (basic auth needs TLS only beyond loopback): bcrypt in a thread of its own, verified
 and refused credentials remembered, failed logins limited per client address (429)."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ from aiohttp import web
 from support import RECORDING
 from support.tls import bcrypt_hash
 
-from advisor.api.passwords import FailureLimiter, PasswordChecks
+from advisor.server.passwords import FailureLimiter, PasswordChecks
 from advisor.app import create_app
 from advisor.appkeys import PASSWORDS
 from advisor.settings import Settings

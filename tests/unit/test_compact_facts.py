@@ -8,6 +8,7 @@ import sys
 import pytest
 from support import REPO, recorded_snapshots
 
+from advisor.facts import TUNING_PROPERTIES
 from advisor.host import kstat, zfs_props
 from advisor.host.parsing import compact_dict, lines_in_blocks
 from advisor.host.snapshot import collect_from_root, open_snapshot
@@ -86,8 +87,8 @@ async def test_replay_reads_recorded_output_when_asked(tmp_path):
 async def test_facts_json_in_chunks_reuses_unchanged_datasets(tmp_path, monkeypatch):
     import gzip
 
-    from advisor.api import facts_body
-    from advisor.api.facts_body import CHUNK, FactsJson
+    from advisor.server import facts_body
+    from advisor.server.facts_body import CHUNK, FactsJson
 
     sys.path.insert(0, str(REPO / "tests" / "bench"))
     import scale_snapshot
@@ -153,7 +154,7 @@ def test_compact_dicts_of_the_same_names_are_smaller_than_plain_ones():
 
 def test_parsed_datasets_and_counters_use_compact_dicts():
     rows = [f"tank/ds{i}\t{p}\t{'filesystem' if p == 'type' else i}\t-"
-            for i in range(2) for p in zfs_props.TUNING_PROPERTIES]
+            for i in range(2) for p in TUNING_PROPERTIES]
     a, b = zfs_props.parse_zfs_get("\n".join(rows) + "\n")
     plain = dict(a.properties)
     assert a.properties == plain and sys.getsizeof(a.properties) < sys.getsizeof(plain) / 2

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor.deflated import Deflated
-from advisor.api.shared import SLICE, SlicedBody
+from advisor.server.bodies import SLICE, SlicedBody
 
 PARTS = st.lists(st.binary(max_size=3000), max_size=8)
 

@@ -125,7 +125,7 @@ async def test_a_report_that_is_no_report_is_skipped_and_logged(http_client, tmp
     conn.execute("INSERT INTO efficiency_reports (pool, measured_at, report_json) VALUES ('third', 1, ?)",
                  (json.dumps({"results": [{"direction": "read"}, {"test": "Bad Name!", "ratio": 1}, "x"]}),))
     conn.close()
-    caplog.set_level(logging.WARNING, logger="advisor.probe.efficiency_view")
+    caplog.set_level(logging.WARNING, logger="advisor.evidence.efficiency")
     client = await _client(http_client, tmp_path)
     body = await (await client.get("/v1/efficiency")).json()
     assert [r["pool"] for r in body["reports"]] == ["tank", "third"] and body["reports"][1]["results"] == []

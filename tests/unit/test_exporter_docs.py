@@ -7,7 +7,7 @@ from pathlib import Path
 from support.hosts import make_host
 
 from advisor.exporters.base import ExportOptions, Scrape
-from advisor.exporters.collector import create_registry, render
+from advisor.exporters.collector import FactsCollector
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "metrics.md"
@@ -20,7 +20,7 @@ DYNAMIC = re.compile(
 
 def exposed_families() -> set[str]:
     texts = [p.read_text() for p in (REPO / "tests" / "golden" / "metrics").rglob("*.prom")]
-    texts.append(render(create_registry(), Scrape(make_host(), ExportOptions(per_vdev=True, per_dataset=True))).decode())
+    texts.append(FactsCollector().render(Scrape(make_host(), ExportOptions(per_vdev=True, per_dataset=True))).decode())
     return {m for text in texts for m in re.findall(r"^# TYPE (\S+) ", text, re.MULTILINE)}
 
 

@@ -8,7 +8,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from support.hosts import make_host
 
 from advisor.exporters.base import ExportOptions, Scrape, go_float
-from advisor.exporters.collector import SCRAPE, create_registry
+from support.reference import reference_registry
 from advisor.exporters.exposition import text
 
 
@@ -34,13 +34,9 @@ class _Odd:
 
 
 def test_same_bytes_as_generate_latest_for_every_collector_and_odd_values():
-    registry = create_registry()
+    registry = reference_registry(Scrape(host=make_host(datasets=5), options=ExportOptions(per_vdev=True, per_dataset=True)))
     registry.register(_Odd())
-    token = SCRAPE.set(Scrape(host=make_host(datasets=5), options=ExportOptions(per_vdev=True, per_dataset=True)))
-    try:
-        families = list(registry.collect())  # once: self-metrics hold this run's durations
-    finally:
-        SCRAPE.reset(token)
+    families = list(registry.collect())
     assert len(families) > 60
     assert text(families) == generate_latest(_Fixed(families))
 

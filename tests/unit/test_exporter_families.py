@@ -10,13 +10,13 @@ from support.hosts import LATENCY_ROWS, LATENCY_TEXT, SIZE_TEXT, make_host
 from advisor.facts import Host, ZfsInfo
 from advisor.host import zpool_iostat
 from advisor.exporters.base import ExportOptions, Scrape
-from advisor.exporters.collector import COLLECTORS, create_registry, render
+from advisor.exporters.collector import COLLECTORS, FactsCollector
 from advisor.exporters.histograms import buckets
 from advisor.exporters.ioclass import latency_labels, queue_labels, size_labels
 from advisor.exporters.params import metric_name
 
 def scrape_families(host: Host, **options) -> dict:
-    text = render(create_registry(), Scrape(host=host, options=ExportOptions(**options))).decode()
+    text = FactsCollector().render(Scrape(host=host, options=ExportOptions(**options))).decode()
     return {f.name: f for f in text_string_to_metric_families(text)}
 
 
@@ -100,7 +100,7 @@ def _with_pool(host: Host, **update) -> Host:
 
 
 def _current_state(host: Host, stale: bool = False) -> tuple[list[str], dict]:
-    text = render(create_registry(), Scrape(host=host, stale=stale)).decode()
+    text = FactsCollector().render(Scrape(host=host, stale=stale)).decode()
     families = {f.name: f for f in text_string_to_metric_families(text)}
     states = [s.labels["state"] for s in families["zfs_pool_health_state"].samples
               if s.labels["pool"] == "tank" and s.value == 1]
@@ -223,16 +223,11 @@ def test_every_family_names_its_source_and_names_are_unique_across_collectors():
 
 
 def test_a_failing_collector_costs_only_its_own_families():
-    from advisor.exporters.collector import FactsCollector
-
     def broken(scrape):
         raise RuntimeError("boom")
 
-    registry = create_registry(FactsCollector({"arc": COLLECTORS["arc"], "broken": broken}))
-    families = {
-        f.name: f
-        for f in text_string_to_metric_families(render(registry, Scrape(host=make_host())).decode())
-    }
+    exporter = FactsCollector({"arc": COLLECTORS["arc"], "broken": broken})
+    families = {f.name: f for f in text_string_to_metric_families(exporter.render(Scrape(host=make_host())).decode())}
     assert "zfs_arc_hits" in families
     success = {s.labels["collector"]: s.value for s in families["zfs_advisor_scrape_collector_success"].samples}
     assert success == {"arc": 1.0, "broken": 0.0}

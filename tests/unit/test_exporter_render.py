@@ -1,5 +1,5 @@
-"""FactsCollector.render, the service's /metrics writer: the same text as prometheus_client's
-registry path, with the text of collectors built from zpool/zfs output alone reused while that
+"""FactsCollector.render, the service's /metrics writer: the same text as a prometheus_client
+registry of the same collectors (tests/support/reference.py), with the text of collectors built from zpool/zfs output alone reused while that
 output is the same (Scrape.commands_generation), and everything read from kstats written anew."""
 import asyncio
 
@@ -9,8 +9,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from advisor.facts import KStat, Property
 from advisor.host.snapshot import collect_from_root
 from advisor.exporters.base import ExportOptions, Scrape
-from advisor.exporters.collector import FactsCollector, create_registry, render
+from advisor.exporters.collector import FactsCollector
 from support import HOSTS
+from support.reference import reference_text
 
 RECORDINGS = [HOSTS / "2.1.11" / "hdd-raidz1x4" / "load", HOSTS / "2.3.2" / "ssd-mirror2x2" / "idle"]
 
@@ -33,7 +34,7 @@ def samples(text: bytes, name: str) -> dict:
 def test_render_writes_what_the_registry_writes(path, options):
     scrape = Scrape(host=recorded_host(path), options=options, commands_generation=1.0)
     exporter = FactsCollector()
-    reference = without_durations(render(create_registry(FactsCollector()), scrape))
+    reference = without_durations(reference_text(scrape))
     assert without_durations(exporter.render(scrape)) == reference
     assert without_durations(exporter.render(scrape)) == reference  # again, from the reused text
 

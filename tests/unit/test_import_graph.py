@@ -9,9 +9,34 @@ import ast
 from pathlib import Path
 
 from support import REPO
-from support.imports import cycles, import_graph, python_files, reaches
+import pytest
+
+from support.imports import closure, cycles, import_graph, outside_imports, package_pairs, python_files, reaches
 
 GRAPH = import_graph()
+
+# What a part of the package must not reach, directly or through the modules it imports: a
+# project module (or package) by its dotted name, anything else by its top-level name.
+# The prober's stack (it creates datasets, runs fio, writes module parameters: root's work).
+RUNNER_STACK = ("advisor.probe.service", "advisor.probe.profiler", "advisor.probe.runner", "advisor.probe.foreground",
+                "advisor.probe.scratch", "advisor.probe.safety", "advisor.probe.modparams")
+LAYERS = {
+    "advisor.engine": (("advisor.store", "advisor.probe", "sqlite3"),
+                       "the engine decides over plain data: the app reads the store and hands the evidence in"),
+    "advisor.evidence": (("advisor.store", "advisor.probe", "advisor.engine", "sqlite3"),
+                         "measurements as plain data, below the engine and the store"),
+    "advisor.facts": (("advisor.host",), "the host's sources produce the facts; the facts know no source"),
+    "advisor.exporters": (("advisor.host",), "exporters see the host through the facts alone"),
+    "advisor.settings": (("advisor.probe",), "settings are read by every part; they name no part's code"),
+    "advisor.model.provider": (("advisor.store", "sqlite3", "advisor.probe.candidates", "advisor.probe.fio_job",
+                                "advisor.probe.pooldesc"),
+                               "the model is handed a store reader and a description of what a probe would run"),
+    "advisor.server": (("advisor.api", "advisor.appkeys", "advisor.app"),
+                       "the server's plumbing serves any handler; advisor/api/ holds the handlers"),
+    "advisor.appkeys": (("advisor.api",), "the app's typed keys name resources, not handlers"),
+    "advisor.api": (RUNNER_STACK, "the unprivileged API queues probes in the store; the prober runs them"),
+    "advisor.app": (RUNNER_STACK, "the unprivileged API queues probes in the store; the prober runs them"),
+}
 ENGINE = sorted(m for m in GRAPH if m == "advisor.engine" or m.startswith("advisor.engine."))
 
 
@@ -24,6 +49,68 @@ def test_the_graph_covers_the_whole_package():
 def test_no_import_cycles():
     found = cycles(GRAPH)
     assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+@pytest.mark.parametrize("part", sorted(LAYERS))
+def test_a_layer_reaches_nothing_above_it(part):
+    forbidden, why = LAYERS[part]
+    reached = closure(GRAPH, part)
+    found = {m for m in reached for f in forbidden if m == f or m.startswith(f + ".")}
+    found |= outside_imports(reached) & set(forbidden)
+    assert not found, f"{part} reaches {sorted(found)}: {why}"
+
+
+def test_the_layer_check_names_what_a_layer_reaches(tmp_path):
+    """The check above can fail: a store import two modules down is found, and sqlite3 with it."""
+    package = tmp_path / "advisor"
+    (package / "store").mkdir(parents=True)
+    for name, text in {"__init__.py": "", "engine.py": "from advisor import helper\n",
+                       "helper.py": "import advisor.store.db\n", "store/__init__.py": "",
+                       "store/db.py": "import sqlite3\n"}.items():
+        (package / name).write_text(text)
+    graph = import_graph(tmp_path)
+    reached = closure(graph, "advisor.engine")
+    assert {"advisor.helper", "advisor.store.db"} <= reached
+    assert "sqlite3" in outside_imports(reached, tmp_path)
+
+
+# docs/architecture.md's floors, top down: a part imports only parts of a floor below its own
+# (within the top floor, only parts after it). Parts not drawn there are not checked here.
+FLOORS = [["cli", "app", "api", "appkeys", "server"], ["page", "model", "probe", "exporters", "changes"],
+          ["engine", "host", "settings"], ["facts", "evidence", "store"]]
+
+
+def _part(module: str) -> str | None:
+    return module.split(".")[1] if module.count(".") else None
+
+
+def _rank(part: str) -> tuple[int, int]:
+    """(floor from the top, place within the top floor): lower ranks are higher up."""
+    floor = next(i for i, parts in enumerate(FLOORS) if part in parts)
+    return floor, FLOORS[0].index(part) if floor == 0 else 0
+
+
+def test_each_floor_imports_only_the_floors_below():
+    drawn = {p for parts in FLOORS for p in parts}
+    upward = sorted((a, b) for a, targets in GRAPH.items() for b in targets
+                    if _part(a) in drawn and _part(b) in drawn and _part(a) != _part(b)
+                    and _rank(_part(b)) < _rank(_part(a)))
+    assert not upward, upward
+
+
+def test_no_two_parts_import_each_other():
+    """A part is a subpackage (advisor.engine) or a module at the top (advisor.facts)."""
+    assert package_pairs(GRAPH) == []
+
+
+def test_the_pair_finder_names_two_parts_that_import_each_other(tmp_path):
+    package = tmp_path / "advisor"
+    (package / "api").mkdir(parents=True)
+    for name, text in {"__init__.py": "", "api/__init__.py": "", "api/shared.py": "",
+                       "api/health.py": "from advisor.appkeys import X\n",
+                       "appkeys.py": "from advisor.api.shared import Y\n"}.items():
+        (package / name).write_text(text)
+    assert package_pairs(import_graph(tmp_path)) == [("advisor.api", "advisor.appkeys")]
 
 
 def test_the_cycle_finder_names_a_cycle_through_a_function_body(tmp_path):

@@ -27,9 +27,11 @@ from advisor.probe.arc import disk_read_equivalent  # noqa: E402
 from advisor.model.provider import ModelProvider, candidates_of  # noqa: E402
 from advisor.model.regress import GPModel, QuantileBoost  # noqa: E402
 from advisor.model.select import next_candidates  # noqa: E402
+from advisor.probe.description import ProbeDescription  # noqa: E402
 from advisor.probe.fio_job import Hygiene, build_job  # noqa: E402
 from advisor.store.db import connect  # noqa: E402
 from advisor.store.probes import ProbeStore, ResultRow  # noqa: E402
+from advisor.store.results import StoredResults  # noqa: E402
 
 BOOK = load_rulebook()
 CELL = "zfs2.3.2/ssd-mirror2x2/postgres/512M"
@@ -75,7 +77,7 @@ def model(prior_without_cell):
 def grid():
     shape = WorkloadShape.of(BOOK.workloads["postgres"])
     base = from_result(result_row(csv_rows()[0]), shape, "tank").with_candidate("recordsize", "128K")
-    return candidates_of(base, BOOK.workloads["postgres"])
+    return candidates_of(ProbeDescription(), base, BOOK.workloads["postgres"])
 
 
 def test_a_lab_row_and_the_store_record_it_came_from_are_one_point():
@@ -187,7 +189,7 @@ def test_next_probe_candidates_reads_the_store(tmp_path):
             store.add_result(result_row(r, run))
     store.end_run(run, "completed")
     store.conn.close()
-    provider = ModelProvider(tmp_path, BOOK).fit()
+    provider = ModelProvider(StoredResults(tmp_path), ProbeDescription(), BOOK).fit()
     chosen = provider.next_probe_candidates("tank", "postgres", 2, descriptor=MIRROR2X2)
     assert chosen[0].baseline and len(chosen) == 2
     assert chosen[1].value not in ("128K", "8K")  # probed already

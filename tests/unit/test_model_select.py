@@ -20,6 +20,7 @@ from advisor.model.features import WorkloadShape  # noqa: E402
 from advisor.model.gp import Dist, Prediction  # noqa: E402
 from advisor.model.provider import candidates_of  # noqa: E402
 from advisor.model.select import choose, settings_key  # noqa: E402
+from advisor.probe.description import ProbeDescription  # noqa: E402
 
 BOOK = load_rulebook()
 
@@ -28,7 +29,7 @@ BOOK = load_rulebook()
 def grid():
     row = next(o for o in load_csv() if o.workload == "postgres")
     assert WorkloadShape.of(BOOK.workloads["postgres"]).pattern == row.pattern
-    return candidates_of(row.with_candidate("recordsize", "128K"), BOOK.workloads["postgres"])
+    return candidates_of(ProbeDescription(), row.with_candidate("recordsize", "128K"), BOOK.workloads["postgres"])
 
 
 def synthetic(grid, effects: dict[str, tuple[float, float]], p99: dict[str, float] | None = None) -> Prediction:

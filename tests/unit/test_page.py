@@ -17,7 +17,7 @@ from support import RECORDING
 from support.probes import RECORDSIZE_POSTGRES, seed_recordsize_probe
 from support.remote import seen_from_remote
 
-from advisor.api.shared import WorkLimiter
+from advisor.server.limits import WorkLimiter
 from advisor.app import create_app
 from advisor.appkeys import LIMITER
 from advisor.page.markup import pool_href

@@ -1,4 +1,4 @@
-"""Student-t intervals of the probe's repeats (advisor/probe/interval.py)."""
+"""Student-t intervals of the probe's repeats (advisor/evidence/interval.py)."""
 from __future__ import annotations
 
 import math
@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from advisor.probe.interval import pooled_log_sd, ratio_interval, run_interval, t90
+from advisor.evidence.interval import pooled_log_sd, ratio_interval, run_interval, t90
 
 scipy_stats = pytest.importorskip("scipy.stats")  # comes with scikit-learn, the model extra
 

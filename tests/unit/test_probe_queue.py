@@ -19,13 +19,13 @@ from advisor.host.snapshot import open_snapshot
 from advisor.host.files import HostFiles
 from advisor.host.runner import CommandResult, ReplayRunner
 from advisor.probe.candidates import make_candidate
-from advisor.probe.evidence import summarize
+from advisor.evidence.parameters import summarize
 from advisor.probe.plan import Budget
-from advisor.probe.profiler import QUEUE_SIGNAL, Profiler, choose_candidates, profiler_config
+from advisor.probe.profiler import Profiler, choose_candidates, profiler_config
 from advisor.probe.service import ProbeConfig, ProbeService
 from advisor.settings import ProfilerSettings, Settings
 from advisor.store.db import connect
-from advisor.store.probes import ProbeStore, ResultRow
+from advisor.store.probes import QUEUE_SIGNAL, ProbeStore, ResultRow
 
 TOKEN = "s3cret-token-for-tests"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

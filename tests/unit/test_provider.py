@@ -92,7 +92,7 @@ async def test_shared_bodies_do_not_keep_their_generation_alive():
     import gc
     import weakref
 
-    from advisor.api.shared import SharedBodies
+    from advisor.server.bodies import SharedBodies
 
     class Generation:
         pass

@@ -23,7 +23,9 @@ from advisor.engine.text import recommend_text
 from advisor.engine.units import parse_size
 from advisor.host.snapshot import collect_from_root
 from advisor.model.provider import ModelProvider
+from advisor.probe.description import ProbeDescription
 from advisor.settings import Settings
+from advisor.store.results import StoredResults
 
 SNAPSHOTS = recorded_snapshots()
 BOOK = load_rulebook()
@@ -172,7 +174,7 @@ def _key(recs) -> list[tuple]:
 @lru_cache(maxsize=1)
 def _model() -> ModelProvider:
     """The regression model as the app and the CLI fit it (the same settings' state_dir)."""
-    return ModelProvider(Settings().state_dir, BOOK).fit()
+    return ModelProvider(StoredResults(Settings().state_dir), ProbeDescription(), BOOK).fit()
 
 
 def _expected(host) -> list[tuple]:

@@ -15,7 +15,8 @@ from advisor.app import create_app
 from advisor.engine.service import recommend
 from advisor.engine.loader import load_rulebook
 from advisor.host.snapshot import collect_from_root
-from advisor.probe.evidence import stored_evidence, summarize
+from advisor.evidence.parameters import summarize
+from advisor.probe.evidence import stored_evidence
 from advisor.settings import Settings
 from advisor.store.db import connect
 from advisor.store.probes import ProbeStore, ResultRow

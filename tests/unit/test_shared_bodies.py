@@ -10,7 +10,7 @@ import gc
 import gzip
 import json
 
-from advisor.api.shared import HeapFreezer
+from advisor.server.limits import HeapFreezer
 from advisor.app import create_app
 from advisor.appkeys import BODIES, LIMITER
 from advisor.settings import Settings
@@ -122,7 +122,7 @@ async def test_probe_ids_and_limits_in_other_digits_are_a_400(http_client):
 def test_the_service_favours_the_event_loop_for_the_gil():
     import sys
 
-    from advisor.api.shared import LOOP_SWITCH_INTERVAL_SECONDS, favour_the_event_loop
+    from advisor.server.limits import LOOP_SWITCH_INTERVAL_SECONDS, favour_the_event_loop
     from advisor.memory import keep_big_blocks_apart
 
     before = sys.getswitchinterval()
@@ -136,7 +136,7 @@ def test_the_service_favours_the_event_loop_for_the_gil():
 
 
 async def test_a_sliced_body_lets_go_of_each_chunk_once_sent():
-    from advisor.api.shared import SLICE, SlicedBody
+    from advisor.server.bodies import SLICE, SlicedBody
 
     chunks = (b"a" * (SLICE + 10), b"b" * 5, b"c" * (2 * SLICE))
     body = SlicedBody(chunks, "application/json")

@@ -57,7 +57,7 @@ def test_the_probe_timer_and_path_start_the_probe_unit_and_verify_clean(tmp_path
     result = analyze("verify", *map(str, copies))
     assert (result.returncode, result.stdout + result.stderr) == (0, "")
     path_unit = next(c for c in copies if c.suffix == ".path").read_text()
-    assert "PathModified=/var/lib/zfs-advisor/probe-queue" in path_unit  # advisor.probe.profiler.QUEUE_SIGNAL
+    assert "PathModified=/var/lib/zfs-advisor/probe-queue" in path_unit  # advisor.store.probes.QUEUE_SIGNAL
 
 
 @pytest.mark.parametrize("unit", UNITS, ids=lambda u: u.name)

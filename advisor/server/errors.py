@@ -9,7 +9,7 @@ from typing import Any, Awaitable, Callable, Sequence
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
-from advisor.api.connections import ConnectionGuard, default_max_connections
+from advisor.server.connections import ConnectionGuard, default_max_connections
 from advisor.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
@@ -125,7 +125,7 @@ class _JsonErrorServer(web.Server):
 
     def oldest_idle_since(self) -> float | None:
         """When the oldest connection not serving a request (idle, or a request still arriving)
-        and not closing already was made (advisor/api/connections.py decides what to do)."""
+        and not closing already was made (advisor/server/connections.py decides what to do)."""
         victim = self._oldest_idle()
         return None if victim is None else self._since.get(victim, 0.0)
 
@@ -142,7 +142,7 @@ class _JsonErrorServer(web.Server):
 class JsonErrorAppRunner(web.AppRunner):
     """web.AppRunner whose connections answer aiohttp's own parser errors as JSON 4xx, drop
     requests that do not arrive within `read_timeout` and, served by a GuardedSite
-    (advisor/api/connections.py), stay within `max_connections` open sockets."""
+    (advisor/server/connections.py), stay within `max_connections` open sockets."""
 
     def __init__(self, app: web.Application, *, read_timeout: float = READ_TIMEOUT_SECONDS,
                  max_connections: int | None = None, **kwargs: Any) -> None:

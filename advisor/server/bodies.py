@@ -1,4 +1,4 @@
-"""Heavy responses under load: bounded work, one build per facts generation, bodies sent in slices.
+"""Heavy responses under load: one build per facts generation, bodies sent in slices.
 
 At 10,000 datasets a /metrics body is tens of megabytes of text and /v1/facts about 20 MB of
 JSON. Built once per request, 50 concurrent clients cost gigabytes and stall the event loop
@@ -8,9 +8,7 @@ JSON. Built once per request, 50 concurrent clients cost gigabytes and stall the
   `Collection` per generation) and variant (OpenMetrics, gzip), in a worker thread;
   concurrent requests await the same task, later ones get the bytes. Only the newest
   generation is kept.
-* `WorkLimiter`: at most `in_flight` heavy requests run at once; up to `waiting` more wait
-  their turn for at most `wait_seconds`; beyond that a request gets 503 with Retry-After at
-  once instead of piling up. /healthz never passes through it.
+* `WorkLimiter` (advisor/server/limits.py) bounds the heavy requests in work at once.
 * `SlicedBody`: a body (bytes, chunks never joined, or deflate segments inflated as they go)
   is written in slices, each waiting for the socket to drain and then for a turn of the event
   loop, so a slow reader holds one slice in the transport's buffer, not a copy of the whole
@@ -19,26 +17,14 @@ JSON. Built once per request, 50 concurrent clients cost gigabytes and stall the
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import gc
-import time
-import logging
-import sys
 import weakref
-from typing import Any, AsyncIterator, Awaitable, Callable, Hashable
-
-HEAVY_PATHS = ("/metrics", "/v1/facts", "/recommend", "/v1/pools", "/v1/probes")
+from typing import Any, Awaitable, Callable, Hashable
 
 from aiohttp import payload, web
 
 from advisor.deflated import Deflated, inflate
-from advisor.api.errors import json_error
-from advisor.api.facts_body import FactsJson
-from advisor.logs import RateLimitedLog
+from advisor.server.facts_body import FactsJson
 from advisor.memory import release_freed_memory
-
-log = logging.getLogger(__name__)
-_busy_log = RateLimitedLog(log, interval=60.0)
 
 SLICE = 256 * 1024
 
@@ -142,18 +128,6 @@ class SharedBodies:
             await asyncio.to_thread(release_freed_memory)
 
 
-# How long a worker thread may keep the GIL while the event loop asks for it (Python's default
-# is 5 ms). The loop gives the GIL up for every select() and socket send; with a render or a
-# command parse running in a thread it waited up to 5 ms to get it back each time, and tens of
-# sends per turn of the loop made /healthz wait hundreds of milliseconds (docs/reliability.md).
-LOOP_SWITCH_INTERVAL_SECONDS = 0.0005
-
-
-def favour_the_event_loop(interval: float = LOOP_SWITCH_INTERVAL_SECONDS) -> None:
-    """Shorten the GIL switch interval (sys.setswitchinterval) for the service process."""
-    sys.setswitchinterval(interval)
-
-
 class Bodies:
     """The app's shared bodies, one SharedBodies per endpoint (and one for the pages), and the /v1/facts chunk renderer."""
 
@@ -163,71 +137,3 @@ class Bodies:
         self.recommend = SharedBodies(max_variants=256)
         self.page = SharedBodies()  # the HTML pages (advisor/api/page.py)
         self.facts_json = FactsJson()
-
-
-class WorkLimiter:
-    """At most `in_flight` heavy requests at once, `waiting` more queued for `wait_seconds`."""
-
-    def __init__(self, in_flight: int = 4, waiting: int = 256, wait_seconds: float = 30.0):
-        self.in_flight, self.max_waiting, self.wait_seconds = in_flight, waiting, wait_seconds
-        self._slots = asyncio.Semaphore(in_flight)
-        self.waiting = 0
-        self.refused = 0
-
-    def _busy(self, why: str) -> web.HTTPException:
-        self.refused += 1
-        _busy_log.log(logging.WARNING, why, "refused a request with 503: %s", why)
-        return json_error(503, f"busy: {why}; retry later", headers={"Retry-After": "1"})
-
-    @contextlib.asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
-        if self._slots.locked() and self.waiting >= self.max_waiting:
-            raise self._busy(f"{self.in_flight} requests in work and {self.waiting} waiting")
-        self.waiting += 1
-        try:
-            await asyncio.wait_for(self._slots.acquire(), self.wait_seconds)
-        except TimeoutError:
-            raise self._busy(f"no turn within {self.wait_seconds:.0f} s") from None
-        finally:
-            self.waiting -= 1
-        try:
-            yield
-        finally:
-            self._slots.release()
-
-    def middleware(self) -> Callable[..., Awaitable[web.StreamResponse]]:
-        """The app middleware: HEAVY_PATHS take a slot while their handler runs (not while their
-        body is sent: that is SlicedBody's business)."""
-
-        @web.middleware
-        async def limit(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-                        ) -> web.StreamResponse:
-            if not request.path.startswith(HEAVY_PATHS):
-                return await handler(request)
-            async with self.slot():
-                return await handler(request)
-
-        return limit
-
-
-class HeapFreezer:
-    """Keeps the long-lived facts out of the cyclic garbage collector's full passes.
-
-    At 10,000 datasets the facts are about a million objects, and a full collection over
-    them held the GIL for 310 ms (gc.callbacks, docs/reliability.md): the event loop, and
-    /healthz with it, stood still. After each command refresh `freeze()` moves every object
-    alive to the permanent generation (gc.freeze; reference counting still frees them).
-    Cyclic garbage frozen along would never be collected, so every `unfreeze_every` seconds the
-    heap is unfrozen first and the next full pass, one pause, collects it.
-    """
-
-    def __init__(self, unfreeze_every: float = 600.0):
-        self.unfreeze_every = unfreeze_every
-        self._unfrozen_at = time.monotonic()
-
-    def freeze(self) -> None:
-        if time.monotonic() - self._unfrozen_at >= self.unfreeze_every:
-            gc.unfreeze()
-            self._unfrozen_at = time.monotonic()
-            return
-        gc.freeze()

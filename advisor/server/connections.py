@@ -210,7 +210,7 @@ class GuardedSite(web.TCPSite):
 
     async def start(self) -> None:
         await web.BaseSite.start(self)  # registers the site; TCPSite.start's create_server is replaced below
-        # the runner is a JsonErrorAppRunner (advisor/api/errors.py, which imports this module)
+        # the runner is a JsonErrorAppRunner (advisor/server/errors.py, which imports this module)
         guard: ConnectionGuard = self._runner.guard  # type: ignore[attr-defined]
         if self._runner.server is None:
             raise RuntimeError("the runner is not set up")  # as web.TCPSite.start asserts

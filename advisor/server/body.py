@@ -1,5 +1,5 @@
 """Request bodies, read in full before the request takes a work slot (WorkLimiter,
-advisor/api/shared.py): a client trickling its body a byte at a time holds its own connection,
+advisor/server/limits.py): a client trickling its body a byte at a time holds its own connection,
 never one of the few slots every heavy endpoint shares. The read has a deadline (408) and a
 size limit (413); a handler takes the bytes from `request[RAW_BODY]`."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Awaitable, Callable
 
 from aiohttp import web
 
-from advisor.api.errors import json_error
+from advisor.server.errors import json_error
 from advisor.probe.request import MAX_BODY_BYTES
 
 # The whole body, from its first byte to its last, within this many seconds.

@@ -27,7 +27,7 @@ import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 
-from advisor.api.errors import json_error
+from advisor.server.errors import json_error
 from advisor.webconfig import parse_basic
 
 _DUMMY_HASH = "$2b$10$" + "." * 53  # well-formed, matches no password

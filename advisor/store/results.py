@@ -1,0 +1,36 @@
+"""The probe results under a state directory as the model reads them (advisor/model/inputs.py
+ProbeResults): a store that cannot be read is logged and reads as empty, and reading never
+creates the database."""
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+
+from advisor.store.db import StoreError
+from advisor.store.probes import ProbeStore, ResultRow, read_existing
+
+log = logging.getLogger(__name__)
+
+
+class StoredResults:
+    def __init__(self, state_dir: str | os.PathLike[str]):
+        self.state_dir = state_dir
+
+    def generation(self) -> int:
+        def newest(store: ProbeStore | None) -> int:
+            if store is None:
+                return 0
+            return int(store.conn.execute("SELECT COALESCE(MAX(id), 0) FROM probe_results").fetchone()[0])
+        try:
+            return read_existing(self.state_dir, newest)
+        except (StoreError, sqlite3.Error) as exc:
+            log.warning("probe results under %s cannot be read: %s", self.state_dir, exc)
+            return -1
+
+    def results_for(self, pool: str, workload: str) -> list[ResultRow]:
+        try:
+            return read_existing(self.state_dir, lambda s: s.results_for(pool, workload) if s else [])
+        except (StoreError, sqlite3.Error) as exc:
+            log.warning("probe results under %s cannot be read: %s", self.state_dir, exc)
+            return []
