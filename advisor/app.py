@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 from typing import AsyncIterator
 
 from aiohttp import web
@@ -24,7 +25,8 @@ from advisor.api.errors import error_middleware
 from advisor.api.passwords import PasswordChecks
 from advisor.api.shared import Bodies, HeapFreezer, WorkLimiter
 from advisor.memory import release_freed_memory
-from advisor.appkeys import BODIES, CHANGES, EXPORTER, FACTS, LIMITER, MODEL, PASSWORDS, RULEBOOK, RUNTIME, SETTINGS, WEB_CONFIG
+from advisor.appkeys import (BODIES, CHANGES, EXPORTER, FACTS, LIMITER, MODEL, PASSWORDS, RECOGNISER, RULEBOOK, RUNTIME,
+                             SETTINGS, WEB_CONFIG)
 from advisor.changes.detect import tracked
 from advisor.changes.tracker import ChangeTracker
 from advisor.engine.advice import Advice
@@ -34,6 +36,8 @@ from advisor.exporters.collector import FactsCollector
 from advisor.host.collect import CommandFacts
 from advisor.host.provider import FactsProvider
 from advisor.model.provider import ModelProvider
+from advisor.recognise.signature import signatures
+from advisor.recognise.window import Recogniser
 from advisor.runtime import Runtime, client_ca_digest
 from advisor.settings import Settings, SettingsError
 from advisor.webconfig import check_exposure, load_web_config
@@ -67,6 +71,7 @@ def create_app(settings: Settings) -> web.Application:
     app[MODEL] = ModelProvider(settings.state_dir, book, enabled=settings.model)
     app[EXPORTER] = FactsCollector()
     app[CHANGES] = ChangeTracker(tracked(book), settings.state_dir, settings.changes_window_seconds)
+    app[RECOGNISER] = Recogniser(signatures(book.workloads))
     app[RUNTIME] = Runtime(ExportOptions.from_settings(settings),
                            Advice(book, settings.workloads, app[MODEL].advice_lookup),
                            client_ca_digest(web_config))
@@ -118,6 +123,7 @@ async def _observe_changes(app: web.Application, commands: CommandFacts) -> None
             collection = await provider.get(max_age_seconds=0)
         await asyncio.to_thread(app[CHANGES].observe, collection.host, app[RUNTIME].advice,
                                 collection.commands_finished_at)
+        await asyncio.to_thread(app[RECOGNISER].observe, collection.host, time.monotonic())
     except Exception:  # the exporter and the API go on without this sample; the log says why
         log.exception("change tracking failed for this collection")
 
