@@ -25,7 +25,7 @@ SYNC_FLOOR = 0.01
 ABSENT = 0.1  # a direction every one of the role's sections does is (next to) missing
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Recognition:
     workload: str  # a profile's name, or `unknown`
     role: str | None
@@ -60,7 +60,8 @@ def _fit(distance: float, sigma: float) -> float:
 def _size_fit(mean: float | None, share: float, sizes: tuple[int, int] | None) -> float:
     if mean is None or share < MIN_SHARE or sizes is None:
         return 1.0  # the mix says whether this direction should be there
-    return _fit(_outside(math.log2(mean), math.log2(sizes[0]), math.log2(sizes[1])), SIZE_SIGMA)
+    # reads at end of file return 0 bytes: a mean of 0 is as small as a byte, not a math error
+    return _fit(_outside(math.log2(max(mean, 1.0)), math.log2(sizes[0]), math.log2(sizes[1])), SIZE_SIGMA)
 
 
 def fit(traits: Traits, sig: Signature) -> float:

@@ -21,7 +21,7 @@ def counters(values: dict) -> Counters:
     return tuple(v if isinstance(v, int) else (-1 if i == 4 else 0) for i, v in enumerate(got))  # type: ignore[return-value]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Traits:
     seconds: float
     operations: int

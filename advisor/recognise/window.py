@@ -10,23 +10,26 @@ from __future__ import annotations
 import threading
 from collections import deque
 
-from advisor.facts import Host
-from advisor.recognise.classify import MIN_OPERATIONS, Recognition, classify
+from advisor.facts import Host, KStat
+from advisor.recognise.classify import MIN_OPERATIONS, UNKNOWN, Recognition, classify
 from advisor.recognise.signature import Signature
 from advisor.recognise.traits import Counters, counters, window_traits
 
 WINDOW_SECONDS = 300.0
+IDLE = Recognition(UNKNOWN, None, 0.0, None, reason="no reads or writes in the window")
 
 
 class Recogniser:
     def __init__(self, sigs: list[Signature], window_seconds: float = WINDOW_SECONDS) -> None:
         self.sigs = sigs
         self.window_seconds = window_seconds
-        # dataset -> (time, counters) readings that moved, and the one in force at the window's start
-        self._readings: dict[str, deque[tuple[float, Counters]]] = {}
+        # dataset -> (time, counters) readings that moved, and the one in force at the window's start;
+        # a short list each (a deque is 600 bytes empty: thousands of datasets)
+        self._readings: dict[str, list[tuple[float, Counters]]] = {}
         self._times: deque[float] = deque()
         self._lock = threading.Lock()
         self._recognised: dict[str, Recognition] = {}
+        self._parsed: dict[str, tuple[KStat, Counters]] = {}  # dataset -> its last KStat and its counters
         self.generation = 0
 
     def recognised(self) -> dict[str, Recognition]:
@@ -49,21 +52,29 @@ class Recogniser:
                 self._times.popleft()
             start = self._times[0]
             seen = set()
+            parsed: dict[str, tuple[KStat, Counters]] = {}
             found: dict[str, Recognition] = {}
             for ds in host.datasets:
                 if ds.io is None:
                     continue
                 seen.add(ds.name)
-                now = counters(ds.io.values)
-                series = self._readings.setdefault(ds.name, deque())
+                known = self._parsed.get(ds.name)
+                # an objset file unchanged since the last read gives the same KStat (advisor/host/collect.py)
+                now = known[1] if known is not None and known[0] is ds.io else counters(ds.io.values)
+                parsed[ds.name] = (ds.io, now)
+                series = self._readings.setdefault(ds.name, [])
                 if not series or series[-1][1] != now:
                     series.append((at, now))
                 while len(series) > 1 and series[1][0] <= start:
-                    series.popleft()
+                    del series[0]
                 first = series[0][1] if series[0][0] <= start else None
+                if first is not None and first == now and at > start:
+                    found[ds.name] = IDLE  # most datasets, most of the time: nothing to compute
+                    continue
                 traits = window_traits(first, now, at - start) if first is not None and at > start else None
                 found[ds.name] = classify(traits, self.sigs)
             for gone in [n for n in self._readings if n not in seen]:
                 del self._readings[gone]
             self._recognised = found
+            self._parsed = parsed
             self.generation += 1

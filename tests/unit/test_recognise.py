@@ -87,6 +87,12 @@ def test_counters_that_went_back_make_no_window():
     assert traits.syncs_per_write is None and traits.mean_write_bytes == 1 << 20
 
 
+def test_reads_that_return_no_bytes_are_unknown_not_an_error():
+    """Reads at end of file count as reads of 0 bytes: a window of only those is as small as can be."""
+    traits = window_traits((0, 0, 0, 0, 0), (1000, 0, 0, 0, 0), 10.0)
+    assert traits.mean_read_bytes == 0 and classify(traits, SIGS).workload == UNKNOWN
+
+
 async def test_the_daemons_window_recognises_a_dataset_from_its_collections():
     """The recogniser fed collections of the recorded host whose tank/pg counters are the ones the
     postgres data job's recording shows for tank/rec, 5 s apart."""
