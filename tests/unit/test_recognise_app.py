@@ -58,9 +58,16 @@ async def test_a_recognised_dataset_gets_its_workloads_advice_and_says_so(http_c
     text = await (await client.get("/recommend?dataset=tank/pg&format=text")).text()
     assert "dataset tank/pg: recognised as postgres (data, confidence" in text
 
-    pools = await (await client.get("/recommend?workload=auto")).json()  # no dataset: the pools' advice
+    # no dataset: the pools' advice, and each recognised dataset's own
+    pools = await (await client.get("/recommend?workload=auto")).json()
+    general = await (await client.get("/recommend")).json()
     assert pools["workload"] == "general"
-    assert {s["dataset"]: s["workload"] for s in pools["recognised"]}["tank/pg"] == "postgres"
+    seen = {s["dataset"]: s for s in pools["recognised"]}
+    assert (seen["tank/pg"]["workload"], seen["tank/pg"]["used"]) == ("postgres", True)
+    own = [r for r in pools["recommendations"] if r["dataset"] == "tank/pg"]
+    assert own and all(r["scope"] == "dataset" for r in own)
+    assert len(pools["recommendations"]) == len(general["recommendations"]) + len(own)
+    assert sum(pools["summary"].values()) == len(pools["recommendations"])
 
     metrics = await (await client.get("/metrics")).text()
     assert 'zfs_advisor_dataset_workload_info{confidence="1.0",dataset="tank/pg",role="data",workload="postgres"} 1.0' \
