@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 from typing import AsyncIterator
 
 from aiohttp import web
@@ -25,7 +26,8 @@ from advisor.server.passwords import PasswordChecks
 from advisor.server.bodies import Bodies
 from advisor.server.limits import HeapFreezer, WorkLimiter
 from advisor.memory import release_freed_memory
-from advisor.appkeys import BODIES, CHANGES, EXPORTER, FACTS, LIMITER, MODEL, PASSWORDS, RULEBOOK, RUNTIME, SETTINGS, WEB_CONFIG
+from advisor.appkeys import (BODIES, CHANGES, EXPORTER, FACTS, LIMITER, MODEL, PASSWORDS, RECOGNISER, RULEBOOK, RUNTIME,
+                             SETTINGS, WEB_CONFIG)
 from advisor.changes.detect import tracked
 from advisor.changes.tracker import ChangeTracker
 from advisor.engine.advice import Advice
@@ -36,6 +38,8 @@ from advisor.host.collect import CommandFacts
 from advisor.host.provider import FactsProvider
 from advisor.model.provider import ModelProvider
 from advisor.probe.description import ProbeDescription
+from advisor.recognise.signature import signatures
+from advisor.recognise.window import Recogniser
 from advisor.runtime import Runtime, client_ca_digest
 from advisor.settings import Settings, SettingsError
 from advisor.store.results import StoredResults
@@ -70,6 +74,7 @@ def create_app(settings: Settings) -> web.Application:
     app[MODEL] = ModelProvider(StoredResults(settings.state_dir), ProbeDescription(), book, enabled=settings.model)
     app[EXPORTER] = FactsCollector()
     app[CHANGES] = ChangeTracker(tracked(book), settings.state_dir, settings.changes_window_seconds)
+    app[RECOGNISER] = Recogniser(signatures(book.workloads))
     app[RUNTIME] = Runtime(ExportOptions.from_settings(settings),
                            Advice(book, settings.workloads, app[MODEL].advice_lookup),
                            client_ca_digest(web_config))
@@ -121,6 +126,7 @@ async def _observe_changes(app: web.Application, commands: CommandFacts) -> None
             collection = await provider.get(max_age_seconds=0)
         await asyncio.to_thread(app[CHANGES].observe, collection.host, app[RUNTIME].advice,
                                 collection.commands_finished_at)
+        await asyncio.to_thread(app[RECOGNISER].observe, collection.host, time.monotonic())
     except Exception:  # the exporter and the API go on without this sample; the log says why
         log.exception("change tracking failed for this collection")
 

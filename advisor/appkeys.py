@@ -11,6 +11,7 @@ from advisor.engine.loader import RuleBook
 from advisor.exporters.collector import FactsCollector
 from advisor.host.provider import FactsProvider
 from advisor.model.provider import ModelProvider
+from advisor.recognise.window import Recogniser
 from advisor.settings import Settings
 from advisor.runtime import Runtime
 from advisor.webconfig import WebConfig
@@ -26,3 +27,4 @@ PASSWORDS = web.AppKey("passwords", PasswordChecks)  # basic auth's bcrypt check
 BODIES = web.AppKey("bodies", Bodies)  # /metrics and /v1/facts bodies, built once per collection
 LIMITER = web.AppKey("limiter", WorkLimiter)  # bounds the heavy requests in work at once
 CHANGES = web.AppKey("changes", ChangeTracker)  # tracked settings that changed, and their verdicts (docs/changes.md)
+RECOGNISER = web.AppKey("recogniser", Recogniser)  # the workload each dataset's I/O looks like (docs/recognition.md)

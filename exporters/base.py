@@ -91,6 +91,8 @@ class Scrape:
     probes: Any = None
     # The latest recorded change of each pool/dataset/parameter (advisor/changes/tracker.py exported()).
     changes: tuple[dict[str, Any], ...] = ()
+    # (dataset, workload or unknown, role, confidence) per busy dataset (advisor/recognise/window.py).
+    recognised: tuple[tuple[str, str, str | None, float], ...] = ()
 
     @cached_property
     def pools(self) -> list[Pool]:

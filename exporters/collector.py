@@ -18,7 +18,7 @@ from advisor import __version__
 from advisor.deflated import Deflated
 from advisor.facts import SCHEMA_VERSION
 from advisor.exporters import (arc, changes, datasets, disks, efficiency, histograms, kstats, params, pools, probes,
-                               recommendations, txgs, vdevs)
+                               recommendations, txgs, vdevs, workloads)
 from advisor.exporters.base import Collect, Scrape
 from advisor.exporters.exposition import has_samples, text, text_parts
 
@@ -40,6 +40,7 @@ COLLECTORS: dict[str, Collect] = {
     "probes": probes.collect,
     "efficiency": efficiency.collect,
     "changes": changes.collect,
+    "workloads": workloads.collect,
 }
 
 

@@ -21,7 +21,7 @@ from typing import Iterable
 from aiohttp import web
 
 from advisor.server.bodies import Body, body_response
-from advisor.appkeys import BODIES, CHANGES, EXPORTER, FACTS, RUNTIME, SETTINGS
+from advisor.appkeys import BODIES, CHANGES, EXPORTER, FACTS, RECOGNISER, RUNTIME, SETTINGS
 from advisor.deflated import Deflated
 from advisor.exporters.base import Scrape
 from advisor.exporters.negotiation import gzipped_parts, openmetrics_stream, response_headers, variant
@@ -88,6 +88,7 @@ async def get_metrics(request: web.Request) -> web.Response:
     bodies = app[BODIES].metrics
     runtime = app[RUNTIME]  # as it is now: a reload while this renders applies from the next scrape
     changes = app[CHANGES]
+    recogniser = app[RECOGNISER]
 
     async def encoded() -> Body:  # only the variant asked for is kept: text and OpenMetrics are 16 MB each
         scrape = Scrape(
@@ -105,10 +106,12 @@ async def get_metrics(request: web.Request) -> web.Response:
             workload_datasets=runtime.advice.datasets,
             probes=await _probe_stats(app),
             changes=tuple(changes.exported()),
+            recognised=recogniser.exported(),
         )
         return await asyncio.to_thread(_rendered, app[EXPORTER].render_parts(scrape), openmetrics, gzip_it)
 
-    body = await bodies.get(collection, (stale, openmetrics, gzip_it, runtime.generation, changes.generation),
+    body = await bodies.get(collection, (stale, openmetrics, gzip_it, runtime.generation, changes.generation,
+                                          recogniser.generation),
                              encoded)
     return body_response(body, response_headers(openmetrics, gzip_it))
 

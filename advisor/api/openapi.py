@@ -70,11 +70,12 @@ def build_openapi(book: RuleBook | None = None) -> dict[str, Any]:
     recommend_params = [
         _query("workload", f"workload profile (GET /v1/workloads lists them); without it, or `{GENERAL}`, the "
                "general answer for any workload: pool layout, ashift, health, free space and module parameters "
-               "(no dataset, no workload parameters)", False,
-               [*sorted(book.workloads), GENERAL] if book else None),
+               "(no dataset, no workload parameters); `auto`, or a dataset without a workload: the workload the "
+               "dataset's I/O was recognised as, or the general answer when it was not (docs/recognition.md)", False,
+               [*sorted(book.workloads), GENERAL, "auto"] if book else None),
         _query("pool", "pool to advise on (default: every pool)", max_length=MAX_POOL_NAME_LEN),
-        _query("dataset", "dataset to advise on, pool/name (default: a new <pool>/<workload> dataset); needs a "
-               "workload", max_length=MAX_NAME_LEN),
+        _query("dataset", "dataset to advise on, pool/name (default: a new <pool>/<workload> dataset); without a "
+               "workload, the recognised one", max_length=MAX_NAME_LEN),
         _query("format", "json (default) or text; Accept: text/plain also selects text", enum=["json", "text"]),
         *(workload_parameters(book) if book else []),
     ]

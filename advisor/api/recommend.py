@@ -1,7 +1,8 @@
 """GET /recommend[?workload=NAME][&pool=P][&dataset=P/D][&<param>=V][&format=text]
 
 Without a workload (or with workload=general), the general answer: pool-level and module advice
-that holds for any workload.
+that holds for any workload. With workload=auto, or a dataset and no workload, the workload the
+dataset's I/O was recognised as (advisor/recognise/answer.py, docs/recognition.md).
 
 JSON by default (the contract in docs/architecture.md); readable text for
 `format=text` or `Accept: text/plain`. Bad input is a 400/404 JSON error
@@ -16,11 +17,13 @@ from aiohttp import web
 
 from advisor.server.errors import json_error
 from advisor.server.bodies import body_response
-from advisor.appkeys import BODIES, FACTS, MODEL, RULEBOOK, SETTINGS
+from advisor.appkeys import BODIES, FACTS, MODEL, RECOGNISER, RULEBOOK, SETTINGS
+from advisor.engine.models import GENERAL
 from advisor.engine.service import TargetError, recommend
 from advisor.engine.text import recommend_text
 from advisor.probe.efficiency_stored import stored_efficiency
 from advisor.probe.evidence import stored_evidence
+from advisor.recognise.answer import AUTO, recommend_auto, wants_auto
 from advisor.store.db import store_stamp
 
 routes = web.RouteTableDef()
@@ -49,6 +52,11 @@ def wants_text(request: web.Request, fmt: str | None) -> bool:
     return "text/plain" in accept and "application/json" not in accept
 
 
+def with_auto(valid: list[str] | None) -> list[str] | None:
+    """The engine lists the workloads and `general`; here `auto` is one more choice."""
+    return [*valid, AUTO] if valid and GENERAL in valid else valid
+
+
 @routes.get("/recommend")
 async def get_recommend(request: web.Request) -> web.Response:
     args = query_args(request)
@@ -58,8 +66,16 @@ async def get_recommend(request: web.Request) -> web.Response:
     state_dir = request.app[SETTINGS].state_dir
     model = request.app[MODEL]
 
+    auto = wants_auto(args.get("workload"), args.get("dataset"))
+    recognised = request.app[RECOGNISER].recognised() if auto else {}
+
     def answer():
         host = collection.host
+        if auto:
+            return recommend_auto(host, request.app[RULEBOOK], recognised, params, args.get("pool"),
+                                  args.get("dataset"), measured=stored_evidence(state_dir),
+                                  predicted=model.lookup(host, params), model_status=model.status(),
+                                  efficiency=stored_efficiency(state_dir))
         return recommend(host, request.app[RULEBOOK], args.get("workload"), params=params, pool=args.get("pool"),
                          dataset=args.get("dataset"), measured=stored_evidence(state_dir),
                          predicted=model.lookup(host, params), model_status=model.status(),
@@ -73,10 +89,11 @@ async def get_recommend(request: web.Request) -> web.Response:
 
     # one answer per collection, query and state of the probe store (which is also what refits the
     # model's local part), however many ask at once
-    variant = (tuple(sorted(args.items())), text, store_stamp(state_dir))
+    variant = (tuple(sorted(args.items())), text, store_stamp(state_dir),
+               request.app[RECOGNISER].generation if auto else None)
     try:
         body = await request.app[BODIES].recommend.get(collection, variant, build)
     except TargetError as exc:  # shared by concurrent requests: each answers with its own error response
-        raise json_error(exc.status, exc.reason, valid=exc.valid) from None
+        raise json_error(exc.status, exc.reason, valid=with_auto(exc.valid)) from None
     return body_response(body, {"Content-Type": f"{'text/plain' if text else 'application/json'}; charset=utf-8"})
 

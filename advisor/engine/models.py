@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 # "undecided": the evidence does not separate the current value from a candidate that may be better
 # (the model cannot tell them apart, or the sources disagree and nothing was measured): the answer
@@ -104,6 +104,21 @@ class ModelStatus(Out):
     reason: str | None = Field(None, description="why the model made no predictions")
 
 
+class RecognisedWorkload(Out):
+    """What a dataset's observed I/O looked like (advisor/recognise/, docs/recognition.md)."""
+
+    dataset: str
+    workload: str = Field(description="the workload profile its I/O fits, or `unknown`")
+    role: str | None = None
+    confidence: float = Field(description="0..1: the best profile's fit less the runner-up's")
+    observed: dict[str, Any] | None = Field(None, description="the traits seen in the window: seconds, operations "
+                                            "per second, read fraction, mean read and write bytes, syncs per write")
+    fits: dict[str, float] = Field(default_factory=dict, description="the best-fitting profile roles, 0..1")
+    reason: str
+    used: bool = Field(description="true when this answer's workload is the recognised one; false: pool-level "
+                       "advice only, as for no workload")
+
+
 class RecommendResponse(Out):
     workload: str = Field(
         description="the workload asked for, or `general` when none was: then only the advice that holds for any "
@@ -117,6 +132,18 @@ class RecommendResponse(Out):
     facts: dict[str, Any] = Field(description="host facts the answer was computed from (summary)")
     model: ModelStatus | None = Field(None, description="the regression model behind `source: model` and "
                                       "`rule+model` answers; null when the caller did not consult one")
+    recognised: list[RecognisedWorkload] | None = Field(
+        None, description="with `workload=auto` (or a dataset and no workload): what each dataset's I/O was "
+        "recognised as; left out when a workload was named")
+
+    @model_serializer(mode="wrap")
+    def _without_recognised_unless_asked(self, handler: SerializerFunctionWrapHandler):
+        """`recognised` only in answers that recognised: the others stay as they were. No return
+        type: with one, the JSON schema would be that type's instead of the fields' (GET /openapi.json)."""
+        out = handler(self)
+        if out.get("recognised", ()) is None:
+            del out["recognised"]
+        return out
 
 
 class WorkloadParameter(Out):

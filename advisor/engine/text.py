@@ -80,6 +80,10 @@ def recommend_text(response: RecommendResponse) -> str:
         + f"{response.summary.passed} passed, {response.summary.skipped} skipped"
         + (f", {measured} measured" if measured else ""),
     ]
+    for seen in response.recognised or []:
+        lines.append(f"dataset {seen.dataset}: recognised as {seen.workload}"
+                     + (f" ({seen.role}, confidence {seen.confidence:.2f})" if seen.role else "")
+                     + f" - {seen.reason}" + ("" if seen.used else "; pool-level advice only"))
     if response.model is not None:
         model = response.model
         lines.append(f"regression model {model.version}, fitted on {model.lab_runs} lab runs" if model.available

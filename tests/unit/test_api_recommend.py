@@ -90,7 +90,7 @@ async def test_workload_parameters_pass_through(client):
 @pytest.mark.parametrize(
     "query, status, valid",
     [
-        ("?dataset=tank/pg", 400, "postgres"),  # the general answer is about pools: no dataset
+        ("?workload=general&dataset=tank/pg", 400, "postgres"),  # the general answer is about pools: no dataset
         ("?pool=tank&role=wal", 400, "postgres"),  # nor workload parameters
         ("?pool=nope", 404, "tank"),
         ("?workload=oracle", 404, "general"),
@@ -101,6 +101,7 @@ async def test_workload_parameters_pass_through(client):
         ("?workload=postgres&pool=tank&dataset=", 400, "tank/pg"),
         ("?dataset=", 400, "tank/pg"),
         ("?workload=oracle", 404, "postgres"),
+        ("?workload=oracle", 404, "auto"),  # the workload the dataset's I/O looks like (docs/recognition.md)
         ("?workload=postgres&pool=nope", 404, "tank"),
         ("?workload=postgres&dataset=tank/nope", 404, "tank/pg"),
         ("?workload=postgres&pool=tank&dataset=other/x", 404, "tank/pg"),
