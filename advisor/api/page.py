@@ -13,7 +13,7 @@ from typing import Callable
 from aiohttp import web
 
 from advisor.server.bodies import body_response
-from advisor.appkeys import BODIES, CHANGES, FACTS, LIMITER, MODEL, RULEBOOK, RUNTIME, SETTINGS
+from advisor.appkeys import BODIES, CHANGES, FACTS, LIMITER, MODEL, RECOGNISER, RULEBOOK, RUNTIME, SETTINGS
 from advisor.facts import Host
 from advisor.names import InvalidName, check_pool_name
 from advisor.page import build, gather, views
@@ -35,7 +35,7 @@ def _inputs(app: web.Application, host: Host, with_model: bool) -> gather.Inputs
                          state_dir=app[SETTINGS].state_dir,
                          predicted=model.lookup(host, {}) if with_model else None,  # waits for a fit under way
                          model_status=model.status() if with_model else None,
-                         changes=tuple(app[CHANGES].records()))
+                         changes=tuple(app[CHANGES].records()), recognised=app[RECOGNISER].recognised())
 
 
 async def _serve(request: web.Request, variant: tuple, render: Callable[[gather.Inputs], str],
@@ -49,7 +49,7 @@ async def _serve(request: web.Request, variant: tuple, render: Callable[[gather.
 
         runtime = app[RUNTIME]
         key = (variant, store_stamp(app[SETTINGS].state_dir), runtime.generation, id(runtime.advice),
-               app[CHANGES].generation)
+               app[CHANGES].generation, app[RECOGNISER].generation)
         try:
             body = await app[BODIES].page.get(collection, key, build_body)
         except build.PageError as exc:  # shared by concurrent requests: each answers with its own response

@@ -17,6 +17,7 @@ from advisor.engine.predicted import PredictionLookup
 from advisor.engine.service import TargetError, recommend
 from advisor.facts import Host
 from advisor.evidence.parameters import ParameterEvidence, summarize
+from advisor.recognise.classify import Recognition
 from advisor.probe.evidence import stored_evidence
 from advisor.store.db import StoreError
 from advisor.store.probes import ProbeStore, ResultRow, RunRow, read_existing
@@ -36,6 +37,8 @@ class Inputs:
     predicted: PredictionLookup | None = None
     model_status: ModelStatus | None = None
     changes: tuple[dict[str, Any], ...] = ()  # the recorded setting changes, newest first (advisor/changes/)
+    # dataset -> the workload its I/O was recognised as (advisor/recognise/); the setting wins
+    recognised: dict[str, Recognition] = field(default_factory=dict)
 
 
 @dataclass
@@ -53,6 +56,15 @@ class DatasetAnswer:
     dataset: str
     workload: str
     answer: Answer
+    recognised: Recognition | None = None  # the workload is the recognised one, not the setting's
+
+    @property
+    def label(self) -> str:
+        """'postgres', or 'postgres (wal), recognised from its I/O, confidence 0.82'."""
+        if self.recognised is None:
+            return self.workload
+        role = f" ({self.recognised.role})" if self.recognised.role else ""
+        return f"{self.workload}{role}, recognised from its I/O, confidence {self.recognised.confidence:.2f}"
 
 
 @dataclass
@@ -68,15 +80,21 @@ def general_answer(inputs: Inputs, pool: str) -> Answer:
 
 
 def dataset_answers(inputs: Inputs, pool: str | None = None) -> list[DatasetAnswer]:
-    """/recommend?workload=W&dataset=D for each dataset of the setting on the host (in `pool`)."""
+    """/recommend?workload=W&dataset=D for each dataset of the setting on the host (in `pool`), and
+    for each dataset whose I/O was recognised as a workload (/recommend?workload=auto&dataset=D)."""
     measured = functools.cache(stored_evidence(inputs.state_dir))  # one read per pool and workload, not per dataset
+    named: dict[str, tuple[str, Recognition | None]] = {
+        d: (found.workload, found) for d, found in inputs.recognised.items()
+        if found.known and found.workload in inputs.book.workloads}
+    named.update((d, (w, None)) for d, w in inputs.workloads.items())
     out = []
-    for dataset, workload in sorted(inputs.workloads.items()):
+    for dataset, (workload, found) in sorted(named.items()):
         if (pool is not None and dataset.split("/", 1)[0] != pool) or inputs.host.dataset(dataset) is None:
             continue
+        params = {"role": found.role} if found is not None and found.role else {}
         out.append(DatasetAnswer(dataset, workload, _answer(lambda: recommend(
-            inputs.host, inputs.book, workload, dataset=dataset, now=inputs.host.collected_at, measured=measured,
-            predicted=inputs.predicted, model_status=inputs.model_status))))
+            inputs.host, inputs.book, workload, params=params, dataset=dataset, now=inputs.host.collected_at,
+            measured=measured, predicted=inputs.predicted, model_status=inputs.model_status)), found))
     return out
 
 

@@ -62,15 +62,15 @@ def overview(host: Host, pools: list[PoolInfo], general: dict[str, Answer], data
     body = [f"<h1>zfs-advisor on {esc(host.hostname or 'this host')}</h1>", _host_line(host), "<h2>Pools</h2>",
             table(["Pool", "Health", "Size", "Capacity", "Fragmentation", "Media", "Layout", "Datasets",
                    "Open advice (any workload)", "Efficiency report"], rows) if pools
-            else "<p>No pool is imported.</p>", "<h2>Datasets with a workload</h2>"]
+            else "<p>No pool is imported.</p>", "<h2>Datasets with a workload (named, or recognised from their I/O)</h2>"]
     if datasets:
         body.append(table(["Dataset", "Workload", "Pool", "Open advice"],
-                          [[link(dataset_href(d.dataset), d.dataset), esc(d.workload),
+                          [[link(dataset_href(d.dataset), d.dataset), esc(d.label),
                             link(pool_href(d.dataset.split("/", 1)[0]), d.dataset.split("/", 1)[0]),
                             _open_count(d.answer)] for d in datasets]))
     else:
-        body.append("<p>The <code>workloads</code> setting names no dataset on this host, so the advice here is "
-                    "for any workload. <code>/recommend?workload=NAME&amp;dataset=POOL/DATASET</code> gives one "
+        body.append("<p>The <code>workloads</code> setting names no dataset on this host and no dataset's I/O was "
+                    "recognised as a workload yet, so the advice here is for any workload. <code>/recommend?workload=NAME&amp;dataset=POOL/DATASET</code> gives one "
                     "dataset's.</p>")
     if missing:
         body.append("<p>Named in the <code>workloads</code> setting but not on this host: "
@@ -102,7 +102,9 @@ def _dataset_rows(host: Host, pool: str, workloads: dict[str, str], answers: dic
         if ds.pool != pool:
             continue
         answer = answers.get(ds.name)
-        rows.append([link("#" + dataset_anchor(ds.name), ds.name) if answer else esc(ds.name), esc(ds.type), esc(workloads.get(ds.name, "-")), esc(_block_size(ds.value("recordsize"))),
+        workload = answer.label if answer else workloads.get(ds.name, "-")
+        rows.append([link("#" + dataset_anchor(ds.name), ds.name) if answer else esc(ds.name), esc(ds.type),
+                     esc(workload), esc(_block_size(ds.value("recordsize"))),
                      esc(ds.value("compression") or "-"), esc(size(ds.bytes_value("used"))),
                      _open_count(answer.answer) if answer else "-"])
     return rows
@@ -152,7 +154,7 @@ def pool_page(host: Host, pool: Pool, info: PoolInfo, general: Answer, datasets:
             table(["Dataset", "Type", "Workload", "recordsize", "compression", "Used", "Open advice"],
                   _dataset_rows(host, pool.name, workloads, answers))]
     for d in datasets:
-        body += [f'<h3 id="{esc(dataset_anchor(d.dataset))}">{esc(d.dataset)}: workload {esc(d.workload)}</h3>',
+        body += [f'<h3 id="{esc(dataset_anchor(d.dataset))}">{esc(d.dataset)}: workload {esc(d.label)}</h3>',
                  answer_section(d.answer, shown, recommend_href(d.workload, d.dataset))]
     body += ["<h2>Efficiency</h2>", _efficiency(stored.efficiency.get(pool.name) if not stored.error else None),
              "<h2>Probe runs</h2>", _probes_section(stored, host, pool.name),

@@ -8,6 +8,7 @@ the file copy's. The rest of each collection is the recorded host as it is.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 
 from support import FIXTURES, HOSTS
@@ -73,6 +74,12 @@ async def test_a_recognised_dataset_gets_its_workloads_advice_and_says_so(http_c
     assert 'zfs_advisor_dataset_workload_info{confidence="1.0",dataset="tank/pg",role="data",workload="postgres"} 1.0' \
         in metrics.splitlines(), [m for m in metrics.splitlines() if "workload_info" in m]
 
+    # the page: the overview lists tank/pg with its recognised workload, the pool page carries its advice
+    overview = await (await client.get("/")).text()
+    assert re.search(r">tank/pg</a></td><td>postgres \(data\), recognised from its I/O, confidence 0\.[5-9]\d</td>", overview)
+    pool_page = await (await client.get("/pool/tank")).text()
+    assert re.search(r"tank/pg: workload postgres \(data\), recognised from its I/O, confidence 0\.[5-9]\d</h3>", pool_page)
+
 
 async def test_an_unrecognised_dataset_gets_the_pool_level_advice(http_client, tmp_path):
     _, client = await app_seeing(tmp_path, http_client, "file-copy")
@@ -84,6 +91,8 @@ async def test_an_unrecognised_dataset_gets_the_pool_level_advice(http_client, t
     assert not [r for r in body["recommendations"] if r.get("dataset")]
     metrics = await (await client.get("/metrics")).text()
     assert 'dataset="tank/pg",role="",workload="unknown"' in metrics
+    overview = await (await client.get("/")).text()
+    assert "recognised from its I/O" not in overview and "tank/pg" not in overview
 
 
 async def test_bad_input_is_a_4xx_naming_the_choices(http_client, tmp_path):
