@@ -88,7 +88,7 @@ async def get_metrics(request: web.Request) -> web.Response:
     bodies = app[BODIES].metrics
     runtime = app[RUNTIME]  # as it is now: a reload while this renders applies from the next scrape
     changes = app[CHANGES]
-    recogniser = app[RECOGNISER]
+    recognised = app[RECOGNISER].exported()  # the body's key and its content: one reading
 
     async def encoded() -> Body:  # only the variant asked for is kept: text and OpenMetrics are 16 MB each
         scrape = Scrape(
@@ -106,12 +106,12 @@ async def get_metrics(request: web.Request) -> web.Response:
             workload_datasets=runtime.advice.datasets,
             probes=await _probe_stats(app),
             changes=tuple(changes.exported()),
-            recognised=recogniser.exported(),
+            recognised=recognised,
         )
         return await asyncio.to_thread(_rendered, app[EXPORTER].render_parts(scrape), openmetrics, gzip_it)
 
     body = await bodies.get(collection, (stale, openmetrics, gzip_it, runtime.generation, changes.generation,
-                                          recogniser.generation),
+                                          recognised),
                              encoded)
     return body_response(body, response_headers(openmetrics, gzip_it))
 

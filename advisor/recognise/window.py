@@ -75,6 +75,7 @@ class Recogniser:
                 found[ds.name] = classify(traits, self.sigs)
             for gone in [n for n in self._readings if n not in seen]:
                 del self._readings[gone]
+            if found != self._recognised:  # what the answers and the page show changed
+                self.generation += 1
             self._recognised = found
             self._parsed = parsed
-            self.generation += 1
