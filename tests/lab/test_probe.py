@@ -258,7 +258,7 @@ def test_a_sample_of_the_prior_reproduces(lab_vm, probed):
 
 
 @pytest.mark.parametrize("lab_vm", LAYOUT, indirect=True, scope="session")
-def test_foreground_writes_abort_the_probe_within_a_second(lab_vm):
+def test_foreground_writes_abort_the_probe_within_two_seconds(lab_vm):
     last, started, first = abort_by_a_writer(
         lab_vm, f"--pool tank --workload postgres --param recordsize=8K,128K --budget 150s {SMALL}",
         "/tank/home/foreground", "conv=notrunc")
@@ -266,7 +266,9 @@ def test_foreground_writes_abort_the_probe_within_a_second(lab_vm):
     print(f"abort: {last['status']} {last['reason']!r}, fio gone {last['stopped_at'] - first:.2f} s after the "
           f"foreground writer's first write returned ({first - started:.2f} s after it started)")
     assert last["status"] == "aborted" and "foreground I/O" in last["reason"]
-    assert 0 < last["stopped_at"] - first <= 1.0
+    # one poll (0.2 s), the watch's reading and fio's SIGKILL and reaping: 0.24-0.80 s on an idle
+    # host (docs/probes.md), 1.25 s on a loaded CI host (2026-11-28)
+    assert 0 < last["stopped_at"] - first <= 2.0
     # the layout of the aborted repeat at least (48 MiB a job file) counts in the daily byte
     # budget, though no result of that repeat was stored
     assert last["written_bytes"] >= 48 << 20, last

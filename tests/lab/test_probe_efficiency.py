@@ -9,7 +9,7 @@ import os
 import pytest
 
 from advisor.probe.efficiency import IDLE_DISKS
-from advisor.probe.random_efficiency import ABOVE_LAYOUT
+from advisor.probe.random_efficiency import ABOVE_LAYOUT, DISK_IOPS_REACHED
 from labparams import lab_params
 
 pytestmark = pytest.mark.lab
@@ -170,6 +170,13 @@ RANDOM_PARAMS = [pytest.param(*p.values, marks=[*p.marks, LONG] if p.id.endswith
                  for p in lab_params(list(RANDOM_EXPECTED), lines=["2.3"])]
 
 
+def disk_share(result: dict, raw_iops: dict[str, float]) -> float:
+    """The I/Os a second each disk did at the best level, over its raw random read IOPS (mean)."""
+    [level] = [lv for lv in result["levels"] if lv["jobs"] == result["jobs"]]
+    shares = [d["ops"] / level["seconds"] / raw_iops[name] for name, d in level["disks"].items() if raw_iops.get(name)]
+    return sum(shares) / len(shares)
+
+
 @pytest.mark.parametrize("lab_vm", RANDOM_PARAMS, indirect=True, scope="session")
 def test_small_random_io_against_the_layout(lab_vm):
     vm = lab_vm
@@ -198,8 +205,16 @@ def test_small_random_io_against_the_layout(lab_vm):
         assert by_test[name]["expected"] == pytest.approx(want_write * one_disk, rel=0.15), lines
     # sync writes with no SLOG: the ZIL's writes to the pool's own disks are named
     assert any(d.startswith("sync writes with no SLOG") for d in by_test["rand-write-4k-sync"]["diagnosis"]), lines
-    # async 4K writes: not the disks' IOPS (ZFS writes them out in larger I/Os), and the report says so
+    # async 4K writes: not the disks' 4K IOPS (ZFS writes them out in larger I/Os), and the report says so
     # (slow-mirror2x2, 2026-11-28: 2,606 IOPS, 8.5x, 62 KiB I/Os, the disks at 58 % of their raw IOPS)
     asynchronous = by_test["rand-write-4k-async"]
     assert asynchronous["ratio"] >= ABOVE_LAYOUT and "gathered the small writes" in asynchronous["diagnosis"][0], lines
-    assert not any(d.startswith("disk bound") for d in asynchronous["diagnosis"]), lines
+    # "disk bound" follows the disks' own rate: on the raidz the gathered writes (31 KiB, data and
+    # parity) still reached the disks' IOPS (CI, 2026-11-28: 154 a second each, 100 % of raw); on
+    # the mirrors they did not, and the report must not blame the disks there
+    share = disk_share(asynchronous, report["raw_random_iops"]["4k"])
+    blamed = any(d.startswith("disk bound") for d in asynchronous["diagnosis"])
+    if share >= DISK_IOPS_REACHED:
+        assert blamed, (share, lines)
+    if "mirror" in layout:
+        assert not blamed and share < DISK_IOPS_REACHED, (share, lines)
