@@ -5,8 +5,10 @@ the regression model (the lab prior conditioned on this pool's probes) with its 
 rule (what the documentation says).
 
 * The proposal: the model's pick where it predicts the setting, unless the probe measured a
-  candidate that beats that pick beyond the run's noise; else the probe's measured best; else the
-  rule's value (the current one where the rule accepts it).
+  candidate that beats that pick beyond the run's noise, or the pick is predicted no better on
+  average than an undisputed rule's value (it won on caution alone: the documentation breaks the
+  tie); else the probe's measured best; else the rule's value (the current one where the rule
+  accepts it).
 * Its gain over the current value: the model's prediction when it has one (it is conditioned on
   this pool's probes: the combined evidence), else the probe's measurement of both.
 * The decision:
@@ -186,9 +188,37 @@ def _proposal(rec: Recommendation, probe: ParameterEvidence | None,
                     and best.iops > picked.iops:
                 return best.value, (f"The probe measured {best.value} above the model's pick {pred.best} beyond "
                                     "the run's noise, so the measurement decides.")
+        tie = _documented_tie(rec, probe, pred)
+        if tie is not None:
+            return tie
         return pred.best, ""
     assert probe is not None
     return measured_best(probe).value, ""
+
+
+def _documented_tie(rec: Recommendation, probe: ParameterEvidence | None,
+                    pred: ParameterPrediction) -> tuple[str, str] | None:
+    """The rule's value instead of the model's pick when the data does not prefer the pick: the
+    rule is undisputed, its value is predicted within the write p99 limit, the pick is predicted
+    no better than it on average (the pick won on caution: a narrower interval, select.CAUTION),
+    and no probe of this pool measured the pick above it.  The documentation breaks the tie; where
+    the model expects the pick to do better, the pick stands (a documented value never outvotes
+    the data)."""
+    ruled = rec.recommended if rec.status == "change" else None
+    if ruled is None or rec.sources_disagree or same_value(ruled, pred.best):
+        return None
+    candidate, effect = pred.candidate(ruled), pred.effect(ruled, pred.best)
+    if candidate is None or not candidate.feasible or effect is None:
+        return None
+    over_rule = Gain(effect.ratio, effect.interval, "model", pred.metric)
+    if effect.ratio > 1.0:
+        return None
+    measured = _measured(ruled, pred.best, probe)
+    if measured is not None and measured.separated:
+        return None
+    return ruled, (f"The model's pick {pred.best} is predicted {pct(effect.ratio)} {_metric(pred)} against the documentation's "
+                   f"{ruled}{_interval_text(over_rule)}: the model does not expect it to do better, so the "
+                   f"documented value is the proposal.")
 
 
 def _gain(current: str | None, proposal: str, probe: ParameterEvidence | None,

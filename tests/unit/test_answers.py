@@ -97,3 +97,14 @@ def test_an_undecided_answer_measured_by_its_own_command_is_decided_and_no_worse
     assert after.vs_best >= before.vs_best
     decided = by[("default", answers.MEASURE)]
     assert decided.probed == [] and decided.final == by[("default", 0)].final  # nothing asked, nothing run
+
+
+@pytest.mark.parametrize("budget", BUDGETS)
+def test_every_decided_answer_is_within_80_percent_of_the_best(budget, results):
+    # docs/model.md, "The answer, scored": an answer that changes or keeps by its evidence lands
+    # within 80 % of its grid's best at every budget (2026-11-28: worst 93.1 %, once the rule's
+    # value breaks the model's caution-only ties); what is left below is `undecided` (keep the
+    # current value, and here is the probe that decides)
+    low = [(r.cell, r.start, r.final, r.vs_best) for r in results if r.budget == budget
+           and r.vs_best is not None and r.vs_best < 0.8 and "undecided" not in r.statuses.values()]
+    assert not low

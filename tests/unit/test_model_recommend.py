@@ -161,6 +161,21 @@ def test_the_models_pick_is_the_change_when_it_beats_the_current_value(best, sou
     assert "from 0 probes on this pool and 10 lab runs" in out.explanation
 
 
+@pytest.mark.parametrize("disagree, proposal", [(None, "32K"), ("Guides say 8K, others 32K.", "8K")])
+def test_a_pick_won_on_caution_alone_yields_to_an_undisputed_rule(disagree, proposal):
+    # the model picks 8K (1.6x) by its narrower interval, yet predicts the rule's 32K at 1.7x on
+    # average (32K over 8K 1.06x, 0.8..1.4): the data does not prefer the pick, the rule decides;
+    # a disputed rule does not, and the pick stands
+    pred = _synthetic("8K", (0.8 / 1.06, 1.4 / 1.06), pair=("32K", "8K"), values={"8K": 1.6, "32K": 1.7, "128K": 1.0})
+    out = _decide(_rec(disagree=disagree), pred)
+    assert (out.status, out.recommended) == ("change", proposal)
+    assert out.expected_effect.change_ratio == pytest.approx(pred.effect("128K", proposal).ratio, abs=1e-3)
+    said = "The model's pick 8K is predicted -6% IOPS against the documentation's 32K"
+    assert (said in out.explanation) == (disagree is None), out.explanation
+    if disagree is None:
+        assert out.source == "rule+model"
+
+
 def test_a_rules_change_the_model_predicts_to_lose_is_not_advised():
     # the current 8K is the model's pick; the rule's 32K: 0.81x (0.73..0.89) of it
     out = _decide(_rec(current="8K"), _synthetic("8K", (1.1, 1.4)))
