@@ -43,6 +43,7 @@ class ChangeTracker:
         self.samples = Samples(horizon_seconds=window_seconds + 120)
         self._values: Values | None = None
         self._open: list[tuple[str, Recommendation]] = []
+        self._workloads: dict[str, str] = {}  # dataset -> its workload (the `workloads` setting)
         self._last_at: float | None = None
         self._first_at: float | None = None
         self._records: tuple[dict[str, Any], ...] = ()  # newest first, at most MAX_LISTED
@@ -112,6 +113,7 @@ class ChangeTracker:
             self._finish_due(at)
             if advice is not None:  # what the next change may have followed
                 self._open = open_recommendations(host, advice, at if generation is None else generation)
+                self._workloads = dict(advice.workloads)
             self._values, self._last_at = now_values, at
 
     def _start(self, change: Change, before_end: float, after_start: float, together: list[str]) -> None:
@@ -129,6 +131,9 @@ class ChangeTracker:
             "scope": change.scope, "pool": change.pool, "dataset": change.dataset, "parameter": change.parameter,
             "old": change.old, "new": change.new, "source": change.source,
             "followed_recommendation": followed(change, self._open),
+            # the dataset's workload as the `workloads` setting names it: the model learns from the
+            # change's measured effect for that workload (advisor/model/changes.py)
+            "workload": self._workloads.get(change.dataset) if change.dataset else None,
             "window_seconds": self.window_seconds,
             "before_window": [iso(times[0]), iso(times[-1])] if times else None,
             "after_window": None, "status": "measuring", "verdict": "measuring",

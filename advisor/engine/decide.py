@@ -347,10 +347,19 @@ def _listings(ladder: Ladder, probe: ParameterEvidence | None, pred: ParameterPr
         listing = "; ".join(f"{c.value}: {pct(c.ratio)} ({span(c.interval)}){_tail(c)}"
                             for c in pred.candidates if not c.baseline)
         default = next((c.value for c in pred.candidates if c.baseline), "the default")
-        probes = f"{pred.local_probes} probe{'s' if pred.local_probes != 1 else ''}"
-        out.append(f"Predicted {metric} against the ZFS default ({default}), from {probes} on this pool and "
+        out.append(f"Predicted {metric} against the ZFS default ({default}), from {_local(pred)} on this pool and "
                    f"{pred.lab_runs} lab runs (model {pred.model_version}): {listing}.")
     return out
+
+
+def _local(pred: ParameterPrediction) -> str:
+    """What of this pool the prediction is conditioned on: its probes, and the changes applied here
+    whose measured effect the model read (advisor/model/changes.py)."""
+    said = f"{pred.local_probes} probe{'s' if pred.local_probes != 1 else ''}"
+    if pred.verified_changes:
+        n = pred.verified_changes
+        said += f" and {n} verified change{'s' if n != 1 else ''}"
+    return said
 
 
 def _evidence(rec: Recommendation, ladder: Ladder, probe: ParameterEvidence | None,
@@ -362,8 +371,7 @@ def _evidence(rec: Recommendation, ladder: Ladder, probe: ParameterEvidence | No
                          description=f"measured by probe run {probe.run_id} on {ladder.probe_where}")
                 for c in probe.candidates]
     if pred is not None:
-        where = (f"from {pred.local_probes} probes on this pool and {pred.lab_runs} lab runs "
-                 f"(model {pred.model_version})")
+        where = f"from {_local(pred)} on this pool and {pred.lab_runs} lab runs (model {pred.model_version})"
         out += [Evidence(fact=f"model.{pred.parameter}.{c.value}.ratio", value=round(c.ratio, 3),
                          display=f"{pct(c.ratio)} {_metric(pred)} ({span(c.interval)})",
                          description=f"predicted by the regression model {where}")

@@ -44,6 +44,7 @@ class ParameterPrediction(BaseModel):
     effects: list[PairEffect]
     local_probes: int
     lab_runs: int
+    verified_changes: int = 0  # changes applied on this pool whose measured effect the model read
     model_version: str
 
     def candidate(self, value: str | None) -> CandidatePrediction | None:

@@ -4,7 +4,7 @@ store's reader (advisor/store/results.py) and the probe's description
 (advisor/probe/description.py) in; the model imports neither the store nor the probe's code."""
 from __future__ import annotations
 
-from typing import Any, Protocol, Sequence
+from typing import Any, Hashable, Protocol, Sequence
 
 from advisor.facts import Disk, Pool
 
@@ -12,12 +12,17 @@ from advisor.facts import Disk, Pool
 class ProbeResults(Protocol):
     """This host's stored probe results; a store that cannot be read reads as empty (logged)."""
 
-    def generation(self) -> int:
-        """The newest result's id (0: none, -1: unreadable): predictions are recomputed when it changes."""
+    def generation(self) -> Hashable:
+        """What the predictions depend on (the newest result's id, how many changes were verified;
+        -1: unreadable): they are recomputed when it changes."""
         ...
 
     def results_for(self, pool: str, workload: str) -> Sequence[Any]:
         """Every repeat measured on `pool` for `workload` (advisor/store/probes.py ResultRow)."""
+        ...
+
+    def verified_changes(self, pool: str) -> Sequence[dict[str, Any]]:
+        """The measured setting changes of `pool`'s datasets (records as GET /v1/changes serves them)."""
         ...
 
 

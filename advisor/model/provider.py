@@ -15,7 +15,7 @@ import logging
 import math
 import threading
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Hashable, Sequence
 
 from advisor.engine.loader import RuleBook
 from advisor.engine.models import ModelStatus
@@ -24,6 +24,7 @@ from advisor.engine.predicted import (PREDICTED_PARAMETERS, CandidatePrediction,
 from advisor.engine.units import format_size, parse_size
 from advisor.facts import DATASET_DEFAULTS, Host
 from advisor.model import MODEL_VERSION, numpy_missing, sklearn_missing
+from advisor.model.changes import change_observations
 from advisor.model.dataset import Sample, load_csv, prior_path, samples
 from advisor.model.features import (KNOWN_COMPRESSION, Observation, WorkloadShape, from_result, query,
                                     supported)
@@ -72,7 +73,7 @@ class ModelProvider:
         self._reason: str | None = "the model is being fitted"
         self._version: str | None = None
         self._cache: dict[tuple, ParameterPrediction | None] = {}
-        self._generation: int | None = None
+        self._generation: Hashable = None
         self._done = threading.Event()  # cleared while a fit is under way (`begin`)
         self._done.set()
 
@@ -140,8 +141,9 @@ class ModelProvider:
         return ModelStatus(available=True, version=self._version, lab_runs=len(self._prior))
 
     # --- this host ----------------------------------------------------------------------------
-    def generation(self) -> int:
-        """The newest probe result's id: predictions are recomputed when it changes."""
+    def generation(self) -> Hashable:
+        """The newest probe result's id and the changes verified: predictions are recomputed when
+        either moves."""
         return self.results.generation()
 
     def local_samples(self, pool: str, workload: Any) -> list[Sample]:
@@ -217,10 +219,12 @@ class ModelProvider:
         workload = self.book.workloads.get(workload_name)
         if self._model is None or workload is None or parameter not in PREDICTED_PARAMETERS:
             return None
-        local = self.local_samples(pool, workload)
-        base = self.base_observation(pool, workload, params, host, descriptor, local)
-        if base is None or (not local and not self.covers(base)):
+        probed = self.local_samples(pool, workload)
+        base = self.base_observation(pool, workload, params, host, descriptor, probed)
+        if base is None or (not probed and not self.covers(base)):
             return None
+        changed = samples(change_observations(self.results.verified_changes(pool), workload.name, base))
+        local = probed + changed
         values: dict[int | str, str] = {}
         for v in [*grid(self.probes, parameter, workload, params), DATASET_DEFAULTS[parameter], *extra]:
             try:
@@ -246,7 +250,7 @@ class ModelProvider:
                 interval=(round(math.exp(d - Z90 * sd), 4), round(math.exp(d + Z90 * sd), 4)),
                 write_p99_ratio=round(math.exp(d99), 4) if d99 is not None else None,
                 feasible=d99 is None or d99 <= limit,
-                probes=sum(1 for s in local if s.obs.settings == q.settings), baseline=i == b))
+                probes=sum(1 for s in probed if s.obs.settings == q.settings), baseline=i == b))
         best = choose(prediction, queries, {settings_key(s.obs) for s in local})
         effects = []
         for i in range(len(cands)):
@@ -258,7 +262,8 @@ class ModelProvider:
                                               interval=(round(math.exp(d - Z90 * sd), 4), round(math.exp(d + Z90 * sd), 4))))
         return ParameterPrediction(parameter=parameter, metric=base.metric, best=cands[best].value, candidates=cands,
                                    effects=effects, local_probes=sum(c.probes for c in cands),
-                                   lab_runs=len(self._prior), model_version=self._version or "")
+                                   lab_runs=len(self._prior), model_version=self._version or "",
+                                   verified_changes=len({s.obs.run for s in changed}))
 
     # --- probe selection ----------------------------------------------------------------------
     def next_probe_candidates(self, pool: str, workload_name: str, budget: int, params: dict[str, str] | None = None,

@@ -123,6 +123,8 @@ async def test_a_change_is_recorded_compared_and_served(http_client, tmp_path):
         ("dataset", "tank", "tank/pg", "8192", "16384", "local")
     # the engine's answer for tank/pg (postgres) had recordsize undecided, primarycache a change to "all"
     assert rs["followed_recommendation"] is None
+    # the workloads setting names tank/pg postgres: the record says so (the model learns from it)
+    assert rs["workload"] == "postgres"
     followed = by_param["primarycache"]["followed_recommendation"]
     assert followed["workload"] == "postgres" and followed["recommended"] == "all"
     assert rs["status"] == "done" and rs["verdict"] == "better", rs
