@@ -19,7 +19,8 @@ from advisor.engine.models import GENERAL, ErrorResponse, PoolList, RecommendRes
 from advisor.layout.inputs import ASHIFTS, MEDIA
 from advisor.layout.predict import PlanResponse
 from advisor.names import MAX_NAME_LEN, MAX_POOL_NAME_LEN
-from advisor.probe.request import MAX_BODY_BYTES, ProbeQueued, ProbeRequest
+from advisor.probe.request import ProbeQueued, ProbeRequest
+from advisor.server.body import MAX_BODY_BYTES
 
 routes = web.RouteTableDef()
 REF = "#/components/schemas/{model}"

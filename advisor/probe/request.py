@@ -5,8 +5,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.names import MAX_POOL_NAME_LEN
 
-MAX_BODY_BYTES = 16 << 10
-
 
 class RequestBudget(BaseModel):
     model_config = ConfigDict(extra="forbid")

@@ -10,8 +10,9 @@ from typing import Awaitable, Callable
 from aiohttp import web
 
 from advisor.server.errors import json_error
-from advisor.probe.request import MAX_BODY_BYTES
 
+# The largest body any endpoint takes (POST /v1/probes' JSON is well under it).
+MAX_BODY_BYTES = 16 << 10
 # The whole body, from its first byte to its last, within this many seconds.
 BODY_READ_TIMEOUT_SECONDS = 10.0
 # a typed key where aiohttp has them (newer versions warn about string keys); a string in older ones
