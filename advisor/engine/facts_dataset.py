@@ -11,19 +11,19 @@ from advisor.engine.units import parse_size
 
 
 @fact("dataset.name", "str", "the dataset the advice is for")
-def _d_name(ctx: Context) -> str | None:
+def dataset_name(ctx: Context) -> str | None:
     return ctx.new_dataset or (ctx.dataset.name if ctx.dataset else None)
 
 
 @fact("dataset.type", "str", "filesystem or volume")
-def _d_type(ctx: Context) -> str | None:
+def dataset_type(ctx: Context) -> str | None:
     if ctx.new_dataset and ctx.workload:  # a new dataset is proposed for a workload only
         return ctx.workload.role(ctx.params.get("role")).dataset_type
     return ctx.dataset.type if ctx.dataset else None
 
 
 @fact("dataset.exists", "bool", "the dataset exists (false: advice for a new dataset)")
-def _d_exists(ctx: Context) -> bool:
+def dataset_exists(ctx: Context) -> bool:
     return ctx.new_dataset is None and ctx.dataset is not None
 
 
@@ -44,13 +44,13 @@ for _name in ("recordsize", "special_small_blocks"):
 
 
 @fact("dataset.logicalused", "bytes", "data written before compression (zfs property logicalused; 0 for a new dataset)")
-def _d_logicalused(ctx: Context) -> int | None:
+def dataset_logicalused(ctx: Context) -> int | None:
     return 0 if ctx.new_dataset else _size_prop("logicalused")(ctx)
 
 
 @fact("dataset.volblocksize", "bytes", "zfs property volblocksize (for a new zvol: the version's default)")
-def _d_volblocksize(ctx: Context) -> int | None:
-    if ctx.new_dataset and _d_type(ctx) == "volume":
+def dataset_volblocksize(ctx: Context) -> int | None:
+    if ctx.new_dataset and dataset_type(ctx) == "volume":
         version = ctx.host.zfs.version_tuple
         if version is None:
             return None
@@ -61,13 +61,13 @@ for _name in ("primarycache", "logbias", "sync", "redundant_metadata", "atime", 
 
 
 @fact("dataset.compression", "str", "compression algorithm in effect ('on' resolved to lz4)")
-def _d_comp(ctx: Context) -> str | None:
+def dataset_compression(ctx: Context) -> str | None:
     value = ctx.prop("compression")
     return "lz4" if value == "on" else value
 
 
 @fact("dataset.compressratio", "float", "achieved compression ratio (zfs get compressratio)")
-def _d_ratio(ctx: Context) -> float | None:
+def dataset_compressratio(ctx: Context) -> float | None:
     if ctx.new_dataset:
         return None  # nothing written yet: the pool root's ratio says nothing about this data
     value = ctx.prop("compressratio")
@@ -75,7 +75,7 @@ def _d_ratio(ctx: Context) -> float | None:
 
 
 @fact("dataset.atime_mode", "str", "access-time updates: off, relatime or on (every read writes)")
-def _d_atime(ctx: Context) -> str | None:
+def dataset_atime_mode(ctx: Context) -> str | None:
     atime, relatime = ctx.prop("atime"), ctx.prop("relatime")
     if atime is None:
         return None
@@ -85,7 +85,7 @@ def _d_atime(ctx: Context) -> str | None:
 
 
 @fact("dataset.xattr_style", "str", "how extended attributes are stored: sa, dir or off")
-def _d_xattr(ctx: Context) -> str | None:
+def dataset_xattr_style(ctx: Context) -> str | None:
     value = ctx.prop("xattr")
     if value in (None, "-"):
         return None

@@ -11,26 +11,26 @@ DEDUP_RAM_PER_TIB = 1.25 * GIB
 
 
 @fact("pool.size_bytes", "bytes", "the pool's size (zpool get size)")
-def _p_size(ctx: Context) -> int | None:
+def pool_size_bytes(ctx: Context) -> int | None:
     return ctx.pool.size_bytes if ctx.pool else None
 
 
 @fact("pool.dedup_ram_guide", "bytes", "RAM zfsconcepts(7) asks for with dedup: 1.25 GiB per TiB of pool size",
       needs=("pool.size_bytes",))
-def _p_dedup_ram(ctx: Context) -> int | None:
+def pool_dedup_ram_guide(ctx: Context) -> int | None:
     size = ctx.get("pool.size_bytes")
     return None if size is None else int(size / TIB * DEDUP_RAM_PER_TIB)
 
 
 @fact("pool.dedup_table_bytes", "bytes", "on-disk size of the dedup table (zpool get dedup_table_size, OpenZFS >= 2.3)")
-def _p_ddt_size(ctx: Context) -> int | None:
+def pool_dedup_table_bytes(ctx: Context) -> int | None:
     value = ctx.pool.properties.get("dedup_table_size") if ctx.pool else None
     return int(value) if value is not None and value.isdigit() else None
 
 
 @fact("pool.ddt_vdev", "bool", "the pool has a vdev that holds the dedup table: a dedup vdev, or a special vdev "
       "while zfs_ddt_data_is_special=1 (the default)")
-def _p_ddt_vdev(ctx: Context) -> bool | None:
+def pool_ddt_vdev(ctx: Context) -> bool | None:
     if not ctx.pool or not ctx.pool.root:
         return None
     if ctx.pool.top_level_vdevs("dedup"):
@@ -42,7 +42,7 @@ def _p_ddt_vdev(ctx: Context) -> bool | None:
 
 
 @fact("zfs.dedup_table_controls", "str", "what this OpenZFS version offers to bound or shrink a dedup table")
-def _z_ddt_controls(ctx: Context) -> str | None:
+def zfs_dedup_table_controls(ctx: Context) -> str | None:
     version = ctx.host.zfs.version_tuple
     if version is None:
         return None

@@ -15,39 +15,39 @@ from advisor.engine.units import parse_size
 
 
 @fact("workload.name", "str", "the workload asked for")
-def _w_name(ctx: Context) -> str | None:
+def workload_name(ctx: Context) -> str | None:
     return ctx.workload.name if ctx.workload else None
 
 
 @fact("workload.role", "str", "which of the workload's datasets this is (e.g. data or wal)")
-def _w_role(ctx: Context) -> str | None:
+def workload_role(ctx: Context) -> str | None:
     if ctx.workload is None:
         return None
     return ctx.params.get("role") or (ctx.workload.roles[0].name if ctx.workload.roles else None)
 
 
 @fact("workload.page_size", "bytes", "the application's page or record size (workload parameter page_size)")
-def _w_page(ctx: Context) -> int | None:
+def workload_page_size(ctx: Context) -> int | None:
     return parse_size(ctx.params.get("page_size") or ctx.workload.io.block_size) if ctx.workload else None
 
 
 @fact("workload.block_size", "bytes", "typical I/O size of the workload")
-def _w_block(ctx: Context) -> int | None:
+def workload_block_size(ctx: Context) -> int | None:
     return parse_size(ctx.workload.io.block_size) if ctx.workload else None
 
 
 @fact("workload.pattern", "str", "random, sequential or mixed access")
-def _w_pattern(ctx: Context) -> str | None:
+def workload_pattern(ctx: Context) -> str | None:
     return ctx.workload.io.pattern if ctx.workload else None
 
 
 @fact("workload.sync", "str", "share of synchronous writes (fsync/O_DSYNC): none, light or heavy")
-def _w_sync(ctx: Context) -> str | None:
+def workload_sync(ctx: Context) -> str | None:
     return ctx.workload.io.sync if ctx.workload else None
 
 
 @fact("workload.read_fraction", "ratio", "share of reads in the I/O mix")
-def _w_read(ctx: Context) -> float | None:
+def workload_read_fraction(ctx: Context) -> float | None:
     return ctx.workload.io.read_fraction if ctx.workload else None
 
 
@@ -55,41 +55,41 @@ def _w_read(ctx: Context) -> float | None:
 
 
 @fact("host.memory_bytes", "bytes", "physical memory (/proc/meminfo MemTotal)")
-def _h_mem(ctx: Context) -> int | None:
+def host_memory_bytes(ctx: Context) -> int | None:
     return ctx.host.memory_bytes
 
 
 @fact("host.cpu_count", "int", "online CPUs")
-def _h_cpu(ctx: Context) -> int | None:
+def host_cpu_count(ctx: Context) -> int | None:
     return ctx.host.cpu_count
 
 
 @fact("zfs.version", "str", "OpenZFS kernel module version")
-def _z_version(ctx: Context) -> str | None:
+def zfs_version(ctx: Context) -> str | None:
     v = ctx.host.zfs.version_tuple
     return ".".join(map(str, v)) if v else None
 
 
 @fact("zfs.xattr_on_is_sa", "bool", "xattr=on means sa (OpenZFS >= 2.3), else it means dir")
-def _z_xattr(ctx: Context) -> bool | None:
+def zfs_xattr_on_is_sa(ctx: Context) -> bool | None:
     v = ctx.host.zfs.version_tuple
     return None if v is None else tuple(v[:2]) >= (2, 3)
 
 
 @fact("host.physical_shift_max", "int", "log2 of the largest physical sector size of any disk")
-def _h_phys(ctx: Context) -> int | None:
+def host_physical_shift_max(ctx: Context) -> int | None:
     sizes = [d.physical_block_size for d in ctx.host.disks if d.physical_block_size]
     return int(math.log2(max(sizes))) if sizes else None
 
 
 @fact("host.dirty_data_max_default", "bytes", "the default zfs_dirty_data_max: 10% of RAM, at most 4 GiB")
-def _h_dirty_default(ctx: Context) -> int | None:
+def host_dirty_data_max_default(ctx: Context) -> int | None:
     mem = ctx.host.memory_bytes
     return None if mem is None else min(mem // 10, 4 << 30)
 
 
 @fact("host.dirty_data_max_max_default", "bytes", "the default cap zfs_dirty_data_max_max: 25% of RAM, at most 4 GiB")
-def _h_dirty_cap(ctx: Context) -> int | None:
+def host_dirty_data_max_max_default(ctx: Context) -> int | None:
     mem = ctx.host.memory_bytes
     return None if mem is None else min(mem // 4, 4 << 30)
 
@@ -100,7 +100,7 @@ def _h_dirty_cap(ctx: Context) -> int | None:
     "transactions the write throttle delayed since the zfs module loaded, all pools: dirty data above "
     "zfs_delay_min_dirty_percent of zfs_dirty_data_max (dmu_tx kstat, dmu_tx_dirty_delay)",
 )
-def _h_dirty_delays(ctx: Context) -> int | None:
+def host_dirty_data_delays(ctx: Context) -> int | None:
     # The only sign in a single reading that writes outran the pool: txg and iostat figures show what
     # the load asked for, this shows that dirty data piled up until writers were made to wait.
     ks = ctx.host.kstats.get("dmu_tx")

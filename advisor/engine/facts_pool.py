@@ -24,40 +24,40 @@ def _leaf_media(host: Host, leaf: Vdev) -> str:
 
 
 @fact("pool.name", "str", "pool name")
-def _p_name(ctx: Context) -> str | None:
+def pool_name(ctx: Context) -> str | None:
     return ctx.pool.name if ctx.pool else None
 
 
 @fact("pool.health", "str", "pool state (zpool get health): ONLINE, DEGRADED, FAULTED, OFFLINE, REMOVED or UNAVAIL")
-def _p_health(ctx: Context) -> str | None:
+def pool_health(ctx: Context) -> str | None:
     return ctx.pool.health if ctx.pool else None
 
 
 @fact("pool.media", "str", "media of the data vdevs' disks: ssd, hdd, mixed or unknown (sysfs queue/rotational)")
-def _p_media(ctx: Context) -> str | None:
+def pool_media_fact(ctx: Context) -> str | None:
     return pool_media(ctx.host, ctx.pool) if ctx.pool else None
 
 
 @fact("pool.data_disks", "str", "the disks under the pool's data vdevs")
-def _p_disks(ctx: Context) -> str | None:
+def pool_data_disks(ctx: Context) -> str | None:
     disks = ctx.data_disks()
     return ", ".join(d.name for d in disks) if disks else None
 
 
 @fact("pool.physical_sector_max", "bytes", "largest physical sector size reported by a data disk")
-def _p_phys(ctx: Context) -> int | None:
+def pool_physical_sector_max(ctx: Context) -> int | None:
     sizes = [d.physical_block_size for d in ctx.data_disks() if d.physical_block_size]
     return max(sizes) if sizes else None
 
 
 @fact("pool.physical_shift_max", "int", "log2 of the largest physical sector size of a data disk")
-def _p_phys_shift(ctx: Context) -> int | None:
+def pool_physical_shift_max(ctx: Context) -> int | None:
     size = ctx.get("pool.physical_sector_max")
     return int(math.log2(size)) if size else None
 
 
 @fact("pool.ashift_min", "int", "smallest ashift of the pool's data vdevs (zdb -C)")
-def _p_ashift(ctx: Context) -> int | None:
+def pool_ashift_min(ctx: Context) -> int | None:
     if not ctx.pool:
         return None
     shifts = [v.ashift for v in ctx.pool.top_level_vdevs("data") if v.ashift]
@@ -96,25 +96,25 @@ def _vdev_ashift(pool: Pool, top: Vdev) -> int | None:
 
 
 @fact("pool.vdev_ashift", "int", "ashift of the data vdev least aligned to its disks (zdb -C, else a forced pool ashift)")
-def _p_vdev_ashift(ctx: Context) -> int | None:
+def pool_vdev_ashift(ctx: Context) -> int | None:
     worst = _worst_aligned_vdev(ctx)
     return _vdev_ashift(ctx.pool, worst[0]) if worst and ctx.pool else None
 
 
 @fact("pool.vdev_physical_shift", "int", "log2 of the largest physical sector size of that vdev's disks")
-def _p_vdev_needed(ctx: Context) -> int | None:
+def pool_vdev_physical_shift(ctx: Context) -> int | None:
     worst = _worst_aligned_vdev(ctx)
     return worst[1] if worst else None
 
 
 @fact("pool.misaligned_vdev", "str", "name of the data vdev least aligned to its disks")
-def _p_vdev_name(ctx: Context) -> str | None:
+def pool_misaligned_vdev(ctx: Context) -> str | None:
     worst = _worst_aligned_vdev(ctx)
     return worst[0].name if worst else None
 
 
 @fact("pool.vdev_sector_disks", "str", "that vdev's disks and their physical sector sizes")
-def _p_vdev_disks(ctx: Context) -> str | None:
+def pool_vdev_sector_disks(ctx: Context) -> str | None:
     worst = _worst_aligned_vdev(ctx)
     if not worst:
         return None
@@ -134,43 +134,43 @@ def _describe_sectors(disks: list[Disk]) -> str:
 
 
 @fact("pool.sector_disks", "str", "data disks and their physical sector sizes")
-def _p_sector_disks(ctx: Context) -> str | None:
+def pool_sector_disks(ctx: Context) -> str | None:
     disks = [d for d in ctx.data_disks() if d.physical_block_size]
     return _describe_sectors(disks) if disks else None
 
 
 @fact("pool.capacity_ratio", "ratio", "allocated share of the pool (zpool get capacity)")
-def _p_cap(ctx: Context) -> float | None:
+def pool_capacity_ratio(ctx: Context) -> float | None:
     return ctx.pool.capacity_ratio if ctx.pool else None
 
 
 @fact("pool.fragmentation_ratio", "ratio", "free-space fragmentation (zpool get fragmentation)")
-def _p_frag(ctx: Context) -> float | None:
+def pool_fragmentation_ratio(ctx: Context) -> float | None:
     return ctx.pool.fragmentation_ratio if ctx.pool else None
 
 
 @fact("pool.free_bytes", "bytes", "free space in the pool")
-def _p_free(ctx: Context) -> int | None:
+def pool_free_bytes(ctx: Context) -> int | None:
     return ctx.pool.free_bytes if ctx.pool else None
 
 
 @fact("pool.has_slog", "bool", "the pool has a separate intent log (log vdev)")
-def _p_slog(ctx: Context) -> bool | None:
+def pool_has_slog(ctx: Context) -> bool | None:
     return bool(ctx.pool.top_level_vdevs("log")) if ctx.pool and ctx.pool.root else None
 
 
 @fact("pool.has_special", "bool", "the pool has a special allocation class vdev")
-def _p_special(ctx: Context) -> bool | None:
+def pool_has_special(ctx: Context) -> bool | None:
     return bool(ctx.pool.top_level_vdevs("special")) if ctx.pool and ctx.pool.root else None
 
 
 @fact("pool.has_cache", "bool", "the pool has cache devices (L2ARC)")
-def _p_cache(ctx: Context) -> bool | None:
+def pool_has_cache(ctx: Context) -> bool | None:
     return bool(ctx.pool.top_level_vdevs("cache")) if ctx.pool and ctx.pool.root else None
 
 
 @fact("pool.layout", "str", "the data vdevs, e.g. 'raidz1-0 (4 disks)' or '5 single-disk vdevs'")
-def _p_layout(ctx: Context) -> str | None:
+def pool_layout(ctx: Context) -> str | None:
     if not ctx.pool or not ctx.pool.root:
         return None
     tops = ctx.pool.top_level_vdevs("data")
@@ -182,14 +182,14 @@ def _p_layout(ctx: Context) -> str | None:
 
 
 @fact("pool.raidz_vdevs", "int", "number of raidz/draid data vdevs")
-def _p_raidz(ctx: Context) -> int | None:
+def pool_raidz_vdevs(ctx: Context) -> int | None:
     if not ctx.pool or not ctx.pool.root:
         return None
     return sum(1 for v in ctx.pool.top_level_vdevs("data") if v.type.startswith(("raidz", "draid")))
 
 
 @fact("pool.raidz_max_width", "int", "disks in the widest raidz/draid vdev (0 without raidz)")
-def _p_raidz_width(ctx: Context) -> int | None:
+def pool_raidz_max_width(ctx: Context) -> int | None:
     if not ctx.pool or not ctx.pool.root:
         return None
     widths = [len(v.leaves()) for v in ctx.pool.top_level_vdevs("data") if v.type.startswith(("raidz", "draid"))]
@@ -197,12 +197,12 @@ def _p_raidz_width(ctx: Context) -> int | None:
 
 
 @fact("pool.data_vdevs", "int", "number of top-level data vdevs (IOPS scale with this)")
-def _p_tops(ctx: Context) -> int | None:
+def pool_data_vdevs(ctx: Context) -> int | None:
     return len(ctx.pool.top_level_vdevs("data")) if ctx.pool and ctx.pool.root else None
 
 
 @fact("pool.redundant", "bool", "every data vdev survives a disk failure (mirror, raidz or draid)")
-def _p_redundant(ctx: Context) -> bool | None:
+def pool_redundant(ctx: Context) -> bool | None:
     if not ctx.pool or not ctx.pool.root:
         return None
     tops = ctx.pool.top_level_vdevs("data")
@@ -210,7 +210,7 @@ def _p_redundant(ctx: Context) -> bool | None:
 
 
 @fact("pool.single_disk_vdevs", "int", "data vdevs that are a single disk (no redundancy)")
-def _p_singles(ctx: Context) -> int | None:
+def pool_single_disk_vdevs(ctx: Context) -> int | None:
     if not ctx.pool or not ctx.pool.root:
         return None
     return sum(1 for v in ctx.pool.top_level_vdevs("data") if v.type in ("disk", "file"))
@@ -231,17 +231,17 @@ def _mixed_mirrors(ctx: Context) -> list[str]:
 
 
 @fact("pool.mixed_media_mirrors", "int", "mirrors whose children mix SSDs and HDDs")
-def _p_mixed(ctx: Context) -> int | None:
+def pool_mixed_media_mirrors(ctx: Context) -> int | None:
     return len(_mixed_mirrors(ctx)) if ctx.pool and ctx.pool.root else None
 
 
 @fact("pool.mixed_media_mirror_list", "str", "which mirrors mix media, and how")
-def _p_mixed_list(ctx: Context) -> str | None:
+def pool_mixed_media_mirror_list(ctx: Context) -> str | None:
     return "; ".join(_mixed_mirrors(ctx)) or None if ctx.pool else None
 
 
 @fact("pool.vdev_spec", "list", "the data/log/special vdevs as zpool create arguments")
-def _p_spec(ctx: Context) -> list[str] | None:
+def pool_vdev_spec(ctx: Context) -> list[str] | None:
     if not ctx.pool or not ctx.pool.root:
         return None
     spec: list[str] = []
