@@ -114,7 +114,7 @@ class _Machines:
         if self.vm is not None and self.vm.image.zfs_line == zfs:
             return self.vm
         self.stop()  # one VM at a time: two emulated VMs on 2 cores slow both 3-5x
-        vm = LabVM(zfs, layouts=labparams.selected_layouts())
+        vm = LabVM(zfs, layouts=labparams.booted_layouts(zfs))  # the disks of this run's layouts on the line
         try:
             vm.start()
         except BaseException:

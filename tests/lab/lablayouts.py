@@ -96,6 +96,9 @@ class Layout:
     create_module_params: dict = field(default_factory=dict)
     # the OpenZFS lines the lab tests boot it on (empty: every line)
     lines: tuple[str, ...] = ()
+    # the lines it boots on in CI (None: all of `lines`; empty: long lab jobs only); every line of
+    # `lines` with ZFS_ADVISOR_LAB_LONG=1 (docs/lab.md, "CI time")
+    ci_lines: tuple[str, ...] | None = None
 
     def with_serial_prefix(self, prefix: str) -> "Layout":
         """The same layout with disk serials `<prefix><name>`: unique when layouts share a VM."""
@@ -175,6 +178,7 @@ def load(path: Path = LAYOUTS_FILE) -> dict[str, Layout]:
             fill=spec.get("fill"), expect=spec.get("expect", {}),
             create_module_params=spec.get("create_module_params", {}),
             lines=tuple(spec.get("lines", ())),
+            ci_lines=tuple(spec["ci_lines"]) if "ci_lines" in spec else None,
         )
         out[name].zpool_create_argv()  # validates the @disk references
     return out

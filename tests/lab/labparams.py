@@ -30,10 +30,27 @@ def selected_layouts() -> list[str]:
 def lab_params(layout_names: list[str] | None = None, lines: list[str] | None = None) -> list:
     """`lines`: the OpenZFS lines a test needs (default: every selected one); long tests that
     behave alike on both lines name one, to keep the lab tier within the CI budget.  A layout
-    with `lines` of its own in layouts.toml (the measured prior's) runs on those lines only."""
+    with `lines` of its own in layouts.toml (the measured prior's) runs on those lines only, and
+    in CI (no ZFS_ADVISOR_LAB_LONG=1) on its `ci_lines` only when it names them."""
     selected = selected_layouts()
     names = [n for n in layout_names if n in selected] if layout_names else selected
     zfs = [z for z in selected_lines() if lines is None or z in lines]
     layouts = lablayouts.load()
-    return [pytest.param((z, n), id=f"zfs{z}-{n}") for z in zfs for n in names
-            if not layouts[n].lines or z in layouts[n].lines]
+    return [pytest.param((z, n), id=f"zfs{z}-{n}") for z in zfs for n in names if _boots(layouts[n], z)]
+
+
+def booted_layouts(line: str) -> list[str]:
+    """The selected layouts this run boots on `line` (their disks are the VM's)."""
+    layouts = lablayouts.load()
+    return [n for n in selected_layouts() if _boots(layouts[n], line)]
+
+
+def long_jobs() -> bool:
+    """ZFS_ADVISOR_LAB_LONG=1: the long lab jobs run too, and every layout on every line of its own."""
+    return os.environ.get("ZFS_ADVISOR_LAB_LONG") == "1"
+
+
+def _boots(layout: lablayouts.Layout, line: str) -> bool:
+    if layout.lines and line not in layout.lines:
+        return False
+    return long_jobs() or layout.ci_lines is None or line in layout.ci_lines
