@@ -37,9 +37,25 @@ def test_the_measured_priors_layouts_boot_on_its_line_alone(monkeypatch):
 
     monkeypatch.delenv("ZFS_ADVISOR_LAB_ZFS", raising=False)
     monkeypatch.delenv("ZFS_ADVISOR_LAB_LAYOUTS", raising=False)
+    monkeypatch.setenv("ZFS_ADVISOR_LAB_LONG", "1")  # every layout on every line of its own
     ids = {p.id for p in labparams.lab_params()}
     for name in ("ssd-raidz1x4", "hdd-mirror2x2", "hdd-raidz2x6", "hdd-raidz1x5"):
         assert lablayouts.get(name).lines == ("2.3",)
         assert f"zfs2.3-{name}" in ids and f"zfs2.1-{name}" not in ids
-    assert {"zfs2.1-hdd-raidz1x4", "zfs2.3-hdd-raidz1x4"} <= ids  # the others on every line
+    assert {"zfs2.1-hdd-raidz1x4", "zfs2.3-hdd-raidz1x4", "zfs2.1-near-full"} <= ids  # the others on every line
     assert [p.id for p in labparams.lab_params(["hdd-raidz2x6"], lines=["2.1"])] == []
+
+
+def test_ci_boots_a_layout_on_its_ci_lines_alone(monkeypatch):
+    import labparams
+
+    monkeypatch.delenv("ZFS_ADVISOR_LAB_ZFS", raising=False)
+    monkeypatch.delenv("ZFS_ADVISOR_LAB_LAYOUTS", raising=False)
+    monkeypatch.delenv("ZFS_ADVISOR_LAB_LONG", raising=False)
+    ids = {p.id for p in labparams.lab_params()}
+    assert lablayouts.get("hdd-raidz2x6").ci_lines == () and not any(i.endswith("-hdd-raidz2x6") for i in ids)
+    assert lablayouts.get("near-full").ci_lines == ("2.3",)
+    assert "zfs2.3-near-full" in ids and "zfs2.1-near-full" not in ids
+    assert lablayouts.get("hdd-raidz1x4").ci_lines is None and {"zfs2.1-hdd-raidz1x4", "zfs2.3-hdd-raidz1x4"} <= ids
+    # the VM of a line gets the disks of the layouts it boots there
+    assert labparams.booted_layouts("2.1") == ["hdd-raidz1x4", "ssd-mirror2x2", "4kn-ashift9"]
