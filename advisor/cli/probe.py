@@ -196,7 +196,7 @@ def _progress(plan: Plan):
 
 
 def _efficiency_text(report: dict) -> str:
-    mb = lambda v: f"{v / 1e6:,.0f} MB/s"  # noqa: E731
+    mb = lambda v: f"{v / 1e6:,.0f} MB/s"  # noqa: E731 - a unit formatter for the lines below
     pool = report["pool"]
     lines = [f"pool {pool['pool']}: {pool['layout']}, ashift {pool['ashift']}, {pool['media']}"]
     if report["raw_read_bytes_per_second"]:
@@ -249,7 +249,7 @@ def _table(ev: ParameterEvidence) -> str:
              f"  {'rank':>4} {'value':>8} {'IOPS':>10} {'spread':>7} {'a run, 90 %':>17} {'vs base (90 %)':>20} "
              f"{'write p99':>10} {'read p99':>9} {'compress':>8} {'ARC hit':>7}"]
     for c in ev.candidates:
-        ms = lambda s: f"{s * 1000:.1f} ms" if s is not None else "-"  # noqa: E731
+        ms = lambda s: f"{s * 1000:.1f} ms" if s is not None else "-"  # noqa: E731 - a unit formatter for the lines below
         ratio = f"{c.effect_ratio:.2f}x" if c.effect_ratio is not None else "-"
         if c.effect_interval is not None and not c.baseline:
             ratio += f" ({c.effect_interval[0]:.2f}..{c.effect_interval[1]:.2f})"

@@ -13,7 +13,7 @@ MODEL_VERSION = "8"
 def numpy_missing() -> str | None:
     """Why the fitted model cannot predict here (numpy absent), or None."""
     try:
-        import numpy  # noqa: F401
+        import numpy  # noqa: F401 - the import is the check
     except ImportError:
         return "numpy is not installed (pip install numpy)"
     return None
@@ -23,8 +23,8 @@ def sklearn_missing() -> str | None:
     """Why the model cannot run here, or None when it can (imports scikit-learn: call it where the
     model is about to be fitted, not at start-up)."""
     try:
-        import numpy  # noqa: F401
-        import sklearn  # noqa: F401
+        import numpy  # noqa: F401 - the import is the check
+        import sklearn  # noqa: F401 - the import is the check
     except ImportError as exc:
         return f"{exc.name or 'scikit-learn'} is not installed (pip install 'zfs-advisor[model]')"
     return None

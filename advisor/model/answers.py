@@ -367,7 +367,7 @@ def table(results: list[AnswerResult]) -> str:
              f"{'vs best':>7s} {'vs cur':>6s} {'p99/def':>7s} harm"]
     for r in results:
         st = ",".join(f"{p[:4]}:{s}" for p, s in sorted(r.statuses.items()))
-        fmt = lambda v, spec: "-" if v is None else format(v, spec)  # noqa: E731
+        fmt = lambda v, spec: "-" if v is None else format(v, spec)  # noqa: E731 - one line, read in the row below
         lines.append(f"{r.cell:36s} {r.start:7s} {' '.join(r.probed) or '-':26s} {r.current:10s} {r.final:10s} "
                      f"{st:34s} {('~' if r.estimated else '') + fmt(r.vs_best, '.1%'):>7s} {fmt(r.vs_current, '.2f'):>6s} "
                      f"{fmt(r.p99_vs_default, '.2f'):>7s} {'HARM' if r.harm else ('loss' if r.loss else '')}")

@@ -115,7 +115,7 @@ class ShippedFit:
 
         def without(perf: FittedGP, p99: FittedGP | None, of: list[Sample]) -> tuple[FittedGP, FittedGP | None]:
             with_p99 = [s for s in of if s.y_p99 is not None]
-            mask = lambda items: np.array([s.obs.cell in kept for s in items])  # noqa: E731
+            mask = lambda items: np.array([s.obs.cell in kept for s in items])  # noqa: E731 - a one-line filter, used twice below
             return conditioned_on(perf, mask(of)), conditioned_on(p99, mask(with_p99)) if p99 is not None else None
 
         p = self.predictor

@@ -22,14 +22,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import scale_snapshot  # noqa: E402
-from support import HOSTS  # noqa: E402
+import scale_snapshot  # noqa: E402 - after the sys.path line above
+from support import HOSTS  # noqa: E402 - after the sys.path line above
 
-from advisor.changes.detect import tracked  # noqa: E402
-from advisor.changes.tracker import ChangeTracker  # noqa: E402
-from advisor.engine.loader import load_rulebook  # noqa: E402
-from advisor.facts import KStat  # noqa: E402
-from advisor.host.snapshot import collect_from_root  # noqa: E402
+from advisor.changes.detect import tracked  # noqa: E402 - after the sys.path line above
+from advisor.changes.tracker import ChangeTracker  # noqa: E402 - after the sys.path line above
+from advisor.engine.loader import load_rulebook  # noqa: E402 - after the sys.path line above
+from advisor.facts import KStat  # noqa: E402 - after the sys.path line above
+from advisor.host.snapshot import collect_from_root  # noqa: E402 - after the sys.path line above
 
 RECORDING = HOSTS / "2.3.2" / "ssd-mirror2x2" / "idle"
 

@@ -26,13 +26,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import scale_snapshot  # noqa: E402
+import scale_snapshot  # noqa: E402 - after the sys.path line above
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-from advisor.host.files import HostFiles  # noqa: E402
-from advisor.host.pool_kstats import read_objsets  # noqa: E402
-from advisor.probe.foreground import ForegroundWatch  # noqa: E402
+from advisor.host.files import HostFiles  # noqa: E402 - after the sys.path line above
+from advisor.host.pool_kstats import read_objsets  # noqa: E402 - after the sys.path line above
+from advisor.probe.foreground import ForegroundWatch  # noqa: E402 - after the sys.path line above
 
 SNAPSHOT = REPO / "tests" / "fixtures" / "hosts" / "2.3.2" / "ssd-mirror2x2" / "idle"
 POLL_SECONDS = 0.2

@@ -38,7 +38,7 @@ from pathlib import Path
 import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import scale_snapshot  # noqa: E402
+import scale_snapshot  # noqa: E402 - after the sys.path line above
 
 REPO = Path(__file__).resolve().parents[2]
 HOSTS = REPO / "tests" / "fixtures" / "hosts"

@@ -30,16 +30,16 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import load  # noqa: E402
-import scale_snapshot  # noqa: E402
+import load  # noqa: E402 - after the sys.path line above
+import scale_snapshot  # noqa: E402 - after the sys.path line above
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
-from support.probes import seed_recordsize_probe  # noqa: E402
+from support.probes import seed_recordsize_probe  # noqa: E402 - after the sys.path line above
 
-from advisor.engine.loader import load_rulebook  # noqa: E402
-from advisor.host.snapshot import collect_from_root  # noqa: E402
-from advisor.page import build, gather  # noqa: E402
+from advisor.engine.loader import load_rulebook  # noqa: E402 - after the sys.path line above
+from advisor.host.snapshot import collect_from_root  # noqa: E402 - after the sys.path line above
+from advisor.page import build, gather  # noqa: E402 - after the sys.path line above
 
 
 def render(inputs: gather.Inputs, path: str) -> str:

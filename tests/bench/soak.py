@@ -62,8 +62,8 @@ from pathlib import Path
 import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import load  # noqa: E402
-import scale_snapshot  # noqa: E402
+import load  # noqa: E402 - after the sys.path line above
+import scale_snapshot  # noqa: E402 - after the sys.path line above
 
 UNIT = load.REPO / "deploy" / "systemd" / "zfs-advisor.service"
 SYSTEMD_DEFAULT_NOFILE = 1024  # systemd's DefaultLimitNOFILE soft value (systemd-system.conf(5))

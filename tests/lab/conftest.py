@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import labimage  # noqa: E402
-import labparams  # noqa: E402
-from labvm import LabVM  # noqa: E402
+import labimage  # noqa: E402 - after the sys.path line above
+import labparams  # noqa: E402 - after the sys.path line above
+from labvm import LabVM  # noqa: E402 - after the sys.path line above
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -12,7 +12,7 @@ from typing import Iterator
 from advisor.settings import DEFAULT_PORT
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "golden"))
-from promserver import free_port  # noqa: E402
+from promserver import free_port  # noqa: E402 - after the sys.path line above
 
 PY = "PYTHONPATH=/project /opt/zfs-advisor-venv/bin/python"
 PORT = DEFAULT_PORT

@@ -20,7 +20,7 @@ import labimage
 from advisor.settings import DEFAULT_PORT
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "golden"))
-from promserver import free_port  # noqa: E402
+from promserver import free_port  # noqa: E402 - after the sys.path line above
 
 REPO = labimage.REPO_ROOT
 SERVICE = "zfs-advisor.service"

@@ -43,13 +43,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parents[2]))  # the repository: `advisor` without PYTHONPATH
-import labimage  # noqa: E402
-import lablayouts  # noqa: E402
+import labimage  # noqa: E402 - after the sys.path line above
+import lablayouts  # noqa: E402 - after the sys.path line above
 
 from advisor.model.features import job_shape  # noqa: E402,F401  (also used by tests/unit/test_prior_grid.py)
-from advisor.model.features import pool_shape as model_pool_shape  # noqa: E402
-from advisor.probe.candidates import CandidateError, parse_candidate_spec  # noqa: E402
-from labvm import LabError, LabVM  # noqa: E402
+from advisor.model.features import pool_shape as model_pool_shape  # noqa: E402 - after the sys.path line above
+from advisor.probe.candidates import CandidateError, parse_candidate_spec  # noqa: E402 - after the sys.path line above
+from labvm import LabError, LabVM  # noqa: E402 - after the sys.path line above
 
 REPO = labimage.REPO_ROOT
 DATA_DIR = REPO / "advisor" / "model" / "data"
@@ -616,7 +616,7 @@ def markdown_summary(rows: list[dict[str, str]]) -> str:
         for i, (name, rs) in enumerate(ranked):
             iops = [float(r["iops"]) for r in rs]
             m = statistics.fmean(iops)
-            fmt = lambda v: "-" if v is None else f"{v:.1f}"  # noqa: E731
+            fmt = lambda v: "-" if v is None else f"{v:.1f}"  # noqa: E731 - a one-line helper, read where it is used
             label = f"**{name}**" if i == 0 else name
             hit = mean(rs, "arc_hit_ratio")
             ws_note = f" ({int(ws) >> 20} MiB)"

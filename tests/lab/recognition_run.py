@@ -17,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, "/project")
 
-from advisor.engine.loader import load_rulebook  # noqa: E402
-from advisor.probe.fio_job import Hygiene, build_job  # noqa: E402
+from advisor.engine.loader import load_rulebook  # noqa: E402 - after the sys.path line above
+from advisor.probe.fio_job import Hygiene, build_job  # noqa: E402 - after the sys.path line above
 
 KSTATS = Path("/proc/spl/kstat/zfs/tank")
 DATASET, MOUNT = "tank/rec", "/tank/rec"

@@ -19,7 +19,7 @@ from labexporter import PORT, PY, exporter_in_vm
 from labparams import lab_params
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "golden"))
-from promserver import PrometheusServer  # noqa: E402
+from promserver import PrometheusServer  # noqa: E402 - after the sys.path line above
 
 pytestmark = [
     pytest.mark.lab,

@@ -24,7 +24,7 @@ from labexporter import exporter_in_vm
 from labparams import lab_params
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "golden"))
-from promserver import PrometheusServer  # noqa: E402
+from promserver import PrometheusServer  # noqa: E402 - after the sys.path line above
 
 log = logging.getLogger(__name__)
 ALERTS = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "alerts.yml"

@@ -176,7 +176,7 @@ def test_the_probe_ranks_recordsizes_like_a_cold_cache_grid(lab_vm):
     for r in output["results"]:
         probe[r["value"]].append(r["iops"])
     compared, wrong = compare(probe, grid)
-    rank = lambda m: " > ".join(sorted(m, key=lambda s: -statistics.fmean(m[s])))  # noqa: E731
+    rank = lambda m: " > ".join(sorted(m, key=lambda s: -statistics.fmean(m[s])))  # noqa: E731 - a one-line helper, read where it is used
     print("\n".join(notes))
     for name, m in (("probe", probe), ("grid", grid)):
         print(f"{name}: " + ", ".join(f"{s} {statistics.fmean(m[s]):,.0f} [{min(m[s]):,.0f}..{max(m[s]):,.0f}]"

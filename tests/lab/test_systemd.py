@@ -41,8 +41,8 @@ from advisor.model import MODEL_VERSION
 from advisor.settings import DEFAULT_PORT
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "golden"))
-from promserver import PrometheusServer  # noqa: E402
-from support.dashboard import alternatives, panel_targets, resolve, why_empty  # noqa: E402
+from promserver import PrometheusServer  # noqa: E402 - after the sys.path line above
+from support.dashboard import alternatives, panel_targets, resolve, why_empty  # noqa: E402 - after the sys.path line above
 
 pytestmark = [
     pytest.mark.lab,

@@ -11,7 +11,7 @@ from pathlib import Path
 from advisor.layout.space import Vdev
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lab"))
-import lablayouts  # noqa: E402
+import lablayouts  # noqa: E402 - after the sys.path line above
 
 
 @dataclass(frozen=True)

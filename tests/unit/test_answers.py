@@ -16,11 +16,11 @@ from support import HOSTS
 
 pytest.importorskip("numpy")
 
-from advisor.cli import main  # noqa: E402
-from advisor.engine.loader import load_rulebook  # noqa: E402
-from advisor.model import answers, fitted  # noqa: E402
-from advisor.model.dataset import load_csv, prior_path, samples  # noqa: E402
-from advisor.model.evaluation import ShippedFit  # noqa: E402
+from advisor.cli import main  # noqa: E402 - after the importorskip above
+from advisor.engine.loader import load_rulebook  # noqa: E402 - after the importorskip above
+from advisor.model import answers, fitted  # noqa: E402 - after the importorskip above
+from advisor.model.dataset import load_csv, prior_path, samples  # noqa: E402 - after the importorskip above
+from advisor.model.evaluation import ShippedFit  # noqa: E402 - after the importorskip above
 
 BUDGETS = (0, 1, 2)
 

@@ -9,7 +9,7 @@ from support import REPO, recorded_snapshots
 from advisor.host.snapshot import collect_from_root
 
 sys.path.insert(0, str(REPO / "tests" / "bench"))
-import scale_snapshot  # noqa: E402
+import scale_snapshot  # noqa: E402 - after the sys.path line above
 
 SNAPSHOTS = recorded_snapshots("idle")
 

@@ -4,7 +4,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lab"))
-import lablayouts  # noqa: E402
+import lablayouts  # noqa: E402 - after the sys.path line above
 
 
 def shared_vm_layouts():

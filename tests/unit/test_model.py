@@ -17,21 +17,21 @@ import pytest
 
 pytest.importorskip("sklearn")
 
-import numpy as np  # noqa: E402
+import numpy as np  # noqa: E402 - after the importorskip above
 
-from advisor.engine.loader import load_rulebook  # noqa: E402
-from advisor.model.dataset import load_csv, prior_path, samples  # noqa: E402
-from advisor.model.evaluation import ShippedFit, evaluate, evaluate_cell, nested_caution, summary, twins  # noqa: E402
-from advisor.model.features import WorkloadShape, from_csv_row, from_result, lab_cell, vector  # noqa: E402
-from advisor.probe.arc import disk_read_equivalent  # noqa: E402
-from advisor.model.provider import ModelProvider, candidates_of  # noqa: E402
-from advisor.model.regress import GPModel, QuantileBoost  # noqa: E402
-from advisor.model.select import next_candidates  # noqa: E402
-from advisor.probe.description import ProbeDescription  # noqa: E402
-from advisor.probe.fio_job import Hygiene, build_job  # noqa: E402
-from advisor.store.db import connect  # noqa: E402
-from advisor.store.probes import ProbeStore, ResultRow  # noqa: E402
-from advisor.store.results import StoredResults  # noqa: E402
+from advisor.engine.loader import load_rulebook  # noqa: E402 - after the importorskip above
+from advisor.model.dataset import load_csv, prior_path, samples  # noqa: E402 - after the importorskip above
+from advisor.model.evaluation import ShippedFit, evaluate, evaluate_cell, nested_caution, summary, twins  # noqa: E402 - after the importorskip above
+from advisor.model.features import WorkloadShape, from_csv_row, from_result, lab_cell, vector  # noqa: E402 - after the importorskip above
+from advisor.probe.arc import disk_read_equivalent  # noqa: E402 - after the importorskip above
+from advisor.model.provider import ModelProvider, candidates_of  # noqa: E402 - after the importorskip above
+from advisor.model.regress import GPModel, QuantileBoost  # noqa: E402 - after the importorskip above
+from advisor.model.select import next_candidates  # noqa: E402 - after the importorskip above
+from advisor.probe.description import ProbeDescription  # noqa: E402 - after the importorskip above
+from advisor.probe.fio_job import Hygiene, build_job  # noqa: E402 - after the importorskip above
+from advisor.store.db import connect  # noqa: E402 - after the importorskip above
+from advisor.store.probes import ProbeStore, ResultRow  # noqa: E402 - after the importorskip above
+from advisor.store.results import StoredResults  # noqa: E402 - after the importorskip above
 
 BOOK = load_rulebook()
 CELL = "zfs2.3.2/ssd-mirror2x2/postgres/512M"
@@ -47,7 +47,7 @@ def csv_rows(cell: str = CELL) -> list[dict[str, str]]:
 
 def result_row(row: dict[str, str], run_id: int = 1) -> ResultRow:
     """The store record the probe runner wrote for this CSV row (the CSV is made from such records)."""
-    us = lambda k: float(row[k]) / 1e6 if row.get(k) else None  # noqa: E731
+    us = lambda k: float(row[k]) / 1e6 if row.get(k) else None  # noqa: E731 - a one-line helper, read where it is used
     job = build_job(BOOK.workloads[row["workload"]], "/probe", Hygiene(max_file_bytes=48 << 20)).text
     return ResultRow(
         run_id=run_id, parameter=row["parameter"], value=row["value"], scope="dataset",
@@ -471,7 +471,7 @@ def test_a_probe_run_whose_first_value_is_not_the_default_is_not_read_as_the_def
     beside a run that measured the default on the same pool, it is placed against that one."""
     shape = WorkloadShape.of(BOOK.workloads["postgres"])
     rows = csv_rows()
-    run_of = lambda value: next(r["run_id"] for r in rows if r["value"] == value)  # noqa: E731
+    run_of = lambda value: next(r["run_id"] for r in rows if r["value"] == value)  # noqa: E731 - a one-line helper, read where it is used
     eight_four = [dict(r, baseline="1" if r["value"] == "8K" else "0") for r in rows
                   if r["value"] in ("8K", "4K") and r["run_id"] == run_of("8K")]
     assert eight_four and all(r["parameter"] == "recordsize" for r in eight_four)

@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "advisor" / "model" / "data"
 CSV = DATA / "prior-zfs2.3.csv"
 sys.path.insert(0, str(REPO / "tests" / "lab"))
-import prior_grid  # noqa: E402
+import prior_grid  # noqa: E402 - after the sys.path line above
 
 # The columns the regression engine reads, in this order; new ones are only ever appended.
 AGREED = (

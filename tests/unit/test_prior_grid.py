@@ -14,7 +14,7 @@ from advisor.probe.fio_job import Hygiene, build_job
 from advisor.probe.plan import fit_runtime
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lab"))
-import prior_grid  # noqa: E402
+import prior_grid  # noqa: E402 - after the sys.path line above
 
 
 @pytest.fixture(scope="module")
@@ -52,14 +52,14 @@ def test_a_budgeted_probe_call_leaves_the_candidates_to_the_model():
 
 
 def test_job_shape_of_the_probed_jobs(workloads):
-    shape = lambda w: prior_grid.job_shape(build_job(workloads[w], "/probe").text)  # noqa: E731
+    shape = lambda w: prior_grid.job_shape(build_job(workloads[w], "/probe").text)  # noqa: E731 - a one-line helper, read where it is used
     assert shape("postgres") == {"fsync_every": 0, "iodepth": 1, "numjobs": 4}
     assert shape("sqlite") == {"fsync_every": 32, "iodepth": 1, "numjobs": 1}
     assert shape("kafka") == {"fsync_every": 0, "iodepth": 1, "numjobs": 2}
 
 
 def test_pool_shape_names_the_vdev_type():
-    vdev = lambda t, w, p=None: {"type": t, "width": w, "nparity": p}  # noqa: E731
+    vdev = lambda t, w, p=None: {"type": t, "width": w, "nparity": p}  # noqa: E731 - a one-line helper, read where it is used
     assert prior_grid.pool_shape({"media": "hdd", "ashift": 12, "vdevs": [vdev("disk", 1)] * 5}) == {
         "media": "hdd", "vdev_type": "stripe", "top_vdevs": 5, "vdev_width": 1, "disks": 5, "ashift": 12}
     assert prior_grid.pool_shape({"media": "hdd", "ashift": 12, "vdevs": [vdev("raidz", 4, 1)]})["vdev_type"] == "raidz1"

@@ -12,7 +12,7 @@ from advisor.host.collect import collect
 from advisor.host.snapshot import open_snapshot
 
 sys.path.insert(0, str(REPO / "tests" / "bench"))
-import soak  # noqa: E402
+import soak  # noqa: E402 - after the sys.path line above
 
 
 def test_the_service_gets_the_units_limit_or_systemds_default(tmp_path):

@@ -110,7 +110,7 @@ def test_the_shipped_example_is_valid_once_its_files_exist(tmp_path, certs):
 
 
 def test_parse_basic():
-    encode = lambda s: "Basic " + base64.b64encode(s.encode()).decode()  # noqa: E731
+    encode = lambda s: "Basic " + base64.b64encode(s.encode()).decode()  # noqa: E731 - a one-line helper, read where it is used
     assert parse_basic(encode("alice:pa:ss")) == ("alice", "pa:ss")
     assert parse_basic(encode("no-colon")) is None
     assert parse_basic("Basic !!!") is None

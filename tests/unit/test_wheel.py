@@ -43,7 +43,7 @@ def test_the_installed_command_runs_away_from_the_checkout(wheel, tmp_path):
                     "--target", str(target), str(wheel)], check=True, timeout=300)
     env = {**os.environ, "PYTHONPATH": str(target), "ZFS_ADVISOR_MODEL": "true"}
     env.pop("ZFS_ADVISOR_CONFIG", None)
-    run = lambda *args: subprocess.run([str(target / "bin" / "zfs-advisor"), *args], cwd=tmp_path, env=env,  # noqa: E731
+    run = lambda *args: subprocess.run([str(target / "bin" / "zfs-advisor"), *args], cwd=tmp_path, env=env,  # noqa: E731 - a one-line helper, read where it is used
                                        capture_output=True, text=True, timeout=120)
     version = run("--version")
     from advisor import __version__
