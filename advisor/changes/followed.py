@@ -14,24 +14,12 @@ from typing import Any, Iterable
 
 from advisor.changes.detect import Change
 from advisor.engine.advice import Advice
+from advisor.engine.measured import same_value
 from advisor.engine.models import Recommendation
 from advisor.engine.service import recommend
-from advisor.engine.units import parse_size
 from advisor.facts import Host
 
 log = logging.getLogger(__name__)
-
-
-def same_value(a: str | None, b: str | None) -> bool:
-    """'16K' and '16384' are the same recordsize; 'LZ4' and 'lz4' the same compression."""
-    if a is None or b is None:
-        return False
-    if a.strip().lower() == b.strip().lower():
-        return True
-    try:
-        return parse_size(a) == parse_size(b)
-    except ValueError:
-        return False
 
 
 def open_recommendations(host: Host, advice: Advice, generation: float) -> list[tuple[str, Recommendation]]:

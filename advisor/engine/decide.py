@@ -208,17 +208,15 @@ def _documented_tie(rec: Recommendation, probe: ParameterEvidence | None,
     if ruled is None or rec.sources_disagree or same_value(ruled, pred.best):
         return None
     candidate, effect = pred.candidate(ruled), pred.effect(ruled, pred.best)
-    if candidate is None or not candidate.feasible or effect is None:
-        return None
-    over_rule = Gain(effect.ratio, effect.interval, "model", pred.metric)
-    if effect.ratio > 1.0:
+    if candidate is None or not candidate.feasible or effect is None or effect.ratio > 1.0:
         return None
     measured = _measured(ruled, pred.best, probe)
     if measured is not None and measured.separated:
         return None
-    return ruled, (f"The model's pick {pred.best} is predicted {pct(effect.ratio)} {_metric(pred)} against the documentation's "
-                   f"{ruled}{_interval_text(over_rule)}: the model does not expect it to do better, so the "
-                   f"documented value is the proposal.")
+    versus = Gain(effect.ratio, effect.interval, "model")
+    return ruled, (f"The model's pick {pred.best} is predicted {pct(effect.ratio)} {_metric(pred)} against the "
+                   f"documentation's {ruled}{_interval_text(versus)}: the model does not expect it to do better, "
+                   "so the documented value is the proposal.")
 
 
 def _gain(current: str | None, proposal: str, probe: ParameterEvidence | None,

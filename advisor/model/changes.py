@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Iterable
 
+from advisor.engine.measured import same_value
 from advisor.engine.predicted import PREDICTED_PARAMETERS
 from advisor.engine.units import format_size, parse_size
 from advisor.facts import DATASET_DEFAULTS
@@ -45,12 +46,11 @@ def change_observations(records: Iterable[dict[str, Any]], workload: str, base: 
         if pair is None:
             continue
         parameter, default = r["parameter"], DATASET_DEFAULTS[r["parameter"]]
-        old, new = _value(parameter, r["old"]), _value(parameter, r["new"])
         before, after = pair
-        if old == _value(parameter, default) and new != old:
-            sides = ((default, before), (new, after))
-        elif new == _value(parameter, default) and old != new:
-            sides = ((default, after), (old, before))
+        if same_value(r["old"], default) and not same_value(r["new"], default):
+            sides = ((default, before), (_label(parameter, r["new"]), after))
+        elif same_value(r["new"], default) and not same_value(r["old"], default):
+            sides = ((default, after), (_label(parameter, r["old"]), before))
         else:
             continue
         run = f"change:{r.get('id')}"
@@ -72,8 +72,8 @@ def _measured_pair(record: dict[str, Any], metric: str) -> tuple[float, float] |
     return None
 
 
-def _value(parameter: str, value: str) -> str:
-    """recordsize as the model names it ('16384' and '16K' are one value); other values lower case."""
+def _label(parameter: str, value: str) -> str:
+    """The value as the model's candidates name it: a recordsize of 8192 is 8K."""
     if parameter == "recordsize":
         try:
             return format_size(parse_size(value))
