@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from labparams import lab_params
+from labparams import lab_params, long_jobs
 
 from labdeb import (BROKEN, CONFIG, PATHS, SYSTEMD_MADE, TREES, UNIT_DIR, UNITS, UPGRADE, Steps, dpkg, packages,
                     release, running_version, serving, status)
@@ -549,6 +549,9 @@ def test_an_upgrade_installs_beside_and_switches(installed):
               f"{after['MainPID']}, /healthz says {UPGRADE}, the config edit kept", t)
 
 
+# A long lab job since 2026-11-28 (211 s, CI's 60-minute budget): release.sh's rollback runs in the
+# unit tier (tests/unit/test_release_sh.py); this is dpkg's half-configured state around it.
+@pytest.mark.skipif(not long_jobs(), reason="a long lab job: set ZFS_ADVISOR_LAB_LONG=1 (docs/lab.md)")
 def test_a_failed_upgrade_leaves_the_old_version_running(installed):
     vm, http, _, _, debs, steps = installed
     since = now(vm)
@@ -626,7 +629,8 @@ def test_remove_keeps_config_probe_data_and_drop_ins(installed):
     result = dpkg(vm, steps, "-r", "zfs-advisor")
     assert result.rc == 0, result.stdout + result.stderr
     t = time.monotonic()
-    assert status(vm) == f"deinstall ok config-files {BROKEN}"
+    # the last version dpkg configured: the broken one after the failed upgrade (a long lab job)
+    assert status(vm) == f"deinstall ok config-files {BROKEN if long_jobs() else UPGRADE}"
     assert {u: show(vm, "LoadState", unit=u)["LoadState"] for u in UNITS} == dict.fromkeys(UNITS, "not-found")
     assert port_closed(vm)
     kept = existing(vm, PATHS)
