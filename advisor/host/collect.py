@@ -1,4 +1,5 @@
-"""Gather every source into one `Host`: the single place sources are wired.
+"""Gather every source into one `Host`: the sources' table (host/sources.py) names them
+and gives the per-pool commands, which run from it; the other sources' steps are here.
 
 Reads go through one `HostFiles` and one `CommandRunner`, so the same code
 serves the live host, a recording (`zfs-advisor snapshot`) and a replay
@@ -16,10 +17,11 @@ from datetime import datetime, timezone
 from advisor.facts import PARAMS_DIR, TUNING_PROPERTIES, Dataset, Disk, Host, KStat, Pool, SourceStatus, ZfsInfo, fields_set, parse_version
 from advisor.host import disks as disks_source
 from advisor.host import kstat as kstat_source
-from advisor.host import modparams, pool_kstats, system, txgs, zdb, zfs_props, zpool_iostat, zpool_props, zpool_status
+from advisor.host import modparams, pool_kstats, system, txgs, zdb, zfs_props, zpool_props, zpool_status
 from advisor.host.files import HostFiles
 from advisor.host.parsing import ParseError
 from advisor.host.runner import CommandResult, CommandRunner
+from advisor.host.sources import POOL_COMMANDS, Source
 from advisor.host.versions import has_json_output, parse_zfs_version_command
 from advisor.logs import RateLimitedLog
 
@@ -196,14 +198,12 @@ async def run_commands(
     version = parse_version(zfs.kmod_version)
     status_argv = zpool_status.STATUS_JSON_ARGV if has_json_output(version) else zpool_status.STATUS_TEXT_ARGV
     # All at once: a run takes as long as its slowest command (at most command_timeout_seconds).
-    zfs_version, pool_props, status, datasets_out, iostat_out, latency, size = await asyncio.gather(
+    zfs_version, pool_props, status, datasets_out, *pool_outputs = await asyncio.gather(
         runner.run(["zfs", "version"]),
         runner.run(list(zpool_props.ZPOOL_GET_ARGV)),
         runner.run(list(status_argv)),
         runner.run(list(zfs_props.zfs_get_argv())),
-        runner.run(list(zpool_iostat.IOSTAT_ARGV)),
-        runner.run(list(zpool_iostat.LATENCY_HISTOGRAM_ARGV)),
-        runner.run(list(zpool_iostat.SIZE_HISTOGRAM_ARGV)),
+        *(runner.run(list(source.commands[0])) for source in POOL_COMMANDS),
     )
     if zfs_version.ok:
         facts.userland_version, facts.kmod_version = parse_zfs_version_command(zfs_version.stdout)
@@ -217,11 +217,8 @@ async def run_commands(
         rec.parse, "zfs_get", datasets_out,
         lambda out: zfs_props.parse_zfs_get(out, last, TUNING_PROPERTIES)) or []
     _check_covers(rec, "zfs_get", datasets_out, pools, {d.name for d in facts.datasets}, "the root dataset of")
-    vdev_iostat = rec.parse("zpool_iostat", iostat_out, zpool_iostat.parse_vdev_iostat) or {}
-    _check_covers(rec, "zpool_iostat", iostat_out, pools, vdev_iostat)
-    for pool in pools:
-        rec.step("zpool_iostat", lambda: zpool_iostat.attach_vdev_iostat(pool, vdev_iostat.get(pool.name, [])))
-    _attach_histograms(pools, latency, size, rec)
+    for source, out in zip(POOL_COMMANDS, pool_outputs):
+        _attach_pool_command(source, out, pools, rec)
     await _attach_ashift(pools, runner, rec, cache)
     rec.step("disks", lambda: _map_leaves_to_disks(pools, facts.disks))
     facts.pools, facts.sources, facts.durations = pools, rec.sources, rec.durations
@@ -373,17 +370,14 @@ def _resolve_leaf_names(files: HostFiles, pools: list[Pool]) -> None:
                 leaf.path = leaf.name = files.realpath(leaf.path)
 
 
-def _attach_histograms(pools: list[Pool], latency: CommandResult, size: CommandResult, rec: _Recorder) -> None:
-    if not pools:
-        return  # nothing to attach them to (and no source to report)
-    for name, out, parser, attr in (
-        ("zpool_iostat_latency", latency, zpool_iostat.parse_latency_histograms, "latency_histograms"),
-        ("zpool_iostat_size", size, zpool_iostat.parse_size_histograms, "size_histograms"),
-    ):
-        by_pool = rec.parse(name, out, parser) or {}
-        _check_covers(rec, name, out, pools, by_pool)
-        for pool in pools:
-            setattr(pool, attr, by_pool.get(pool.name, {}))
+def _attach_pool_command(source: Source, out: CommandResult, pools: list[Pool], rec: _Recorder) -> None:
+    """A per-pool command of the sources' table: its output parsed, each pool's part put on the pool."""
+    assert source.parse is not None and source.attach is not None  # POOL_COMMANDS have both
+    parse, attach = source.parse, source.attach
+    by_pool = rec.parse(source.name, out, parse) or {}
+    _check_covers(rec, source.name, out, pools, by_pool)
+    for pool in pools:
+        rec.step(source.name, lambda: attach(pool, by_pool.get(pool.name)))
 
 
 async def _attach_ashift(pools: list[Pool], runner: CommandRunner, rec: _Recorder, cache: CollectCache | None) -> None:

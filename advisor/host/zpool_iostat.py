@@ -111,12 +111,12 @@ def parse_vdev_iostat(stdout: str) -> dict[str, list[tuple[str, VdevIostat]]]:
     return result
 
 
-def attach_vdev_iostat(pool: Pool, rows: list[tuple[str, VdevIostat]]) -> None:
+def attach_vdev_iostat(pool: Pool, rows: list[tuple[str, VdevIostat]] | None) -> None:
     """Put each row on the vdev of the same name (the pool row on the root)."""
     if pool.root is None:
         return
     by_name = {v.name: v for v in pool.root.walk()}
-    for name, stats in rows:
+    for name, stats in rows or ():
         if vdev := by_name.get(name):
             vdev.iostat = stats
 
@@ -176,3 +176,11 @@ def parse_latency_histograms(stdout: str) -> dict[str, dict[str, Histogram]]:
 def parse_size_histograms(stdout: str) -> dict[str, dict[str, Histogram]]:
     """-> {pool: {vdev name (pool name for the pool): request-size histogram}}."""
     return _parse_histograms(stdout, "bytes", _SIZE_HISTOGRAM_SERIES)
+
+
+def attach_latency_histograms(pool: Pool, histograms: dict[str, Histogram] | None) -> None:
+    pool.latency_histograms = histograms or {}
+
+
+def attach_size_histograms(pool: Pool, histograms: dict[str, Histogram] | None) -> None:
+    pool.size_histograms = histograms or {}

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from advisor.host.runner import EXIT_TIMEOUT
+from advisor.host.sources import POOL, SOURCES, source_of_command
 
 # Bytes no parser can take for its format: binary noise, invalid UTF-8, a NUL.
 GARBAGE = b"\x00\xff\xfe garbage \x80\x81 {\"pools\": [\n\tnot\tthis\n" * 3
@@ -37,15 +38,11 @@ FILE_SOURCES: dict[str, str] = {
 # Faults that are no fault for a source: a one-value sysfs file is read whole (no short
 # read to cut), and an objset kstat vanishes whenever its dataset is destroyed.
 NOT_FAULTS = {("cpus_online", "cut"), ("pool_kstats:tank", "deleted")}
-# Sources that are a command, by a test on its argv.
+# Sources that are a command, by a test on its argv: the sources' table's (advisor/host/sources.py),
+# per-pool ones on the recorded pool.
 COMMAND_SOURCES: dict[str, Callable[[list[str]], bool]] = {
-    "zpool_get": lambda a: a[:2] == ["zpool", "get"],
-    "zpool_status": lambda a: a[:2] == ["zpool", "status"],
-    "zfs_get": lambda a: a[:2] == ["zfs", "get"],
-    "zpool_iostat": lambda a: a[:3] == ["zpool", "iostat", "-vlq"],
-    "zpool_iostat_latency": lambda a: a[:3] == ["zpool", "iostat", "-vw"],
-    "zpool_iostat_size": lambda a: a[:3] == ["zpool", "iostat", "-vr"],
-    "zdb:tank": lambda a: a == ["zdb", "-C", "tank"],
+    name: (lambda argv, name=name: source_of_command(argv) == name)
+    for name in (n.replace(POOL, "tank") for s in SOURCES if s.commands for n in s.names())
 }
 # Directory sources: the tree vanished.
 TREE_SOURCES: dict[str, str] = {"disks": "/sys/block", "module_params": "/sys/module/zfs/parameters"}
