@@ -186,7 +186,11 @@ def probe_command(workload: str, state: str, s: Settings, recordsizes: tuple[str
             "--pool", "tank", "--workload", workload, *candidates,
             "--repeats", str(s.repeats), "--ramp", str(s.ramp_s), "--file-size", str(file_bytes(workload, s)),
             "--layout-rate", str(s.layout_rate), "--layout-per", "candidate",  # as every row of the prior so far
-            "--cache", "arc-cap",  # the prior's rows were measured with the ARC capped (docs/prior.md)
+            # the prior's rows were measured with the ARC capped (docs/prior.md); a module grid's are
+            # not: a 64 MiB ARC would hold back the writes long before zfs_dirty_data_max does (the
+            # ARC's own throttle on dirty buffers), so they run as the probe does by default, the
+            # scratch dataset's data kept out of the ARC (primarycache=metadata) and the ARC left alone
+            "--cache", "uncached" if module else "arc-cap",
             "--budget", f"{probe_budget(n, s.working_set, s)}s", "--json"]
     return shlex.join(argv)
 

@@ -131,6 +131,10 @@ def test_a_module_grid_probes_those_parameters_alone_on_the_dataset_defaults():
     argv = shlex.split(prior_grid.probe_command("postgres", "/tmp/state", s, module=MODULE))
     args = build_parser().parse_args(argv[argv.index("advisor") + 1:])
     assert args.param == list(MODULE) and args.budget_probes is None
+    # not under an ARC cap (it would throttle the writes before the dirty-data limit does)
+    assert args.cache == "uncached"
+    assert build_parser().parse_args(shlex.split(prior_grid.probe_command("postgres", "/tmp/state", s))[5:]).cache \
+        == "arc-cap"
     # four candidates, each with the runtime the grid asks for
     n = len(prior_grid.module_candidates(MODULE))
     assert n == 4 == prior_grid.n_extra(MODULE)
