@@ -3,20 +3,23 @@ with the commands that apply or measure it, and one `zfs create` for a proposed 
 from __future__ import annotations
 
 import shlex
+from typing import Callable
 
-from advisor.engine.decide import Ladder, decide, predicted_here
+from advisor.engine.decide import Ladder, decide, predicted_here, raw_value
 from advisor.engine.measured import dataset_command, latest_module_evidence, module_command
 from advisor.engine.models import Recommendation, Target
 from advisor.engine.predicted import PredictionLookup
 from advisor.engine.schema import Workload
-from advisor.engine.units import parse_size
+from advisor.evidence.lab_grid import LabMeasurement
 from advisor.evidence.parameters import ParameterEvidence
 
 
 def decide_all(recs: list[Recommendation], workload: Workload | None, params: dict[str, str], pools: list[str],
                new_datasets: frozenset[str], measured: dict[str, list[ParameterEvidence]],
-               predicted: PredictionLookup | None) -> list[Recommendation]:
+               predicted: PredictionLookup | None,
+               lab: Callable[[str], LabMeasurement | None] | None = None) -> list[Recommendation]:
     """`measured`: pool -> the probe evidence of this workload there; `predicted`: the model's lookup;
+    `lab`: a module parameter -> the lab's grid of this workload on a pool of this answer's medium;
     `workload` None: the general answer, whose probe commands name the workload as a placeholder."""
     role = params.get("role")
     role_args = ["--role", role] if workload is not None and role and role != workload.roles[0].name else []
@@ -27,7 +30,7 @@ def decide_all(recs: list[Recommendation], workload: Workload | None, params: di
         if pool is None:
             return None
         if rec.scope == "module":  # sysfs takes plain numbers, not 391.3M
-            values = [_raw(rec, v) for v in values]
+            values = [raw_value(rec, v) for v in values]
         argv = ["zfs-advisor", "probe", "--pool", pool, "--workload", workload.name if workload else "WORKLOAD",
                 *role_args, "--param", f"{rec.parameter}={','.join(values)}"]
         return argv if workload is not None else shlex.join(argv)  # a placeholder: text, not a runnable argv
@@ -39,7 +42,8 @@ def decide_all(recs: list[Recommendation], workload: Workload | None, params: di
     for rec in recs:
         if rec.scope == "module":
             pool, ev = module_evidence.get(rec.parameter, (None, None))
-            ladder = Ladder(probe=ev, probe_where=f"pool {pool} (set only while the probe ran)")
+            ladder = Ladder(probe=ev, probe_where=f"pool {pool} (set only while the probe ran)",
+                            lab=lab(rec.parameter) if lab is not None and rec.parameter else None)
         elif rec.scope == "dataset":
             ev = next((e for e in measured.get(rec.pool or "", []) if e.parameter == rec.parameter), None)
             prediction = None
@@ -51,19 +55,6 @@ def decide_all(recs: list[Recommendation], workload: Workload | None, params: di
             ladder = Ladder()
         out.append(decide(rec, ladder, setter, measurer))
     return out
-
-
-def _raw(rec: Recommendation, value: str) -> str:
-    """A value as the module takes it: the exact number behind a rounded display ("391.3M") when
-    the evidence shows it, else the display parsed ("64M")."""
-    exact = next((e.value for e in rec.evidence if e.display == value and isinstance(e.value, int)
-                  and not isinstance(e.value, bool)), None)
-    if exact is not None:
-        return str(exact)
-    try:
-        return str(parse_size(value))
-    except ValueError:
-        return value
 
 
 def one_create(target: Target, recs: list[Recommendation], new_datasets: frozenset[str]

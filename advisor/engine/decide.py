@@ -31,12 +31,15 @@ from __future__ import annotations
 import math
 import shlex
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable, Sequence
 
 from advisor.engine.measured import candidate_display, find, measured_best, same_value
+from advisor.engine.units import format_size, parse_size
 from advisor.engine.models import Evidence, ExpectedEffect, Recommendation
 from advisor.engine.predicted import PREDICTED_PARAMETERS, ParameterPrediction, pct, span
-from advisor.evidence.parameters import ParameterEvidence
+from advisor.evidence.lab_grid import LabMeasurement
+from advisor.evidence.parameters import CandidateEvidence, ParameterEvidence
 
 # (recommendation, value) -> the command that sets it (argv, or a shell line for module parameters)
 Setter = Callable[[Recommendation, str], "list[str] | str | None"]
@@ -58,7 +61,7 @@ class Gain:
     """The effect of the proposal against the current value, and who says so."""
     ratio: float
     interval: tuple[float, float] | None  # 90 %; None: no interval (one repeat each)
-    source: str  # "probe" or "model"
+    source: str  # "probe", "model" or "lab"
     metric: str = "iops"  # what the ratio is of: a probe measures IOPS, the model iops or bandwidth
 
     @property
@@ -90,6 +93,9 @@ class Ladder:
     # evidence's pick is taken whenever it is predicted a gain over the default; the pick itself
     # weighs the prediction's uncertainty (advisor/model/select.py, CAUTION).
     new_dataset: bool = False
+    # A module parameter neither probed here nor predicted: the lab's grid of the same workload on a
+    # pool of the same medium (advisor/evidence/lab_grid.py), for the rule's value against the current.
+    lab: LabMeasurement | None = None
 
 
 def decide(rec: Recommendation, ladder: Ladder, setter: Setter, measurer: Measurer) -> Recommendation:
@@ -99,6 +105,8 @@ def decide(rec: Recommendation, ladder: Ladder, setter: Setter, measurer: Measur
     pred = ladder.prediction if ladder.prediction is not None and ladder.prediction.candidates else None
     current = rec.current
     if probe is None and pred is None:
+        if ladder.lab is not None and (decided := _lab_decides(rec, ladder.lab, setter, measurer)) is not None:
+            return decided
         return _rule_alone(rec, measurer)
     proposal, why = _proposal(rec, probe, pred)
     status, value, gain, verdict = _verdict(rec, proposal, probe, pred, ladder.new_dataset)
@@ -251,6 +259,114 @@ def _rule_alone(rec: Recommendation, measurer: Measurer) -> Recommendation:
     return rec.model_copy(update=update | {"explanation": f"{rec.explanation} {verdict}"})
 
 
+def _lab_decides(rec: Recommendation, lab: LabMeasurement, setter: Setter, measurer: Measurer) -> Recommendation | None:
+    """The lab's measurement of the rule's value against the current one (a grid on another pool of
+    the same medium, so weaker than a probe of this one): a change only when it measured a gain
+    beyond its noise; a measured loss keeps the current value; a draw keeps it and says how to
+    measure here.  Where the rule keeps the current value, what the lab measured is said, not acted
+    on.  None when the lab did not measure both values (the rule alone then decides)."""
+    ev = lab.evidence
+    show = partial(_shown, ev.parameter)
+    listing = (f"Measured in {lab.where}, run with {ev.parameter} "
+               f"{', '.join(show(c.value) for c in ev.candidates)}: "
+               + "; ".join(f"{show(c.value)}{' (its default there)' if c.baseline else ''}: {candidate_display(c)}"
+                           for c in ev.candidates) + ".")
+    evidence = [Evidence(fact=f"lab.{ev.parameter}.{c.value}.iops", value=round(c.iops, 1),
+                         display=candidate_display(c), description=f"measured in {lab.where}")
+                for c in ev.candidates]
+    ruled = rec.recommended if rec.status == "change" else None
+    current = rec.current
+    if ruled is None or current is None:
+        said = _lab_gain_elsewhere(rec, ev, show, measurer)
+        return rec.model_copy(update={"evidence": rec.evidence + evidence,
+                                      "explanation": " ".join(p for p in [rec.explanation, listing, said] if p)})
+    old, new = lab_candidate(ev, current, rec), lab_candidate(ev, ruled, rec)
+    if old is None or new is None or old.value == new.value:
+        return None
+    found = ev.ratio(new, old)
+    if found is None:
+        return None
+    gain = Gain(found[0], found[1], "lab")
+    said = (f"The lab measured {show(new.value)} at {pct(gain.ratio)} IOPS against {show(old.value)}"
+            f"{_interval_text(gain)}")
+    update: dict = {"evidence": rec.evidence + evidence, "source": "rule+lab" if gain.separated else "lab"}
+    if gain.separated:
+        update |= _change(rec, ruled, gain, setter)
+        verdict = f"{said}: the documentation and the lab agree, change it (and measure it here: a probe decides)."
+    elif gain.interval is not None and gain.interval[1] < 1.0:
+        update |= _keep(rec, "passed", [current, ruled], measurer, baseline=None)
+        update["requirement"] = f"= {current} (the lab measured {ruled} lower)"
+        verdict = f"{said}: a loss beyond the run's noise, so keep {current}."
+    else:
+        update |= _keep(rec, "undecided", [current, ruled], measurer, baseline=None)
+        update["requirement"] = f"= {current} (the lab did not tell {ruled} from it)"
+        verdict = f"{said}, within the run's noise: keep {current} unless a probe of this pool shows a gain."
+    update["explanation"] = " ".join(p for p in [rec.explanation, listing, verdict] if p)
+    return rec.model_copy(update=update)
+
+
+def _lab_gain_elsewhere(rec: Recommendation, ev: ParameterEvidence, show: Callable[[str], str],
+                        measurer: Measurer) -> str:
+    """Where the rule keeps the current value but the lab measured another beyond its noise: said,
+    with the probe that would tell on this pool (the lab's pool is not this one)."""
+    current = rec.current
+    old = lab_candidate(ev, current, rec) if current is not None else None
+    if current is None or old is None:
+        return ""
+    better = [(found[0], found[1], c) for c in ev.candidates if c.value != old.value
+              and (found := ev.ratio(c, old)) is not None and found[1] is not None and found[1][0] > 1.0]
+    if not better:
+        return ""
+    ratio, interval, best = max(better, key=lambda x: x[0])
+    command = measurer(rec, [current, show(best.value)])
+    how = f" ({shlex.join(command) if isinstance(command, list) else command})" if command else ""
+    return (f"The lab measured {show(best.value)} at {pct(ratio)} IOPS against {show(old.value)} (90% interval "
+            f"{span(interval)}), beyond its noise; the rule keeps {current} for the reasons above, and only a "
+            f"measurement of this pool can say whether the gain holds here{how}.")
+
+
+# Module parameters in bytes: the lab's CSV has the number, an answer shows it as zfs_dirty_data_max's own are.
+_BYTES = frozenset({"zfs_dirty_data_max"})
+
+
+def _shown(parameter: str, value: str) -> str:
+    return format_size(int(value)) if parameter in _BYTES and value.isdigit() else value
+
+
+def lab_candidate(ev: ParameterEvidence, value: str, rec: Recommendation) -> CandidateEvidence | None:
+    """The lab's candidate for a value: the same value; the lab's baseline for the module's default
+    on this host (zfs_dirty_data_max's is 10 % of RAM, the lab VM's differs); else a measured value
+    within a quarter of it (a size the rule derived from this pool's bandwidth)."""
+    if (same := find(ev, value)) is not None:
+        return same
+    try:
+        wanted = float(raw_value(rec, value))
+    except ValueError:
+        return None
+    # host.dirty_data_max_default for zfs_dirty_data_max; the value shown rounded ("391.3M")
+    default = next((e.value for e in rec.evidence
+                    if e.fact.endswith(f".{rec.parameter.removeprefix('zfs_')}_default")), None)
+    if isinstance(default, (int, float)) and default > 0 and abs(wanted / default - 1) < 0.001:
+        return next((c for c in ev.candidates if c.baseline), None)
+    near = [(abs(math.log(float(c.value) / wanted)), c) for c in ev.candidates
+            if c.value.isdigit() and float(c.value) > 0 and wanted > 0]
+    best = min(near, key=lambda x: x[0], default=None)
+    return best[1] if best is not None and best[0] <= math.log(1.25) else None
+
+
+def raw_value(rec: Recommendation, value: str) -> str:
+    """A value as the module takes it: the exact number behind a rounded display ("391.3M") when
+    the evidence shows it, else the display parsed ("64M")."""
+    exact = next((e.value for e in rec.evidence if e.display == value and isinstance(e.value, int)
+                  and not isinstance(e.value, bool)), None)
+    if exact is not None:
+        return str(exact)
+    try:
+        return str(parse_size(value))
+    except ValueError:
+        return value
+
+
 def _rule_note(ruled: str, current: str, probe: ParameterEvidence | None, pred: ParameterPrediction | None) -> str:
     """What the evidence says of the rule's value, when it is not the proposal."""
     gain = _gain(current, ruled, probe, pred)
@@ -321,7 +437,7 @@ def _source(rec: Recommendation, status: str, proposal: str, probe: ParameterEvi
 
 
 def _by(gain: Gain) -> str:
-    return "measured" if gain.source == "probe" else "predicted"
+    return "predicted" if gain.source == "model" else "measured"
 
 
 def _metric(pred: ParameterPrediction | None) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -17,11 +17,14 @@ from pydantic import ValidationError
 from advisor.engine import facts_catalogue  # noqa: F401  (rules are validated against the whole catalogue)
 from advisor.engine.models import GENERAL
 from advisor.engine.schema import Rule, Workload
+from advisor.evidence.lab_grid import read_module_grid, LabMeasurement
 from advisor.rules import RULES_DIR
 
 log = logging.getLogger(__name__)
 
 MAX_FILE_BYTES = 1 << 20
+# the lab's module-parameter grid (tests/lab/prior-grid --module-param), shipped as package data
+MODULE_GRID = Path(__file__).resolve().parents[1] / "model" / "data" / "module-grid-zfs2.3.csv"
 # libyaml's safe loader when PyYAML was built with it (about 10x faster); both build plain data only.
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -35,6 +38,8 @@ class RuleBook:
     rules: tuple[Rule, ...]
     workloads: dict[str, Workload]
     directory: Path
+    # (media, workload, module parameter) -> what the lab measured of it (advisor/evidence/lab_grid.py)
+    lab_modules: dict[tuple[str, str, str], LabMeasurement] = field(default_factory=dict)
 
     def rule(self, rule_id: str) -> Rule | None:
         return next((r for r in self.rules if r.id == rule_id), None)
@@ -112,11 +117,22 @@ def load_rulebook(directory: str | os.PathLike[str] | None = None) -> RuleBook:
     if not base.is_dir():
         raise RulesError(f"rules directory {base} does not exist")
     workloads = load_workloads(base)
-    book = RuleBook(tuple(load_rules(base, workloads)), workloads, base)
+    book = RuleBook(tuple(load_rules(base, workloads)), workloads, base, load_lab_modules())
     for name in unmatched_workloads(book):
         log.warning("workload %s matches no workload-specific rule: it gets only the rules for all workloads "
                     "(select it by name or by its io traits in a rule's `workloads:`)", name)
     return book
+
+
+def load_lab_modules(path: Path = MODULE_GRID) -> dict[tuple[str, str, str], LabMeasurement]:
+    """The lab's module-parameter grid shipped with the program; none when it is absent."""
+    if not path.is_file():
+        return {}
+    try:
+        return read_module_grid(path.read_text(encoding="utf-8"))
+    except (KeyError, ValueError) as exc:  # a damaged file: the rules still work without it
+        log.warning("the lab's module-parameter grid %s is not readable, not used: %s", path, exc)
+        return {}
 
 
 def unmatched_workloads(book: RuleBook) -> list[str]:

@@ -60,7 +60,7 @@ class Recommendation(Out):
                            "info (a measurement of the pool, cited; `measure` measures it again)")
     kind: Literal["setting", "warning"] = "setting"
     confidence: float = Field(ge=0, le=1)
-    source: Literal["rule", "probe", "model", "rule+model"] = "rule"
+    source: Literal["rule", "probe", "model", "rule+model", "lab", "rule+lab"] = "rule"
     rule: str = Field(description="id of the rule that produced this")
     title: str
     explanation: str

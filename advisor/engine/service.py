@@ -14,6 +14,7 @@ from typing import Any, Callable
 from advisor.engine.context import Context
 from advisor.engine.efficiency import efficiency_item
 from advisor.engine.evaluator import evaluate
+from advisor.engine.facts_pool import pool_media
 from advisor.engine.loader import RuleBook
 from advisor.engine.answer import decide_all, one_create
 from advisor.engine.models import GENERAL, ModelStatus, Recommendation, RecommendResponse, Summary, Target
@@ -21,6 +22,7 @@ from advisor.engine.predicted import PredictionLookup
 from advisor.engine.schema import Rule, Workload
 from advisor.facts import Host
 from advisor.evidence.efficiency import PoolEfficiency
+from advisor.evidence.lab_grid import LabMeasurement
 from advisor.evidence.parameters import ParameterEvidence
 from advisor.names import InvalidName, check_dataset_name, check_pool_name
 
@@ -141,10 +143,21 @@ def recommend(
     merged = merge(results, rules)
     proposed = frozenset(r.dataset for r in merged if r.dataset and host.dataset(r.dataset) is None)
     by_pool = {p.name: measured(p.name, workload.name) for p in pools} if measured is not None else {}
-    merged = decide_all(merged, workload, resolved, [p.name for p in pools], proposed, by_pool, predicted)
+    merged = decide_all(merged, workload, resolved, [p.name for p in pools], proposed, by_pool, predicted,
+                        _lab(book, workload.name, host, pools))
     target, merged = one_create(target, merged, proposed)
     merged += _efficiency_items(pools, efficiency)
     return _response(host, workload.name, resolved, target, merged, pools, now, model_status)
+
+
+def _lab(book: RuleBook, workload: str, host: Host, pools: list) -> Callable[[str], LabMeasurement | None]:
+    """A module parameter -> the lab's grid of this workload on a pool of the answer's medium (one
+    medium: a host of SSD and HDD pools has no one lab pool to stand for it)."""
+    media = {pool_media(host, p) for p in pools}
+    if len(media) != 1:
+        return lambda parameter: None
+    medium = media.pop()
+    return lambda parameter: book.lab_modules.get((medium, workload, parameter))
 
 
 def _check_not_empty(host: Host, pool: str | None, dataset: str | None) -> None:

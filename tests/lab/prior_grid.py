@@ -545,7 +545,7 @@ def write_provenance(csv_path: Path, meta: dict) -> Path:
     """PROVENANCE.md beside the CSV, from the grid's meta file (what each boot read in the VM)."""
     rows = read_rows(csv_path)
     cells = sorted({(r["layout"], r["workload"], r["working_set_bytes"]) for r in rows})
-    lines = [f"# {csv_path.name}: where the prior comes from", "",
+    lines = [f"# {csv_path.name}: where the {'prior' if csv_path.name.startswith('prior-') else 'grid'} comes from", "",
              f"{len(rows)} rows (one per fio repeat of a probe candidate), {len(cells)} cells (layout x workload x "
              "working set), measured in the qemu ZFS lab (docs/lab.md) by `tests/lab/prior-grid`; "
              "columns, method and a summary in docs/prior.md.", "", "## Lab", ""]
@@ -586,7 +586,9 @@ def write_provenance(csv_path: Path, meta: dict) -> Path:
               "- Each repeat is short (`ramp_s` warm-up discarded, 8 s measured); `runtime_s` is per fio thread.",
               ]
     lines += meta.get("notes", [])
-    path = csv_path.parent / "PROVENANCE.md"
+    # the prior's is PROVENANCE.md (shipped with it); another grid's (a module-parameter grid) its own
+    path = csv_path.parent / ("PROVENANCE.md" if csv_path.name.startswith("prior-") else
+                              f"{csv_path.stem}.PROVENANCE.md")
     path.write_text("\n".join(lines) + "\n")
     return path
 
