@@ -36,7 +36,9 @@ def decide_all(recs: list[Recommendation], workload: Workload | None, params: di
         return argv if workload is not None else shlex.join(argv)  # a placeholder: text, not a runnable argv
 
     def setter(rec: Recommendation, value: str) -> list[str] | str | None:
-        return module_command(rec, value) if rec.scope == "module" else dataset_command(rec, value, new_datasets)
+        # sysfs takes plain numbers: the exact one behind a shown "64M"
+        return module_command(rec, raw_value(rec, value)) if rec.scope == "module" \
+            else dataset_command(rec, value, new_datasets)
 
     out = []
     for rec in recs:

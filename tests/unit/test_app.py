@@ -16,7 +16,10 @@ async def test_healthz_is_json_and_cheap(client):
     resp = await client.get("/healthz")
     assert resp.status == 200
     body = await resp.json()
-    assert body["status"] == "ok" and "zfs" not in body  # no collection was forced
+    assert body["status"] == "ok"
+    # what the last collection saw, if one has run yet: the service's own first one runs in the
+    # background from the start and may have finished (a loaded CI host); /healthz forces none
+    assert "zfs" not in body or body["zfs"]["present"] is False
     await client.get("/v1/facts")
     body = await (await client.get("/healthz")).json()
     assert body["zfs"]["present"] is False

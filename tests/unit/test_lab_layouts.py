@@ -54,8 +54,9 @@ def test_ci_boots_a_layout_on_its_ci_lines_alone(monkeypatch):
     monkeypatch.delenv("ZFS_ADVISOR_LAB_LONG", raising=False)
     ids = {p.id for p in labparams.lab_params()}
     assert lablayouts.get("hdd-raidz2x6").ci_lines == () and not any(i.endswith("-hdd-raidz2x6") for i in ids)
-    assert lablayouts.get("near-full").ci_lines == ("2.3",)
-    assert "zfs2.3-near-full" in ids and "zfs2.1-near-full" not in ids
+    assert lablayouts.get("mixed-mirror-ssd-hdd").ci_lines == ("2.3",)
+    assert "zfs2.3-mixed-mirror-ssd-hdd" in ids and "zfs2.1-mixed-mirror-ssd-hdd" not in ids
+    assert lablayouts.get("near-full").ci_lines == () and not any(i.endswith("-near-full") for i in ids)
     assert lablayouts.get("hdd-raidz1x4").ci_lines is None and {"zfs2.1-hdd-raidz1x4", "zfs2.3-hdd-raidz1x4"} <= ids
     # the VM of a line gets the disks of the layouts it boots there
     assert labparams.booted_layouts("2.1") == ["hdd-raidz1x4", "ssd-mirror2x2", "4kn-ashift9"]
