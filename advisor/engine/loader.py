@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from advisor.engine import facts_catalogue  # noqa: F401  (rules are validated against the whole catalogue)
 from advisor.engine.models import GENERAL
 from advisor.engine.schema import Rule, Workload
-from advisor.evidence.lab_grid import read_module_grid, LabMeasurement
+from advisor.evidence.lab_grid import LabMeasurement, read_module_grid
 from advisor.rules import RULES_DIR
 
 log = logging.getLogger(__name__)

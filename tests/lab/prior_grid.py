@@ -558,11 +558,15 @@ def write_provenance(csv_path: Path, meta: dict) -> Path:
     versions = {(v["zfs_module"], v["kernel"], v["fio"]) for v in layouts.values()}
     for z, k, f in sorted(versions):
         lines.append(f"- read in the VM: `/sys/module/zfs/version` {z}, `uname -r` {k}, `fio --version` {f}")
+    # the ARC as the rows say it was: capped (the prior's rows) or left alone (a module grid's)
+    arc = ("The runner caps `zfs_arc_max` (`arc_max_bytes`): 96 MiB for the 192 MiB working sets (max(working set "
+           "/ 4, c_min + 64 MiB), up to commit 6ca9695), 64 MiB for the 512 MiB ones (a quarter of the working set "
+           "as the compressed ARC stores it, 64 MiB at the least)"
+           if any(r.get("arc_max_bytes") for r in rows) else
+           "The ARC is not capped (`arc_max_bytes` empty): the probe's default, the scratch datasets' data kept "
+           "out of it (primarycache=metadata)")
     lines += [
-        "- VM: qemu TCG (no KVM), 2 vCPUs, 4096 MiB; `zfs_arc_min` lowered to 32 MiB at boot. The runner caps "
-        "`zfs_arc_max` (`arc_max_bytes`): 96 MiB for the 192 MiB working sets (max(working set / 4, c_min + 64 MiB), "
-        "up to commit 6ca9695), 64 MiB for the 512 MiB ones (a quarter of the working set as the compressed ARC "
-        "stores it, 64 MiB at the least)",
+        f"- VM: qemu TCG (no KVM), 2 vCPUs, 4096 MiB; `zfs_arc_min` lowered to 32 MiB at boot. {arc}",
         "", "## Layouts (qemu throttles per disk)", "",
         "| layout | disks | per-disk throttle | zpool create |", "| --- | --- | --- | --- |"]
     for name, v in layouts.items():
