@@ -130,7 +130,7 @@ def load_lab_modules(path: Path = MODULE_GRID) -> dict[tuple[str, str, str], Lab
         return {}
     try:
         return read_module_grid(path.read_text(encoding="utf-8"))
-    except (KeyError, ValueError) as exc:  # a damaged file: the rules still work without it
+    except (KeyError, TypeError, ValueError) as exc:  # a damaged file (a column gone, a row cut): the rules work without it
         log.warning("the lab's module-parameter grid %s is not readable, not used: %s", path, exc)
         return {}
 

@@ -118,3 +118,16 @@ def test_a_gain_the_lab_measured_for_the_rules_value_is_a_change_with_its_effect
     assert decided.expected_effect.change_ratio == pytest.approx(ratio, abs=1e-3)
     assert tuple(decided.expected_effect.interval) == pytest.approx(interval, abs=1e-3) and interval[0] > 1
     assert decided.apply == "echo 30 > /sys/module/zfs/parameters/zfs_txg_timeout"
+
+
+def test_a_damaged_or_missing_grid_leaves_the_rules_working(tmp_path, caplog):
+    from advisor.engine.loader import load_lab_modules
+
+    assert load_lab_modules(tmp_path / "absent.csv") == {}
+    damaged = tmp_path / "module-grid.csv"
+    damaged.write_text(MODULE_GRID.read_text().replace(",iops,", ",iops_gone,", 1))  # a column renamed
+    assert load_lab_modules(damaged) == {}
+    assert "not readable, not used" in caplog.text
+    cut = tmp_path / "cut.csv"
+    cut.write_text(MODULE_GRID.read_text()[:3000] + "\n2.3.2,ssd-mirror2x2,ssd,mirror,2,not-a-number")
+    assert isinstance(load_lab_modules(cut), dict)  # refused or read: never an exception at start-up
