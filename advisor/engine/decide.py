@@ -229,15 +229,24 @@ def _documented_tie(rec: Recommendation, probe: ParameterEvidence | None,
 
 def _gain(current: str | None, proposal: str, probe: ParameterEvidence | None,
           pred: ParameterPrediction | None) -> Gain | None:
-    """The model's prediction of the pair when it has one (it is conditioned on this pool's probes:
-    the combined evidence), else the probe's measurement of both."""
+    """The model's prediction of the pair when it has one and has read this pool's probes of both
+    values (it is then the combined evidence), else the probe's measurement of both, else the
+    model's prediction.  A run measured against the dataset's own value (`--param
+    recordsize=8K,4K`) has no default among its values, so the model cannot read it (its targets
+    are ratios to the default): the run's own ratio is then the evidence."""
     if current is None or same_value(current, proposal):
         return None
-    if pred is not None:
-        effect = pred.effect(current, proposal)
-        if effect is not None:
-            return Gain(effect.ratio, effect.interval, "model", pred.metric)
-    return _measured(current, proposal, probe)
+    effect = pred.effect(current, proposal) if pred is not None else None
+    model = Gain(effect.ratio, effect.interval, "model", pred.metric) if pred is not None and effect is not None else None
+    measured = _measured(current, proposal, probe)
+    if model is not None and pred is not None and _model_read(pred, current, proposal):
+        return model
+    return measured or model
+
+
+def _model_read(pred: ParameterPrediction, *values: str) -> bool:
+    """Whether the model's prediction is conditioned on this pool's probes of each value."""
+    return all((c := pred.candidate(v)) is not None and c.probes > 0 for v in values)
 
 
 def _measured(current: str | None, proposal: str, probe: ParameterEvidence | None) -> Gain | None:
