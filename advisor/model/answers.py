@@ -254,7 +254,9 @@ def evaluate_answers(model_factory: Callable[[], Any], prior: list[Sample], rows
             unprobed = None
             # 0 first: MEASURE follows the command the answer without probes gives
             for budget in sorted({*budgets, 0} if MEASURE in budgets else budgets, key=lambda b: (b == MEASURE, b)):
-                runs, probed = _probes(model, grid, budget, unprobed, dataset)
+                # an existing dataset: the profiler told of it measures its value first (docs/probes.md)
+                reference = grid.key(start["recordsize"], start["compression"]) if start_name == "common" else None
+                runs, probed = _probes(model, grid, budget, unprobed, dataset, reference)
                 with tempfile.TemporaryDirectory(prefix="zfs-advisor-answers-") as state:
                     if runs:
                         _store_rows(state, host, workload, runs, rows)
@@ -271,13 +273,16 @@ def evaluate_answers(model_factory: Callable[[], Any], prior: list[Sample], rows
 
 
 def _probes(model: Any, grid: Grid, budget: int, unprobed: list[Recommendation] | None,
-            dataset: str) -> tuple[list[list[Sample]], list[str]]:
+            dataset: str, reference: tuple | None = None) -> tuple[list[list[Sample]], list[str]]:
     """The probe runs of the pool, and their labels.  A number: that many candidates in the order
-    the profiler asks for them (the default, then expected improvement), in the lab's own runs.
+    the profiler asks for them (the default, then expected improvement; with a `reference`, the
+    dataset's current value, then expected improvement, as one run), in the lab's own runs.
     MEASURE: when the answer without probes left the recordsize undecided, one run of every value
     its measure command names (`probe --param recordsize=128K,8K,4K`); otherwise nothing."""
     if budget != MEASURE:
-        local, labels = probe_in_order(model, grid.by_key, budget)
+        local, labels = probe_in_order(model, grid.by_key, budget, reference)
+        if reference is not None and budget >= 2:
+            return ([local] if local else []), labels  # one run, the reference first: its baseline
         return _by_lab_run(local), labels
     keys = [k for k in (grid.key(v, DATASET_DEFAULTS["compression"]) for v in _asked_values(unprobed or [], dataset))
             if k is not None]

@@ -155,11 +155,18 @@ def twins(held: str, names) -> frozenset[str]:
     return frozenset(c for c in names if c == held or c.startswith(stem + "/")) | {held}
 
 
-def probe_in_order(model, grid: dict[tuple, list[Sample]], budget: int) -> tuple[list[Sample], list[str]]:
+def probe_in_order(model, grid: dict[tuple, list[Sample]], budget: int,
+                   reference: tuple | None = None) -> tuple[list[Sample], list[str]]:
     """A probe of the held-out pool, replayed: the cell's measured repeats of the first `budget`
     candidates in the order the advisor asks for them (the baseline, then expected improvement),
-    and their labels."""
+    and their labels.  `reference`: the grid's key of a dataset's current value, measured in place
+    of the baseline when the budget holds another value, the others chosen with it in one run (as
+    the profiler does for a dataset it is told of: the model reads nothing of a run without the default)."""
     queries = [replace(rs[0].obs, perf=None, write_p99=None) for rs in grid.values()]
+    if reference is not None and budget >= 2:
+        ref = queries[list(grid).index(reference)]
+        chosen = next_candidates(model, [], queries, budget, reference=ref)
+        return [s for c in chosen for s in grid[settings_key(c)]], [_label(c) for c in chosen]
     local: list[Sample] = []
     probed: list[str] = []
     while len(probed) < budget:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Hashable, Sequence
 
 from advisor.engine.loader import RuleBook
+from advisor.engine.measured import same_value
 from advisor.engine.models import ModelStatus
 from advisor.engine.predicted import (PREDICTED_PARAMETERS, CandidatePrediction, PairEffect, ParameterPrediction,
                                       PredictionLookup)
@@ -53,6 +54,18 @@ def candidates_of(probes: ProbeDescription, base: Observation, workload: Any,
             if parse_size(v) != parse_size(DATASET_DEFAULTS["recordsize"])]
     out.append(base.with_candidate("compression", "off"))
     return out
+
+
+def _reference(base: Observation, grid_obs: list[Observation], recordsize: str | None) -> Observation | None:
+    """The grid's observation of a dataset's recordsize (added to the grid when the workload's grid
+    lacks it); None for the default or no value."""
+    if recordsize is None or same_value(recordsize, DATASET_DEFAULTS["recordsize"]):
+        return None
+    found = next((o for o in grid_obs if o.parameter == "recordsize" and same_value(o.value, recordsize)), None)
+    if found is None:
+        found = base.with_candidate("recordsize", format_size(parse_size(recordsize)))
+        grid_obs.insert(1, found)
+    return found
 
 
 class ModelProvider:
@@ -267,11 +280,17 @@ class ModelProvider:
 
     # --- probe selection ----------------------------------------------------------------------
     def next_probe_candidates(self, pool: str, workload_name: str, budget: int, params: dict[str, str] | None = None,
-                              host: Host | None = None, descriptor: dict | None = None) -> list[Any]:
+                              host: Host | None = None, descriptor: dict | None = None,
+                              reference: str | None = None) -> list[Any]:
         """`budget` candidates for the next probe run of `pool` for the workload: the baseline (every
         result is a ratio to it, within one run) and the budget - 1 others expected improvement
         (advisor/model/select.py) asks for given the pool's probes so far.  Without the model: the
-        grid in order.  The candidates are as the probe description makes them."""
+        grid in order.  The candidates are as the probe description makes them.
+
+        `reference`: the recordsize of the dataset the workload lives on, when it is not the
+        default and the budget holds another value: the run's baseline in place of the default, so
+        that the run measures what that dataset would gain by a change (a run of the default and
+        one other value leaves the dataset's own value to the model's prediction)."""
         from advisor.model.select import next_candidates
 
         workload = self.book.workloads[workload_name]
@@ -280,6 +299,14 @@ class ModelProvider:
         if base is None:
             return []
         grid_obs = candidates_of(self.probes, base, workload, params)
+        ref = _reference(base, grid_obs, reference) if budget >= 2 else None
+        if ref is not None:
+            if self._model is None:
+                chosen = [ref, *(o for o in grid_obs if o is not ref)][:budget]
+            else:
+                chosen = next_candidates(self._model, local, grid_obs, budget, reference=ref)
+            # the run's baseline is the reference: its ratios are to the dataset's value
+            return [self.probes.candidate(o.parameter, o.value, o is ref) for o in chosen]
         if self._model is None:
             chosen = grid_obs[:max(budget, 1)]
         else:

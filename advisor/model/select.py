@@ -126,15 +126,28 @@ def pick(model: Model, local: list[Sample], candidates: list[Observation],
     return choose(prediction, candidates, probed, caution, leap), prediction
 
 
-def next_candidates(model: Model, local: list[Sample], candidates: list[Observation], budget: int) -> list[Observation]:
+def next_candidates(model: Model, local: list[Sample], candidates: list[Observation], budget: int,
+                    reference: Observation | None = None) -> list[Observation]:
     """Up to `budget` candidates to probe next (fewer when all are probed); `local`: this pool's
-    probe results so far, as samples (advisor/model/dataset.py)."""
+    probe results so far, as samples (advisor/model/dataset.py).  `reference`: the value a dataset
+    holds now (one of `candidates`), measured first in place of the default: a run of it and the
+    candidates after it measures the change that dataset would make, within one run."""
     probed = {s.obs.candidate for s in local}
     todo = [c for c in candidates if c.candidate not in probed]
     default = next((c for c in candidates if c.baseline), None)
     chosen: list[Observation] = []
     believed = list(local)
-    if budget > 0 and not any(s.obs.baseline for s in local):
+    ref = next((c for c in todo if reference is not None and settings_key(c) == settings_key(reference)), None)
+    if budget > 0 and ref is not None and not ref.baseline:
+        # believed at its predicted mean: what the run measures is a ratio to it, not to the default
+        prediction = model.predict(believed, [ref])
+        p99 = float(prediction.p99.mean[0]) if prediction.p99 is not None else None
+        chosen.append(ref)
+        # a ratio to the dataset's value says what changing that one parameter does: the others
+        # are measured against their default in a run of their own
+        todo = [c for c in todo if c is not ref and c.parameter == ref.parameter]
+        believed.append(Sample(replace(ref, repeat=-1), float(prediction.perf.mean[0]), p99))
+    elif budget > 0 and not any(s.obs.baseline for s in local):
         baseline = next((c for c in todo if c.baseline), None)
         if baseline is not None:
             chosen.append(baseline)
