@@ -57,7 +57,8 @@ class ProfilerSettings(BaseModel):
     max_queued: int = Field(16, ge=1, le=1000, description="POST /v1/probes refuses more queued runs than this.")
     budget_probes: int = Field(
         0, ge=0, le=32, description="Candidates per background run (the baseline included) chosen by the regression "
-        "model's expected improvement (needs `model = true`); 0: every candidate not measured yet.")
+        "model's expected improvement (needs `model = true`); 0: every candidate not measured yet. From 2, a run of "
+        "a workload whose dataset `[workloads]` names on the pool has that dataset's recordsize as its baseline.")
     queued_max_age_seconds: float = Field(
         86400.0, gt=0, description="A queued run not started by then (the pool was never idle) fails, saying why.")
 

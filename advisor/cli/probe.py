@@ -45,7 +45,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="candidates, e.g. recordsize=8K,16K,128K (default: a recordsize grid around the I/O size)")
     p.add_argument("--budget-probes", type=int, metavar="N",
                    help="probe only the N candidates of the grid (the default baseline included) the regression model "
-                        "expects most from (expected improvement, docs/model.md); without the model: the first N")
+                        "expects most from (expected improvement, docs/model.md); without the model: the first N. From 2, "
+                        "the recordsize of the workload's dataset on the pool that [workloads] names is the baseline")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="workload parameter, e.g. page_size=16K")
     p.add_argument("--repeats", type=int, default=2, help="fio runs per candidate (>= 2)")
     p.add_argument("--ramp", type=int, default=5, help="seconds of warm-up discarded per run")
@@ -143,6 +144,7 @@ def _chosen_by_model(service: ProbeService, args: argparse.Namespace, given: lis
     from advisor.model.provider import ModelProvider
     from advisor.probe.description import ProbeDescription
     from advisor.probe.pooldesc import PoolUnavailable, read_pool_descriptor
+    from advisor.probe.profiler import dataset_reference
     from advisor.store.results import StoredResults
 
     if given:
@@ -155,9 +157,13 @@ def _chosen_by_model(service: ProbeService, args: argparse.Namespace, given: lis
         _, descriptor = asyncio.run(read_pool_descriptor(args.pool, service.runner, service.files))
     except PoolUnavailable as exc:
         raise UnsafeToProbe(str(exc)) from None
+    config = load_settings(args.config)
+    # as the profiler chooses: from the recordsize of the workload's dataset that [workloads] names
+    reference = asyncio.run(dataset_reference(service.runner, config.workloads, args.pool, args.workload))
     model = ModelProvider(StoredResults(service.config.state_dir), ProbeDescription(), service.rulebook,
-                          enabled=load_settings(args.config).model).fit()
-    chosen = model.next_probe_candidates(args.pool, args.workload, args.budget_probes, params, descriptor=descriptor)
+                          enabled=config.model).fit()
+    chosen = model.next_probe_candidates(args.pool, args.workload, args.budget_probes, params, descriptor=descriptor,
+                                         reference=reference)
     status = model.status()
     how = (f"by expected improvement (model {status.version})" if status and status.available
            else f"in grid order ({status.reason if status else 'the model is turned off'})")

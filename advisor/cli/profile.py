@@ -20,8 +20,10 @@ from pathlib import Path
 
 from advisor.cli.common import add_subcommand, settings
 from advisor.engine.loader import load_rulebook
+from advisor.engine.measured import same_value
 from advisor.logs import setup_logging
-from advisor.probe.profiler import CandidateChooser, Outcome, Profiler, choose_candidates, profiler_config
+from advisor.probe.profiler import (CandidateChooser, Outcome, Profiler, choose_candidates, dataset_reference,
+                                    profiler_config)
 from advisor.probe.candidates import Candidate
 from advisor.evidence.parameters import ParameterEvidence
 from advisor.probe.plan import Plan
@@ -119,9 +121,13 @@ def model_chooser(service: ProbeService, config: Settings) -> CandidateChooser:
             _, descriptor = await read_pool_descriptor(plan.pool, service.runner, service.files)
         except PoolUnavailable:
             return []  # the run's own checks say why when it is tried
+        reference = await dataset_reference(service.runner, config.workloads, plan.pool, plan.workload)
         picked = await asyncio.to_thread(model.next_probe_candidates, plan.pool, plan.workload,
-                                         config.profiler.budget_probes, plan.params, None, descriptor)
-        measured = {(e.parameter, c.value) for e in history for c in e.candidates}
+                                         config.profiler.budget_probes, plan.params, None, descriptor, reference)
+        # measured already: in a run against this run's baseline (the default, or a dataset's value)
+        base = next((c for c in picked if c.baseline), None)
+        measured = {(e.parameter, c.value) for e in history for c in e.candidates
+                    if base is None or any(same_value(x.value, base.value) for x in e.candidates)}
         new = [c for c in picked if not c.baseline and (c.parameter, c.value) not in measured]
         return [c for c in picked if c.baseline and c.parameter in {n.parameter for n in new}] + new
 

@@ -9,6 +9,7 @@ from typing import Literal, Sequence
 
 from advisor.facts import TUNING_PROPERTIES, Dataset, Property, fields_set
 from advisor.host.parsing import INT_MAX, ParseError, compact_dict, interned, lines_in_blocks, shown, whole_lines
+from advisor.host.runner import CommandRunner
 
 # the `type` values of the datasets advised on (Dataset.type)
 _DATASET_TYPES: dict[str, Literal["filesystem", "volume"]] = {"filesystem": "filesystem", "volume": "volume"}
@@ -20,6 +21,14 @@ _DATASET_FIELDS = fields_set("name", "type", "properties")
 
 def zfs_get_argv(properties: tuple[str, ...] = TUNING_PROPERTIES) -> tuple[str, ...]:
     return ("zfs", "get", "-Hp", "-t", "filesystem,volume", "-o", "name,property,value,source", ",".join(properties))
+
+
+async def dataset_recordsize(runner: CommandRunner, name: str) -> int | None:
+    """One filesystem's recordsize in bytes (a validated name: advisor/names.py); None when `zfs get`
+    fails or the dataset has none (a volume)."""
+    out = await runner.run(["zfs", "get", "-Hp", "-o", "value", "recordsize", name])
+    value = out.stdout.strip()
+    return int(value) if out.ok and value.isdigit() else None
 
 
 def parse_zfs_get(stdout: str, previous: Sequence[Dataset] = (), properties: Sequence[str] = ()) -> list[Dataset]:

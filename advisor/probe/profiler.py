@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass, replace
 from typing import Awaitable, Callable, Literal
 
+from advisor.host.runner import CommandRunner
+from advisor.host.zfs_props import dataset_recordsize
 from advisor.names import InvalidName
 from advisor.probe.candidates import Candidate, CandidateError, parse_candidate_spec
 from advisor.evidence.parameters import ParameterEvidence
@@ -54,6 +56,19 @@ def choose_candidates(plan: Plan, history: list[ParameterEvidence]) -> list[Cand
         return []
     wanted = {c.parameter for c in new}
     return [c for c in everything if c.baseline and c.parameter in wanted] + new
+
+
+async def dataset_reference(runner: CommandRunner, named: dict[str, str], pool: str, workload: str) -> str | None:
+    """The recordsize (bytes) of the datasets `[workloads]` (`named`: dataset -> workload) names for
+    the workload on `pool`, when they agree: a run measured from it serves them all (the model's
+    chooser makes it the run's baseline). None otherwise, or when none can be read: the run then
+    measures from the default."""
+    datasets = [d for d, w in named.items() if w == workload and d.partition("/")[0] == pool]
+    sizes = {size for d in datasets if (size := await dataset_recordsize(runner, d)) is not None}
+    if datasets and not sizes:
+        log.warning("the recordsize of %s could not be read; %s is measured from the default",
+                    ", ".join(datasets), workload)
+    return str(sizes.pop()) if len(sizes) == 1 else None
 
 
 def profiler_config(settings: ProfilerSettings, base: ProbeConfig) -> ProbeConfig:

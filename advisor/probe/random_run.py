@@ -18,6 +18,7 @@ from advisor.host.modparams import read_module_params
 from advisor.host.runner import CommandRunner
 from advisor.host.threads import clock_ticks, read_thread_ticks, thread_cpu
 from advisor.host.txgs import read_txgs
+from advisor.host.zfs_props import dataset_recordsize
 from advisor.probe.efficiency import disk_busy, expected_bandwidth, layout_rule, raw_read_argv, raw_read_rates, \
     txgs_during
 from advisor.probe.efficiency_run import cpu_times
@@ -47,9 +48,7 @@ def size_label(block: int) -> str:
 
 
 async def pool_recordsize(runner: CommandRunner, pool: str) -> int:
-    out = await runner.run(["zfs", "get", "-Hp", "-o", "value", "recordsize", pool])
-    value = out.stdout.strip()
-    return int(value) if out.ok and value.isdigit() else DEFAULT_RECORDSIZE
+    return await dataset_recordsize(runner, pool) or DEFAULT_RECORDSIZE
 
 
 async def raw_random(runner: CommandRunner, files: HostFiles, members: list[str], block: int,

@@ -455,14 +455,19 @@ PROFILE_MYSQL = ('enabled = true\\npools = ["tank"]\\nworkloads = ["mysql"]\\nbu
 
 def test_the_prober_unit_measures_the_candidates_the_model_chooses(installed):
     """[profiler] budget_probes = 2: a pass of the installed prober (started as its timer starts it)
-    measures the baseline and the one candidate the regression model's expected improvement asks
-    for (advisor/model/select.py), not the whole plan: the same candidates `zfs-advisor probe
+    measures the run's baseline and the one candidate the regression model's expected improvement
+    asks for (advisor/model/select.py), not the whole plan: the same candidates `zfs-advisor probe
     --budget-probes 2 --plan-only` names in the VM for that pool (the installed program and model,
-    no MySQL probe of the pool in either store).  MySQL: a workload no earlier test probed here."""
+    no MySQL probe of the pool in either store).  MySQL: a workload no earlier test probed here.
+    Its dataset, named in [workloads], holds 16K (InnoDB's page): the run's baseline is 16K, read
+    from it with `zfs get`, not the default 128K."""
     vm, http = installed[:2]
     config = "/etc/zfs-advisor/config.toml"
-    vm.exec(f"grep -q '^\\[profiler\\]' {config} || printf '{PROFILER_SMALL}' >> {config}; "
+    vm.exec("zfs list tank/db >/dev/null 2>&1 || zfs create -o recordsize=16K tank/db; "
+            f"sed -i '/^\\[workloads\\]$/a \"tank/db\" = \"mysql\"' {config}; "
+            f"grep -q '^\\[profiler\\]' {config} || printf '{PROFILER_SMALL}' >> {config}; "
             f"printf '{PROFILE_MYSQL}' >> {config}", check=True)
+    assert '"tank/db" = "mysql"' in vm.exec(f"cat {config}", check=True).stdout
     # a state directory of its own: the service's holds no MySQL probe either, and root must not
     # create files in the one the API (a dynamic user) reads
     plan = vm.exec(f"/opt/zfs-advisor/venv/bin/zfs-advisor probe --config {config} --state-dir /root/plan-state "
@@ -471,7 +476,7 @@ def test_the_prober_unit_measures_the_candidates_the_model_chooses(installed):
     print(f"\n{chosen_line}")
     assert f"by expected improvement (model {MODEL_VERSION}+gp.prior-" in chosen_line, plan.stderr
     chosen = set(chosen_line.split(": ", 1)[1].split(", "))
-    assert len(chosen) == 2 and "recordsize=128K" in chosen, chosen
+    assert len(chosen) == 2 and "recordsize=16K" in chosen and "recordsize=128K" not in chosen, chosen
     # the pool idle (no writer of an earlier test, a txg committed), then one pass of the prober
     vm.exec("while pgrep -f lab-io >/dev/null; do sleep 1; done; sync; sleep 6", check=True, timeout=180)
     since = now(vm)
@@ -488,11 +493,12 @@ def test_the_prober_unit_measures_the_candidates_the_model_chooses(installed):
     layouts = [(r["value"], r["repeat"], r["layout_written_bytes"], r["working_set_bytes"]) for r in run["results"]]
     print(f"layouts (value, repeat, written, working set): {layouts}")
     assert layouts and all(written >= ws for *_, written, ws in layouts), layouts
+    assert {r["value"] for r in run["results"] if r["baseline"]} == {"16K"}, run["results"]
     if run["run"]["status"] == "completed":
         assert measured == chosen, (measured, chosen, prober_log)  # 2 of the 7 candidates of MySQL's plan
     else:  # a loaded host: the pass's time budget may run out first; what it measured was chosen
         assert run["run"]["status"] == "aborted" and "time budget" in run["run"]["reason"], (run["run"], prober_log)
-        assert "recordsize=128K" in measured and measured <= chosen, (measured, chosen, prober_log)
+        assert "recordsize=16K" in measured and measured <= chosen, (measured, chosen, prober_log)
 
 
 # SIGHUP reloads (below); any other signal that ends the process is a failure that

@@ -156,7 +156,7 @@ def _host_files(tmp_path) -> HostFiles:
     return open_snapshot(root)[0]
 
 
-def _replay() -> ReplayRunner:
+def _replay(*extra: CommandResult) -> ReplayRunner:
     """zpool status as recorded in the lab (after a scrub: idle, ONLINE); the size and free
     space the lab recording's `zpool get` reports for tank."""
     props = (RECORDING / "commands").glob("*.out")
@@ -170,12 +170,13 @@ def _replay() -> ReplayRunner:
     return ReplayRunner([
         CommandResult(("zpool", "status", "-pPL", "tank"), 0, STATUS_TEXT.read_text(), ""),
         CommandResult(("zpool", "list", "-Hp", "-o", "size,free", "tank"), 0, f"{size}\t{free}\n", ""),
+        *extra,
     ])
 
 
-def _service(tmp_path, settings: ProfilerSettings) -> ProbeService:
+def _service(tmp_path, settings: ProfilerSettings, *extra: CommandResult) -> ProbeService:
     config = profiler_config(settings, ProbeConfig(tmp_path / "state"))
-    return ProbeService(config, load_rulebook(), runner=_replay(), files=_host_files(tmp_path))
+    return ProbeService(config, load_rulebook(), runner=_replay(*extra), files=_host_files(tmp_path))
 
 
 def _queue(service: ProbeService, request: dict, queued_at: float | None = None) -> int:
@@ -352,3 +353,37 @@ async def test_with_budget_probes_the_model_chooses_what_a_background_run_measur
     done = [summarize("recordsize", [_result(1, "128K", 400, True), _result(1, chosen[1].value, 900, False)])]
     again = await model_chooser(service, Settings(profiler=settings))(plan, done)
     assert chosen[1].value not in [c.value for c in again if not c.baseline]
+
+
+async def test_with_a_dataset_named_the_run_measures_its_recordsize_against_what_the_model_asks_for(tmp_path):
+    """`[workloads]` names the workload's dataset: its recordsize (read with `zfs get`) is the run's
+    baseline in place of the default, so the run measures the change that dataset would make; the
+    others are the same parameter (a ratio to 8K says nothing of compression=off at 128K)."""
+    from advisor.cli.profile import model_chooser
+
+    settings = ProfilerSettings(enabled=True, pools=["tank"], workloads=["postgres"], budget_probes=2)
+    named = {"tank/pg": "postgres"}
+    # what `zfs get -Hp -o value recordsize` prints for a filesystem at 8K (one value, in bytes)
+    argv = ("zfs", "get", "-Hp", "-o", "value", "recordsize", "tank/pg")
+    service = _service(tmp_path, settings, CommandResult(argv, 0, "8192\n", ""))
+    plan = service.plan("tank", "postgres", Budget(seconds=3600))
+    chosen = await model_chooser(service, Settings(profiler=settings, workloads=named))(plan, [])
+    assert [(c.baseline, c.parameter) for c in chosen] == [(True, "recordsize"), (False, "recordsize")], chosen
+    assert chosen[0].value == "8K" and chosen[1].value not in ("8K", "128K")
+    # a value measured against the default only is measured again against the dataset's own
+    vs_default = [summarize("recordsize", [_result(1, "128K", 400, True), _result(1, chosen[1].value, 900, False)])]
+    again = await model_chooser(service, Settings(profiler=settings, workloads=named))(plan, vs_default)
+    assert [c.value for c in again] == [c.value for c in chosen]
+    # measured against 8K already: not asked for again
+    vs_dataset = [summarize("recordsize", [_result(2, "8K", 400, True), _result(2, chosen[1].value, 900, False)])]
+    third = await model_chooser(service, Settings(profiler=settings, workloads=named))(plan, vs_dataset)
+    assert chosen[1].value not in [c.value for c in third if not c.baseline]
+    # unreadable (no such dataset): the default is the baseline, as without the setting
+    gone = _service(tmp_path, settings, CommandResult(argv, 1, "", "cannot open 'tank/pg': dataset does not exist"))
+    fallback = await model_chooser(gone, Settings(profiler=settings, workloads=named))(plan, [])
+    assert fallback[0].value == "128K" and fallback[0].baseline
+    # two datasets of the workload on the pool at different recordsizes: one run cannot serve both
+    other = ("zfs", "get", "-Hp", "-o", "value", "recordsize", "tank/pg2")
+    two = _service(tmp_path, settings, CommandResult(argv, 0, "8192\n", ""), CommandResult(other, 0, "16384\n", ""))
+    both = Settings(profiler=settings, workloads={**named, "tank/pg2": "postgres"})
+    assert (await model_chooser(two, both)(plan, []))[0].value == "128K"
