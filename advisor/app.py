@@ -101,7 +101,7 @@ async def _background_refresh(app: web.Application) -> AsyncIterator[None]:
     await asyncio.to_thread(app[CHANGES].load)
 
     async def after_refresh(commands: CommandFacts) -> None:
-        await metrics.warm(app, commands)
+        await metrics.warm(app, app[FACTS].command_host(commands), commands.finished_at)
         await _observe_changes(app, commands)
         await asyncio.to_thread(release_freed_memory)  # the parse's and the render's temporaries
         heap.freeze()  # the new facts are long-lived: out of the full GC passes (advisor/server/limits.py)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-from datetime import datetime, timezone
 from typing import Iterable
 
 from aiohttp import web
@@ -25,8 +24,7 @@ from advisor.appkeys import BODIES, CHANGES, EXPORTER, FACTS, RECOGNISER, RUNTIM
 from advisor.deflated import Deflated
 from advisor.exporters.base import Scrape
 from advisor.exporters.negotiation import gzipped_parts, openmetrics_stream, response_headers, variant
-from advisor.facts import Host, ZfsInfo
-from advisor.host.collect import Collection, CommandFacts, command_host
+from advisor.facts import Host
 from advisor.probe.stats import ProbeStats, probe_stats
 from advisor.store.db import StoreError
 from advisor.store.probes import read_existing
@@ -35,10 +33,10 @@ log = logging.getLogger(__name__)
 routes = web.RouteTableDef()
 
 
-async def warm(app: web.Application, commands: CommandFacts) -> None:
-    """Render the command-built families of a new command output now, in a thread."""
-    host = command_host(app[FACTS].files, commands)
-    scrape = Scrape(host=host, options=app[RUNTIME].export_options, commands_generation=commands.finished_at)
+async def warm(app: web.Application, host: Host, commands_generation: float) -> None:
+    """Render the command-built families of a new command output (`host`, as the commands made
+    it) now, in a thread."""
+    scrape = Scrape(host=host, options=app[RUNTIME].export_options, commands_generation=commands_generation)
     await asyncio.to_thread(app[EXPORTER].warm, scrape)
 
 
@@ -68,22 +66,7 @@ async def get_metrics(request: web.Request) -> web.Response:
     deadline = deadline_seconds(
         app[SETTINGS].metrics_scrape_deadline_seconds, request.headers.get("X-Prometheus-Scrape-Timeout-Seconds")
     )
-    collection: Collection | None
-    try:
-        # the command wait gets 3/4 of the deadline: the rest is for reading kstats and rendering
-        collection = await asyncio.wait_for(provider.get(wait_seconds=0.75 * deadline), deadline)
-        stale = collection.stale
-    except TimeoutError:
-        collection, stale = provider.last, True
-    except Exception:  # a collection that crashed: serve the last good one
-        log.exception("facts collection failed")
-        collection, stale = provider.last, True
-    if collection is None:
-        host = Host(
-            collected_at=datetime.now(timezone.utc),
-            zfs=ZfsInfo(present=False, reason="the first facts collection has not finished yet"),
-        )
-        collection = Collection(host)
+    collection, stale = await provider.for_scrape(deadline)
     openmetrics, gzip_it = variant(request.headers)
     bodies = app[BODIES].metrics
     runtime = app[RUNTIME]  # as it is now: a reload while this renders applies from the next scrape

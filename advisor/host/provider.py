@@ -22,9 +22,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from datetime import datetime, timezone
 from typing import Awaitable, Callable
 
-from advisor.host.collect import CollectCache, Collection, CommandFacts, assemble, run_commands
+from advisor.facts import Host, ZfsInfo
+from advisor.host.collect import CollectCache, Collection, CommandFacts, assemble, command_host, run_commands
 from advisor.memory import release_freed_memory
 from advisor.host.snapshot import host_view
 
@@ -120,6 +122,28 @@ class FactsProvider:
         if self._collecting is None:
             self._collecting = asyncio.create_task(self._collect(wait_seconds))
         return await asyncio.shield(self._collecting)
+
+    async def for_scrape(self, deadline_seconds: float) -> tuple[Collection, bool]:
+        """(a collection, whether it is stale) for a scrape that must answer within
+        `deadline_seconds`: the command wait gets 3/4 of it (the rest is for reading kstats and
+        rendering); past it, or when the collection crashed, the last good one, stale; before the
+        first has finished, a host that says so."""
+        try:
+            collection = await asyncio.wait_for(self.get(wait_seconds=0.75 * deadline_seconds), deadline_seconds)
+            return collection, collection.stale
+        except TimeoutError:
+            last = self._last
+        except Exception:  # a collection that crashed: serve the last good one
+            log.exception("facts collection failed")
+            last = self._last
+        if last is None:
+            last = Collection(Host(collected_at=datetime.now(timezone.utc),
+                                   zfs=ZfsInfo(present=False, reason="the first facts collection has not finished yet")))
+        return last, True
+
+    def command_host(self, commands: CommandFacts) -> Host:
+        """The host as `commands` describe it, without reading a kstat (what the exporter warms)."""
+        return command_host(self.files, commands)
 
     def _assemble(self, commands: CommandFacts | None) -> Collection:
         collection = assemble(self.files, commands, self._replayed_at, self._cache)

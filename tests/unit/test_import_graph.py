@@ -148,3 +148,12 @@ def test_tests_import_helpers_from_support_not_from_other_test_modules():
                 if node.module.split(".")[-1] in test_modules:
                     offenders.append(f"{path.relative_to(REPO)}: from {node.module}")
     assert not offenders
+
+
+def test_the_api_reads_the_host_through_the_facts_provider_alone():
+    """The handlers ask the facts provider (advisor/host/provider.py) for a collection, a scrape's
+    fallback and the host a command output makes; how a collection is assembled
+    (advisor/host/collect.py) and each source's parser stay behind it."""
+    direct = {(m, t) for m in GRAPH if m == "advisor.api" or m.startswith("advisor.api.")
+              for t in GRAPH[m] if t.startswith("advisor.host.") and t != "advisor.host.provider"}
+    assert not direct, sorted(direct)
