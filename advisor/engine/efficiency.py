@@ -46,9 +46,10 @@ def _rate(value: float, unit: str) -> str:
     return f"{value:,.0f} {unit}"
 
 
-def _sentence(result: ResultView) -> str:
+def _sentence(result: ResultView, latest: float) -> str:
     """E.g. 'sequential writes reach 0.62 of what 2 x mirror of 2 should give (1 disk each = 2 disks;
-    12.0 MB/s of 19.8 MB/s): <diagnosis>.'"""
+    12.0 MB/s of 19.8 MB/s): <diagnosis>.'; with its day when an earlier run than the `latest`
+    measured it."""
     rule = result.expectation or ""
     layout, detail = "its layout", rule
     if rule.count(":") == 1:  # one kind of vdev: "2 x mirror of 2: 1 disk each = 2 disks"
@@ -58,7 +59,10 @@ def _sentence(result: ResultView) -> str:
                                                  f"{_rate(result.expected, result.unit)}"]))
     said = f" ({detail})" if detail else ""
     why = f": {'; '.join(result.diagnosis)}" if result.diagnosis else ""
-    return f"{words_of_test(result.test)} reach {result.ratio:.2f} of what {layout} should give{said}{why}."
+    earlier = ""
+    if result.measured_at is not None and result.measured_at < latest:
+        earlier = f" (measured {datetime.fromtimestamp(result.measured_at, timezone.utc):%Y-%m-%d}, by an earlier run)"
+    return f"{words_of_test(result.test)}{earlier} reach {result.ratio:.2f} of what {layout} should give{said}{why}."
 
 
 def efficiency_item(found: PoolEfficiency) -> Recommendation | None:
@@ -71,7 +75,7 @@ def efficiency_item(found: PoolEfficiency) -> Recommendation | None:
     day = when.strftime("%Y-%m-%d")
     head = (f"Pool {found.pool}, measured {day} by `{command}` (the pool's rate over what its layout should give "
             "from its disks' own rate, read-only): ")
-    body = " ".join(f"{s[0].upper()}{s[1:]}" for s in map(_sentence, found.results))
+    body = " ".join(f"{s[0].upper()}{s[1:]}" for s in (_sentence(r, found.measured_at) for r in found.results))
     evidence = [Evidence(fact=f"efficiency.{r.test}.ratio", value=round(r.ratio, 4), display=f"{r.ratio:.0%}",
                          description=f"{words_of_test(r.test)}: the pool's rate over its layout's"
                          + (f" ({r.expectation})" if r.expectation else ""))

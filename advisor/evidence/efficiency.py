@@ -43,15 +43,19 @@ class ResultView(BaseModel):
     expected: float | None = None
     expectation: str | None = Field(None, description="how the expectation was formed")
     diagnosis: list[str] = Field(default_factory=list, description="where the rest went, as measured")
+    measured_at: float | None = Field(None, description="Unix time of the run that measured it: an earlier run's "
+                                      "when the pool's latest run measured another part (random I/O alone)")
 
 
 class PoolEfficiency(BaseModel):
-    """The latest report of a pool, with when it was measured."""
+    """The latest report of a pool, with when it was measured; its results, and those of each
+    test it did not measure from the pool's earlier reports (a run of one part, `--efficiency
+    random`, does not make the other part unmeasured)."""
     pool: str
-    measured_at: float  # Unix time
+    measured_at: float  # Unix time of the latest report
     layout: str | None = None  # the pool's layout as the probe described it
     results: list[ResultView]
-    report: dict[str, Any]  # as stored, each result's `test` filled in where it had none
+    report: dict[str, Any]  # the latest, as stored, each result's `test` filled in where it had none
 
 
 def name_of_test(result: dict[str, Any]) -> str | None:
@@ -103,7 +107,7 @@ def parse_report(pool: str, measured_at: float, text: str) -> PoolEfficiency:
             log.warning("efficiency report of pool %s measured at %.0f: result %d left out (%s)", pool, measured_at,
                         index, "a second result of one test" if parsed else "no test name or no finite ratio")
             continue
-        results.append(parsed)
+        results.append(parsed.model_copy(update={"measured_at": measured_at}))
         raw["test"] = name
     described = report.get("pool")
     layout = described.get("layout") if isinstance(described, dict) else None
@@ -112,14 +116,23 @@ def parse_report(pool: str, measured_at: float, text: str) -> PoolEfficiency:
 
 
 def parse_reports(rows: list[tuple[str, float, str]]) -> list[PoolEfficiency]:
-    """(pool, measured_at, report JSON) rows, each parsed; a row that is no report is skipped, logged."""
-    found = []
+    """(pool, measured_at, report JSON) rows, newest first within a pool: one PoolEfficiency per
+    pool, its newest report with the results of the tests it lacks from the older ones (the newest
+    of each); a row that is no report is skipped, logged."""
+    found: dict[str, PoolEfficiency] = {}
     for pool, measured_at, text in rows:
         try:
-            found.append(parse_report(pool, measured_at, text))
+            parsed = parse_report(pool, measured_at, text)
         except ReportError as exc:
             log.warning("efficiency report of pool %s measured at %.0f skipped: %s", pool, measured_at, exc)
-    return found
+            continue
+        newer = found.get(pool)
+        if newer is None:
+            found[pool] = parsed
+            continue
+        known = {r.test for r in newer.results}
+        newer.results.extend(r for r in parsed.results if r.test not in known)
+    return list(found.values())
 
 
 def measure_argv(pool: str) -> list[str]:

@@ -249,15 +249,19 @@ class ProbeStore:
                                 (pool,)).fetchone()
         return json.loads(row[0]) if row else None
 
-    def latest_efficiency(self, pool: str | None = None) -> list[tuple[str, float, str]]:
-        """(pool, measured_at, report JSON as stored) of each pool's latest report (of `pool`'s alone
-        when given), by pool name; the JSON is left to the reader (advisor/evidence/efficiency.py)."""
-        sql = ("SELECT e.pool, e.measured_at, e.report_json FROM efficiency_reports e"
-               " WHERE e.id = (SELECT MAX(id) FROM efficiency_reports WHERE pool = e.pool)")
-        args: tuple = ()
+    def latest_efficiency(self, pool: str | None = None, per_pool: int = 8) -> list[tuple[str, float, str]]:
+        """(pool, measured_at, report JSON as stored) of each pool's `per_pool` latest reports (of
+        `pool`'s alone when given), by pool name, newest first: a run may have measured one part
+        only, the reader (advisor/evidence/efficiency.py) takes each test from the newest that has it."""
+        sql = ("SELECT pool, measured_at, report_json FROM (SELECT pool, measured_at, report_json, id, ROW_NUMBER() "
+               "OVER (PARTITION BY pool ORDER BY id DESC) AS nth FROM efficiency_reports{where}) WHERE nth <= ? "
+               "ORDER BY pool, id DESC")
+        args: tuple = (per_pool,)
         if pool is not None:
-            sql, args = sql + " AND e.pool = ?", (pool,)
-        return [(r[0], float(r[1]), r[2]) for r in self.conn.execute(sql + " ORDER BY e.pool", args)]
+            sql, args = sql.format(where=" WHERE pool = ?"), (pool, per_pool)
+        else:
+            sql = sql.format(where="")
+        return [(r[0], float(r[1]), r[2]) for r in self.conn.execute(sql, args)]
 
 
 def _inserted(cur: sqlite3.Cursor) -> int:

@@ -85,6 +85,28 @@ async def test_every_pool_s_latest_report_and_the_pools_never_measured(http_clie
     assert len(body["reports"][1]["results"]) == len(report["results"])
 
 
+async def test_a_run_of_one_part_keeps_the_other_part_of_an_earlier_run(http_client, tmp_path, report):
+    """`probe --efficiency random` after a whole run: the sequential results stay, each result says
+    when it was measured, and /recommend says which came from the earlier run."""
+    seed_efficiency_report(tmp_path)  # sequential, a day before
+    later = EFFICIENCY_MEASURED_AT + 86400
+    random_only = {**_with_random_results(report), "results": [], "tests": ["random"]}
+    seed_efficiency_report(tmp_path, measured_at=later, report=random_only)
+    client = await _client(http_client, tmp_path)
+    body = await (await client.get("/v1/efficiency", params={"pool": "tank"})).json()
+    assert datetime.fromisoformat(body["measured_at"]) == datetime.fromtimestamp(later, timezone.utc)
+    by_test = {r["test"]: r["measured_at"] for r in body["results"]}
+    assert by_test == {"rand-write-4k-sync": later, **{f"seq-{r['direction']}": EFFICIENCY_MEASURED_AT
+                                                       for r in report["results"]}}
+    assert body["report"]["results"] == []  # the report itself is the latest, as stored
+    item = _item(await (await client.get("/recommend")).json())
+    day = datetime.fromtimestamp(EFFICIENCY_MEASURED_AT, timezone.utc).strftime("%Y-%m-%d")
+    assert f"(measured {day}, by an earlier run) reach" in item["explanation"]
+    assert "andom writes (4K, sync) reach 0.27" in item["explanation"]  # the latest run's own: no date
+    text = await (await client.get("/metrics")).text()
+    assert {dict(k)["test"] for k in _samples(text, "zfs_advisor_pool_efficiency_ratio")} == set(by_test)
+
+
 async def test_no_database_nothing_measured_and_none_created(http_client, tmp_path):
     client = await _client(http_client, tmp_path / "none")
     resp = await client.get("/v1/efficiency")
