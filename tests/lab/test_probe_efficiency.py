@@ -18,7 +18,11 @@ PROBE = ("env PYTHONPATH=/project /opt/zfs-advisor-venv/bin/python -m advisor pr
          "--state-dir /var/lib/zfs-advisor-labprobe")
 ARC_MAX = "/sys/module/zfs/parameters/zfs_arc_max"
 # layout -> (disks' worth expected for writes, for reads)
-EXPECTED = {"slow-stripe4": (4, 4), "slow-raidz1x4": (3, 3), "slow-mirror2": (1, 2)}
+EXPECTED = {"slow-stripe4": (4, 4), "slow-raidz1x4": (3, 3), "slow-mirror2": (1, 2),
+            # the same five disks three ways (long lab jobs): parity costs a disk's worth each
+            "slow-stripe5": (5, 5), "slow-raidz1x5": (4, 4), "slow-raidz2x5": (3, 3)}
+FIVE = ("slow-stripe5", "slow-raidz1x5", "slow-raidz2x5")
+SEQ_REPORTS: dict[str, dict] = {}
 
 
 PARAMS = lab_params(list(EXPECTED), lines=["2.3"])
@@ -47,6 +51,7 @@ def test_pool_throughput_against_its_layout(lab_vm):
     out = vm.exec(f"{PROBE} --pool tank --efficiency sequential --budget 20s --file-size 64M --json", timeout=900)
     assert out.rc == 0, out.stderr
     report = json.loads(out.stdout)
+    SEQ_REPORTS[layout] = report
     # the ARC left alone (the default, --cache uncached): the file laid out under
     # primarycache=metadata and read once, so that no byte of it comes from memory
     assert report["arc_max_bytes"] is None
@@ -107,6 +112,25 @@ def test_pool_throughput_against_its_layout(lab_vm):
         # synced at the layout's rate (asserted above): their time went where no txg synced
         named = any(f"the disks were busy only {busy:.0%}" in reason for reason in r["diagnosis"])
         assert named == (busy < IDLE_DISKS and direction == "read"), lines
+
+
+@pytest.mark.parametrize("lab_vm", lab_params(["slow-raidz2x5"], lines=["2.3"]), indirect=True, scope="session")
+def test_five_disks_as_a_stripe_a_raidz1_and_a_raidz2(lab_vm):
+    """After the throughput test of each (the layouts boot in this order): the same five disks
+    read and write about 5, 4 and 3 disks' worth, and each report measures its own layout's rule,
+    so parity, not the pool, is what the raidz gives up."""
+    missing = [name for name in FIVE if name not in SEQ_REPORTS]
+    if missing:
+        pytest.skip(f"the throughput test did not run on {missing} in this session")
+    rates = {name: {r["direction"]: r["pool_bytes_per_second"] for r in SEQ_REPORTS[name]["results"]} for name in FIVE}
+    ratios = {name: {r["direction"]: r["ratio"] for r in SEQ_REPORTS[name]["results"]} for name in FIVE}
+    print("five disks, MB/s at the disks: "
+          + "; ".join(f"{n} write {rates[n]['write'] / 1e6:.1f} read {rates[n]['read'] / 1e6:.1f} "
+                      f"(of the layout: {ratios[n]['write']:.0%}, {ratios[n]['read']:.0%})" for n in FIVE))
+    stripe, raidz1, raidz2 = (rates[n]["read"] for n in FIVE)
+    # reads: each parity disk takes a disk's worth from the stripe's five
+    assert stripe > raidz1 > raidz2, rates
+    assert raidz1 / stripe == pytest.approx(4 / 5, rel=0.2) and raidz2 / stripe == pytest.approx(3 / 5, rel=0.2), rates
 
 
 # Small random I/O (advisor/probe/random_efficiency.py): disks throttled to 150 IOPS each.
