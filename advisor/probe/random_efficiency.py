@@ -28,6 +28,9 @@ LEVELS = (1, 4, 16)  # fio jobs at once: the concurrency the pool is measured at
 RAW_QUEUE_DEPTH = 32  # per disk in the raw baseline: enough to keep a disk busy
 BLOCK = RANDOM_BLOCK
 HOST_CPU_BUSY = 0.85
+# The raw baseline kept fewer requests per disk in flight than this share of what it asked for:
+# the disks did not set its rate (a throttled or saturated disk queues what it is given).
+RAW_DEPTH_REACHED = 0.25
 DISKS_BUSY = 0.9
 # The disks did this share of their raw random read IOPS or more: at their limit.
 DISK_IOPS_REACHED = 0.85
@@ -128,6 +131,11 @@ def diagnose_random(kind: Kind, ratio: float, level: RandomLevel, descriptor: di
     busy, depth = _mean(level.disks, "busy_ratio"), _mean(level.disks, "queue_depth")
     io_kib = _mean(level.disks, "avg_io_bytes") / 1024
     notes = [_how_it_did(kind, ratio, level, io_kib, block)]
+    if raw_depth is not None and raw_depth < RAW_DEPTH_REACHED * RAW_QUEUE_DEPTH:
+        # every ratio here is to the raw rate: it is the disks' own only if they set it
+        notes.append(f"the raw baseline kept {raw_depth:.1f} requests in flight per disk of the {RAW_QUEUE_DEPTH} it "
+                     "asked for: something before the disks (the CPU, the host's I/O path) set its rate, so the disks "
+                     "can do more than it says and the layout's figure made of it is a floor")
     saturated = cpu_bound_on(level.threads)
     if saturated:
         notes.append(saturated)

@@ -210,3 +210,14 @@ def test_sync_writes_above_the_layout_name_the_zils_log_blocks():
     assert notes[0] == ("3.4x the layout's IOPS at 16 jobs: the disks did 14 KiB I/Os, ZFS gathered the small writes "
                         "into larger ones (the ZIL puts concurrent sync writes in one log block), so a disk's "
                         "small-I/O rate does not set the pool's")
+
+
+def test_a_raw_baseline_the_disks_did_not_set_is_called_a_floor():
+    """One emulated CPU (tests/lab/test_scaling_cpu.py): fio asked for 32 requests per disk and the
+    disks saw a fraction of one, so their raw rate is the host's, and the layout's figure a floor."""
+    notes = diagnose_random("async", 3.97, level(4, 2243, busy=0.09, depth=0.2), MIRROR, {}, 0.4)
+    assert any(n.startswith("the raw baseline kept 0.4 requests in flight per disk of the 32 it asked for") and
+               "the layout's figure made of it is a floor" in n for n in notes), notes
+    # the disks queued what they were given (a throttled or saturated disk): the raw rate is theirs
+    assert not any("raw baseline kept" in n for n in diagnose_random("async", 3.97, level(4, 2243), MIRROR, {}, 31.0))
+    assert not any("raw baseline kept" in n for n in diagnose_random("read", 0.97, level(16, 291), MIRROR, {}, None))
