@@ -300,6 +300,8 @@ class ModelProvider:
             return []
         grid_obs = candidates_of(self.probes, base, workload, params)
         ref = _reference(base, grid_obs, reference) if budget >= 2 else None
+        if ref is not None and any(settings_key(s.obs) == settings_key(ref) for s in local):
+            ref = None  # measured here already, against the default: the model reads it as it is
         if ref is not None:
             if self._model is None:
                 chosen = [ref, *(o for o in grid_obs if o is not ref)][:budget]

@@ -387,3 +387,33 @@ async def test_with_a_dataset_named_the_run_measures_its_recordsize_against_what
     two = _service(tmp_path, settings, CommandResult(argv, 0, "8192\n", ""), CommandResult(other, 0, "16384\n", ""))
     both = Settings(profiler=settings, workloads={**named, "tank/pg2": "postgres"})
     assert (await model_chooser(two, both)(plan, []))[0].value == "128K"
+
+
+async def test_a_dataset_value_the_pool_measured_against_the_default_leaves_the_default_as_baseline(tmp_path):
+    """This pool ran 128K and 8K in one run: the model reads both (its targets are ratios to the
+    default), so the next run is chosen as without a dataset, the default its baseline."""
+    from advisor.cli.profile import model_chooser
+
+    settings = ProfilerSettings(enabled=True, pools=["tank"], workloads=["postgres"], budget_probes=2)
+    argv = ("zfs", "get", "-Hp", "-o", "value", "recordsize", "tank/pg")
+    service = _service(tmp_path, settings, CommandResult(argv, 0, "8192\n", ""))
+    plan = service.plan("tank", "postgres", Budget(seconds=3600))
+    probe = next(c for c in await model_chooser(service, Settings(profiler=settings))(plan, []) if c.baseline)
+    assert probe.value == "128K"
+    from advisor.probe.description import ProbeDescription
+    from advisor.probe.pooldesc import read_pool_descriptor
+
+    _, descriptor = await read_pool_descriptor("tank", service.runner, service.files)
+    job = ProbeDescription().job(service.rulebook.workloads["postgres"], {})
+    run = service.store.start_run("tank", "postgres", None, {}, [], descriptor)
+    for value, iops, baseline in (("128K", 400.0, True), ("8K", 900.0, False)):
+        for repeat in (1, 2):
+            service.store.add_result(_result(run, value, iops + repeat, baseline).model_copy(
+                update={"repeat": repeat, "pool": descriptor, "job": job.text,
+                        "working_set_bytes": job.working_set_bytes, "arc_max_bytes": job.arc_max_bytes}))
+    service.store.end_run(run, "completed")
+    history = [summarize("recordsize", [_result(run, "128K", 401, True), _result(run, "8K", 901, False)])]
+    chosen = await model_chooser(service, Settings(profiler=settings, workloads={"tank/pg": "postgres"}))(plan, history)
+    # the run's effects are ratios to its baseline: the default, which the model reads
+    assert [c.value for c in chosen if c.baseline] == ["128K"] and len(chosen) == 2, chosen
+    assert "8K" not in [c.value for c in chosen], chosen
