@@ -10,6 +10,7 @@ import pytest
 
 from advisor.probe.efficiency import IDLE_DISKS
 from advisor.probe.random_efficiency import ABOVE_LAYOUT, DISK_IOPS_REACHED
+from labefficiency import RANDOM_PROBE, disk_share, random_lines
 from labparams import lab_params
 
 pytestmark = pytest.mark.lab
@@ -139,7 +140,6 @@ def test_five_disks_as_a_stripe_a_raidz1_and_a_raidz2(lab_vm):
 
 
 # Small random I/O (advisor/probe/random_efficiency.py): disks throttled to 150 IOPS each.
-RANDOM_PROBE = f"{PROBE} --pool tank --efficiency random --budget 40s --file-size 32M --json"
 # The raw random baseline as the probe runs it (its own argv builder), bracketed by the member
 # disks' /proc/diskstats lines: sectors read and written (fields 6 and 10).
 RAW_RANDOM_ALONE = """
@@ -176,20 +176,6 @@ def test_the_raw_random_baseline_writes_nothing_to_the_disks(lab_vm):
     assert all(read > 0 and written == 0 for read, written in moved.values()), moved
 
 
-def random_lines(layout: str, report: dict) -> list[str]:
-    lines = [f"{layout} raw random IOPS: {report['raw_random_iops']}"]
-    for r in report["random_results"]:
-        levels = ", ".join(f"{lv['jobs']} jobs {lv['iops']:.0f} IOPS (disks busy "
-                           f"{sum(d['busy_ratio'] for d in lv['disks'].values()) / len(lv['disks']):.0%}, queue "
-                           f"{sum(d['queue_depth'] for d in lv['disks'].values()) / len(lv['disks']):.1f}, busiest "
-                           f"{lv['threads']['busiest'][0]['name'] if lv['threads']['busiest'] else '-'} "
-                           f"{lv['threads']['busiest'][0]['busy_ratio'] if lv['threads']['busiest'] else 0:.0%}, "
-                           f"CPU {lv['cpu_busy_ratio']:.0%})" for lv in r["levels"])
-        lines.append(f"{layout} {r['test']}: {r['measured']:.0f} of {r['expected']:.0f} IOPS ({r['ratio']:.0%}; "
-                     f"{r['expectation']}); {levels}; {r['diagnosis']}")
-    return lines
-
-
 # About 110 s a layout (2026-11-28, both passing: 5 min 43 s with the boot and the raw-baseline test):
 # slow-raidz1x4, whose VM the sequential test uses too, runs in CI (its reads scale with its disks,
 # about 2 minutes); the mirrors, whose reads scale with the sides, are long lab jobs
@@ -200,13 +186,6 @@ LONG = pytest.mark.skipif(os.environ.get("ZFS_ADVISOR_LAB_LONG") != "1",
 # both sides) is a long lab job too.
 RANDOM_PARAMS = [pytest.param(*p.values, marks=[*p.marks, LONG] if "mirror" in p.id else p.marks, id=p.id)
                  for p in lab_params(list(RANDOM_EXPECTED), lines=["2.3"])]
-
-
-def disk_share(result: dict, raw_iops: dict[str, float]) -> float:
-    """The I/Os a second each disk did at the best level, over its raw random read IOPS (mean)."""
-    [level] = [lv for lv in result["levels"] if lv["jobs"] == result["jobs"]]
-    shares = [d["ops"] / level["seconds"] / raw_iops[name] for name, d in level["disks"].items() if raw_iops.get(name)]
-    return sum(shares) / len(shares)
 
 
 @pytest.mark.parametrize("lab_vm", RANDOM_PARAMS, indirect=True, scope="session")

@@ -13,9 +13,9 @@ import json
 import pytest
 
 from advisor.probe.random_efficiency import RAW_QUEUE_DEPTH
+from labefficiency import RANDOM_PROBE, disk_share, random_lines
 from labparams import long_jobs
 from labvm import LabVM
-from test_probe_efficiency import RANDOM_PROBE, disk_share, random_lines
 
 pytestmark = [pytest.mark.lab,
               pytest.mark.skipif(not long_jobs(), reason="a long lab job: set ZFS_ADVISOR_LAB_LONG=1 (docs/lab.md)")]
