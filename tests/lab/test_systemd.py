@@ -480,7 +480,10 @@ def test_the_prober_unit_measures_the_candidates_the_model_chooses(installed):
     # the pool idle (no writer of an earlier test, a txg committed), then one pass of the prober
     vm.exec("while pgrep -f lab-io >/dev/null; do sleep 1; done; sync; sleep 6", check=True, timeout=180)
     since = now(vm)
-    vm.exec(f"systemctl start {PROBE_SERVICE}", check=True, timeout=600)  # Type=oneshot: returns when it ends
+    try:
+        vm.exec(f"systemctl start {PROBE_SERVICE}", check=True, timeout=600)  # Type=oneshot: returns when it ends
+    finally:  # the dataset is this test's: the later tests of the VM see the pool as before
+        vm.exec(f"zfs destroy tank/db; sed -i '/^\"tank\\/db\" = \"mysql\"$/d' {config}", timeout=120)
     prober_log = vm.exec(f"journalctl -q -o cat --no-pager -u {PROBE_SERVICE} --since @{since}").stdout
     runs = json.loads(http.get("/v1/probes?pool=tank&workload=mysql")[1])["runs"]
     assert runs, prober_log
