@@ -35,7 +35,7 @@ from functools import partial
 from typing import Callable, Sequence
 
 from advisor.engine.measured import candidate_display, find, measured_best, same_value
-from advisor.engine.units import format_size, parse_size
+from advisor.engine.units import parse_size, shown_value
 from advisor.engine.models import Evidence, ExpectedEffect, Recommendation
 from advisor.engine.predicted import PREDICTED_PARAMETERS, ParameterPrediction, pct, span
 from advisor.evidence.lab_grid import LabMeasurement
@@ -275,7 +275,7 @@ def _lab_decides(rec: Recommendation, lab: LabMeasurement, setter: Setter, measu
     measure here.  Where the rule keeps the current value, what the lab measured is said, not acted
     on.  None when the lab did not measure both values (the rule alone then decides)."""
     ev = lab.evidence
-    show = partial(_shown, ev.parameter)
+    show = partial(shown_value, ev.parameter)
     listing = (f"Measured in {lab.where}, run with {ev.parameter} "
                f"{', '.join(show(c.value) for c in ev.candidates)}: "
                + "; ".join(f"{show(c.value)}{' (its default there)' if c.baseline else ''}: {candidate_display(c)}"
@@ -332,14 +332,6 @@ def _lab_gain_elsewhere(rec: Recommendation, ev: ParameterEvidence, show: Callab
     return (f"The lab measured {show(best.value)} at {pct(ratio)} IOPS against {show(old.value)} (90% interval "
             f"{span(interval)}), beyond its noise; the rule keeps {current} for the reasons above, and only a "
             f"measurement of this pool can say whether the gain holds here{how}.")
-
-
-# Module parameters in bytes: the lab's CSV has the number, an answer shows it as zfs_dirty_data_max's own are.
-_BYTES = frozenset({"zfs_dirty_data_max"})
-
-
-def _shown(parameter: str, value: str) -> str:
-    return format_size(int(value)) if parameter in _BYTES and value.isdigit() else value
 
 
 def lab_candidate(ev: ParameterEvidence, value: str, rec: Recommendation) -> CandidateEvidence | None:

@@ -40,3 +40,14 @@ def format_size(n: int | float | None) -> str:
             return f"{value:.1f}{unit}"
         value /= 1024
     return f"{value:.1f}P"  # pragma: no cover - loop returns at "T"
+
+
+# Properties and module parameters whose raw form (`zfs get -p`, the parameter files, the lab's
+# CSV) is a number of bytes.
+SIZE_PARAMETERS = frozenset({"recordsize", "volblocksize", "special_small_blocks", "zfs_dirty_data_max",
+                             "zfs_arc_max"})
+
+
+def shown_value(parameter: str, value: str) -> str:
+    """A raw value as a reader sees it: 16384 bytes of recordsize reads as 16K, others as they are."""
+    return format_size(int(value)) if parameter in SIZE_PARAMETERS and value.isdigit() else value

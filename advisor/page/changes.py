@@ -5,17 +5,11 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
-from advisor.engine.units import format_size
+from advisor.engine.units import shown_value
 from advisor.page.markup import dataset_href, esc, link, table, when
 
 SHOWN = 20
-SIZES = frozenset({"recordsize", "volblocksize", "special_small_blocks", "zfs_dirty_data_max", "zfs_arc_max"})
 COLUMNS = ("iops", "bandwidth", "write_latency_p99")
-
-
-def _value(parameter: str, value: str) -> str:
-    """zfs get -p and the parameter files print bytes: 16384 reads as 16K."""
-    return format_size(int(value)) if parameter in SIZES and value.isdigit() else value
 
 
 def _effect(record: dict[str, Any], metric: str) -> str:
@@ -47,7 +41,7 @@ def changes_section(records: list[dict[str, Any]], pool: str | None = None) -> s
         where = link(dataset_href(r["dataset"]), r["dataset"]) if r.get("dataset") else "module parameter"
         param = r["parameter"]
         rows.append([esc(when(r.get("detected_at_epoch"))), where, esc(param),
-                     esc(f"{_value(param, r['old'])} -> {_value(param, r['new'])}"), _followed(r),
+                     esc(f"{shown_value(param, r['old'])} -> {shown_value(param, r['new'])}"), _followed(r),
                      esc(r.get("verdict")), *(_effect(r, m) for m in COLUMNS)])
     query = "?" + urlencode({"pool": pool}) if pool else ""
     return (table(["Seen", "Where", "Setting", "Old -> new", "Followed advice", "Verdict", "IOPS after/before",

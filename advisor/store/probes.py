@@ -253,15 +253,11 @@ class ProbeStore:
         """(pool, measured_at, report JSON as stored) of each pool's `per_pool` latest reports (of
         `pool`'s alone when given), by pool name, newest first: a run may have measured one part
         only, the reader (advisor/evidence/efficiency.py) takes each test from the newest that has it."""
+        where, args = (" WHERE pool = ?", (pool,)) if pool is not None else ("", ())
         sql = ("SELECT pool, measured_at, report_json FROM (SELECT pool, measured_at, report_json, id, ROW_NUMBER() "
-               "OVER (PARTITION BY pool ORDER BY id DESC) AS nth FROM efficiency_reports{where}) WHERE nth <= ? "
+               f"OVER (PARTITION BY pool ORDER BY id DESC) AS nth FROM efficiency_reports{where}) WHERE nth <= ? "
                "ORDER BY pool, id DESC")
-        args: tuple = (per_pool,)
-        if pool is not None:
-            sql, args = sql.format(where=" WHERE pool = ?"), (pool, per_pool)
-        else:
-            sql = sql.format(where="")
-        return [(r[0], float(r[1]), r[2]) for r in self.conn.execute(sql, args)]
+        return [(r[0], float(r[1]), r[2]) for r in self.conn.execute(sql, (*args, per_pool))]
 
 
 def _inserted(cur: sqlite3.Cursor) -> int:
