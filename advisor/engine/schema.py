@@ -41,6 +41,7 @@ _ALLOWED_REFERENCE_HOSTS = (
     "www.sqlite.org",
     "kafka.apache.org",
     "dev.mysql.com",
+    "www.bittorrent.org",  # the BitTorrent protocol's specifications (BEP 3: the 16 KiB block)
 )
 
 

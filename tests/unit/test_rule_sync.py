@@ -25,7 +25,7 @@ def verdict(host, workload: str, dataset: str):
 def test_the_profiles_that_sync_are_the_ones_expected():
     # A profile changing its io.sync changes who hears about sync=disabled: make that a decision.
     assert SYNCING == ["fileserver", "mysql", "postgres", "sqlite", "vm"]
-    assert NOT_SYNCING == ["backup", "kafka", "media"]
+    assert NOT_SYNCING == ["backup", "kafka", "media", "torrent"]
 
 
 @pytest.mark.parametrize("snap", SNAPSHOTS, ids=snapshot_id)

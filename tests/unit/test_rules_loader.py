@@ -12,7 +12,7 @@ from advisor.engine.facts_catalogue import CATALOGUE
 from advisor.engine.loader import RulesError, load_rulebook
 from advisor.rules import RULES_DIR
 
-WORKLOADS = {"postgres", "mysql", "sqlite", "vm", "media", "backup", "fileserver", "kafka"}
+WORKLOADS = {"postgres", "mysql", "sqlite", "vm", "media", "backup", "fileserver", "kafka", "torrent"}
 
 
 def test_shipped_rules_load():
