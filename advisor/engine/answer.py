@@ -12,6 +12,7 @@ from advisor.engine.predicted import PredictionLookup
 from advisor.engine.schema import Workload
 from advisor.evidence.lab_grid import LabMeasurement
 from advisor.evidence.parameters import ParameterEvidence
+from advisor.facts import DATASET_DEFAULTS, PROBED_MODULE_PARAMETERS
 
 
 def decide_all(recs: list[Recommendation], workload: Workload | None, params: dict[str, str], pools: list[str],
@@ -27,8 +28,8 @@ def decide_all(recs: list[Recommendation], workload: Workload | None, params: di
 
     def measurer(rec: Recommendation, values: list[str]) -> list[str] | str | None:
         pool = rec.pool or (pools[0] if pools else None)
-        if pool is None:
-            return None
+        if pool is None or not probed(rec.parameter):
+            return None  # no command the probe would refuse (it cannot set volblocksize, say)
         if rec.scope == "module":  # sysfs takes plain numbers, not 391.3M
             values = [raw_value(rec, v) for v in values]
         argv = ["zfs-advisor", "probe", "--pool", pool, "--workload", workload.name if workload else "WORKLOAD",
@@ -76,3 +77,8 @@ def one_create(target: Target, recs: list[Recommendation], new_datasets: frozens
     changed = {id(r) for r in changes}
     recs = [r.model_copy(update={"apply": command, "apply_argv": argv}) if id(r) in changed else r for r in recs]
     return target.model_copy(update={"create": command, "create_argv": argv}), recs
+
+
+def probed(parameter: str | None) -> bool:
+    """Whether `zfs-advisor probe --param` can measure this parameter (advisor/probe/candidates.py)."""
+    return parameter in DATASET_DEFAULTS or parameter in PROBED_MODULE_PARAMETERS

@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.engine.units import format_size, parse_size
-from advisor.facts import DATASET_DEFAULTS
+from advisor.facts import DATASET_DEFAULTS, PROBED_MODULE_PARAMETERS
 
 # Dataset properties a candidate may set on its scratch child (zfsprops(7)).
 DATASET_PROPERTIES = {
@@ -24,13 +24,11 @@ DATASET_PROPERTIES = {
     "primarycache": re.compile(r"^(all|metadata|none)$"),
     "sync": re.compile(r"^(standard|always|disabled)$"),
     "atime": re.compile(r"^(on|off)$"),
+    # some and none since OpenZFS 2.2 (zfsprops(7)); a 2.1 pool refuses them when the probe creates the dataset
+    "redundant_metadata": re.compile(r"^(all|most|some|none)$"),
 }
 # Module parameters a candidate may change while its probe runs (zfs(4)); only integers.
-MODULE_PARAMETERS = frozenset({
-    "zfs_txg_timeout", "zfs_dirty_data_max", "zfs_dirty_data_max_percent", "zfs_dirty_data_sync_percent",
-    "zfs_vdev_async_write_max_active", "zfs_vdev_async_write_min_active", "zfs_vdev_sync_write_max_active",
-    "zfs_vdev_sync_read_max_active", "zfs_vdev_async_read_max_active", "zfs_vdev_max_active",
-})
+MODULE_PARAMETERS = PROBED_MODULE_PARAMETERS
 
 
 class Candidate(BaseModel):

@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from advisor.engine.answer import probed
+from advisor.probe.candidates import parse_candidate_spec
+
 GOLDEN = Path(__file__).resolve().parent / "recommend"
 ANSWERS = sorted(GOLDEN.glob("*/*/*/*.json"))
 
@@ -32,8 +35,12 @@ def test_the_answer_keeps_the_decisions_promises(path):
             # how to decide: a probe, or the answer again under the load that sizes it (a module
             # parameter in the general answer has no workload to probe with)
             measure = rec["measure_argv"]
-            assert measure is None and answer["workload"] == "general" or \
-                measure[:2] in (["zfs-advisor", "probe"], ["zfs-advisor", "recommend"]), where
+            if measure is None:  # or no probe can set it (volblocksize): no command it would refuse
+                assert answer["workload"] == "general" or not probed(rec["parameter"]), where
+            else:
+                assert measure[:2] in (["zfs-advisor", "probe"], ["zfs-advisor", "recommend"]), where
+                if measure[:2] == ["zfs-advisor", "probe"]:
+                    parse_candidate_spec(measure[measure.index("--param") + 1])  # the probe takes it
     target = answer["target"]
     if target.get("new_dataset"):
         creates = {r["apply"] for r in answer["recommendations"]

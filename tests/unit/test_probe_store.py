@@ -351,7 +351,14 @@ def test_candidates():
     assert [c.baseline for c in cands] == [False, False, True]
     assert cands[0].dataset_properties()["recordsize"] == "8K" and cands[0].key == "recordsize-8K"
     assert parse_candidate_spec("zfs_txg_timeout=1,5")[0].module_parameters() == {"zfs_txg_timeout": "1"}
-    for bad in ("recordsize=3K", "recordsize=8K;rm", "compression=bogus", "quota=1G", "zfs_txg_timeout=-1", "x"):
+    # the OpenZFS guide's redundant_metadata=most for databases, measured against the default all, which
+    # every scratch child is created with (a pool root set to most must not leak into the baseline)
+    most, base = parse_candidate_spec("redundant_metadata=most,all")
+    assert base.baseline and base.dataset_properties()["redundant_metadata"] == "all"
+    assert most.dataset_properties()["redundant_metadata"] == "most"
+    assert parse_candidate_spec("recordsize=8K")[0].dataset_properties()["redundant_metadata"] == "all"
+    for bad in ("recordsize=3K", "recordsize=8K;rm", "compression=bogus", "quota=1G", "zfs_txg_timeout=-1", "x",
+                "redundant_metadata=half", "volblocksize=16K"):
         with pytest.raises(CandidateError):
             parse_candidate_spec(bad)
 

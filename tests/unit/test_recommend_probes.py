@@ -164,3 +164,32 @@ async def test_v1_probes_without_a_database_is_empty_and_creates_none(http_clien
     assert (await (await client.get("/v1/probes")).json()) == {"runs": []}
     assert (await client.get("/v1/probes/1")).status == 404
     assert not (tmp_path / "none").exists()
+
+
+def _redundant_metadata_item(host, measured: dict[str, tuple[float, ...]]):
+    """The redundant_metadata item of the PostgreSQL answer for a new dataset on tank, with a probe
+    run of `--param redundant_metadata=all,most` (the default first: the run's baseline)."""
+    run = [ResultRow(run_id=1, parameter="redundant_metadata", value=value, scope="dataset", baseline=value == "all",
+                     repeat=repeat, started_at=0.0, iops=iops, read_iops=0.7 * iops, write_iops=0.3 * iops,
+                     read_bw=0.0, write_bw=0.0, write_p99=0.002, runtime_seconds=30.0, written_bytes=1 << 20,
+                     pool={"layout": "2 x mirror-2", "ashift": 12, "media": "ssd"}, job="postgres")
+           for value, repeats in measured.items() for repeat, iops in enumerate(repeats)]
+    ev = summarize("redundant_metadata", run)
+    answer = recommend(host, load_rulebook(), "postgres", pool="tank", measured=lambda pool, w: [ev])
+    return next(r for r in answer.recommendations if r.parameter == "redundant_metadata")
+
+
+async def test_a_probe_of_redundant_metadata_decides_what_the_guide_alone_would_change():
+    host = (await collect_from_root(str(RECORDING), 30.0)).host
+    # the guide alone: "most" on a mirrored pool, a change with nothing measured
+    alone = next(r for r in recommend(host, load_rulebook(), "postgres", pool="tank").recommendations
+                 if r.parameter == "redundant_metadata")
+    assert (alone.status, alone.recommended, alone.source) == ("change", "most", "rule")
+    # measured the same: no gain to show, so the default stays
+    same = _redundant_metadata_item(host, {"all": (1000.0, 1010.0), "most": (1005.0, 995.0)})
+    assert (same.source, same.change, same.recommended) == ("probe", False, "all")
+    assert same.apply is None and same.expected_effect is None
+    # measured a gain beyond the repeats' spread: the change, with its measured effect
+    better = _redundant_metadata_item(host, {"all": (1000.0, 1010.0), "most": (1200.0, 1210.0)})
+    assert (better.source, better.change, better.recommended) == ("probe", True, "most")
+    assert better.expected_effect.change_ratio == pytest.approx(1205 / 1005, rel=0.01)
