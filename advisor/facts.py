@@ -197,6 +197,9 @@ class Pool(Model):
     errors: str | None = None  # zpool status "errors:" line
     status: str | None = None  # zpool status "status:" paragraph, if any
     txgs: list[Txg] = Field(default_factory=list)
+    # /proc/spl/kstat/zfs/<pool>/dmu_tx_assign: how long writes waited for a txg, since import (one
+    # series, TX_ASSIGN_SERIES)
+    tx_assign: Histogram | None = None
     kstat_state: str | None = None  # /proc/spl/kstat/zfs/<pool>/state
     iostats: KStat | None = None  # /proc/spl/kstat/zfs/<pool>/iostats (>= 2.1)
     # zpool iostat -w / -r, by vdev name (the pool itself under its own name).
@@ -213,6 +216,9 @@ class Pool(Model):
 
     def leaves(self) -> list[Vdev]:
         return self.root.leaves() if self.root else []
+
+
+TX_ASSIGN_SERIES = "assign"  # the one series of Pool.tx_assign
 
 
 class Property(Model):

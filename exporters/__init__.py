@@ -6,6 +6,7 @@
     vdevs.py       pool and vdev I/O (zpool iostat -vlq), vdev tree, state, errors
     histograms.py  latency and request-size histograms (zpool iostat -w / -r)
     txgs.py        transaction groups (<pool>/txgs)
+    tx_assign.py   how long writes waited for a txg (<pool>/dmu_tx_assign)
     datasets.py    dataset/zvol properties, space, objset I/O
     disks.py       block devices behind the pools (diskstats, sysfs)
     params.py      module version and tuning parameters

@@ -18,7 +18,7 @@ from advisor import __version__
 from advisor.deflated import Deflated
 from advisor.facts import SCHEMA_VERSION
 from advisor.exporters import (arc, changes, datasets, disks, efficiency, histograms, kstats, params, pools, probes,
-                               recommendations, txgs, vdevs, workloads)
+                               recommendations, tx_assign, txgs, vdevs, workloads)
 from advisor.exporters.base import Collect, Scrape
 from advisor.exporters.exposition import has_samples, text, text_parts
 
@@ -32,6 +32,7 @@ COLLECTORS: dict[str, Collect] = {
     "vdevs": vdevs.collect,
     "histograms": histograms.collect,
     "txgs": txgs.collect,
+    "tx_assign": tx_assign.collect,
     "datasets": datasets.collect,
     "dataset_io": datasets.collect_io,
     "disks": disks.collect,

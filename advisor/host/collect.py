@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from advisor.facts import PARAMS_DIR, TUNING_PROPERTIES, Dataset, Disk, Host, KStat, Pool, SourceStatus, ZfsInfo, fields_set, parse_version
 from advisor.host import disks as disks_source
 from advisor.host import kstat as kstat_source
-from advisor.host import modparams, pool_kstats, system, txgs, zdb, zfs_props, zpool_props, zpool_status
+from advisor.host import modparams, pool_kstats, system, tx_assign, txgs, zdb, zfs_props, zpool_props, zpool_status
 from advisor.host.files import HostFiles
 from advisor.host.parsing import ParseError
 from advisor.host.runner import CommandResult, CommandRunner
@@ -423,6 +423,8 @@ def _attach_pool_kstats(
             "kstat_state": kstats.state,
             "iostats": kstats.iostats,
             "txgs": rec.read(f"txgs:{pool.name}", lambda: txgs.parse_txgs(files.read_text(path)), path) or [],
+            "tx_assign": rec.read(f"tx_assign:{pool.name}", lambda: tx_assign.read_tx_assign(files.read_text, pool.name),
+                                  tx_assign.tx_assign_path(pool.name)),
         }))
         io_by_dataset.update(kstats.objsets)
     previous = cache.with_io if cache is not None else {}

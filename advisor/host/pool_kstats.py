@@ -25,7 +25,7 @@ class PoolKStats:
 
 
 def read_pool_kstats(files: HostFiles, pool: str, cache: ObjsetCache | None = None) -> PoolKStats:
-    """Everything under /proc/spl/kstat/zfs/<pool>/ but txgs (a source of its own)."""
+    """Everything under /proc/spl/kstat/zfs/<pool>/ but txgs and dmu_tx_assign (sources of their own)."""
     found = PoolKStats()
     try:
         found.state = read_state(files, pool)

@@ -62,6 +62,8 @@ SOURCES: tuple[Source, ...] = (
            parse=zpool_iostat.parse_size_histograms, attach=zpool_iostat.attach_size_histograms),
     Source(f"zdb:{POOL}", "Vdev.ashift of each top-level vdev", commands=(zdb.zdb_config_argv(POOL),)),
     Source(f"txgs:{POOL}", "Pool.txgs: the last transaction groups", paths=(f"{KSTAT_DIR}/{POOL}/txgs",)),
+    Source(f"tx_assign:{POOL}", "Pool.tx_assign: how long writes waited for a txg",
+           paths=(f"{KSTAT_DIR}/{POOL}/dmu_tx_assign",)),
     Source(f"pool_kstats:{POOL}", "Pool.kstat_state, Pool.iostats, Dataset.io",
            paths=(f"{KSTAT_DIR}/{POOL}/state", f"{KSTAT_DIR}/{POOL}/iostats", f"{KSTAT_DIR}/{POOL}/objset-*")),
 )

@@ -169,7 +169,8 @@ def file_source(host_path: str) -> str | None:
     if host_path.startswith("/sys/module/zfs/parameters/"):
         return "module_params"
     if host_path.startswith("/proc/spl/kstat/zfs/") and len(parts) == 6:  # a pool's own kstats
-        return f"txgs:{parts[4]}" if parts[5] == "txgs" else f"pool_kstats:{parts[4]}"
+        own = {"txgs": "txgs", "dmu_tx_assign": "tx_assign"}.get(parts[5], "pool_kstats")
+        return f"{own}:{parts[4]}"
     for source, pattern in FILE_SOURCES.items():
         if Path(host_path.lstrip("/")).match(pattern):
             return source
