@@ -25,7 +25,7 @@ from advisor.server.errors import json_error
 from advisor.appkeys import FACTS, RULEBOOK, SETTINGS
 from advisor.engine.service import TargetError, resolve_params
 from advisor.names import InvalidName, check_pool_name
-from advisor.probe.candidates import DATASET_PROPERTIES, MODULE_PARAMETERS, CandidateError, parse_candidate_spec
+from advisor.probe.candidates import PROBED, CandidateError, parse_candidate_spec
 from advisor.probe.evidence import evidence
 from advisor.probe.request import ProbeQueued, ProbeRequest
 from advisor.store.db import StoreError, connect
@@ -34,7 +34,6 @@ from advisor.store.probes import ProbeStore, read_existing, signal_queue
 routes = web.RouteTableDef()
 MAX_LIMIT = 1000
 MAX_VALUES = 8  # candidate values per parameter
-PROBED = sorted(DATASET_PROPERTIES) + sorted(MODULE_PARAMETERS)
 
 
 async def read_store(request: web.Request, read: Callable[[ProbeStore | None], Any]) -> Any:

@@ -27,8 +27,9 @@ DATASET_PROPERTIES = {
     # some and none since OpenZFS 2.2 (zfsprops(7)); a 2.1 pool refuses them when the probe creates the dataset
     "redundant_metadata": re.compile(r"^(all|most|some|none)$"),
 }
-# Module parameters a candidate may change while its probe runs (zfs(4)); only integers.
-MODULE_PARAMETERS = PROBED_MODULE_PARAMETERS
+# Every parameter a candidate may set, as error messages and the API list them: the dataset
+# properties above, and the module parameters of facts.py (only integers, set while the probe runs).
+PROBED = sorted(DATASET_PROPERTIES) + sorted(PROBED_MODULE_PARAMETERS)
 
 
 class Candidate(BaseModel):
@@ -69,12 +70,12 @@ def make_candidate(parameter: str, value: str, baseline: bool = False) -> Candid
             if size < 512 or size > 16 << 20 or size & (size - 1):
                 raise CandidateError(f"recordsize={value!r} must be a power of two from 512 to 16M")
         return Candidate(parameter=parameter, value=value, scope="dataset", baseline=baseline)
-    if parameter in MODULE_PARAMETERS:
+    if parameter in PROBED_MODULE_PARAMETERS:
         if not re.fullmatch(r"[0-9]{1,19}", value):
             raise CandidateError(f"{parameter}={value!r}: module parameters here are non-negative integers")
         return Candidate(parameter=parameter, value=value, scope="module", baseline=baseline)
     raise CandidateError(
-        f"{parameter!r} is not probed; valid: {sorted(DATASET_PROPERTIES) + sorted(MODULE_PARAMETERS)}")
+        f"{parameter!r} is not probed; valid: {PROBED}")
 
 
 def parse_candidate_spec(spec: str) -> list[Candidate]:

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from advisor.host.files import HostFiles
-from advisor.probe.candidates import CandidateError, parse_candidate_spec, recordsize_grid
+from advisor.facts import DATASET_DEFAULTS
+from advisor.probe.candidates import DATASET_PROPERTIES, CandidateError, parse_candidate_spec, recordsize_grid
 from advisor.probe.evidence import evidence
 from advisor.probe.modparams import ModuleParamError, ModuleParams, ParamGuard, restore_leftovers
 from advisor.probe.safety import LockBusy, ProbeLock
@@ -353,6 +354,8 @@ def test_candidates():
     assert parse_candidate_spec("zfs_txg_timeout=1,5")[0].module_parameters() == {"zfs_txg_timeout": "1"}
     # the OpenZFS guide's redundant_metadata=most for databases, measured against the default all, which
     # every scratch child is created with (a pool root set to most must not leak into the baseline)
+    # the properties a probe sets are the ones it knows a default of (an answer's `probed`)
+    assert set(DATASET_PROPERTIES) == set(DATASET_DEFAULTS)
     most, base = parse_candidate_spec("redundant_metadata=most,all")
     assert base.baseline and base.dataset_properties()["redundant_metadata"] == "all"
     assert most.dataset_properties()["redundant_metadata"] == "most"
