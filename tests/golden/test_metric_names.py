@@ -12,46 +12,16 @@ included), and from a scrape of the synthetic host with every option on.
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 from support.hosts import make_host
+from support.metricnames import families_in, violations
 
 from advisor.exporters.base import ExportOptions, Scrape
 from advisor.exporters.collector import FactsCollector
 
 GOLDEN = Path(__file__).resolve().parent / "metrics"
-_UNITS = "bytes|seconds|ratio|celsius|volts|amperes|joules|grams|meters"
-RULES = (
-    ("an index inside the name (make it a label)", re.compile(r"_\d+(_|$)"), None),
-    ("_count before _total (a counter of things is <things>_total)", re.compile(r"_count_total$"), None),
-    ("a suffix Prometheus reserves for histograms and summaries", re.compile(r"_(count|sum|bucket)$"), None),
-    ("a unit that is not last", re.compile(rf"_({_UNITS})_(?!total$)"), None),
-    ("a rate gauge (export the counter: rate() is PromQL's)", re.compile(r"_per_second$"), None),
-    ("_total on a gauge", re.compile(r"_total$"), "gauge"),
-    ("a counter without _total", re.compile(r"(?<!_total)$"), "counter"),
-)
-
-
-def violations(families: dict[str, str]) -> list[str]:
-    """'name (type): rule' for each family that breaks a rule."""
-    out = []
-    for name, kind in sorted(families.items()):
-        for why, pattern, only in RULES:
-            if (only is None or kind == only) and pattern.search(name):
-                out.append(f"{name} ({kind}): {why}")
-    return out
-
-
-def families_in(text: str) -> dict[str, str]:
-    """Family -> type, from the TYPE lines (a counter's family is written with `_total` in OpenMetrics
-    and without it in the 0.0.4 text prometheus_client writes; the sample name carries it either way)."""
-    types = dict(re.findall(r"^# TYPE (\S+) (\S+)$", text, re.MULTILINE))
-    return {(f"{name}_total" if kind == "counter" and not name.endswith("_total") else name): kind
-            for name, kind in types.items()}
-
-
 def test_the_rules_catch_the_names_they_are_for():
     bad = {"zfs_abd_scatter_order_3": "gauge", "zfs_dbuf_cache_level_2_bytes": "gauge",
            "zfs_zil_commit_count_total": "counter", "zfs_dbuf_cache_size_bytes_max": "gauge",
