@@ -13,7 +13,7 @@ import sys
 
 from advisor.engine.units import format_size
 from advisor.layout.inputs import PlanInputError, given_disks, measured_disks, parse_block
-from advisor.layout.predict import PlanResponse, plan
+from advisor.layout.predict import LayoutPrediction, PlanResponse, plan
 from advisor.settings import load_settings
 from advisor.store.probes import read_existing
 
@@ -75,6 +75,14 @@ def _iops(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
 
+def _read_iops(p: LayoutPrediction) -> str:
+    """The whole pool's random reads, and in brackets a new pool's where they are fewer."""
+    one = p.random_read_iops_one_metaslab
+    if p.random_read_iops is None or one is None or one >= 0.99 * p.random_read_iops:
+        return _iops(p.random_read_iops)
+    return f"{_iops(p.random_read_iops)} ({_iops(one)})"
+
+
 def table_lines(response: PlanResponse) -> list[str]:
     d = response.disks
     rs, block = format_size(response.recordsize_bytes), format_size(response.random_block_bytes)
@@ -92,11 +100,14 @@ def table_lines(response: PlanResponse) -> list[str]:
                                                       if p.fault_tolerance_best > p.fault_tolerance_any else ""))
         rows.append((p.layout, format_size(p.usable_bytes), format_size(p.data_bytes),
                      _rate(p.seq_read_bytes_per_second), _rate(p.seq_write_bytes_per_second),
-                     _iops(p.random_read_iops), _iops(p.random_write_iops), survives + spares))
+                     _read_iops(p), _iops(p.random_write_iops), survives + spares))
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     for r in rows:
         lines.append("  ".join(c.ljust(w) if i in (0, 7) else c.rjust(w)
                                for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+    if any(_read_iops(p).endswith(")") for p in response.layouts):
+        lines += ["", "rnd rd IOPS (n): of data in one metaslab of each vdev, as a new pool holds its first data: "
+                      "a raidz's blocks start on fewer of its disks there"]
     lines += ["", "method, sources and how far off it was in the lab: docs/planner.md; "
                   "the raidz rules: " + response.references[0]]
     return lines

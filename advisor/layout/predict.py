@@ -10,7 +10,9 @@ Per top-level vdev, summed over the vdevs (ZFS spreads writes over them):
 * random reads of `block`-sized blocks (a recordsize of that size): a mirror serves a read from
   any side (n disks); raidz and dRAID read only a block's data columns, so a block that spans
   the stripe keeps every data disk of the vdev busy (about one disk's IOPS per vdev) and a
-  block of one sector costs one disk;
+  block of one sector costs one disk. A raidz vdev's busiest disk bounds it: blocks start on a
+  subset of the disks (advisor/layout/raidz_reads.py), over the whole pool, and within one
+  metaslab (the data of a new pool, or a region read hot) on fewer still for some widths;
 * random writes: every copy (mirror: 1 disk per vdev); raidz writes the data columns and the
   parity (one disk's IOPS per vdev for a block that spans the stripe); dRAID writes whole rows;
 * fault tolerance: n - 1 disks of a mirror, p of raidz or dRAID, none of a plain disk; any that
@@ -21,6 +23,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from advisor.layout.candidates import Candidate, candidates
+from advisor.layout.raidz_reads import busiest_share
 from advisor.layout.space import Vdev, block_asize, data_capacity, pool_space
 
 
@@ -48,6 +51,9 @@ class LayoutPrediction(BaseModel):
     seq_read_bytes_per_second: float
     seq_write_bytes_per_second: float
     random_read_iops: float | None
+    random_read_iops_one_metaslab: float | None = Field(
+        default=None, description="random reads of data in one metaslab of each top-level vdev, as a new pool "
+                                   "holds its first data (raidz: blocks start on fewer of its disks there)")
     random_write_iops: float | None
     fault_tolerance_any: int = Field(description="disks that may fail, whichever they are")
     fault_tolerance_best: int = Field(description="disks that may fail when each vdev loses its own")
@@ -101,9 +107,12 @@ def _columns(vdev: Vdev, block: int, ashift: int) -> int:
     return min(sectors, vdev.ndata if vdev.type == "draid" else vdev.width - vdev.nparity)
 
 
-def random_read_disks(vdev: Vdev, block: int, ashift: int) -> float:
-    """Random reads of `block`-sized records a vdev serves per I/O its disks each serve."""
-    if vdev.type in ("raidz", "draid"):
+def random_read_disks(vdev: Vdev, block: int, ashift: int, one_metaslab: bool = False) -> float:
+    """Random reads of `block`-sized records a vdev serves per I/O its disks each serve: of data
+    over the pool's metaslabs, or within one."""
+    if vdev.type == "raidz":
+        return 1.0 / busiest_share(vdev.width, vdev.nparity, ashift, block, one_metaslab)
+    if vdev.type == "draid":
         return _members(vdev) / _columns(vdev, block, ashift)
     return vdev.width
 
@@ -133,6 +142,8 @@ def predict(candidate: Candidate, disks: DiskSpec, recordsize: int, block: int) 
         seq_write_bytes_per_second=sum(_write_disks(v, recordsize, disks.ashift) for v in vdevs)
         * disks.seq_write_bytes_per_second,
         random_read_iops=None if rr is None else sum(random_read_disks(v, block, disks.ashift) for v in vdevs) * rr,
+        random_read_iops_one_metaslab=None if rr is None else sum(
+            random_read_disks(v, block, disks.ashift, one_metaslab=True) for v in vdevs) * rr,
         random_write_iops=None if rw is None else sum(random_write_disks(v, block, disks.ashift) for v in vdevs) * rw,
         fault_tolerance_any=min(_tolerance(v) for v in vdevs),
         fault_tolerance_best=sum(_tolerance(v) for v in vdevs),

@@ -15,6 +15,7 @@ from typing import Any, Mapping, TypedDict
 
 from advisor.engine.units import parse_size
 from advisor.facts import DATASET_DEFAULTS
+from advisor.layout.raidz_reads import busiest_share
 from advisor.probe.arc import disk_read_equivalent
 
 DEFAULT_RECORDSIZE = parse_size(DATASET_DEFAULTS["recordsize"])
@@ -148,32 +149,18 @@ def busiest_disk_reads(vdev_type: str, vdev_width: int, top_vdevs: int, ashift: 
     fetches whole records, `block_size / recordsize` of them, or one), when records lie evenly
     over the top-level vdevs.  A disk that serves more of them bounds the pool's random reads.
 
-    A mirror serves a record from one of its disks, a plain disk from itself.  A raidz vdev
-    (module/zfs/vdev_raidz.c, vdev_raidz_map_alloc) lays a record's columns out from the disk
-    its offset falls on, sector offset modulo the width, parity first; every allocation is a
-    multiple of parity + 1 sectors, so a record starts on one of width / gcd(width, parity + 1)
-    disks, and raidz1 swaps the parity with the first data column every other MiB.  On a raidz1
-    of 4 at ashift 12 an 8K record's data lies on disks 0 and 2 three times in four (the lab:
-    36, 14, 39 and 11 % of the reads; 4K records 25 % each, docs/model.md); compression is not
-    counted."""
+    A mirror serves a record from one of its disks, a plain disk from itself.  A raidz vdev's
+    record reads fall on the disks advisor/layout/raidz_reads.py names for the data of one
+    metaslab, as the lab's pools hold it: on a raidz1 of 4 at ashift 12 an 8K record's data lies
+    on disks 0 and 2 three times in four (the lab: 36, 14, 39 and 11 % of the reads; 4K records
+    25 % each, docs/model.md); compression is not counted."""
     records = records_per_io(recordsize, block_size)
     vdevs = max(1, top_vdevs)
     parity = _raidz_parity(vdev_type)
     if parity is None:
         per_disk = 1.0 / max(1, vdev_width) if vdev_type == "mirror" else 1.0
         return records * per_disk / vdevs
-    width = max(parity + 1, vdev_width)
-    rows, rest = divmod(_sectors(recordsize, ashift), width - parity)
-    columns = width if rows else rest + parity  # a record smaller than a row has rest + parity columns
-    starts = sorted({(k * (parity + 1)) % width for k in range(width)})
-    placements = [[0 if swapped and c == 1 else c for c in range(parity, columns)]
-                  for swapped in ((False, True) if parity == 1 else (False,))]
-    share = [0.0] * width
-    for start in starts:
-        for data_columns in placements:
-            for c in data_columns:
-                share[(start + c) % width] += 1.0 / (len(starts) * len(placements))
-    return records * max(share) / vdevs
+    return records * busiest_share(vdev_width, parity, ashift, recordsize, one_metaslab=True) / vdevs
 
 
 def _busiest_disk(obs: Observation, recordsize: int, block_size: int) -> float:

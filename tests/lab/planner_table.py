@@ -20,9 +20,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 from advisor.layout.candidates import Candidate  # noqa: E402 - after the sys.path line above
-from advisor.layout.predict import DiskSpec, LayoutPrediction, predict  # noqa: E402 - after the sys.path line above
+from advisor.layout.predict import LayoutPrediction, predict  # noqa: E402 - after the sys.path line above
 from advisor.layout.space import pool_space  # noqa: E402 - after the sys.path line above
-from support.labplan import LabLayout, lab_layouts, recorded_space  # noqa: E402 - after the sys.path line above
+from support.labplan import LabLayout, disks_of, lab_layouts, recorded_space  # noqa: E402 - after the sys.path line above
 
 # docs/probes.md, "Pool efficiency": probe --efficiency on disks throttled to 10 MB/s, 2026-11-26
 # (pool rate, MB/s: the writers' for writes, the disks' for reads)
@@ -31,17 +31,6 @@ EFFICIENCY = {("slow-stripe4", "seq-write"): 30.2, ("slow-stripe4", "seq-read"):
               ("slow-mirror2", "seq-write"): 8.9, ("slow-mirror2", "seq-read"): 21.1}
 # the same runs, the pool's rate while its txgs synced (docs/probes.md, "Where the writes' rest goes")
 EFFICIENCY_SYNCING = {"slow-stripe4": 0.92, "slow-raidz1x4": 0.90, "slow-mirror2": 0.95}
-
-
-def disks_of(lay: LabLayout) -> DiskSpec | None:
-    """The layout's disks as the planner takes them, or None when they are not alike."""
-    kinds = {(d.media, d.iops, d.bps, d.size) for d in lay.disks}
-    if len(kinds) != 1:
-        return None
-    d = lay.disks[0]
-    return DiskSpec(count=len(lay.disks), size_bytes=d.size, seq_read_bytes_per_second=d.bps,
-                    seq_write_bytes_per_second=d.bps, random_read_iops=d.iops, random_write_iops=d.iops,
-                    media=d.media, logical_block_size=d.logical_block_size, ashift=lay.ashift)
 
 
 def predicted(lay: LabLayout, recordsize: int, block: int) -> LayoutPrediction | None:
@@ -87,7 +76,7 @@ def efficiency_rows(layouts: dict[str, LabLayout]) -> list[str]:
 def grid_rows(layouts: dict[str, LabLayout], grid: Path) -> list[str]:
     rows = ["| layout | test | predicted | measured (fio) | error | at the disks |", "| --- | --- | --- | --- | --- | --- |"]
     for r in csv.DictReader(grid.open()):
-        lay = layouts[r["layout"]]
+        lay = layouts[r["layout"].split("+")[0]]  # "+...": the same layout, another condition
         block = 4096
         pred = predicted(lay, 1 << 20 if r["test"].startswith("seq") else 4096, block)
         field, unit, label = TESTS[r["test"]]
@@ -96,12 +85,19 @@ def grid_rows(layouts: dict[str, LabLayout], grid: Path) -> list[str]:
         busy = float(r["disk_busy_s"]) / (len(lay.disks) * seconds)
         disks = (f"{int(r['disk_read_bytes']) / seconds / 1e6:.0f} MB/s read, "
                  f"{int(r['disk_write_bytes']) / seconds / 1e6:.0f} MB/s written, busy {busy:.0%}")
+        if r.get("disk_read_bytes_each") and int(r["disk_read_bytes"]):
+            each = [int(b) for b in r["disk_read_bytes_each"].split(";")]
+            disks += "; reads by disk " + " / ".join(f"{b / sum(each):.0%}" for b in each)
         if pred is None:
-            rows.append(f"| {lay.name} | {r['test']} | (disks not alike) | {measured:,.0f} {label} | | {disks} |")
+            rows.append(f"| {r['layout']} | {r['test']} | (disks not alike) | {measured:,.0f} {label} | | {disks} |")
             continue
         value = getattr(pred, field) / unit
-        rows.append(f"| {lay.name} | {r['test']} | {value:,.0f} {label} | {measured:,.0f} {label} | "
-                    f"{_err(value, measured)} | {disks} |")
+        shown, error = f"{value:,.0f} {label}", _err(value, measured)
+        one = pred.random_read_iops_one_metaslab
+        if r["test"] == "rand-read" and one is not None and one < 0.99 * value:
+            shown += f" ({one:,.0f} in one metaslab)"
+            error += f" ({_err(one, measured)})"
+        rows.append(f"| {r['layout']} | {r['test']} | {shown} | {measured:,.0f} {label} | {error} | {disks} |")
     return rows
 
 

@@ -8,6 +8,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from advisor.layout.predict import DiskSpec
 from advisor.layout.space import Vdev
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lab"))
@@ -53,6 +54,17 @@ def lab_layouts() -> dict[str, LabLayout]:
         found[name] = LabLayout(name, vdevs_of(lay.zpool_create), min(d.size for d in lay.disks),
                                 lay.expect["ashift"], max(d.logical_block_size for d in lay.disks), lay.disks)
     return found
+
+
+def disks_of(lay: LabLayout) -> DiskSpec | None:
+    """The layout's disks as the planner takes them, or None when they are not alike."""
+    kinds = {(d.media, d.iops, d.bps, d.size) for d in lay.disks}
+    if len(kinds) != 1:
+        return None
+    d = lay.disks[0]
+    return DiskSpec(count=len(lay.disks), size_bytes=d.size, seq_read_bytes_per_second=d.bps,
+                    seq_write_bytes_per_second=d.bps, random_read_iops=d.iops, random_write_iops=d.iops,
+                    media=d.media, logical_block_size=d.logical_block_size, ashift=lay.ashift)
 
 
 def recorded_space(snapshot: Path, pool: str = "tank") -> tuple[int, int]:

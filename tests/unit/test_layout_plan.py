@@ -106,7 +106,11 @@ def test_cli_prints_the_table(capsys):
     out = capsys.readouterr().out
     assert out.splitlines()[0].startswith("6 x 4 TB hdd disks, 200 / 200 MB/s")
     row = next(line for line in out.splitlines() if line.startswith("1 x raidz2 of 6"))
-    assert row.split()[5:11] == ["14.4T", "14.4T", "800", "800", "900", "300"]
+    # random reads: every disk over the pool, two of the six for a new pool's data (docs/planner.md)
+    assert row.split()[5:12] == ["14.4T", "14.4T", "800", "800", "900", "(300)", "300"]
+    assert "rnd rd IOPS (n): of data in one metaslab of each vdev" in out
+    raidz3 = next(line for line in out.splitlines() if line.startswith("1 x raidz3 of 6"))
+    assert raidz3.split()[9:11] == ["450", "225"]  # three of the six disks hold 4K records, in every metaslab
 
 
 def test_cli_json_and_a_bad_flag(capsys):
