@@ -21,7 +21,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from math import gcd
+
 from advisor.host.threads import ThreadCpu
+from advisor.layout.raidz_reads import read_shares
 from advisor.probe.efficiency import IDLE_DISKS, NEAR_LAYOUT, RANDOM_BLOCK, Direction, TxgsDuring, cpu_bound_on
 
 LEVELS = (1, 4, 16)  # fio jobs at once: the concurrency the pool is measured at
@@ -36,6 +39,9 @@ DISKS_BUSY = 0.9
 DISK_IOPS_REACHED = 0.85
 # The pool gave this many times its layout's IOPS or more: the disks did fewer, larger I/Os.
 ABOVE_LAYOUT = 1.25
+# A disk that read less than this share of what its vdev's busiest disk read served (almost)
+# none of the reads: the data lies on the others.
+SERVED_NONE = 0.1
 Kind = Literal["read", "sync", "async"]
 # The vdev queue class each test's I/O lands in (zfs(4), "ZFS I/O scheduler"): a read a caller
 # waits for is a sync read; a sync write reaches the disks as the ZIL's sync writes; an async
@@ -141,6 +147,12 @@ def diagnose_random(kind: Kind, ratio: float, level: RandomLevel, descriptor: di
         notes.append(saturated)
     elif level.cpu_busy_ratio is not None and level.cpu_busy_ratio >= HOST_CPU_BUSY:
         notes.append(f"CPU busy {level.cpu_busy_ratio:.0%} host-wide (no single ZFS thread saturated)")
+    reached = _disks_reached(kind, level, descriptor, block)
+    if reached:
+        notes.append(reached[0])
+        # judged on the disks that hold the data: the others had nothing to read
+        level = level.model_copy(update={"disks": {d: level.disks[d] for d in reached[1]}})
+        busy, depth = _mean(level.disks, "busy_ratio"), _mean(level.disks, "queue_depth")
     share = disk_iops_share(level, raw_iops)
     # A disk throttled to its IOPS (as the lab's are) reads at its limit while busy half the time:
     # the I/Os it did against its raw random IOPS are the evidence, its busy time beside them.
@@ -166,6 +178,39 @@ def diagnose_random(kind: Kind, ratio: float, level: RandomLevel, descriptor: di
         notes.append(f"{t.count} txg{'s' if t.count != 1 else ''} synced {t.sync_seconds:.1f} s of the "
                      f"{level.seconds:.1f} s, {t.dirty_bytes_mean / 2**20:.0f} MiB each")
     return notes
+
+
+def _disks_reached(kind: Kind, level: RandomLevel, descriptor: dict[str, Any],
+                   block: int) -> tuple[str, list[str]] | None:
+    """Reads that came from only some disks of a vdev: a sentence, and the disks that served them."""
+    if kind != "read":
+        return None
+    sentences, serving = [], []
+    for vdev in descriptor.get("vdevs", []):
+        read = {d: level.disks[d].get("read_bytes", 0.0) for d in vdev.get("disks", []) if d in level.disks}
+        if len(read) < 2 or max(read.values()) <= 0:
+            serving += list(read)
+            continue
+        served = [d for d, b in read.items() if b >= SERVED_NONE * max(read.values())]
+        serving += served
+        if len(served) == len(read):
+            continue
+        text = f"the reads came from {len(served)} of the {len(read)} disks of a {vdev['type']} of {len(read)} ({', '.join(served)})"
+        parity = vdev.get("nparity") or 0
+        if vdev["type"].startswith("raidz") and parity:
+            step = gcd(len(read), parity + 1)
+            holding = sum(1 for x in read_shares(len(read), parity, _ashift_of(descriptor), block, one_metaslab=True) if x)
+            if step > 1 and holding < len(read):
+                text += (f": its allocations are multiples of {parity + 1} sectors, so within a metaslab every block "
+                         f"starts on one disk in {step}, and a {block // 1024}K record's data lies on {holding} of the "
+                         f"{len(read)}; data spread over more metaslabs reads from more of them (docs/planner.md, "
+                         "\"Which disks a raidz read reaches\")")
+        sentences.append(text)
+    return ("; ".join(sentences), serving) if sentences else None
+
+
+def _ashift_of(descriptor: dict[str, Any]) -> int:
+    return descriptor.get("ashift") or 12
 
 
 def _how_it_did(kind: Kind, ratio: float, level: RandomLevel, io_kib: float, block: int) -> str:

@@ -221,3 +221,32 @@ def test_a_raw_baseline_the_disks_did_not_set_is_called_a_floor():
     # the disks queued what they were given (a throttled or saturated disk): the raw rate is theirs
     assert not any("raw baseline kept" in n for n in diagnose_random("async", 3.97, level(4, 2243), MIRROR, {}, 31.0))
     assert not any("raw baseline kept" in n for n in diagnose_random("read", 0.97, level(16, 291), MIRROR, {}, None))
+
+
+def test_reads_from_a_subset_of_a_raidz_are_named_and_judged_on_the_disks_that_hold_the_data():
+    """The lab's raidz2 of six on a new pool (tests/lab/experiments/data/raidz-start-disks-2026-11-29.csv):
+    295 4K reads a second, all from its third and sixth disks, each at its 150 IOPS."""
+    desc = layout(("raidz2", 6, 2))
+    read = [0, 0, 13963264, 0, 0, 14110720]  # bytes each disk read over 20.1 s
+    disks = {f"d{i}": {"busy_ratio": 0.75 if b else 0.0, "queue_depth": 7.0 if b else 0.0, "avg_io_bytes": 4096,
+                       "read_bytes": float(b), "ops": b / 4096 * 5.0 / 20.1, "written_bytes": 0.0}
+             for i, b in enumerate(read)}
+    lvl = RandomLevel(jobs=16, iops=295, seconds=5.0, disks=disks, cpu_busy_ratio=0.3)
+    expected = expected_bandwidth(desc, {f"d{i}": 150.0 for i in range(6)}, "read", "random")
+    assert expected == 900  # the whole pool's figure: every start class
+    notes = diagnose_random("read", 295 / expected, lvl, desc, {}, 31.0, raw_iops={f"d{i}": 150.0 for i in range(6)})
+    reached = next(n for n in notes if n.startswith("the reads came from"))
+    assert reached.startswith("the reads came from 2 of the 6 disks of a raidz2 of 6 (d2, d5)")
+    assert "within a metaslab every block starts on one disk in 3" in reached and "lies on 2 of the 6" in reached
+    # the two disks that hold the data were at their raw rate: disk bound, not "the time went elsewhere"
+    assert any(n.startswith("disk bound: the disks did 170 I/Os a second each") for n in notes), notes
+    assert not any("the time went elsewhere" in n for n in notes)
+
+
+def test_reads_from_every_disk_add_no_sentence():
+    desc = layout(("raidz1", 4, 1))
+    disks = {f"d{i}": {"busy_ratio": 0.5, "queue_depth": 4.0, "avg_io_bytes": 4096, "read_bytes": 1.4e7 + i * 1e5,
+                       "ops": 700.0} for i in range(4)}
+    lvl = RandomLevel(jobs=16, iops=568, seconds=5.0, disks=disks, cpu_busy_ratio=0.3)
+    notes = diagnose_random("read", 0.95, lvl, desc, {}, 31.0, raw_iops={f"d{i}": 150.0 for i in range(4)})
+    assert not any(n.startswith("the reads came from") for n in notes)
