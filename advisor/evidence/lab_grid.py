@@ -41,11 +41,13 @@ class LabMeasurement:
     zfs_version: str
     workload: str
     evidence: ParameterEvidence
+    runs: int = 1  # grid runs pooled in `evidence`
 
     @property
     def where(self) -> str:
+        runs = f", {self.runs} runs pooled" if self.runs > 1 else ""
         return (f"the lab's {self.layout} pool ({self.media.upper()}s, OpenZFS {self.zfs_version}, "
-                f"workload {self.workload}; not this host: docs/model.md, \"Module parameters in the lab\")")
+                f"workload {self.workload}{runs}; not this host: docs/model.md, \"Module parameters in the lab\")")
 
 
 def _seconds(us: str) -> float | None:
@@ -58,29 +60,30 @@ def _number(text: str) -> float | None:
 
 def read_module_grid(text: str) -> dict[tuple[str, str, str], LabMeasurement]:
     """(media, workload, parameter) -> the lab's measurement (the first layout of that medium in the
-    file, its latest run).
+    file, every run of it pooled).
 
     A grid's run measures each parameter's baseline (its default) as a candidate of its own: the same
     settings, every module parameter at its default, measured once per parameter.  They are pooled
     as the baseline of every parameter: their spread is the run's drift between candidates (15 % on
     the SSD mirror's PostgreSQL cell, more than the repeats of one candidate show), and an effect
-    must stand out of it."""
-    runs: dict[str, int] = {}
-    found: dict[tuple[str, str, str], dict[int, list[tuple[str, GridRow]]]] = {}
+    must stand out of it.  Runs of the same cell are pooled the same way, so the drift between runs
+    is noise too: an effect one run measured and the next did not (Kafka's +39 % with 64 MiB of
+    dirty data on the HDD raidz, 2026-11-28, +2 % on 2026-11-29) does not stand out."""
+    found: dict[tuple[str, str, str], list[tuple[str, GridRow]]] = {}
+    runs: dict[tuple[str, str, str], set[str]] = {}
     versions: dict[tuple[str, str, str], str] = {}
     for r in csv.DictReader(io.StringIO(text)):
-        run_id = runs.setdefault(r["run_id"], len(runs) + 1)
-        row = GridRow(run_id=run_id, value=r["value"], baseline=r["baseline"] == "1", iops=float(r["iops"]),
+        cell = (r["media"], r["workload"], r["layout"])
+        runs.setdefault(cell, set()).add(r["run_id"])
+        row = GridRow(run_id=len(runs[cell]), value=r["value"], baseline=r["baseline"] == "1", iops=float(r["iops"]),
                       read_p99=_seconds(r["read_p99_us"]), write_p99=_seconds(r["write_p99_us"]),
                       sync_p99=_seconds(r.get("sync_p99_us", "")), compress_ratio=_number(r["compress_ratio"]),
                       arc_hit_ratio=_number(r.get("arc_hit_ratio", "")),
                       pool={"layout": r["layout"], "media": r["media"]})
-        cell = (r["media"], r["workload"], r["layout"])
-        found.setdefault(cell, {}).setdefault(run_id, []).append((r["parameter"], row))
+        found.setdefault(cell, []).append((r["parameter"], row))
         versions[cell] = r["zfs_version"]
     out: dict[tuple[str, str, str], LabMeasurement] = {}
-    for (media, workload, layout), by_run in found.items():
-        rows = by_run[max(by_run)]  # a run's candidates are compared with that run's baselines
+    for (media, workload, layout), rows in found.items():
         defaults = [row for _, row in rows if row.baseline]
         for parameter in dict.fromkeys(p for p, _ in rows):
             if (media, workload, parameter) in out:
@@ -93,5 +96,5 @@ def read_module_grid(text: str) -> dict[tuple[str, str, str], LabMeasurement]:
             evidence = summarize(parameter, pooled + [row for row in own if not row.baseline])
             out[(media, workload, parameter)] = LabMeasurement(
                 layout=layout, media=media, zfs_version=versions[(media, workload, layout)], workload=workload,
-                evidence=evidence)
+                evidence=evidence, runs=len(runs[(media, workload, layout)]))
     return out
