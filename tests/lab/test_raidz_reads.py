@@ -2,15 +2,17 @@
 planner's two random-read figures (docs/planner.md, "Which disks a raidz read reaches").
 
 Every raidz allocation is a multiple of nparity + 1 sectors, so blocks start on a subset of the
-disks: on a raidz3 of six on disks 0, 2 and 4 in every metaslab (4K records read from disks 3, 5
-and 1); on a raidz2 of six on two disks a metaslab, another two in the next.  Each layout: 4K
-random reads of a new pool's data, then of data written after a 1 GiB file
+disks: on a raidz3 of six on disks 0, 2 and 4 (counting from 0) in every metaslab, 4K records
+read from disks 3, 5 and 1; on a raidz2 of six on two disks a metaslab, another two in the
+next.  Each layout: 4K random reads of a new pool's data, then of data written after a 1 GiB file
 (tests/lab/experiments/raidz-start-disks.sh), each disk's bytes read from /proc/diskstats.
-A long lab job (a boot per layout, about 4 minutes each): ZFS_ADVISOR_LAB_LONG=1."""
+The random-I/O efficiency probe on a new raidz2 of six must say where its reads came from.
+A long lab job (a boot per layout, about 4 minutes each, and one for the probe): ZFS_ADVISOR_LAB_LONG=1."""
 from __future__ import annotations
 
 import csv
 import io
+import json
 
 import pytest
 
@@ -18,6 +20,7 @@ from advisor.layout.candidates import Candidate
 from advisor.layout.predict import LayoutPrediction, predict
 from advisor.layout.raidz_reads import read_shares
 from advisor.layout.space import Vdev
+from labefficiency import RANDOM_PROBE
 from labparams import long_jobs
 from labvm import LabVM
 from support.labplan import disks_of, lab_layouts
@@ -88,3 +91,26 @@ def test_raidz2_of_six_reads_a_metaslabs_small_records_from_two_disks(measured):
     assert abs(pred.random_read_iops_one_metaslab - float(new["fio_iops"])) <= 0.25 * float(new["fio_iops"])
     # over more metaslabs, more disks: between the one-metaslab figure and the whole pool's
     assert pred.random_read_iops_one_metaslab < float(later["fio_iops"]) <= pred.random_read_iops
+
+
+def test_the_random_efficiency_probe_names_the_disks_a_new_raidz2_reads_from(_lab_machines):
+    """`probe --efficiency random` on a new raidz2 of six: its scratch data lies in the first
+    metaslab, so its 4K reads come from two disks at their raw rate. The report says so, and calls
+    it disk bound on those two (2026-11-29: 301 IOPS, 33 % of the layout, the disks 151 a second,
+    98 % of their raw reads). Its own boot (about 3 minutes)."""
+    _lab_machines.stop()
+    vm = LabVM("2.3", "hdd-raidz2x6")
+    vm.start()
+    try:
+        out = vm.exec(RANDOM_PROBE, timeout=1800)
+    finally:
+        vm.stop()
+    assert out.rc == 0, out.stderr
+    report = json.loads(out.stdout)
+    [read] = [r for r in report["random_results"] if r["test"] == "rand-read-4k"]
+    print(read["measured"], read["expected"], read["diagnosis"])
+    reached = [d for d in read["diagnosis"] if d.startswith("the reads came from")]
+    assert reached and reached[0].startswith("the reads came from 2 of the 6 disks of a raidz2 of 6")
+    assert "within a metaslab every block starts on one disk in 3" in reached[0]
+    assert any(d.startswith("disk bound") for d in read["diagnosis"]), read["diagnosis"]
+    assert read["ratio"] < 0.5
