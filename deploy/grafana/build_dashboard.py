@@ -110,6 +110,10 @@ NOT_MEASURED = Witness(
     "no `zfs-advisor probe --pool P --efficiency` report of the pool is stored",
     f'count by (job, instance, pool) (zfs_pool_health_state{sel()}) unless '
     f'count by (job, instance, pool) (zfs_advisor_pool_efficiency_timestamp_seconds{sel()})')
+NO_TX_ASSIGN = Witness(
+    "the module does not export /proc/spl/kstat/zfs/<pool>/dmu_tx_assign for the pools",
+    f'count by (job, instance) (zfs_pool_health_state{sel()}) unless '
+    f'count by (job, instance) (zfs_pool_tx_assign_seconds_count{sel()})')
 # zfs_advisor_pool_efficiency_ratio: at 85 % of its layout a pool lost nothing to explain
 # (advisor/probe/efficiency.py NEAR_LAYOUT); below half, most of the disks' rate is lost
 EFFICIENCY = [(None, "red"), (0.5, "orange"), (0.85, "green")]
@@ -157,12 +161,14 @@ def scan_state_is(state: str, value: int) -> str:
     return f"{value} * max without (function, state) (zfs_pool_scan_state{sel(state=state)} == 1)"
 
 
-def heatmap(title: str, bucket: str, unit: str, **matchers: str) -> Panel:
+def heatmap(title: str, bucket: str, unit: str, empty_when: Witness | None = None, description: str = "",
+            **matchers: str) -> Panel:
     """A heatmap of one instance's histogram: buckets add up across the selected pools, never
     across hosts (the panel repeats per instance)."""
     expr = f"sum by (job, instance, le) ({rate(bucket, **matchers)})"
     # full width: Grafana lays the repeats side by side in its place
-    return Panel(title, "heatmap", [Target(expr, "{{le}}")], unit=unit, per_instance=True, width=24)
+    return Panel(title, "heatmap", [Target(expr, "{{le}}", empty_when=empty_when)], unit=unit, per_instance=True,
+                 width=24, description=description)
 
 
 # -- the panels, row by row -----------------------------------------------------------------------
@@ -243,6 +249,11 @@ def rows() -> list[tuple[str, list[Panel]]]:
                 Target(host_rate("zfs_dmu_tx_dirty_delay_total"), "{{instance}} delayed"),
                 Target(host_rate("zfs_dmu_tx_dirty_over_max_total"), "{{instance}} over max"),
             ], unit="ops", width=12),
+            heatmap("Waiting for a txg (writes, the throttle's delay included): $instance",
+                    "zfs_pool_tx_assign_seconds_bucket", "s", empty_when=NO_TX_ASSIGN,
+                    description="How long writes waited to be assigned to a transaction group "
+                                "(dmu_tx_assign): waits of milliseconds and more are the write throttle "
+                                "delaying writers (zfs(4), \"ZFS Transaction Delay\")."),
         ]),
         ("ARC", [
             Panel("ARC size", "timeseries", [
