@@ -10,9 +10,10 @@ disks.  Metaslabs are a power of two in size (`vdev_metaslab_set_size()`), so th
 on the same of those classes when gcd(width, nparity + 1) is a power of two (raidz1 and raidz3 of
 an even width), and on every class in turn when it is 3 (raidz2 of a width divisible by 3).
 
-The lab (tests/lab/experiments/planner-grid.sh, 2026-11-29): 4K records on a raidz2 of six, one
-metaslab's data, read from disks 3 and 6 only (295 IOPS of 150-IOPS disks); with a 1 GiB file
-written first, from disks 1, 2, 4 and 5 (582 IOPS).
+The lab (tests/lab/experiments/raidz-start-disks.sh, 2026-11-29): 4K records on a raidz2 of six,
+one metaslab's data, read from disks 3 and 6 only (295 IOPS of 150-IOPS disks); with a 1 GiB file
+written first, from disks 1, 2, 4 and 5 (582 IOPS); on a raidz3 of six from disks 2, 4 and 6 both
+times (438 and 433 IOPS).
 """
 from __future__ import annotations
 
