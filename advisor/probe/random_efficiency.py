@@ -134,6 +134,10 @@ def diagnose_random(kind: Kind, ratio: float, level: RandomLevel, descriptor: di
                     params: dict[str, str], raw_depth: float | None, block: int = BLOCK,
                     raw_iops: dict[str, float] | None = None) -> list[str]:
     """One short sentence per finding, with its numbers; the first says how the pool did."""
+    reached = _disks_reached(kind, level, descriptor, block)
+    if reached:
+        # judged on the disks that hold the data: the others had nothing to read
+        level = level.model_copy(update={"disks": {d: level.disks[d] for d in reached[1]}})
     busy, depth = _mean(level.disks, "busy_ratio"), _mean(level.disks, "queue_depth")
     io_kib = _mean(level.disks, "avg_io_bytes") / 1024
     notes = [_how_it_did(kind, ratio, level, io_kib, block)]
@@ -147,12 +151,8 @@ def diagnose_random(kind: Kind, ratio: float, level: RandomLevel, descriptor: di
         notes.append(saturated)
     elif level.cpu_busy_ratio is not None and level.cpu_busy_ratio >= HOST_CPU_BUSY:
         notes.append(f"CPU busy {level.cpu_busy_ratio:.0%} host-wide (no single ZFS thread saturated)")
-    reached = _disks_reached(kind, level, descriptor, block)
     if reached:
         notes.append(reached[0])
-        # judged on the disks that hold the data: the others had nothing to read
-        level = level.model_copy(update={"disks": {d: level.disks[d] for d in reached[1]}})
-        busy, depth = _mean(level.disks, "busy_ratio"), _mean(level.disks, "queue_depth")
     share = disk_iops_share(level, raw_iops)
     # A disk throttled to its IOPS (as the lab's are) reads at its limit while busy half the time:
     # the I/Os it did against its raw random IOPS are the evidence, its busy time beside them.
