@@ -113,8 +113,8 @@ def disks_per_vdev(vdev: dict[str, Any], direction: Direction, pattern: Pattern 
                    block: int = RANDOM_BLOCK, ashift: int = 12) -> float:
     """Disks' worth a vdev gives: bytes/s for large sequential I/O, IOPS for random `block`-sized
     records. A raidz record of one sector lies on one data column (different records on different
-    disks), so small random reads keep every member busy and a write costs its column and the
-    parity; a record that spans the data columns costs them all (about one disk's IOPS): the
+    disks), so small random reads keep busy every member the vdev's blocks start on
+    (advisor/layout/raidz_reads.py) and a write costs its column and the parity; a record that spans the data columns costs them all (about one disk's IOPS): the
     planner's rules (advisor/layout/predict.py, docs/planner.md)."""
     kind, width = vdev["type"], vdev["width"]
     if kind == "mirror":

@@ -4,9 +4,10 @@ The disks' IOPS are measured read-only (efficiency.raw_read_argv, pattern "randr
 deep enough to keep a disk busy); a disk's random write IOPS are taken to be its read IOPS.
 The layout's rule (efficiency.disks_per_vdev, pattern "random", the planner's): a mirror reads
 with every side, writes with one disk's worth; a raidz vdev reads a 4K record from its one data
-column, so small random reads keep every member busy (n disks' worth) and a write costs the
-column and the parity (n / (1 + p)); a record spanning the data columns costs about one disk's
-IOPS; top-level vdevs add.  OpenZFS docs, "Workload Tuning", "RAIDZ"; zpoolconcepts(7).
+column, so small random reads keep every member its blocks start on busy (n disks' worth where
+they start on every disk; a raidz3 of six: three, advisor/layout/raidz_reads.py) and a write
+costs the column and the parity (n / (1 + p)); a record spanning the data columns costs about
+one disk's IOPS; top-level vdevs add.  OpenZFS docs, "Workload Tuning", "RAIDZ"; zpoolconcepts(7).
 
 The pool is measured at rising concurrency (fio jobs, one I/O each in flight) in a scratch
 dataset whose recordsize is the block size and whose primarycache is metadata, so reads reach
