@@ -22,7 +22,8 @@ from math import gcd
 DEFAULT_ASHIFT = 12  # what ZFS picks for most disks today
 
 
-def _sectors(recordsize: int, ashift: int | None) -> int:
+def sectors(recordsize: int, ashift: int | None) -> int:
+    """A record's sectors (ashift unknown: 12, what ZFS picks for most disks today)."""
     return -(-recordsize // (1 << (ashift or DEFAULT_ASHIFT)))
 
 
@@ -44,7 +45,7 @@ def read_shares(width: int, nparity: int, ashift: int | None, recordsize: int,
     """Each member disk's reads per record read, records spread evenly over the start disks
     (they add up to the data columns of a record).  Compression is not counted."""
     width = max(nparity + 1, width)
-    rows, rest = divmod(_sectors(recordsize, ashift), width - nparity)
+    rows, rest = divmod(sectors(recordsize, ashift), width - nparity)
     columns = width if rows else rest + nparity  # a record smaller than a row: rest + parity columns
     placements = [[0 if swapped and c == 1 else c for c in range(nparity, columns)]
                   for swapped in ((False, True) if nparity == 1 else (False,))]

@@ -15,7 +15,7 @@ from typing import Any, Mapping, TypedDict
 
 from advisor.engine.units import parse_size
 from advisor.facts import DATASET_DEFAULTS
-from advisor.layout.raidz_reads import busiest_share
+from advisor.layout.raidz_reads import busiest_share, sectors
 from advisor.probe.arc import disk_read_equivalent
 
 DEFAULT_RECORDSIZE = parse_size(DATASET_DEFAULTS["recordsize"])
@@ -119,11 +119,6 @@ def _raidz_parity(vdev_type: str) -> int | None:
     return int(digits) if digits.isdigit() else 1
 
 
-def _sectors(recordsize: int, ashift: int | None) -> int:
-    """A record's sectors (ashift unknown: 12, what ZFS picks for most disks today)."""
-    return -(-recordsize // (1 << (ashift or 12)))
-
-
 def disks_per_record(vdev_type: str, vdev_width: int, ashift: int | None, recordsize: int) -> int:
     """The disks one record lies on.  A raidz vdev splits a record into sectors of 2^ashift bytes
     over its data disks (OpenZFS docs, Basic Concepts: RAIDZ), so reading a record waits for each
@@ -133,7 +128,7 @@ def disks_per_record(vdev_type: str, vdev_width: int, ashift: int | None, record
     parity = _raidz_parity(vdev_type)
     if parity is None:
         return 1
-    return min(max(1, vdev_width - parity), _sectors(recordsize, ashift))
+    return min(max(1, vdev_width - parity), sectors(recordsize, ashift))
 
 
 def records_per_io(recordsize: int, block_size: int) -> float:

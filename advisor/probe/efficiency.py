@@ -139,11 +139,11 @@ def expected_bandwidth(descriptor: dict[str, Any], disk_rate: dict[str, float], 
         rates = [disk_rate[d] for d in vdev["disks"] if d in disk_rate]
         if not rates:
             raise ValueError(f"no raw measurement for the disks of a {vdev['type']} vdev")
-        total += disks_per_vdev(vdev, direction, pattern, ashift=_ashift(descriptor)) * min(rates)
+        total += disks_per_vdev(vdev, direction, pattern, ashift=pool_ashift(descriptor)) * min(rates)
     return total
 
 
-def _ashift(descriptor: dict[str, Any]) -> int:
+def pool_ashift(descriptor: dict[str, Any]) -> int:
     return descriptor.get("ashift") or 12  # OpenZFS' choice for 4K-sector disks, and the lab's
 
 
@@ -152,7 +152,7 @@ def layout_rule(descriptor: dict[str, Any], direction: Direction, pattern: Patte
     groups: dict[tuple[str, int], list[float]] = {}
     for vdev in descriptor["vdevs"]:
         groups.setdefault((vdev["type"], vdev["width"]), []).append(
-            disks_per_vdev(vdev, direction, pattern, ashift=_ashift(descriptor)))
+            disks_per_vdev(vdev, direction, pattern, ashift=pool_ashift(descriptor)))
     parts = [f"{len(n)} x {kind} of {width}: {n[0]:.3g} disk{'s' if n[0] != 1 else ''} each"
              for (kind, width), n in groups.items()]
     total = sum(sum(n) for n in groups.values())

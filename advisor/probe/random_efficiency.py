@@ -26,7 +26,8 @@ from math import gcd
 
 from advisor.host.threads import ThreadCpu
 from advisor.layout.raidz_reads import read_shares
-from advisor.probe.efficiency import IDLE_DISKS, NEAR_LAYOUT, RANDOM_BLOCK, Direction, TxgsDuring, cpu_bound_on
+from advisor.probe.efficiency import (IDLE_DISKS, NEAR_LAYOUT, RANDOM_BLOCK, Direction, TxgsDuring, cpu_bound_on,
+                                      pool_ashift)
 
 LEVELS = (1, 4, 16)  # fio jobs at once: the concurrency the pool is measured at
 RAW_QUEUE_DEPTH = 32  # per disk in the raw baseline: enough to keep a disk busy
@@ -200,7 +201,7 @@ def _disks_reached(kind: Kind, level: RandomLevel, descriptor: dict[str, Any],
         parity = vdev.get("nparity") or 0
         if vdev["type"].startswith("raidz") and parity:
             step = gcd(len(read), parity + 1)
-            holding = sum(1 for x in read_shares(len(read), parity, _ashift_of(descriptor), block, one_metaslab=True) if x)
+            holding = sum(1 for x in read_shares(len(read), parity, pool_ashift(descriptor), block, one_metaslab=True) if x)
             if step > 1 and holding < len(read):
                 text += (f": its allocations are multiples of {parity + 1} sectors, so within a metaslab every block "
                          f"starts on one disk in {step}, and a {block // 1024}K record's data lies on {holding} of the "
@@ -208,10 +209,6 @@ def _disks_reached(kind: Kind, level: RandomLevel, descriptor: dict[str, Any],
                          "\"Which disks a raidz read reaches\")")
         sentences.append(text)
     return ("; ".join(sentences), serving) if sentences else None
-
-
-def _ashift_of(descriptor: dict[str, Any]) -> int:
-    return descriptor.get("ashift") or 12
 
 
 def _how_it_did(kind: Kind, ratio: float, level: RandomLevel, io_kib: float, block: int) -> str:
