@@ -23,13 +23,12 @@ from advisor.layout.space import Vdev
 from labefficiency import RANDOM_PROBE
 from labparams import long_jobs
 from labvm import LabVM
-from support.labplan import disks_of, lab_layouts
+from support.labplan import GRID_COLUMNS, disks_of, disks_that_read, lab_layouts
 
 pytestmark = [pytest.mark.lab,
               pytest.mark.skipif(not long_jobs(), reason="a long lab job: set ZFS_ADVISOR_LAB_LONG=1 (docs/lab.md)")]
 
 SCRIPT = "/project/tests/lab/experiments/raidz-start-disks.sh"
-IDLE_SHARE = 0.02  # a disk no block's data lies on serves (almost) none of the reads
 
 
 @pytest.fixture(scope="module")
@@ -45,20 +44,12 @@ def measured(_lab_machines):
             assert out.rc == 0, out.stderr
         finally:
             vm.stop()
-        fields = ("layout,zfs_version,test,recordsize,block_size,numjobs,fio_iops,fio_bytes_per_s,runtime_s,"
-                  "disk_read_bytes,disk_write_bytes,disk_busy_s,disk_read_bytes_each,guest_cpu_busy").split(",")
         print(out.stdout, end="")  # the CSV rows (docs/planner.md's table is made of them)
-        new, later = list(csv.DictReader(io.StringIO(out.stdout), fieldnames=fields))
+        new, later = list(csv.DictReader(io.StringIO(out.stdout), fieldnames=GRID_COLUMNS))
         rows[name] = (new, later)
         print(f"{name}: new pool {new['fio_iops']} IOPS, by disk {new['disk_read_bytes_each']}; "
               f"after 1 GiB {later['fio_iops']} IOPS, by disk {later['disk_read_bytes_each']}")
     return rows
-
-
-def _reading(row: dict) -> list[int]:
-    """The disks that served reads, in the pool's order."""
-    each = [int(b) for b in row["disk_read_bytes_each"].split(";")]
-    return [i for i, b in enumerate(each) if b > IDLE_SHARE * sum(each)]
 
 
 def _predicted(name: str) -> tuple[LayoutPrediction, Vdev]:
@@ -73,7 +64,7 @@ def test_raidz3_of_six_reads_small_records_from_three_disks_in_every_metaslab(me
     pred, vdev = _predicted("hdd-raidz3x6")
     expected = [i for i, s in enumerate(read_shares(vdev.width, vdev.nparity, 12, 4096)) if s > 0]
     assert expected == [1, 3, 5]
-    assert _reading(new) == expected and _reading(later) == expected
+    assert disks_that_read(new) == expected and disks_that_read(later) == expected
     assert pred.random_read_iops == pred.random_read_iops_one_metaslab == 450
     for row in (new, later):
         assert abs(pred.random_read_iops - float(row["fio_iops"])) <= 0.25 * float(row["fio_iops"])
@@ -84,9 +75,9 @@ def test_raidz2_of_six_reads_a_metaslabs_small_records_from_two_disks(measured):
     pred, vdev = _predicted("hdd-raidz2x6")
     one = [i for i, s in enumerate(read_shares(vdev.width, vdev.nparity, 12, 4096, one_metaslab=True)) if s > 0]
     assert one == [2, 5]
-    assert _reading(new) == one  # the new pool's first metaslab
+    assert disks_that_read(new) == one  # the new pool's first metaslab
     # written after 1 GiB, the data lies in metaslabs whose blocks start on other disks
-    assert set(_reading(later)) - set(one)
+    assert set(disks_that_read(later)) - set(one)
     assert pred.random_read_iops_one_metaslab == 300 and pred.random_read_iops == 900
     assert abs(pred.random_read_iops_one_metaslab - float(new["fio_iops"])) <= 0.25 * float(new["fio_iops"])
     # over more metaslabs, more disks: between the one-metaslab figure and the whole pool's

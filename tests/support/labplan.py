@@ -67,6 +67,18 @@ def disks_of(lay: LabLayout) -> DiskSpec | None:
                     media=d.media, logical_block_size=d.logical_block_size, ashift=lay.ashift)
 
 
+# tests/lab/experiments/planner-grid.sh's CSV columns (tests/lab/planner-grid writes them as the header)
+GRID_COLUMNS = ("layout,zfs_version,test,recordsize,block_size,numjobs,fio_iops,fio_bytes_per_s,runtime_s,"
+                "disk_read_bytes,disk_write_bytes,disk_busy_s,disk_read_bytes_each,guest_cpu_busy").split(",")
+IDLE_SHARE = 0.02  # a disk no block's data lies on serves (almost) none of the reads
+
+
+def disks_that_read(row: dict) -> list[int]:
+    """A grid row's disks that served its reads (more than IDLE_SHARE of the bytes), in the pool's order."""
+    each = [int(b) for b in row["disk_read_bytes_each"].split(";")]
+    return [i for i, b in enumerate(each) if b > IDLE_SHARE * sum(each)]
+
+
 def recorded_space(snapshot: Path, pool: str = "tank") -> tuple[int, int]:
     """(zpool get size, zfs get used + available) of `pool` in a host snapshot directory."""
     manifest = json.loads((snapshot / "manifest.json").read_text())

@@ -12,6 +12,7 @@ from advisor.layout.candidates import Candidate
 from advisor.layout.predict import DiskSpec, predict
 from advisor.layout.raidz_reads import read_shares, start_disks
 from advisor.layout.space import Vdev, raidz_asize
+from support.labplan import GRID_COLUMNS, disks_that_read
 
 DATA = Path(__file__).resolve().parents[1] / "lab/experiments/data/raidz-start-disks-2026-11-29.csv"
 
@@ -55,12 +56,6 @@ def _lab_rows() -> dict[str, dict]:
     return {r["layout"]: r for r in csv.DictReader(DATA.read_text().splitlines())}
 
 
-def _reading(row: dict) -> list[int]:
-    """The disks that served the reads (more than 2 % of the bytes), in the pool's order."""
-    each = [int(b) for b in row["disk_read_bytes_each"].split(";")]
-    return [i for i, b in enumerate(each) if b > 0.02 * sum(each)]
-
-
 def _serving(width: int, nparity: int, one_metaslab: bool) -> list[int]:
     return [i for i, s in enumerate(read_shares(width, nparity, 12, 4096, one_metaslab)) if s > 0]
 
@@ -68,12 +63,12 @@ def _serving(width: int, nparity: int, one_metaslab: bool) -> list[int]:
 def test_the_lab_read_4k_records_from_the_disks_named():
     rows = _lab_rows()
     # a new pool's data lies in its first metaslab: the disks named for one metaslab, nothing else
-    assert _reading(rows["hdd-raidz2x6"]) == _serving(6, 2, True) == [2, 5]
-    assert _reading(rows["hdd-raidz3x6"]) == _serving(6, 3, True) == [1, 3, 5]
+    assert disks_that_read(rows["hdd-raidz2x6"]) == _serving(6, 2, True) == [2, 5]
+    assert disks_that_read(rows["hdd-raidz3x6"]) == _serving(6, 3, True) == [1, 3, 5]
     # written after 1 GiB, in later metaslabs: a raidz2 of six reads it from other disks, a raidz3
     # of six from the same three (its metaslabs all start on the same class)
-    assert set(_reading(rows["hdd-raidz2x6+1G-first"])).isdisjoint([2, 5])
-    assert _reading(rows["hdd-raidz3x6+1G-first"]) == _serving(6, 3, False) == [1, 3, 5]
+    assert set(disks_that_read(rows["hdd-raidz2x6+1G-first"])).isdisjoint([2, 5])
+    assert disks_that_read(rows["hdd-raidz3x6+1G-first"]) == _serving(6, 3, False) == [1, 3, 5]
 
 
 DISKS = DiskSpec(count=6, size_bytes=2 << 30, seq_read_bytes_per_second=150e6, seq_write_bytes_per_second=150e6,
@@ -102,3 +97,11 @@ def test_the_lab_iops_are_within_a_quarter_of_the_planners_figure_for_where_the_
         predicted = p.random_read_iops_one_metaslab if where == "one" else p.random_read_iops
         measured = float(rows[name]["fio_iops"])
         assert abs(predicted - measured) <= 0.25 * measured, (name, predicted, measured)
+
+
+def test_the_grid_columns_are_the_scripts_header():
+    """support.labplan.GRID_COLUMNS, which the lab test reads the script's rows with, is the header
+    tests/lab/planner-grid writes and the recorded CSV has."""
+    driver = (DATA.parents[2] / "planner-grid").read_text()
+    [header] = [line.split("=", 1)[1] for line in driver.splitlines() if line.startswith("header=")]
+    assert header.split(",") == GRID_COLUMNS == DATA.read_text().splitlines()[0].split(",")
