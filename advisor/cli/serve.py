@@ -16,6 +16,7 @@ from advisor import __version__, systemd
 from advisor.server.connections import GuardedSite
 from advisor.server.errors import JsonErrorAppRunner, loop_exception_handler
 from advisor.server.limits import favour_the_event_loop
+from advisor.server.stopping import REQUESTS_GRACE_SECONDS, exit_by_deadline
 from advisor.memory import keep_big_blocks_apart
 from advisor.appkeys import WEB_CONFIG
 from advisor.app import create_app
@@ -61,7 +62,7 @@ async def _serve(app: web.Application, settings: Settings, load: Callable[[], Se
     asyncio.get_running_loop().set_exception_handler(loop_exception_handler)
     # aiohttp's parser errors as JSON 4xx too; a read timeout; connections counted at accept() and
     # capped below the file-descriptor limit (advisor/server/connections.py, docs/reliability.md)
-    runner = JsonErrorAppRunner(app, handle_signals=False)
+    runner = JsonErrorAppRunner(app, handle_signals=False, shutdown_timeout=REQUESTS_GRACE_SECONDS)
     await runner.setup()
     web_config = app[WEB_CONFIG]
     ssl_context = web_config.ssl_context()
@@ -88,7 +89,10 @@ async def _serve(app: web.Application, settings: Settings, load: Callable[[], Se
         loop.call_later(delay, _wedge)
     await stop.wait()
     log.info("shutting down")
+    began = time.monotonic()
+    exit_by_deadline()  # within TimeoutStopSec, whatever still runs (advisor/server/stopping.py)
     await runner.cleanup()
+    log.info("stopped", extra={"seconds": round(time.monotonic() - began, 3)})
     return 0
 
 

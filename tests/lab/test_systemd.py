@@ -590,7 +590,9 @@ def test_stop_is_clean_and_within_timeout_stop_sec(installed):
     state = show(vm, "ActiveState", "Result", "ExecMainCode", "ExecMainStatus")
     log = journal(vm, since)
     print(f"\nsystemctl stop: {took:.1f} s; {state}")
-    assert state == {"ActiveState": "inactive", "Result": "success", "ExecMainCode": "1", "ExecMainStatus": "0"}
+    if "the stop took more than" in log:  # advisor/server/stopping.py: in time, but something held it
+        print(log)
+    assert state == {"ActiveState": "inactive", "Result": "success", "ExecMainCode": "1", "ExecMainStatus": "0"}, log
     assert took < TIMEOUT_STOP
     assert not re.search(r"SIGKILL|timed out|Killing process", log), log
     assert "shutting down" in log, log
