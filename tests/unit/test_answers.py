@@ -88,7 +88,7 @@ def test_an_undecided_answer_measured_by_its_own_command_is_decided_and_no_worse
     predictor, _ = fitted.load(prior_path())
     results = answers.evaluate_answers(partial(ShippedFit, predictor, prior), prior, answers.measured_rows(),
                                        load_rulebook(), answers.load_hosts(HOSTS / "2.3.2"), [0, answers.MEASURE],
-                                       "hdd-raidz1x4/postgres")
+                                       "hdd-raidz1x6/postgres")
     by = {(r.start, r.budget): r for r in results}
     before, after = by[("common", 0)], by[("common", answers.MEASURE)]
     assert before.statuses["recordsize"] == "undecided" and before.current.startswith("8K")

@@ -82,14 +82,35 @@ def test_a_quiet_window_never_changes_a_load_sized_module_parameter(snap):
         assert not changed, f"{workload or 'general'}: {changed}"
 
 
+# The load recordings whose fio load engaged the write throttle, and how often (dmu_tx_dirty_delay):
+# on the raidz1 of six HDDs (2026-11-29) dirty data reached 52 % of its limit in the last txgs and
+# 4 of 13,642 transactions were delayed.
+THROTTLED_LOADS = {"2.3.2/hdd-raidz1x6/load": 4}
+
+
 @pytest.mark.parametrize("snap", recorded_snapshots("load"), ids=snapshot_id)
-def test_the_recorded_fio_load_never_engaged_the_write_throttle(snap):
-    # Why no load recording gets a change from these rules: 4K random writes and 1M reads dirtied a few MiB
-    # per txg against a zfs_dirty_data_max of hundreds, far below zfs_delay_min_dirty_percent (60 %).
+def test_the_recorded_fio_load_engaged_the_write_throttle_only_where_listed(snap):
+    # Why the other load recordings get no change from these rules: 4K random writes and 1M reads dirtied
+    # a few MiB per txg against a zfs_dirty_data_max of hundreds, far below zfs_delay_min_dirty_percent (60 %).
     host = host_of(snap)
-    assert host.kstats["dmu_tx"].int("dmu_tx_dirty_delay") == 0
+    delays = THROTTLED_LOADS.get(snapshot_id(snap), 0)
+    assert host.kstats["dmu_tx"].int("dmu_tx_dirty_delay") == delays
     dirty = [t.dirty_bytes for t in host.pools[0].txgs[-10:]]
-    assert max(dirty) < 0.6 * host.module_param_int("zfs_dirty_data_max")
+    if not delays:
+        assert max(dirty) < 0.6 * host.module_param_int("zfs_dirty_data_max")
+
+
+def test_a_load_that_barely_engaged_the_throttle_asks_for_a_measurement():
+    # 4 delayed transactions are a throttle that acted, so the dirty-data rule sizes a value (98M from
+    # the txg bandwidth); that sizing is the advisor's heuristic (its sources disagree) and nothing
+    # was measured for it on this pool: keep the current value, and here is the probe that decides.
+    host = host_of(recording("2.3.2/hdd-raidz1x6/load"))
+    for workload in ANSWERS:
+        advice = [r for r in module_advice(host, workload) if any(fnmatch(r.parameter, p) for p in LOAD_SIZED)]
+        assert not [r.parameter for r in advice if r.status == "change"], workload
+        dirty = next(r for r in advice if r.parameter == "zfs_dirty_data_max")
+        assert (dirty.status, dirty.recommended) == ("undecided", dirty.current), workload
+        assert dirty.measure and "zfs_dirty_data_max=" in dirty.measure, workload
 
 
 @pytest.mark.parametrize("name, rule, sized, probe_param", SIZED_FROM_LOAD)
