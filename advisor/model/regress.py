@@ -215,6 +215,7 @@ class GPHddLinearMean(GPModel):
     the shipped one (docs/model.md), not what the service uses."""
     name = "gp-hdd-linear-mean"
     linear_features: tuple[str, ...] = ("log2_hdd_busiest_disk_vs_default",)
+    min_length_scale = 0.1  # as versions 5 to 8 were fitted and evaluated
 
 
 class GPWithWidth(GPHddLinearMean):
