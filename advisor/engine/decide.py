@@ -155,8 +155,8 @@ def _verdict(rec: Recommendation, proposal: str, probe: ParameterEvidence | None
         return "change", proposal, gain, (
             f"{proposal} is {_by(gain)} {pct(gain.ratio)} {_metric(pred)} over the current {current}"
             f"{_interval_text(gain)}: change it.")
-    if new_dataset and (gain.probability or 0.0) >= NEW_DATASET_PROBABILITY and gain.ratio > 1.0 \
-            and _measured(current, proposal, probe) is None:
+    if new_dataset and (gain.probability or 0.0) >= NEW_DATASET_PROBABILITY \
+            and _measured(current, proposal, probe) is None:  # P >= 0.8 implies a ratio above 1
         return "change", proposal, gain, (
             f"{proposal} is {_by(gain)} {pct(gain.ratio)} {_metric(pred)} over the default {current}"
             f"{_interval_text(gain)}. The dataset is still to be created, so either value costs the same: "
