@@ -22,6 +22,7 @@ from advisor.app import create_app
 from advisor.engine.models import Recommendation
 from advisor.engine.decide import Ladder, decide
 from advisor.engine.predicted import CandidatePrediction, PairEffect, ParameterPrediction
+from advisor.evidence.parameters import CandidateEvidence, ParameterEvidence
 from advisor.model import MODEL_VERSION
 from advisor.settings import Settings
 
@@ -290,3 +291,36 @@ async def test_a_rules_value_the_model_predicts_to_lose_is_not_advised_on_the_la
     assert "The rule's 32K is predicted -" in rec["explanation"]
     assert all(r["expected_effect"] is None or r["expected_effect"]["change_ratio"] > 1
                for r in answer["recommendations"] if r["status"] == "change")
+
+
+def _probe(values: dict[str, float], log_sd: float = 0.04) -> ParameterEvidence:
+    """A probe run of recordsize at `values` (mean IOPS), two repeats each, the first value the run's baseline."""
+    first = next(iter(values))
+    cands = [CandidateEvidence(value=v, baseline=v == first, rank=i, repeats=2, iops=iops, iops_min=iops * 0.97,
+                               iops_max=iops * 1.03, iops_dispersion=0.06, run_interval=None, write_p99_seconds=0.006,
+                               read_p99_seconds=None, sync_p99_seconds=None, compress_ratio=None, arc_hit_ratio=None,
+                               effect_ratio=iops / values[first], effect_interval=None, write_p99_ratio=1.0,
+                               distinguishable=False)
+             for i, (v, iops) in enumerate(values.items())]
+    return ParameterEvidence(parameter="recordsize", run_id=7, baseline=first, best=max(values, key=values.get),
+                             pool={}, candidates=cands, repeat_log_sd=log_sd, degrees_of_freedom=len(values))
+
+
+def test_a_gain_the_probe_of_both_values_did_not_find_keeps_the_current_value():
+    """The measure command of an undecided answer has run: this pool measured the proposal at 0.95x
+    the current value, within the run's noise, and the model still predicts it a little better
+    (1.03x, 0.9..1.2): the measurement that would decide has been made and shows no gain, so the
+    answer keeps the current value (passed) instead of asking for the same probe again."""
+    probe = _probe({"128K": 200.0, "8K": 470.0, "4K": 446.0})
+    pred = _synthetic("4K", (0.9, 1.2), pair=("8K", "4K"), values={"4K": 2.31, "8K": 2.24, "128K": 1.0})
+    pred = pred.model_copy(update={"candidates": [c.model_copy(update={"probes": 2}) for c in pred.candidates],
+                                   "local_probes": 6})
+    out = decide(_rec(current="8K", disagree="Guides say 8K, others 32K."), Ladder(probe=probe, prediction=pred),
+                 lambda r, v: ["zfs", "set", f"{r.parameter}={v}", r.dataset],
+                 lambda r, vs: ["zfs-advisor", "probe", "--pool", "tank", "--param", f"{r.parameter}={','.join(vs)}"])
+    assert (out.status, out.change, out.recommended, out.measure_argv) == ("passed", False, "8K", None)
+    assert "The probe measured 4K at -5% IOPS against the current 8K" in out.explanation, out.explanation
+    assert "within the run's noise, and the prediction (+3%" in out.explanation
+    # without that probe the same prediction leaves it undecided, with the probe that decides
+    alone = _decide(_rec(current="8K", disagree="Guides say 8K, others 32K."), pred)
+    assert alone.status == "undecided" and alone.measure_argv is not None
