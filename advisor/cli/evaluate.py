@@ -30,8 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--budget", default="1,2", metavar="N[,N...]",
                    help="candidates probed per held-out cell, the baseline included (default 1,2)")
     p.add_argument("--models", default="gp,quantile-gb", metavar="NAME[,NAME...]",
-                   help="models to compare: gp, gp-hdd-linear-mean, gp-with-width, gp-no-linear-mean, quantile-gb, "
-                        "gp-workload (default gp,quantile-gb)")
+                   help="models to compare: gp, gp-v9, gp-hdd-linear-mean, gp-with-width, gp-no-linear-mean, "
+                        "quantile-gb, gp-workload (default gp,quantile-gb)")
     p.add_argument("--seed", type=int, default=0, help="random_state of the models (default 0)")
     p.add_argument("--caution", metavar="C[,C...]",
                    help="pick with these CAUTION values instead of the shipped one (one table each)")

@@ -28,7 +28,8 @@ FEATURES = (
     # workload descriptor
     "log2_block_size", "read_fraction", "randomness", "fsync_rate", "log2_queue", "log2_working_set_vs_arc",
     # dataset settings
-    "log2_recordsize", "log2_recordsize_vs_block", "log2_hdd_disks_per_record", "log2_hdd_busiest_disk_vs_default",
+    "log2_recordsize", "log2_recordsize_vs_block", "log2_hdd_disks_per_record", "log2_hdd_disks_per_record_vs_default",
+    "log2_hdd_busiest_disk_vs_default",
     "log2_ssd_records_per_io", "compression_off", "logbias_throughput",
     "primarycache_not_all", "sync_disabled", "sync_always",
     # pool descriptor
@@ -182,6 +183,10 @@ def vector(obs: Observation) -> list[float]:
         # each disk a record lies on costs a seek
         "log2_hdd_disks_per_record": (math.log2(disks_per_record(obs.vdev_type, obs.vdev_width, obs.ashift, rs))
                                       if hdd else 0.0),
+        # the same against the default recordsize's on the same pool: 0 at the default, as the targets are
+        "log2_hdd_disks_per_record_vs_default": (math.log2(disks_per_record(obs.vdev_type, obs.vdev_width, obs.ashift, rs)
+                                                           / disks_per_record(obs.vdev_type, obs.vdev_width, obs.ashift,
+                                                                              DEFAULT_RECORDSIZE)) if hdd else 0.0),
         # the busiest disk's reads against the default recordsize's on the same pool
         "log2_hdd_busiest_disk_vs_default": (math.log2(_busiest_disk(obs, rs, bs) / _busiest_disk(obs, DEFAULT_RECORDSIZE, bs))
                                              if hdd else 0.0),

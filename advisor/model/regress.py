@@ -6,7 +6,8 @@ Two models share one interface (`fit(prior)`, `predict(local, queries)`), compar
 * `GPModel` (the one the advisor uses): a Gaussian process on the lab prior, kernel
   constant × RBF with one length scale per feature (ARD) + WhiteKernel for the repeat noise,
   hyperparameters by maximum likelihood with a fixed random_state, on what a linear mean over
-  the busiest disk's reads (least squares, performance only) leaves.  This pool's probes are
+  the physics of a record (least squares, performance only: the raidz geometry on HDDs, the
+  records per I/O on SSDs) leaves.  This pool's probes are
   then conditioned on exactly, with one more term: the pool's own deviation from the lab, a
   smooth function of the setting (recordsize, compression) that is zero at the ZFS default.
   So a probe of this pool moves the prediction at its setting (and its neighbours) as far as
@@ -41,19 +42,27 @@ class GPModel:
     name = "gp"
 
     # Performance only: a linear mean over these features, fitted by least squares before the GP,
-    # which models what it leaves.  The busiest disk's reads bound a disk-bound pool's IOPS, an
-    # effect a GP with RBF kernels cannot carry to a pool whose count lies beyond the lab's (the
-    # raidz2 of six's -1 at 8K from the raidz1 of four's -0.58 at 4K, docs/model.md).
-    # On an SSD (no seek) the records an application I/O touches are the I/Os (model version 8):
-    # held out, the SSD mirror's PostgreSQL was predicted at 4K as at 8K, and 8K was its best by
-    # 29 % (docs/model.md).  It stays out of the kernels, which have the record against the block.
-    linear_features: tuple[str, ...] = ("log2_hdd_busiest_disk_vs_default", "log2_ssd_records_per_io")
-    # Features the kernels leave out.  Maximum likelihood gave the raw vdev width a length scale of
-    # 0.21 doublings on the 35-cell prior: the GP told the lab's layouts apart by it, and
-    # predicted a held-out pool from little but its own baseline; what a width does to a record is
-    # in the disks-per-record and busiest-disk features, computed from it.  Left out, leave-one-cell-
-    # out went from 15 cells below 90 % of the oracle to 5 with the baseline alone (docs/model.md).
-    kernel_excludes: tuple[str, ...] = ("log2_vdev_width", "log2_ssd_records_per_io")
+    # which models what it leaves.  The busiest disk's reads bound a disk-bound pool's IOPS, and
+    # each disk a record lies on costs a seek (both on HDDs, against the default recordsize on the
+    # same pool, so 0 where the targets are); on an SSD the records an application I/O touches are
+    # the I/Os (model version 8: held out, the SSD mirror's PostgreSQL was predicted at 4K as at 8K,
+    # and 8K was its best by 29 %).  A linear term carries the direction of the physics to a pool
+    # wider than any the lab measured, which an RBF kernel forgets (docs/model.md).
+    linear_features: tuple[str, ...] = ("log2_hdd_busiest_disk_vs_default", "log2_ssd_records_per_io",
+                                        "log2_hdd_disks_per_record_vs_default")
+    # Features the performance kernel leaves out.  The raw vdev width (version 7): maximum
+    # likelihood gave it a length scale of 0.21 doublings on the 35-cell prior, so the GP told the
+    # lab's layouts apart by it and predicted a held-out pool from little but its own baseline.  The
+    # raidz geometry (version 10): in the kernel, the disks one record lies on and the busiest disk's
+    # reads grow with the width, and a raidz wider than the lab's lay beyond the values the kernel
+    # had seen; held out of the fit, the raidz1 of eight's PostgreSQL kept 8K (81 % of its best) and
+    # its file server 128K after two probes (73 %).  They are in the linear mean instead.
+    kernel_excludes: tuple[str, ...] = ("log2_vdev_width", "log2_ssd_records_per_io", "log2_hdd_disks_per_record",
+                                        "log2_hdd_disks_per_record_vs_default", "log2_hdd_busiest_disk_vs_default")
+    # The write-p99 GP has no linear mean, so its kernel keeps the geometry (as in version 9); None:
+    # the same features as the performance kernel.
+    p99_kernel_excludes: tuple[str, ...] | None = ("log2_vdev_width", "log2_ssd_records_per_io",
+                                                   "log2_hdd_disks_per_record_vs_default")
     # The shortest length scale a kernel may fit (model version 9, 2026-11-29).  With the raidz1 of
     # six in the prior, maximum likelihood put the HDD disks-per-record feature at the old bound of
     # 0.1, a third of the smallest step between its values (log2 of 5/4 disks): neighbouring disk
@@ -69,7 +78,8 @@ class GPModel:
         self.kernels: dict[str, str] = {}
         self.fitted: GPPredictor | None = None
 
-    def _fit_one(self, X: np.ndarray, y: np.ndarray, linear_features: tuple[str, ...] = ()) -> tuple[FittedGP, str]:
+    def _fit_one(self, X: np.ndarray, y: np.ndarray, linear_features: tuple[str, ...] = (),
+                 excludes: tuple[str, ...] = ()) -> tuple[FittedGP, str]:
         linear = None
         if linear_features:  # no intercept: the targets are 0 at the default, and so are these features
             cols = [FEATURES.index(f) for f in linear_features]
@@ -77,7 +87,7 @@ class GPModel:
             linear[cols] = np.linalg.lstsq(X[:, cols], y, rcond=None)[0]
             y = y - X @ linear
         keep = X.std(axis=0) > 1e-9  # a feature the lab never varied cannot be learnt
-        keep &= np.array([f not in self.kernel_excludes for f in FEATURES])
+        keep &= np.array([f not in excludes for f in FEATURES])
         d = int(keep.sum())
         kernel = (ConstantKernel(0.1, (1e-3, 10.0)) * RBF(np.ones(d), (self.min_length_scale, 100.0))
                   + WhiteKernel(0.01, (1e-5, 0.5)))
@@ -93,12 +103,14 @@ class GPModel:
 
     def fit(self, prior: list[Sample]) -> GPModel:
         X = matrix([s.obs for s in prior])
-        perf, self.kernels["perf"] = self._fit_one(X, np.array([s.y_perf for s in prior]), self.linear_features)
+        perf, self.kernels["perf"] = self._fit_one(X, np.array([s.y_perf for s in prior]), self.linear_features,
+                                                   self.kernel_excludes)
         p99 = None
         with_p99 = [s for s in prior if s.y_p99 is not None]
         if len(with_p99) >= 5:
+            excludes = self.kernel_excludes if self.p99_kernel_excludes is None else self.p99_kernel_excludes
             p99, self.kernels["write_p99"] = self._fit_one(matrix([s.obs for s in with_p99]),
-                                                           np.array([s.y_p99 for s in with_p99]))
+                                                           np.array([s.y_p99 for s in with_p99]), excludes=excludes)
         self.fitted = GPPredictor(perf, p99, self.deviation, by_workload(prior, perf, p99, with_p99))
         return self
 
@@ -210,7 +222,18 @@ class WorkloadGP:
         return (model or self.overall).predict(local, queries)
 
 
-class GPHddLinearMean(GPModel):
+class GPVersion9(GPModel):
+    """Model version 9: the raidz geometry (disks per record, the busiest disk's reads) in both
+    kernels, the busiest disk and an SSD's records per I/O in the linear mean; evaluated beside the
+    shipped one (docs/model.md), not what the service uses."""
+    name = "gp-v9"
+    linear_features: tuple[str, ...] = ("log2_hdd_busiest_disk_vs_default", "log2_ssd_records_per_io")
+    kernel_excludes: tuple[str, ...] = ("log2_vdev_width", "log2_ssd_records_per_io",
+                                        "log2_hdd_disks_per_record_vs_default")
+    p99_kernel_excludes = None
+
+
+class GPHddLinearMean(GPVersion9):
     """Model version 7: the linear mean over the HDD busiest disk's reads alone; evaluated beside
     the shipped one (docs/model.md), not what the service uses."""
     name = "gp-hdd-linear-mean"
@@ -222,7 +245,7 @@ class GPWithWidth(GPHddLinearMean):
     """Model version 6: version 7 with the raw vdev width in its kernels; evaluated beside the
     shipped one (docs/model.md), not what the service uses."""
     name = "gp-with-width"
-    kernel_excludes = ("log2_ssd_records_per_io",)
+    kernel_excludes = ("log2_ssd_records_per_io", "log2_hdd_disks_per_record_vs_default")
 
 
 class GPNoLinearMean(GPWithWidth):
@@ -232,5 +255,5 @@ class GPNoLinearMean(GPWithWidth):
     linear_features = ()
 
 
-MODELS = {"gp": GPModel, "gp-hdd-linear-mean": GPHddLinearMean, "gp-with-width": GPWithWidth,
+MODELS = {"gp": GPModel, "gp-v9": GPVersion9, "gp-hdd-linear-mean": GPHddLinearMean, "gp-with-width": GPWithWidth,
           "gp-no-linear-mean": GPNoLinearMean, "quantile-gb": QuantileBoost, "gp-workload": WorkloadGP}

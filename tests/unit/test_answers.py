@@ -67,6 +67,14 @@ def test_the_median_answer_is_near_the_best_without_probes(results):
     assert answers.summary([r for r in results if r.budget == 0])["median_vs_best"] >= 0.95
 
 
+def test_every_answer_without_probes_is_within_80_percent_of_the_best(results):
+    """Undecided answers included (they keep the current value): model version 10 carries the raidz
+    geometry in its linear mean, and the raidz1 of six's PostgreSQL at 8K, held out, changes to 4K
+    (it had been undecided at 76.2 % with version 9; docs/model.md, "The answer, scored")."""
+    at = [r for r in results if r.budget == 0]
+    assert answers.summary(at)["worst_vs_best"] >= 0.8, answers.table(at)
+
+
 def test_the_cli_prints_the_tables_and_refuses_bad_budgets(capsys):
     assert main(["evaluate", "--answers", "--shipped-fit", "--budget", "0", "--cells", "ssd-mirror2x2/mysql",
                  "--json"]) == 0
@@ -88,7 +96,7 @@ def test_an_undecided_answer_measured_by_its_own_command_is_decided_and_no_worse
     predictor, _ = fitted.load(prior_path())
     results = answers.evaluate_answers(partial(ShippedFit, predictor, prior), prior, answers.measured_rows(),
                                        load_rulebook(), answers.load_hosts(HOSTS / "2.3.2"), [0, answers.MEASURE],
-                                       "hdd-raidz1x6/postgres")
+                                       "hdd-raidz1x5/postgres")
     by = {(r.start, r.budget): r for r in results}
     before, after = by[("common", 0)], by[("common", answers.MEASURE)]
     assert before.statuses["recordsize"] == "undecided" and before.current.startswith("8K")

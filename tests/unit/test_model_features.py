@@ -105,6 +105,22 @@ def test_the_balance_feature_compares_with_the_default_recordsize_on_hdds_only()
     assert balance("ssd-raidz1x4", "postgres", "4K") == 0.0  # an SSD does not seek
 
 
+def test_the_seeks_against_the_default_are_zero_at_the_default_and_on_every_wide_record():
+    """Model version 10's linear term: the disks one record lies on against the default 128K's on
+    the same pool, so a raidz of any width has 0 from the record that fills its data disks on, and
+    the term carries the geometry to widths the lab did not measure without a value beyond the lab's
+    at the records that fill them."""
+    def seeks(layout: str, workload: str, recordsize: str) -> float:
+        return _feature_of_lab_row("log2_hdd_disks_per_record_vs_default", layout, workload, recordsize)
+
+    assert seeks("hdd-raidz1x4", "postgres", "4K") == pytest.approx(math.log2(1 / 3))  # one disk of three
+    assert seeks("hdd-raidz1x6", "postgres", "8K") == pytest.approx(math.log2(2 / 5))
+    assert seeks("hdd-raidz1x6", "postgres", "32K") == 0.0  # 8 sectors: all five data disks
+    assert seeks("hdd-raidz1x4", "postgres", "128K") == 0.0
+    assert seeks("hdd-mirror2x2", "postgres", "4K") == 0.0  # a mirror keeps a record on one disk
+    assert seeks("ssd-raidz1x4", "postgres", "4K") == 0.0  # an SSD does not seek
+
+
 def test_an_ssd_pays_one_io_per_record_an_application_io_touches():
     def split(layout: str, workload: str, recordsize: str) -> float:
         return _feature_of_lab_row("log2_ssd_records_per_io", layout, workload, recordsize)
