@@ -14,7 +14,7 @@ import math
 import sys
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 from advisor.logs import setup_logging
 from advisor.model import sklearn_missing
@@ -58,6 +58,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--shipped-fit", action="store_true",
                    help="--answers: condition the shipped fit on the other cells instead of refitting without each "
                         "(seconds instead of minutes; its hyperparameters saw every cell)")
+    p.add_argument("--test", metavar="CSV",
+                   help="--answers: score the cells of CSV (lab rows in the prior's columns, none of its cells in the "
+                        "prior) with one fit of the whole prior, layouts the model never saw: the shipped fit with "
+                        "--shipped-fit, else a refit of the first model of --models (a GP: gp, gp-v9, ...)")
     p.add_argument("--change-probability", metavar="P[,P...]",
                    help="--answers: decide with these CHANGE_PROBABILITY values instead of the shipped one (how sure "
                         "a prediction must be of a gain to advise a change; one table each)")
@@ -101,6 +105,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     names = [m.strip() for m in args.models.split(",") if m.strip()]
     unknown = [m for m in names if m not in MODELS]
+    if args.test and not args.answers:
+        print("zfs-advisor evaluate: --test scores answers: give --answers with it", file=sys.stderr)
+        return 2
     if args.answers:
         return _answers(args, budgets)
     if unknown or not names or not budgets or min(budgets) < 1:
@@ -167,6 +174,21 @@ def _answers(args: argparse.Namespace, budgets: list[int]) -> int:
         return 2
     setup_logging("info", "text")  # a refit per cell takes minutes: say which cell it is on (stderr)
     prior = samples(load_csv(args.prior))
+    if args.test:
+        try:
+            test = samples(load_csv(args.test))
+        except (KeyError, ValueError) as exc:  # not the prior's columns (tests/lab/prior_grid.py COLUMNS)
+            print(f"zfs-advisor evaluate: --test {args.test}: not a lab grid in the prior's columns ({exc})",
+                  file=sys.stderr)
+            return 2
+        shared = sorted({s.obs.cell for s in test} & {s.obs.cell for s in prior})
+        if not test or shared:
+            print(f"zfs-advisor evaluate: --test {args.test}: " + (f"cells of the prior, not held out: {', '.join(shared)}"
+                  if shared else "no lab rows with a measured baseline"), file=sys.stderr)
+            return 2
+        scored = test
+    else:
+        scored = prior
     versions = sorted({s.obs.cell.split("/")[0].removeprefix("zfs") for s in prior})
     hosts_dir = Path(args.hosts) if args.hosts else _checkout_hosts(versions)
     if hosts_dir is None or not hosts_dir.is_dir():
@@ -174,15 +196,25 @@ def _answers(args: argparse.Namespace, budgets: list[int]) -> int:
               "run it from a checkout or give --hosts DIR", file=sys.stderr)
         return 2
     hosts = answers.load_hosts(hosts_dir)
-    layouts = sorted({s.obs.cell.split("/")[1] for s in prior})
-    held = [c for c in sorted({s.obs.cell for s in prior}) if args.cells in c and c.split("/")[1] in hosts]
+    layouts = sorted({s.obs.cell.split("/")[1] for s in scored})
+    held = [c for c in sorted({s.obs.cell for s in scored}) if args.cells in c and c.split("/")[1] in hosts]
     if not held:
         print(f"zfs-advisor evaluate: no cell contains {args.cells!r} with a recording in {hosts_dir} "
               f"(recorded: {', '.join(sorted(hosts))}; prior layouts: {', '.join(layouts)})", file=sys.stderr)
         return 2
-    if args.shipped_fit:
+    factory: Callable[[], Any]
+    if args.test and not args.shipped_fit:  # one fit on the whole prior, of the first model named
+        from advisor.model.evaluation import AsFitted
+
+        name = next((m.strip() for m in args.models.split(",") if m.strip()), "")
+        if name not in MODELS:
+            print(f"zfs-advisor evaluate: --test refits a model of {sorted(MODELS)}, not {name!r} "
+                  "(or give --shipped-fit)", file=sys.stderr)
+            return 2
+        factory = partial(AsFitted, MODELS[name](seed=args.seed).fit(prior))
+    elif args.shipped_fit:
         from advisor.model import fitted
-        from advisor.model.evaluation import ShippedFit
+        from advisor.model.evaluation import AsFitted, ShippedFit
 
         try:
             predictor, _ = fitted.load(Path(args.prior) if args.prior else prior_path())
@@ -190,7 +222,7 @@ def _answers(args: argparse.Namespace, budgets: list[int]) -> int:
             print(f"zfs-advisor evaluate: --shipped-fit: {exc}", file=sys.stderr)
             return 1
 
-        factory = partial(ShippedFit, predictor, prior)
+        factory = partial(AsFitted, predictor) if args.test else partial(ShippedFit, predictor, prior)
     else:
         factory = partial(MODELS["gp"], seed=args.seed)
     try:
@@ -202,13 +234,14 @@ def _answers(args: argparse.Namespace, budgets: list[int]) -> int:
         print("zfs-advisor evaluate: --change-probability takes probabilities in [0.5, 1), e.g. 0.8,0.95",
               file=sys.stderr)
         return 2
-    rows, book = answers.measured_rows(args.prior), load_rulebook()
+    rows, book = answers.measured_rows(args.test or args.prior), load_rulebook()
     cache: dict = {}  # one fit per training set, shared by the thresholds
     skipped = [layout for layout in layouts if layout not in hosts]
     report = []
     for threshold in thresholds:
         with answers.change_probability(threshold):
-            results = answers.evaluate_answers(factory, prior, rows, book, hosts, budgets, args.cells, cache)
+            results = answers.evaluate_answers(factory, scored, rows, book, hosts, budgets, args.cells, cache,
+                                               fitted_on=prior if args.test else None)
         report.append({"change_probability": threshold, "results": [asdict(r) for r in results],
                        "summary": {answers.budget_name(b): answers.summary([r for r in results if r.budget == b])
                                    for b in budgets}})

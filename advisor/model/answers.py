@@ -227,9 +227,11 @@ def _score(cell: str, budget: int, start_name: str, grid: Grid, start: dict[str,
 
 def evaluate_answers(model_factory: Callable[[], Any], prior: list[Sample], rows: Measured, book: RuleBook,
                      hosts: dict[str, Host], budgets: list[int], only: str = "",
-                     cache: dict | None = None) -> list[AnswerResult]:
+                     cache: dict | None = None, fitted_on: list[Sample] | None = None) -> list[AnswerResult]:
     """Every cell whose name contains `only` and whose layout has a recording in `hosts`
-    (layout -> the host facts of its idle recording); `rows`: the prior's measured numbers."""
+    (layout -> the host facts of its idle recording); `rows`: the prior's measured numbers.
+    `fitted_on`: the lab rows the model was fitted on when `prior` holds cells it never saw
+    (`evaluate --test`); by default the prior without the held-out cell."""
     cache = {} if cache is None else cache
     by_cell = cells(prior)
     out: list[AnswerResult] = []
@@ -241,7 +243,7 @@ def evaluate_answers(model_factory: Callable[[], Any], prior: list[Sample], rows
         log.info("answers: %s (a fit without it, then %s probe budget(s))", held, len(budgets))
         held_out = twins(held, by_cell)
         model = _fit(model_factory, prior, held_out, cache)
-        training = [s for s in prior if s.obs.cell not in held_out]
+        training = fitted_on if fitted_on is not None else [s for s in prior if s.obs.cell not in held_out]
         grid = Grid(by_cell[held])
         for start_name, recordsize in (("default", DATASET_DEFAULTS["recordsize"]), ("common", common_value(workload))):
             # a new dataset <pool>/<workload> inherits the defaults; the other exists at the common value

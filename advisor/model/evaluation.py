@@ -129,6 +129,22 @@ class ShippedFit:
         return self.fitted.predict(local, queries)
 
 
+class AsFitted:
+    """A fit of the whole prior as it is (the shipped one, or a model fitted once), for cells it
+    never saw (`evaluate --answers --test CSV`): `fit` keeps it whole, since nothing of the test
+    cells is in it to leave out.  A clean hold-out: its hyperparameters were fitted without them too."""
+    name = "fitted on the prior (test cells)"
+
+    def __init__(self, predictor):
+        self.fitted = predictor  # anything with predict(local, queries): a GPPredictor, a fitted model
+
+    def fit(self, rows: list[Sample]) -> AsFitted:
+        return self
+
+    def predict(self, local, queries):
+        return self.fitted.predict(local, queries)
+
+
 def with_deviation(model, deviation: float | None):
     """The fitted GP with another prior variance for the pool's own deviation from the lab
     (advisor/model/gp.py): no refit, the deviation only enters the predictions."""
