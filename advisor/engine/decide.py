@@ -20,8 +20,9 @@ rule (what the documentation says).
     (the documentation and the data agree): change to it;
   - the gain is predicted at most 1: passed: nothing is predicted to beat the current value, and a
     rule that said otherwise is named with its predicted effect;
-  - this pool's probe measured the proposal and the current value (with repeats) and neither it nor
-    the prediction separates them: passed, the measurement that would decide has been made;
+  - the prediction does not separate the proposal from the current value, and this pool's probe
+    measured the proposal no better (with repeats): passed, the measurement that would decide has
+    been made and found no gain;
   - otherwise: undecided: keep the current value, `measure` says how to decide;
   - no measurement or prediction: the rule decides, except that a rule whose sources disagree does
     not force a change on its own: undecided.
@@ -175,13 +176,13 @@ def _verdict(rec: Recommendation, proposal: str, probe: ParameterEvidence | None
             f"Nothing is {_by(gain)} to beat the current {current} ({proposal}: {pct(gain.ratio)}"
             f"{_interval_text(gain)}): keep it.")
     measured = _measured(current, proposal, probe)
-    if measured is not None and measured.interval is not None:  # the probe that would decide has run
-        predicted = (f", and the prediction ({pct(gain.ratio)}{_interval_text(gain)}) does not separate them either"
-                     if gain.source == "model" else "")
+    if gain.source == "model" and measured is not None and measured.interval is not None and measured.ratio <= 1:
+        # the probe that would decide has run, and found no gain: as above, a prediction never
+        # overrules what this pool measured (an undecided answer would name the same probe again)
         return "passed", proposal, gain, (
-            f"The probe measured {proposal} at {pct(measured.ratio)} IOPS against the current {current}"
-            f"{_interval_text(measured)}, within the run's noise{predicted}: keep {current}, the measurement "
-            "that would decide shows no gain.")
+            f"The probe of {proposal} and the current {current} measured no gain ({pct(measured.ratio)} IOPS"
+            f"{_interval_text(measured)}), and the prediction ({pct(gain.ratio)}{_interval_text(gain)}) does not "
+            f"separate them: keep {current}.")
     return "undecided", proposal, gain, (
         f"{proposal} is {_by(gain)} {pct(gain.ratio)} {_metric(pred)} over the current {current}"
         f"{_interval_text(gain)}, which does not rule out no gain or a loss: keep {current} until a probe tells "
