@@ -52,6 +52,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="score the whole answer of /recommend (rules, the model without the cell, the cell's own "
                         "probe rows, the decision) instead of the model's pick; budgets may include 0, and "
                         "measure: the probe an undecided answer's measure command runs")
+    p.add_argument("--pairs", action="store_true",
+                   help="is the model's probability of a gain what it says? every pair of a held-out cell's candidates "
+                        "one decision compares, grouped by that probability, against the share that measured a gain "
+                        "(budgets may include 0; the shipped fit with --shipped-fit, seconds; else a refit per cell "
+                        "of the first model of --models)")
     p.add_argument("--hosts", metavar="DIR",
                    help="--answers: the lab's host recordings, one <layout>/idle per layout (default: "
                         "tests/fixtures/hosts/<the prior's OpenZFS version> of this checkout)")
@@ -110,6 +115,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.answers:
         return _answers(args, budgets)
+    if args.pairs:
+        return _pairs(args, budgets)
     if unknown or not names or not budgets or min(budgets) < 1:
         print(f"zfs-advisor evaluate: models must be among {sorted(MODELS)} and budgets >= 1", file=sys.stderr)
         return 2
@@ -202,26 +209,18 @@ def _answers(args: argparse.Namespace, budgets: list[int]) -> int:
         print(f"zfs-advisor evaluate: no cell contains {args.cells!r} with a recording in {hosts_dir} "
               f"(recorded: {', '.join(sorted(hosts))}; prior layouts: {', '.join(layouts)})", file=sys.stderr)
         return 2
+    from advisor.model.evaluation import AsFitted, ShippedFit
+
     factory: Callable[[], Any]
     if args.test and not args.shipped_fit:  # one fit on the whole prior, of the first model named
-        from advisor.model.evaluation import AsFitted
-
-        name = next((m.strip() for m in args.models.split(",") if m.strip()), "")
-        if name not in MODELS:
-            print(f"zfs-advisor evaluate: --test refits a model of {sorted(MODELS)}, not {name!r} "
-                  "(or give --shipped-fit)", file=sys.stderr)
+        name = _first_model(args, "--test")
+        if name is None:
             return 2
         factory = partial(AsFitted, MODELS[name](seed=args.seed).fit(prior))
     elif args.shipped_fit:
-        from advisor.model import fitted
-        from advisor.model.evaluation import AsFitted, ShippedFit
-
-        try:
-            predictor, _ = fitted.load(Path(args.prior) if args.prior else prior_path())
-        except fitted.FittedError as exc:
-            print(f"zfs-advisor evaluate: --shipped-fit: {exc}", file=sys.stderr)
+        predictor = _shipped(args)
+        if predictor is None:
             return 1
-
         factory = partial(AsFitted, predictor) if args.test else partial(ShippedFit, predictor, prior)
     else:
         factory = partial(MODELS["gp"], seed=args.seed)
@@ -257,6 +256,70 @@ def _answers(args: argparse.Namespace, budgets: list[int]) -> int:
     if skipped:
         print(f"\nlayouts of the prior without a recording in {hosts_dir} (not scored): {', '.join(skipped)}")
     return 0
+
+
+def _pairs(args: argparse.Namespace, budgets: list[int]) -> int:
+    """`--pairs`: the model's probability of a gain against what the held-out cells measured
+    (advisor/model/calibration.py)."""
+    from advisor.model import calibration
+    from advisor.model.regress import MODELS
+
+    if not budgets or min(budgets) < 0:
+        print("zfs-advisor evaluate: --pairs takes budgets >= 0, e.g. 0,1", file=sys.stderr)
+        return 2
+    prior = samples(load_csv(args.prior))
+    if len({s.obs.cell for s in prior}) < 2:
+        print("zfs-advisor evaluate: leaving one cell out needs at least two in the prior", file=sys.stderr)
+        return 1
+    from advisor.model.evaluation import ShippedFit
+
+    factory: Callable[[], Any]
+    if args.shipped_fit:
+        predictor = _shipped(args)
+        if predictor is None:
+            return 1
+        factory = partial(ShippedFit, predictor, prior)
+    else:  # a refit per held-out cell, of the first model named
+        name = _first_model(args, "--pairs")
+        if name is None:
+            return 2
+        factory = partial(MODELS[name], seed=args.seed)
+    cache: dict = {}
+    report = []
+    for budget in budgets:
+        results = calibration.evaluate_pairs(factory, prior, budget, args.cells, cache)
+        report.append({"budget": budget, "summary": calibration.summary(results),
+                       "pairs": [r.__dict__ for r in results]})
+        if not args.json:
+            print(f"\n{budget} probe(s) per held-out cell, {len(results)} predicted pairs:")
+            print(calibration.table(results))
+    if args.json:
+        print(json.dumps(report, indent=2))
+    return 0
+
+
+def _shipped(args: argparse.Namespace) -> Any:
+    """The fit shipped beside the prior (a GPPredictor), or None after saying why it cannot be used."""
+    from advisor.model import fitted
+
+    try:
+        predictor, _ = fitted.load(Path(args.prior) if args.prior else prior_path())
+    except fitted.FittedError as exc:
+        print(f"zfs-advisor evaluate: --shipped-fit: {exc}", file=sys.stderr)
+        return None
+    return predictor
+
+
+def _first_model(args: argparse.Namespace, flag: str) -> str | None:
+    """The first model of --models, or None after saying it is not one."""
+    from advisor.model.regress import MODELS
+
+    name = next((m.strip() for m in args.models.split(",") if m.strip()), "")
+    if name not in MODELS:
+        print(f"zfs-advisor evaluate: {flag} refits a model of {sorted(MODELS)}, not {name!r} (or give --shipped-fit)",
+              file=sys.stderr)
+        return None
+    return name
 
 
 def _checkout_hosts(versions: list[str]) -> Path | None:
