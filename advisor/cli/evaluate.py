@@ -120,7 +120,9 @@ def run(args: argparse.Namespace) -> int:
     if unknown or not names or not budgets or min(budgets) < 1:
         print(f"zfs-advisor evaluate: models must be among {sorted(MODELS)} and budgets >= 1", file=sys.stderr)
         return 2
-    prior = samples(load_csv(args.prior))
+    prior = _lab_rows(args.prior, "--prior")
+    if prior is None:
+        return 2
     cells = sorted({s.obs.cell for s in prior})
     held = [c for c in cells if args.cells in c]
     if not held:
@@ -180,13 +182,12 @@ def _answers(args: argparse.Namespace, budgets: list[int]) -> int:
         print("zfs-advisor evaluate: --answers takes budgets >= 0 and measure, e.g. 0,1,2,measure", file=sys.stderr)
         return 2
     setup_logging("info", "text")  # a refit per cell takes minutes: say which cell it is on (stderr)
-    prior = samples(load_csv(args.prior))
+    prior = _lab_rows(args.prior, "--prior")
+    if prior is None:
+        return 2
     if args.test:
-        try:
-            test = samples(load_csv(args.test))
-        except (KeyError, ValueError) as exc:  # not the prior's columns (tests/lab/prior_grid.py COLUMNS)
-            print(f"zfs-advisor evaluate: --test {args.test}: not a lab grid in the prior's columns ({exc})",
-                  file=sys.stderr)
+        test = _lab_rows(args.test, "--test")
+        if test is None:
             return 2
         shared = sorted({s.obs.cell for s in test} & {s.obs.cell for s in prior})
         if not test or shared:
@@ -267,10 +268,17 @@ def _pairs(args: argparse.Namespace, budgets: list[int]) -> int:
     if not budgets or min(budgets) < 0:
         print("zfs-advisor evaluate: --pairs takes budgets >= 0, e.g. 0,1", file=sys.stderr)
         return 2
-    prior = samples(load_csv(args.prior))
-    if len({s.obs.cell for s in prior}) < 2:
+    prior = _lab_rows(args.prior, "--prior")
+    if prior is None:
+        return 2
+    names = sorted({s.obs.cell for s in prior})
+    if len(names) < 2:
         print("zfs-advisor evaluate: leaving one cell out needs at least two in the prior", file=sys.stderr)
         return 1
+    if not any(args.cells in c for c in names):
+        print(f"zfs-advisor evaluate: no cell's name contains {args.cells!r}; cells: {', '.join(names)}",
+              file=sys.stderr)
+        return 2
     from advisor.model.evaluation import ShippedFit
 
     factory: Callable[[], Any]
@@ -296,6 +304,18 @@ def _pairs(args: argparse.Namespace, budgets: list[int]) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
     return 0
+
+
+def _lab_rows(path: str | None, flag: str) -> list | None:
+    """The samples of a lab CSV (None: the shipped prior), or None after saying why it cannot be read."""
+    try:
+        return samples(load_csv(path))
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"zfs-advisor evaluate: {flag} {path}: {exc.strerror if isinstance(exc, OSError) else exc}",
+              file=sys.stderr)
+    except (KeyError, ValueError) as exc:  # not the prior's columns (tests/lab/prior_grid.py COLUMNS)
+        print(f"zfs-advisor evaluate: {flag} {path}: not a lab grid in the prior's columns ({exc})", file=sys.stderr)
+    return None
 
 
 def _shipped(args: argparse.Namespace) -> Any:

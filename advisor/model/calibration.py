@@ -90,6 +90,8 @@ def summary(results: list[PairResult]) -> list[dict]:
 
 
 def table(results: list[PairResult]) -> str:
+    if not results:
+        return "no pair left to predict: the probes measured every candidate compared"
     lines = ["| predicted P(gain) | pairs | mean P | measured a gain |", "| --- | --- | --- | --- |"]
     for row in summary(results):
         lines.append(f"| {row['from']:.2f}-{row['to']:.2f} | {row['pairs']} | {row['mean_probability']:.3f} | "

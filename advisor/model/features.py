@@ -171,6 +171,8 @@ def vector(obs: Observation) -> list[float]:
                  if obs.working_set_bytes and obs.arc_max_bytes else 0.0)
     vt = obs.vdev_type
     hdd = obs.media not in ("ssd", "nvme")  # the physical features: an SSD does not seek
+    seeks = disks_per_record(vt, obs.vdev_width, obs.ashift, rs)
+    seeks_default = disks_per_record(vt, obs.vdev_width, obs.ashift, DEFAULT_RECORDSIZE)
     values = {
         "log2_block_size": math.log2(bs) - 13,
         "read_fraction": obs.read_fraction,
@@ -180,13 +182,10 @@ def vector(obs: Observation) -> list[float]:
         "log2_working_set_vs_arc": ws_vs_arc,
         "log2_recordsize": math.log2(rs) - 17,
         "log2_recordsize_vs_block": math.log2(rs / bs),
-        # each disk a record lies on costs a seek
-        "log2_hdd_disks_per_record": (math.log2(disks_per_record(obs.vdev_type, obs.vdev_width, obs.ashift, rs))
-                                      if hdd else 0.0),
-        # the same against the default recordsize's on the same pool: 0 at the default, as the targets are
-        "log2_hdd_disks_per_record_vs_default": (math.log2(disks_per_record(obs.vdev_type, obs.vdev_width, obs.ashift, rs)
-                                                           / disks_per_record(obs.vdev_type, obs.vdev_width, obs.ashift,
-                                                                              DEFAULT_RECORDSIZE)) if hdd else 0.0),
+        # each disk a record lies on costs a seek; against the default recordsize's on the same pool it
+        # is 0 at the default, as the targets are
+        "log2_hdd_disks_per_record": math.log2(seeks) if hdd else 0.0,
+        "log2_hdd_disks_per_record_vs_default": math.log2(seeks / seeks_default) if hdd else 0.0,
         # the busiest disk's reads against the default recordsize's on the same pool
         "log2_hdd_busiest_disk_vs_default": (math.log2(_busiest_disk(obs, rs, bs) / _busiest_disk(obs, DEFAULT_RECORDSIZE, bs))
                                              if hdd else 0.0),

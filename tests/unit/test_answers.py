@@ -152,6 +152,18 @@ def test_test_cells_must_be_held_out_and_scored_as_answers(capsys):
     assert main(["evaluate", "--test", str(X8), "--budget", "1"]) == 2
     assert "give --answers with it" in capsys.readouterr().err
     assert main(["evaluate", "--answers", "--test", str(X8), "--models", "nope", "--budget", "0"]) == 2
+    capsys.readouterr()
+    for path in (REPO / "tests", REPO / "LICENSE"):  # a directory; a file that is no lab grid
+        assert main(["evaluate", "--answers", "--shipped-fit", "--test", str(path), "--budget", "0"]) == 2
+        assert f"--test {path}: " in capsys.readouterr().err
+
+
+def test_pairs_refuse_cells_that_are_not_there_and_say_when_nothing_is_left_to_predict(capsys):
+    assert main(["evaluate", "--pairs", "--shipped-fit", "--budget", "0", "--cells", "no-such-cell"]) == 2
+    assert "no cell's name contains 'no-such-cell'" in capsys.readouterr().err
+    assert main(["evaluate", "--pairs", "--shipped-fit", "--budget", "99", "--cells", "hdd-raidz1x5/postgres"]) == 0
+    assert "no pair left to predict" in capsys.readouterr().out
+    assert main(["evaluate", "--pairs", "--prior", str(REPO / "tests"), "--budget", "0"]) == 2
 
 
 def test_the_probability_the_answer_changes_on_is_met_by_the_held_out_pairs(capsys):
