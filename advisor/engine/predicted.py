@@ -21,7 +21,8 @@ class CandidatePrediction(BaseModel):
     ratio: float = Field(description="predicted perf / the ZFS default's on this pool")
     interval: tuple[float, float] = Field(description="90 % interval of the ratio")
     write_p99_ratio: float | None = None
-    feasible: bool = Field(True, description="predicted write p99 within 1.5x the default's")
+    feasible: bool = Field(True, description="write p99 within 1.5x the default's, its prediction's upper bound "
+                           "(the pick's caution, advisor/model/select.py)")
     probes: int = Field(0, description="repeats of this value measured on this pool")
     baseline: bool = Field(False, description="the ZFS default, the others' reference (ratio 1)")
 

@@ -30,7 +30,7 @@ from advisor.model.dataset import Sample, load_csv, prior_path, samples
 from advisor.model.features import (KNOWN_COMPRESSION, Observation, WorkloadShape, from_result, query,
                                     supported)
 from advisor.model.inputs import ProbeDescription, ProbeResults
-from advisor.model.select import choose, settings_key
+from advisor.model.select import choose, feasible, settings_key
 
 log = logging.getLogger(__name__)
 Z90 = 1.6448536269514722
@@ -135,7 +135,7 @@ class ModelProvider:
             log.info("%s: fitting the model on %s", exc, self.csv_path.name)
             from advisor.model.regress import GPModel  # scikit-learn: only here
 
-            model = GPModel(self.seed, fitted.RESTARTS).fit(prior)
+            model = GPModel(self.seed, fitted.RESTARTS, calibrate=True).fit(prior)
             digest, how = fitted.digest(self.csv_path), "fitted"
         with self._lock:
             self._model, self._prior, self._reason = model, prior, None
@@ -250,19 +250,21 @@ class ModelProvider:
             return None
         prediction = self._model.predict(local, queries)
         perf, p99 = prediction.perf, prediction.p99
-        limit = math.log(1.5)
         # Against the default as predicted for this pool (its ratio is 1 by definition): the
         # difference of the two, their covariance counted.
         b = next(i for i, q in enumerate(queries) if q.baseline)
+        # the intervals (and the decision's P(gain)) as calibrated on held-out lab pairs
+        scale = prediction.perf_scale
         cands = []
         for i, q in enumerate(queries):
             d, sd = perf.difference(i, b)
-            d99 = p99.difference(i, b)[0] if p99 is not None else None
+            sd *= scale
+            d99 = p99.difference(i, b)[0] if p99 is not None else None  # shown; `feasible` weighs its sd
             cands.append(CandidatePrediction(
                 value=q.value, ratio=round(math.exp(d), 4),
                 interval=(round(math.exp(d - Z90 * sd), 4), round(math.exp(d + Z90 * sd), 4)),
                 write_p99_ratio=round(math.exp(d99), 4) if d99 is not None else None,
-                feasible=d99 is None or d99 <= limit,
+                feasible=feasible(prediction, i, b),
                 probes=sum(1 for s in probed if s.obs.settings == q.settings), baseline=i == b))
         best = choose(prediction, queries, {settings_key(s.obs) for s in local})
         effects = []
@@ -270,6 +272,7 @@ class ModelProvider:
             for j in range(len(cands)):
                 if i != j:
                     d, sd = perf.difference(j, i)
+                    sd *= scale
                     effects.append(PairEffect(from_value=cands[i].value, to_value=cands[j].value,
                                               ratio=round(math.exp(d), 4),
                                               interval=(round(math.exp(d - Z90 * sd), 4), round(math.exp(d + Z90 * sd), 4))))
