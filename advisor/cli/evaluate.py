@@ -54,9 +54,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "measure: the probe an undecided answer's measure command runs")
     p.add_argument("--pairs", action="store_true",
                    help="is the model's probability of a gain what it says? every pair of a held-out cell's candidates "
-                        "one decision compares, grouped by that probability, against the share that measured a gain "
-                        "(budgets may include 0; the shipped fit with --shipped-fit, seconds; else a refit per cell "
-                        "of the first model of --models)")
+                        "one decision compares, grouped by that probability, against the share that measured a gain, "
+                        "raw and calibrated by a scale fitted on the other cells' pairs (budgets may include 0; the "
+                        "shipped fit with --shipped-fit, seconds; else a refit per cell of the first model of --models)")
     p.add_argument("--hosts", metavar="DIR",
                    help="--answers: the lab's host recordings, one <layout>/idle per layout (default: "
                         "tests/fixtures/hosts/<the prior's OpenZFS version> of this checkout)")
@@ -176,7 +176,6 @@ def _answers(args: argparse.Namespace, budgets: list[int]) -> int:
 
     from advisor.engine.loader import load_rulebook
     from advisor.model import answers
-    from advisor.model.regress import MODELS
 
     if not budgets or any(b < 0 and b != answers.MEASURE for b in budgets):
         print("zfs-advisor evaluate: --answers takes budgets >= 0 and measure, e.g. 0,1,2,measure", file=sys.stderr)
@@ -217,14 +216,14 @@ def _answers(args: argparse.Namespace, budgets: list[int]) -> int:
         name = _first_model(args, "--test")
         if name is None:
             return 2
-        factory = partial(AsFitted, MODELS[name](seed=args.seed).fit(prior))
+        factory = partial(AsFitted, _as_shipped(name, args.seed).fit(prior))
     elif args.shipped_fit:
         predictor = _shipped(args)
         if predictor is None:
             return 1
         factory = partial(AsFitted, predictor) if args.test else partial(ShippedFit, predictor, prior)
-    else:
-        factory = partial(MODELS["gp"], seed=args.seed)
+    else:  # refit per held-out cell as the service's fit is made: with its calibration
+        factory = partial(_as_shipped, "gp", args.seed)
     try:
         thresholds: list[float | None] = [float(v) for v in (args.change_probability or "").split(",")
                                           if v.strip()] or [None]
@@ -295,11 +294,14 @@ def _pairs(args: argparse.Namespace, budgets: list[int]) -> int:
     cache: dict = {}
     report = []
     for budget in budgets:
-        results = calibration.evaluate_pairs(factory, prior, budget, args.cells, cache)
+        results = calibration.held_out_calibration(calibration.evaluate_pairs(factory, prior, budget, args.cells, cache))
         report.append({"budget": budget, "summary": calibration.summary(results),
+                       "calibrated": calibration.summary(results, calibrated=True),
+                       "scale": calibration.scale_for(results),
                        "pairs": [r.__dict__ for r in results]})
         if not args.json:
-            print(f"\n{budget} probe(s) per held-out cell, {len(results)} predicted pairs:")
+            print(f"\n{budget} probe(s) per held-out cell, {len(results)} predicted pairs (scale on all of them: "
+                  f"{calibration.scale_for(results):.2f}):")
             print(calibration.table(results))
     if args.json:
         print(json.dumps(report, indent=2))
@@ -328,6 +330,15 @@ def _shipped(args: argparse.Namespace) -> Any:
         print(f"zfs-advisor evaluate: --shipped-fit: {exc}", file=sys.stderr)
         return None
     return predictor
+
+
+def _as_shipped(name: str, seed: int) -> Any:
+    """An unfitted model of MODELS, fitted as the shipped one is: a GP with the calibration of its
+    P(gain) on the training cells' held-out pairs (advisor/model/calibration.py)."""
+    from advisor.model.regress import MODELS, GPModel
+
+    cls: Any = MODELS[name]
+    return cls(seed=seed, calibrate=True) if issubclass(cls, GPModel) else cls(seed=seed)
 
 
 def _first_model(args: argparse.Namespace, flag: str) -> str | None:

@@ -75,7 +75,8 @@ class Gain:
 
     @property
     def probability(self) -> float | None:
-        """P(ratio > 1) for a prediction: its 90 % interval read as a normal in log ratio."""
+        """P(ratio > 1) for a prediction: its 90 % interval read as a normal in log ratio (the
+        interval as calibrated on held-out lab pairs, advisor/model/calibration.py)."""
         if self.interval is None or self.source != "model" or self.ratio <= 0:
             return None
         sd = (math.log(self.interval[1]) - math.log(self.interval[0])) / (2 * Z90)

@@ -122,7 +122,7 @@ class ShippedFit:
         by_workload = {w: without(perf, p99, [s for s in self.prior if s.obs.workload == w])
                        for w, (perf, p99) in p.by_workload.items()}
         twin = ShippedFit(self.predictor, self.prior)
-        twin.fitted = GPPredictor(*without(p.perf, p.p99, self.prior), p.deviation, by_workload)
+        twin.fitted = GPPredictor(*without(p.perf, p.p99, self.prior), p.deviation, by_workload, p.calibration)
         return twin
 
     def predict(self, local, queries):

@@ -52,6 +52,8 @@ def to_document(model: Any, csv_path: Path, lab_rows: int) -> dict[str, Any]:
         "lab_rows": lab_rows, "features": list(FEATURES),
         "fitted_with": {"scikit-learn": sklearn.__version__, "scipy": scipy.__version__, "numpy": numpy.__version__},
         "kernels": model.kernels,
+        # the perf sd's scale for 0, 1, 2+ probed candidates, fitted on held-out pairs (advisor/model/calibration.py)
+        "calibration": list(f.calibration),
         "perf": f.perf.to_json(), "write_p99": f.p99.to_json() if f.p99 is not None else None,
         # the same GPs conditioned on each workload's rows alone (advisor/model/gp.py GPPredictor)
         "by_workload": {w: {"perf": perf.to_json(), "write_p99": p99.to_json() if p99 is not None else None}
@@ -81,14 +83,18 @@ def load(csv_path: Path) -> tuple[Any, dict[str, Any]]:
         by_workload = {str(w): (FittedGP.from_json(d["perf"]),
                                 FittedGP.from_json(d["write_p99"]) if d.get("write_p99") else None)
                        for w, d in doc["by_workload"].items()}
+        calibration = tuple(float(x) for x in doc["calibration"])
+        if not all(0 < x < 10 for x in calibration):
+            raise ValueError(f"calibration scales {calibration} are not positive")
     except (KeyError, TypeError, ValueError, ArithmeticError, AttributeError) as exc:  # LinAlgError is a ValueError
         raise FittedError(f"{path.name} is damaged: {exc}") from None
-    return GPPredictor(perf, p99, by_workload=by_workload), doc
+    return GPPredictor(perf, p99, by_workload=by_workload, calibration=calibration), doc
 
 
-def fit_document(csv_path: Path) -> dict[str, Any]:
+def fit_document(csv_path: Path, calibrate: bool = True) -> dict[str, Any]:
     """Fit the GP on the prior at csv_path (scikit-learn) and return the document to store;
-    FittedError when the file holds no usable prior."""
+    FittedError when the file holds no usable prior.  `calibrate`: fit the calibration too (a
+    `--check` recomputes the stored one from the stored GPs instead)."""
     from advisor.model.dataset import load_csv, samples
     from advisor.model.regress import GPModel
 
@@ -99,7 +105,7 @@ def fit_document(csv_path: Path) -> dict[str, Any]:
     if len(prior) < 5:
         raise FittedError(f"{csv_path} holds {len(prior)} usable prior rows (a file that exists, with "
                           "a header row and at least 5 completed runs including a baseline, is needed)")
-    return to_document(GPModel(SEED, RESTARTS).fit(prior), csv_path, len(prior))
+    return to_document(GPModel(SEED, RESTARTS, calibrate=calibrate).fit(prior), csv_path, len(prior))
 
 
 def _targets(f: Any) -> Any:
@@ -169,6 +175,19 @@ def _disagreement(stored: dict[str, Any], refit: dict[str, Any], csv_path: Path,
             if want is not None and not np.allclose(FittedGP.from_json(got[workload][target]).predict(X)[0],
                                                     want.predict(X)[0], rtol=0, atol=1e-6):
                 return f"{workload} {target}: not the stored GP conditioned on {workload}'s rows"
+    return _calibration_disagreement(stored, fits, expected, prior)
+
+
+def _calibration_disagreement(stored: dict[str, Any], fits: dict[str, Any], workloads: dict, prior: list) -> str | None:
+    """None when the stored calibration is the one the stored GPs give on the prior's held-out
+    pairs (advisor/model/calibration.py: numpy only, deterministic for the same GPs)."""
+    from advisor.model.calibration import fit_scales
+    from advisor.model.gp import GPPredictor
+
+    want = fit_scales(GPPredictor(fits["perf"], fits.get("write_p99"), by_workload=workloads), prior)
+    got = tuple(stored.get("calibration") or ())
+    if len(got) != len(want) or any(abs(a - b) > 1e-9 for a, b in zip(got, want)):
+        return f"calibration: stored {list(got)}, the stored GPs give {list(want)} on the held-out pairs"
     return None
 
 
@@ -183,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
                     "marginal likelihood, nats) the stored hyperparameters may be than a refit's (default 0.5)")
     args = ap.parse_args(argv)
     try:
-        doc = fit_document(args.csv)
+        doc = fit_document(args.csv, calibrate=not args.check)
     except FittedError as exc:
         print(f"python -m advisor.model.fitted: {exc}", file=sys.stderr)
         return 2

@@ -65,6 +65,10 @@ class Dist:
 class Prediction:
     perf: Dist
     p99: Dist | None
+    # What the standard deviation of a perf difference is multiplied by where an answer reads it as
+    # a 90 % interval or P(gain): the calibration fitted on held-out lab pairs for this many probed
+    # candidates (advisor/model/calibration.py).  The pick and the probe order read the raw Dist.
+    perf_scale: float = 1.0
 
 
 def matrix(observations: list[Observation]) -> np.ndarray:
@@ -190,12 +194,22 @@ class GPPredictor:
     name = "gp"
 
     def __init__(self, perf: FittedGP, p99: FittedGP | None, deviation: float = LOCAL_DEVIATION_VARIANCE,
-                 by_workload: dict[str, tuple[FittedGP, FittedGP | None]] | None = None):
+                 by_workload: dict[str, tuple[FittedGP, FittedGP | None]] | None = None,
+                 calibration: tuple[float, ...] = ()):
         self.perf, self.p99, self.deviation = perf, p99, deviation
         self.by_workload = by_workload or {}
+        # the perf sd's scale for 0, 1, 2 or more candidates this pool has probed (the last for
+        # more); (): none fitted (advisor/model/calibration.py)
+        self.calibration = tuple(calibration)
 
     def with_deviation(self, deviation: float) -> GPPredictor:
-        return GPPredictor(self.perf, self.p99, deviation, self.by_workload)
+        return GPPredictor(self.perf, self.p99, deviation, self.by_workload, self.calibration)
+
+    def perf_scale(self, local: list[Sample]) -> float:
+        if not self.calibration:
+            return 1.0
+        probed = len({tuple(sorted(s.obs.settings.items())) for s in local})
+        return self.calibration[min(probed, len(self.calibration) - 1)]
 
     def fits_for(self, queries: list[Observation]) -> tuple[FittedGP, FittedGP | None]:
         """(perf, write p99) GPs for the queries: their workload's, when they share one that has its own."""
@@ -209,4 +223,4 @@ class GPPredictor:
         if p99_gp is not None:
             loc = [(s.obs, s.y_p99) for s in local if s.y_p99 is not None]
             p99 = condition(p99_gp, [o for o, _ in loc], [y for _, y in loc], queries, self.deviation)
-        return Prediction(perf, p99)
+        return Prediction(perf, p99, self.perf_scale(local))

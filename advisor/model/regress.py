@@ -71,10 +71,14 @@ class GPModel:
     # chosen after seeing that evaluation).
     min_length_scale = 0.5
 
-    def __init__(self, seed: int = 0, restarts: int = 2, deviation: float = LOCAL_DEVIATION_VARIANCE):
+    def __init__(self, seed: int = 0, restarts: int = 2, deviation: float = LOCAL_DEVIATION_VARIANCE,
+                 calibrate: bool = False):
         self.seed = seed
         self.restarts = restarts
         self.deviation = deviation
+        # also fit the calibration of P(gain) on the prior's held-out pairs (advisor/model/calibration.py):
+        # what the service's fit does; the pick's evaluation does not read it, and skips it
+        self.calibrate = calibrate
         self.kernels: dict[str, str] = {}
         self.fitted: GPPredictor | None = None
 
@@ -112,6 +116,10 @@ class GPModel:
             p99, self.kernels["write_p99"] = self._fit_one(matrix([s.obs for s in with_p99]),
                                                            np.array([s.y_p99 for s in with_p99]), excludes=excludes)
         self.fitted = GPPredictor(perf, p99, self.deviation, by_workload(prior, perf, p99, with_p99))
+        if self.calibrate:
+            from advisor.model.calibration import fit_scales
+
+            self.fitted.calibration = fit_scales(self.fitted, prior)
         return self
 
     def predict(self, local: list[Sample], queries: list[Observation]) -> Prediction:

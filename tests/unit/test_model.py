@@ -371,6 +371,8 @@ def test_the_check_refuses_other_data_less_likely_hyperparameters_and_stale_work
     assert "other targets" in fitted._disagreement(shifted, shipped, prior_path(), 0.5)
     steeper = dict(shipped, perf=dict(shipped["perf"], linear={f: 2 * b for f, b in shipped["perf"]["linear"].items()}))
     assert "another linear mean" in fitted._disagreement(steeper, shipped, prior_path(), 0.5)
+    uncalibrated = dict(shipped, calibration=[1.0, 1.0, 1.0])  # not what the stored GPs give
+    assert "calibration: stored [1.0, 1.0, 1.0]" in fitted._disagreement(uncalibrated, shipped, prior_path(), 0.5)
 
 
 def test_a_fit_for_another_prior_or_a_damaged_one_is_refused(tmp_path):
