@@ -125,11 +125,9 @@ def fit_scales(predictor, prior: list[Sample]) -> tuple[float, ...]:
 def held_out_calibration(results: list[PairResult]) -> list[PairResult]:
     """The pairs with their probability calibrated by a scale fitted on the other cells' pairs of
     the same budget: the calibration checked on pairs it was not fitted on."""
-    out = []
-    for r in results:
-        scale = scale_for([o for o in results if o.cell != r.cell and o.budget == r.budget])
-        out.append(replace(r, calibrated=_NORMAL.cdf(r.z / scale)))
-    return out
+    scales = {(cell, budget): scale_for([o for o in results if o.cell != cell and o.budget == budget])
+              for cell, budget in {(r.cell, r.budget) for r in results}}
+    return [replace(r, calibrated=_NORMAL.cdf(r.z / scales[(r.cell, r.budget)])) for r in results]
 
 
 def _probability(r: PairResult, calibrated: bool) -> float:

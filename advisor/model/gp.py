@@ -208,7 +208,9 @@ class GPPredictor:
     def perf_scale(self, local: list[Sample]) -> float:
         if not self.calibration:
             return 1.0
-        probed = len({tuple(sorted(s.obs.settings.items())) for s in local})
+        from advisor.model.select import settings_key  # select imports this module's types
+
+        probed = len({settings_key(s.obs) for s in local})
         return self.calibration[min(probed, len(self.calibration) - 1)]
 
     def fits_for(self, queries: list[Observation]) -> tuple[FittedGP, FittedGP | None]:

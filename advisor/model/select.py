@@ -90,7 +90,7 @@ def feasible(prediction, i: int, base: int | None = None, caution: float | None 
     """The pick's test of write p99: with the pick's caution, as an upper bound of the latency
     (the gain is judged by a lower bound).  A mean just inside the tolerance is not enough: the
     p99 GP is uncertain (about 0.3-0.6 in log ratio), and a change past the tolerance costs more
-    than the gain it came with (docs/model.md, "Write p99 in the pick")."""
+    than the gain it came with (docs/model.md, "Version 11")."""
     return _feasible(prediction, i, base, CAUTION if caution is None else caution)
 
 
