@@ -32,7 +32,7 @@ from statistics import NormalDist
 
 from advisor.model.dataset import Sample, cells
 from advisor.model.evaluation import _fit, _grid, _label, probe_in_order, twins
-from advisor.model.select import settings_key
+from advisor.model.features import settings_key
 
 # the groups of predicted probabilities, the decision's thresholds among their edges
 BINS = ((0.5, 0.7), (0.7, 0.8), (0.8, 0.9), (0.9, 0.95), (0.95, 0.99), (0.99, 1.0))

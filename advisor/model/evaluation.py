@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 from advisor.engine.measured import WRITE_P99_TOLERANCE
 from advisor.model.dataset import Sample, cells
-from advisor.model.features import Observation
-from advisor.model.select import next_candidates, pick, settings_key
+from advisor.model.features import Observation, settings_key
+from advisor.model.select import next_candidates, pick
 
 if TYPE_CHECKING:  # imported where used: numpy
     from advisor.model.gp import FittedGP, GPPredictor

@@ -98,6 +98,11 @@ def normalized(settings: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+def settings_key(o: Observation) -> tuple:
+    """The candidate's settings as a hashable key: one key per setting the pool could measure."""
+    return tuple(sorted(o.settings.items()))
+
+
 def metric_of(pattern: str) -> str:
     return "iops" if pattern == "random" else "bandwidth"
 

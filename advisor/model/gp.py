@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from advisor.model.dataset import Sample
-from advisor.model.features import FEATURES, SETTING_FEATURES, Observation, vector
+from advisor.model.features import FEATURES, SETTING_FEATURES, Observation, settings_key, vector
 
 Z90 = 1.6448536269514722  # a two-sided 90 % interval is mean ± Z90 sd
 # The pool's own deviation from the lab (advisor/model/regress.py): its prior variance (in
@@ -208,8 +208,6 @@ class GPPredictor:
     def perf_scale(self, local: list[Sample]) -> float:
         if not self.calibration:
             return 1.0
-        from advisor.model.select import settings_key  # select imports this module's types
-
         probed = len({settings_key(s.obs) for s in local})
         return self.calibration[min(probed, len(self.calibration) - 1)]
 

@@ -27,10 +27,10 @@ from advisor.facts import DATASET_DEFAULTS, Host
 from advisor.model import MODEL_VERSION, numpy_missing, sklearn_missing
 from advisor.model.changes import change_observations
 from advisor.model.dataset import Sample, load_csv, prior_path, samples
-from advisor.model.features import (KNOWN_COMPRESSION, Observation, WorkloadShape, from_result, query,
+from advisor.model.features import (KNOWN_COMPRESSION, Observation, WorkloadShape, from_result, query, settings_key,
                                     supported)
 from advisor.model.inputs import ProbeDescription, ProbeResults
-from advisor.model.select import choose, feasible, settings_key
+from advisor.model.select import choose, feasible
 
 log = logging.getLogger(__name__)
 Z90 = 1.6448536269514722

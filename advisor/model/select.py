@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from advisor.engine.measured import WRITE_P99_TOLERANCE
 from advisor.model.dataset import Sample
-from advisor.model.features import Observation
+from advisor.model.features import Observation, settings_key
 
 if TYPE_CHECKING:  # gp.py needs numpy, which the service without the model does not import
     from advisor.model.gp import Prediction
@@ -106,10 +106,6 @@ def pick_score(prediction, i: int, base: int | None, caution: float | None = Non
         return float(prediction.perf.mean[i]) - caution * float(prediction.perf.sd[i])
     mean, sd = prediction.perf.difference(i, base)
     return mean - caution * sd
-
-
-def settings_key(o: Observation) -> tuple:
-    return tuple(sorted(o.settings.items()))
 
 
 def choose(prediction, candidates: list[Observation], probed: set[tuple], caution: float | None = None,

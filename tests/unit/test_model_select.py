@@ -16,10 +16,10 @@ np = pytest.importorskip("numpy")
 
 from advisor.engine.loader import load_rulebook  # noqa: E402 - after the importorskip above
 from advisor.model.dataset import load_csv  # noqa: E402 - after the importorskip above
-from advisor.model.features import WorkloadShape  # noqa: E402 - after the importorskip above
+from advisor.model.features import WorkloadShape, settings_key  # noqa: E402 - after the importorskip above
 from advisor.model.gp import Dist, Prediction  # noqa: E402 - after the importorskip above
 from advisor.model.provider import candidates_of  # noqa: E402 - after the importorskip above
-from advisor.model.select import choose, settings_key  # noqa: E402 - after the importorskip above
+from advisor.model.select import choose  # noqa: E402 - after the importorskip above
 from advisor.probe.description import ProbeDescription  # noqa: E402 - after the importorskip above
 
 BOOK = load_rulebook()
