@@ -124,10 +124,11 @@ def decide(rec: Recommendation, ladder: Ladder, setter: Setter, measurer: Measur
     notes = [why] if why else []
     if ruled is not None and not same_value(ruled, value) and current is not None:
         notes.append(_rule_note(ruled, current, probe, pred))
+    trade = _latency_note(current, pred) if status != "change" and pred is not None else ""
     update: dict = {"evidence": rec.evidence + _evidence(rec, ladder, probe, pred),
                     "source": _source(rec, status, value, probe, pred),
                     "explanation": " ".join(p for p in [rec.explanation, *_listings(ladder, probe, pred), *notes,
-                                                        verdict] if p)}
+                                                        verdict, trade] if p)}
     if status == "change":
         update |= _change(rec, value, gain, setter)
         update["requirement"] = f"= {value}"
@@ -397,6 +398,24 @@ def _rule_note(ruled: str, current: str, probe: ParameterEvidence | None, pred: 
             f"1.5x)" if ruled_pred is not None and not ruled_pred.feasible and ruled_pred.write_p99_ratio else "")
     return (f"The rule's {ruled} is {_by(gain)} {pct(gain.ratio)} {_metric(pred)} against the current {current}"
             f"{_interval_text(gain)}{tail}.")
+
+
+def _latency_note(current: str | None, pred: ParameterPrediction) -> str:
+    """Where the value kept is itself predicted past the write-p99 limit the model's picks respect:
+    the trade it stands for, said (the answer keeps it: nothing within the limit matches its
+    throughput, and a change needs a predicted gain), with the best value within the limit."""
+    kept = pred.candidate(current)
+    if kept is None or kept.feasible or not kept.write_p99_ratio:
+        return ""
+    metric = _metric(pred)
+    said = (f"The current {current}'s write p99 is predicted {kept.write_p99_ratio:.1f}x the ZFS default's, beyond "
+            f"the 1.5x limit the model's picks respect: it is kept for its {metric}, which no value within the "
+            "limit is predicted to match.")
+    best, effect = pred.candidate(pred.best), pred.effect(current, pred.best)
+    if best is None or not best.feasible or effect is None or same_value(pred.best, current):
+        return said
+    return (f"{said} Where write latency matters more than {metric}, {pred.best} is the best within it (write p99 "
+            f"{best.write_p99_ratio or 1.0:.1f}x the default's, {pct(effect.ratio)} {metric} against {current}).")
 
 
 def _tail(c) -> str:

@@ -237,6 +237,33 @@ def test_a_pick_predicted_no_better_than_the_current_value_keeps_it():
     assert "Nothing is predicted to beat the current 8K" in out.explanation
 
 
+@pytest.mark.parametrize("pick, said", [
+    ("256K", "Where write latency matters more than IOPS, 256K is the best within it (write p99 1.3x the "
+             "default's, -20% IOPS against 1M)."),
+    ("1M", None)])
+def test_a_current_value_past_the_write_p99_limit_is_kept_and_its_latency_said(pick, said):
+    # the dataset is at 1M, 1.5x the default's IOPS but its write p99 3.4x the default's; the pick
+    # within the limit (256K, 1.2x) loses against 1M: keep 1M, and say what it costs and what
+    # would keep the limit; where nothing is within the limit (the pick is 1M), the cost alone
+    pred = _synthetic(pick, (0.72, 0.88), pair=("1M", "256K"), values={"1M": 1.5, "256K": 1.2, "128K": 1.0})
+    p99 = {"1M": (3.4, False), "256K": (1.3, pick == "256K"), "128K": (1.0, True)}
+    pred.candidates = [c.model_copy(update={"write_p99_ratio": p99[c.value][0], "feasible": p99[c.value][1]})
+                       for c in pred.candidates]
+    out = _decide(_rec(recommended="1M", current="1M").model_copy(update={"status": "passed", "change": False}), pred)
+    assert (out.status, out.recommended, out.change) == ("passed", "1M", False)
+    cost = ("The current 1M's write p99 is predicted 3.4x the ZFS default's, beyond the 1.5x limit the model's picks "
+            "respect: it is kept for its IOPS, which no value within the limit is predicted to match.")
+    assert cost in out.explanation
+    assert (said in out.explanation) if said else "Where write latency matters more" not in out.explanation
+
+
+def test_a_current_value_within_the_write_p99_limit_says_nothing_of_it():
+    pred = _synthetic("8K", (1.1, 1.4))
+    pred.candidates = [c.model_copy(update={"write_p99_ratio": 1.2}) for c in pred.candidates]
+    out = _decide(_rec(current="8K"), pred)
+    assert out.status == "passed" and "write p99 is predicted" not in out.explanation
+
+
 def test_a_passing_rule_the_model_confirms_stays_passed():
     passed = _rec(current="128K").model_copy(update={"status": "passed", "change": False, "apply": None,
                                                      "apply_argv": None})
