@@ -85,7 +85,7 @@ def load(csv_path: Path) -> tuple[Any, dict[str, Any]]:
                        for w, d in doc["by_workload"].items()}
         calibration = tuple(float(x) for x in doc["calibration"])
         if not all(0 < x < 10 for x in calibration):
-            raise ValueError(f"calibration scales {calibration} are not positive")
+            raise ValueError(f"calibration scales {calibration} are not all within (0, 10)")
     except (KeyError, TypeError, ValueError, ArithmeticError, AttributeError) as exc:  # LinAlgError is a ValueError
         raise FittedError(f"{path.name} is damaged: {exc}") from None
     return GPPredictor(perf, p99, by_workload=by_workload, calibration=calibration), doc

@@ -398,7 +398,13 @@ def test_a_fit_for_another_prior_or_a_damaged_one_is_refused(tmp_path):
                            (dict(shipped, perf=dict(shipped["perf"], keep=["no_such_feature"])), "damaged"),
                            (dict(shipped, perf=dict(shipped["perf"], linear={"no_such_feature": 1.0})), "damaged"),
                            ({k: v for k, v in shipped.items() if k != "by_workload"}, "damaged"),
-                           (dict(shipped, by_workload={"postgres": {"perf": None}}), "damaged")]:
+                           (dict(shipped, by_workload={"postgres": {"perf": None}}), "damaged"),
+                           # the calibration scales an sd: a scale of 0, a negative, NaN or no number is refused
+                           ({k: v for k, v in shipped.items() if k != "calibration"}, "damaged"),
+                           (dict(shipped, calibration=[0.0, 0.74, 0.99]), r"within \(0, 10\)"),
+                           (dict(shipped, calibration=[0.73, -1.0, 0.99]), r"within \(0, 10\)"),
+                           (dict(shipped, calibration=[0.73, float("nan"), 0.99]), r"within \(0, 10\)"),
+                           (dict(shipped, calibration=["wide", 0.74, 0.99]), "damaged")]:
         target.write_text(json.dumps(damage))
         with pytest.raises(fitted.FittedError, match=reason):
             fitted.load(csv_copy)
