@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Callable, Sequence
 
-from advisor.engine.measured import candidate_display, find, measured_best, same_value
+from advisor.engine.measured import WRITE_P99_TOLERANCE, candidate_display, find, measured_best, same_value
 from advisor.engine.units import parse_size, shown_value
 from advisor.engine.models import Evidence, ExpectedEffect, Recommendation
 from advisor.engine.predicted import PREDICTED_PARAMETERS, ParameterPrediction, pct, span
@@ -395,7 +395,7 @@ def _rule_note(ruled: str, current: str, probe: ParameterEvidence | None, pred: 
         return f"The rule's {ruled} was neither measured nor predicted here."
     ruled_pred = pred.candidate(ruled) if pred is not None else None
     tail = (f", but its write p99 is predicted {ruled_pred.write_p99_ratio:.1f}x the ZFS default's (the limit is "
-            f"1.5x)" if ruled_pred is not None and not ruled_pred.feasible and ruled_pred.write_p99_ratio else "")
+            f"{WRITE_P99_TOLERANCE:g}x)" if ruled_pred is not None and not ruled_pred.feasible and ruled_pred.write_p99_ratio else "")
     return (f"The rule's {ruled} is {_by(gain)} {pct(gain.ratio)} {_metric(pred)} against the current {current}"
             f"{_interval_text(gain)}{tail}.")
 
@@ -409,7 +409,7 @@ def _latency_note(current: str | None, pred: ParameterPrediction) -> str:
         return ""
     metric = _metric(pred)
     said = (f"The current {current}'s write p99 is predicted {kept.write_p99_ratio:.1f}x the ZFS default's, beyond "
-            f"the 1.5x limit the model's picks respect: it is kept for its {metric}, which no value within the "
+            f"the {WRITE_P99_TOLERANCE:g}x limit the model's picks respect: it is kept for its {metric}, which no value within the "
             "limit is predicted to match.")
     best, effect = pred.candidate(pred.best), pred.effect(current, pred.best)
     if best is None or not best.feasible or effect is None or same_value(pred.best, current):
