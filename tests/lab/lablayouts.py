@@ -121,7 +121,22 @@ class Layout:
         for name, value in self.create_module_params.items():
             lines.append(f"saved_{name}=$(cat {params}/{name} 2>/dev/null || true); "
                          f"[ -z \"$saved_{name}\" ] || echo {value} > {params}/{name}")
-        lines.append(shlex.join(self.zpool_create_argv()))
+        # A disk that just lost a pool's label (the layout before) gets its partitions re-read by
+        # udev when its writer closes it, and again when `zpool create` has written the new label:
+        # a partition open while it is re-read is ENXIO, "one or more devices is currently
+        # unavailable" (CI, OpenZFS 2.1, 2026-12-02). Only that error is tried again, after udev
+        # has settled and whatever the failed create left is gone.
+        lines += [
+            "for attempt in 1 2 3; do",
+            "  udevadm settle",
+            f"  if {shlex.join(self.zpool_create_argv())} 2>/tmp/zpool-create.err; then break; fi",
+            "  cat /tmp/zpool-create.err >&2",
+            "  grep -q 'currently unavailable' /tmp/zpool-create.err && [ $attempt -lt 3 ] || exit 1",
+            "  echo \"zpool create: attempt $attempt failed with a device unavailable; again\" >&2",
+            "  ! zpool list -H tank >/dev/null 2>&1 || zpool destroy -f tank",
+            "  sleep 2",
+            "done",
+        ]
         for name in self.create_module_params:
             lines.append(f"[ -z \"$saved_{name}\" ] || echo $saved_{name} > {params}/{name}")
         for ds in self.datasets:
