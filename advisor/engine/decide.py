@@ -42,6 +42,7 @@ from advisor.engine.measured import WRITE_P99_TOLERANCE, candidate_display, find
 from advisor.engine.units import parse_size, shown_value
 from advisor.engine.models import Evidence, ExpectedEffect, Recommendation
 from advisor.engine.predicted import PREDICTED_PARAMETERS, ParameterPrediction, pct, span
+from advisor.evidence.interval import Z90
 from advisor.evidence.lab_grid import LabMeasurement
 from advisor.evidence.parameters import CandidateEvidence, ParameterEvidence
 
@@ -62,7 +63,6 @@ CHANGE_PROBABILITY = 0.95
 # the held-out answers of a prior with the raidz1 of eight HDDs (docs/model.md): after two probes
 # the pick there was 64K at P 0.70, and the lab measured 64K at 0.80x the default.
 NEW_DATASET_PROBABILITY = 0.8
-Z90 = 1.6448536269514722
 
 
 @dataclass(frozen=True)

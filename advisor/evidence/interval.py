@@ -20,7 +20,8 @@ from collections.abc import Iterable, Sequence
 _T95 = (6.3138, 2.9200, 2.3534, 2.1318, 2.0150, 1.9432, 1.8946, 1.8595, 1.8331, 1.8125,
         1.7959, 1.7823, 1.7709, 1.7613, 1.7531, 1.7459, 1.7396, 1.7341, 1.7291, 1.7247,
         1.7207, 1.7171, 1.7139, 1.7109, 1.7081, 1.7056, 1.7033, 1.7011, 1.6991, 1.6973)
-_Z95 = 1.6448536269514722
+# the normal's 0.95 quantile: a two-sided 90 % interval is mean ± Z90 sd (the engine and the model use it too)
+Z90 = 1.6448536269514722
 
 
 def t90(dof: int) -> float:
@@ -29,7 +30,7 @@ def t90(dof: int) -> float:
         raise ValueError("a t interval needs at least one degree of freedom")
     if dof <= len(_T95):
         return _T95[dof - 1]
-    z = _Z95  # Cornish-Fisher expansion in 1/dof: within 1e-4 of the exact quantile from 31 on
+    z = Z90  # Cornish-Fisher expansion in 1/dof: within 1e-4 of the exact quantile from 31 on
     return z + (z ** 3 + z) / (4 * dof) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * dof ** 2)
 
 

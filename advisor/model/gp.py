@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from advisor.evidence.interval import Z90
 from advisor.model.dataset import Sample
 from advisor.model.features import FEATURES, SETTING_FEATURES, Observation, settings_key, vector
 
-Z90 = 1.6448536269514722  # a two-sided 90 % interval is mean ± Z90 sd
 # The pool's own deviation from the lab (advisor/model/regress.py): its prior variance (in
 # log-ratio units, 0.06 ≈ a 25 % standard deviation) and length scale (in doublings of the
 # recordsize).  The variance was chosen on the lab's leave-one-cell-out evaluation, so that

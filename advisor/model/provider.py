@@ -23,6 +23,7 @@ from advisor.engine.models import ModelStatus
 from advisor.engine.predicted import (PREDICTED_PARAMETERS, CandidatePrediction, PairEffect, ParameterPrediction,
                                       PredictionLookup)
 from advisor.engine.units import format_size, parse_size
+from advisor.evidence.interval import Z90
 from advisor.facts import DATASET_DEFAULTS, Host
 from advisor.model import MODEL_VERSION, numpy_missing, sklearn_missing
 from advisor.model.changes import change_observations
@@ -33,7 +34,6 @@ from advisor.model.inputs import ProbeDescription, ProbeResults
 from advisor.model.select import choose, feasible
 
 log = logging.getLogger(__name__)
-Z90 = 1.6448536269514722
 ADVICE_WAIT_SECONDS = 5.0
 
 
