@@ -123,10 +123,10 @@ class _Machines:
         self.vm = vm
         return vm
 
-    def stop(self) -> None:
+    def stop(self, *, kill: bool = False) -> None:
         if self.vm is not None:
             vm, self.vm = self.vm, None
-            vm.stop()
+            vm.kill() if kill else vm.stop()
 
 
 @pytest.fixture(scope="session")
@@ -140,9 +140,11 @@ def _lab_machines():
 
 @pytest.fixture
 def wrecked_after(_lab_machines):
-    """For a test that leaves the VM unusable: stops the VM after it (the next test boots a new one)."""
+    """For a test that leaves the VM unusable: stops the VM after it (the next test boots a new one).
+    Killed, not powered off: a pool that lost its disk holds the shutdown until the 30 s timeout, and
+    nothing of a wrecked VM is kept (its disks and root overlay are temporary files)."""
     yield
-    _lab_machines.stop()
+    _lab_machines.stop(kill=True)
 
 
 @pytest.fixture(scope="session")
