@@ -126,7 +126,10 @@ class _Machines:
     def stop(self, *, kill: bool = False) -> None:
         if self.vm is not None:
             vm, self.vm = self.vm, None
-            vm.kill() if kill else vm.stop()
+            if kill:
+                vm.kill()
+            else:
+                vm.stop()
 
 
 @pytest.fixture(scope="session")

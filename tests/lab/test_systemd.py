@@ -457,15 +457,13 @@ def _mysql_plan(vm) -> set[str]:
     """`tank/db` (16K) named a MySQL dataset in [workloads]: the candidates `zfs-advisor probe
     --budget-probes 2 --plan-only` names for the pool with the installed program and model (no
     MySQL probe of the pool in its store)."""
-    config = "/etc/zfs-advisor/config.toml"
     vm.exec("zfs list tank/db >/dev/null 2>&1 || zfs create -o recordsize=16K tank/db; "
-            f"grep -q '^\"tank/db\" = \"mysql\"$' {config} || "
-            f"sed -i '/^\\[workloads\\]$/a \"tank/db\" = \"mysql\"' {config}; "
-            f"grep -q '^\\[profiler\\]' {config} || printf '{PROFILER_SMALL}' >> {config}", check=True)
-    assert '"tank/db" = "mysql"' in vm.exec(f"cat {config}", check=True).stdout
+            f"sed -i '/^\\[workloads\\]$/a \"tank/db\" = \"mysql\"' {CONFIG}; "
+            f"grep -q '^\\[profiler\\]' {CONFIG} || printf '{PROFILER_SMALL}' >> {CONFIG}", check=True)
+    assert '"tank/db" = "mysql"' in vm.exec(f"cat {CONFIG}", check=True).stdout
     # a state directory of its own: the service's holds no MySQL probe either, and root must not
     # create files in the one the API (a dynamic user) reads
-    plan = vm.exec(f"/opt/zfs-advisor/venv/bin/zfs-advisor probe --config {config} --state-dir /root/plan-state "
+    plan = vm.exec(f"/opt/zfs-advisor/venv/bin/zfs-advisor probe --config {CONFIG} --state-dir /root/plan-state "
                    "--pool tank --workload mysql --budget-probes 2 --plan-only", check=True)
     chosen_line = next(l for l in plan.stderr.splitlines() if l.startswith("candidates chosen"))
     print(f"\n{chosen_line}")
@@ -475,7 +473,7 @@ def _mysql_plan(vm) -> set[str]:
 
 def _forget_mysql(vm) -> None:
     """The dataset and its [workloads] line are these tests': the later tests of the VM see the pool as before."""
-    vm.exec("zfs destroy tank/db; sed -i '/^\"tank\\/db\" = \"mysql\"$/d' /etc/zfs-advisor/config.toml", timeout=120)
+    vm.exec(f"zfs destroy tank/db; sed -i '/^\"tank\\/db\" = \"mysql\"$/d' {CONFIG}", timeout=120)
 
 
 def test_the_installed_prober_plans_the_candidates_the_model_chooses(installed):
@@ -487,8 +485,7 @@ def test_the_installed_prober_plans_the_candidates_the_model_chooses(installed):
     try:
         chosen = _mysql_plan(vm)
     finally:
-        if not long_jobs():  # the pass below uses the dataset
-            _forget_mysql(vm)
+        _forget_mysql(vm)
     assert len(chosen) == 2 and "recordsize=16K" in chosen and "recordsize=128K" not in chosen, chosen
 
 
@@ -503,7 +500,7 @@ def test_the_prober_unit_measures_the_candidates_the_model_chooses(installed):
     vm, http = installed[:2]
     try:
         chosen = _mysql_plan(vm)
-        vm.exec(f"printf '{PROFILE_MYSQL}' >> /etc/zfs-advisor/config.toml", check=True)
+        vm.exec(f"printf '{PROFILE_MYSQL}' >> {CONFIG}", check=True)
         # the pool idle (no writer of an earlier test, a txg committed), then one pass of the prober
         vm.exec("while pgrep -f lab-io >/dev/null; do sleep 1; done; sync; sleep 6", check=True, timeout=180)
         since = now(vm)
