@@ -20,6 +20,10 @@ accepting for a second at a time, and /healthz waited 9 s). So the count is kept
   loop makes them a turn or two after accept()) will be idle ones: while there are such, a new
   connection waits in the kernel's queue as well. Refused instead, a health check queued right
   behind a burst that the loop accepted in one go got a reset (CI, a loaded 2-core machine);
+* what the server can close for a new connection (the oldest first, advisor/server/errors.py):
+  an idle connection, one whose request waits on its client (a response it does not read, a
+  body it does not send), and one that has not reached the server ARRIVAL_SECONDS after
+  accept() (a TLS handshake left half done: it is shut down, and asyncio closes it);
 * when none can be closed (every connection is serving a request), the new connection is
   closed at once, right after accept(): it costs the client a reset and the service nothing;
 * refusals are logged at most once a minute, with the count of the others.
@@ -27,10 +31,12 @@ accepting for a second at a time, and /healthz waited 9 s). So the count is kept
 from __future__ import annotations
 
 import asyncio
+import asyncio.sslproto
 import logging
 import resource
 import socket
 import time
+import weakref
 from enum import Enum
 from typing import Any, Protocol
 
@@ -66,24 +72,19 @@ def default_max_connections() -> int:
 
 
 class IdleConnections(Protocol):
-    """The server's connections that are not serving a request (idle, or a request still arriving)."""
+    """The server's connections it may close for a new one: not serving a request (idle, or a
+    request's head still arriving), or serving one that waits on the client."""
 
     def oldest_idle_since(self) -> float | None:
-        """time.monotonic() when the oldest of them was made; None when there is none."""
+        """time.monotonic() when the oldest of them began to hold its slot; None when there is none."""
 
     def close_oldest_idle(self) -> None:
         """Close the oldest of them at once."""
-
-    def made(self) -> int:
-        """How many connections have reached the server and not left it (any state)."""
 
 
 class _NoneIdle:
     def oldest_idle_since(self) -> float | None:
         return None
-
-    def made(self) -> int:
-        return 0
 
     def close_oldest_idle(self) -> None:
         pass
@@ -105,7 +106,9 @@ class ConnectionGuard:
         self.idle: IdleConnections = idle or _NoneIdle()
         self.open = 0
         self.refused = 0
-        self.last_accepted = float("-inf")  # time.monotonic() of the last accept()
+        # accepted sockets that have not reached the server (a TLS handshake under way), by
+        # descriptor, oldest first: the socket (weakly: asyncio owns it) and when it was accepted
+        self._unserved: dict[int, tuple[weakref.ref[socket.socket], float]] = {}
 
     @property
     def closing(self) -> bool:
@@ -116,19 +119,58 @@ class ConnectionGuard:
         """What happens to the next connection; it changes nothing (no connection may be waiting)."""
         if self.open < self.limit:
             return Verdict.ADMIT
-        since = self.idle.oldest_idle_since()
-        if since is None:
-            return Verdict.WAIT if self._arriving() else Verdict.REFUSE
-        return Verdict.REPLACE if time.monotonic() - since >= MIN_IDLE_AGE_SECONDS else Verdict.WAIT
+        since = self._oldest_reclaimable_since()
+        if since is not None:
+            return Verdict.REPLACE if time.monotonic() - since >= MIN_IDLE_AGE_SECONDS else Verdict.WAIT
+        return Verdict.WAIT if self._arriving() else Verdict.REFUSE
+
+    def accepted(self, sock: socket.socket) -> None:
+        self.open += 1
+        self._unserved[sock.fileno()] = (weakref.ref(sock), time.monotonic())
+
+    def arrived(self, fd: int) -> None:
+        """The socket `fd` reached the server (its TLS handshake, if any, is done)."""
+        self._unserved.pop(fd, None)
+
+    def closed(self, fd: int) -> None:
+        self.open -= 1
+        self._unserved.pop(fd, None)
+
+    def _stuck_handshake(self) -> tuple[int, float] | None:
+        """The oldest socket that has not reached the server ARRIVAL_SECONDS after accept(), and when it was accepted."""
+        fd, (_, since) = next(iter(self._unserved.items()), (-1, (None, 0.0)))
+        return (fd, since) if fd >= 0 and time.monotonic() - since >= ARRIVAL_SECONDS else None
+
+    def _oldest_reclaimable_since(self) -> float | None:
+        candidates = [self.idle.oldest_idle_since(), (self._stuck_handshake() or (0, None))[1]]
+        return min((since for since in candidates if since is not None), default=None)
 
     def _arriving(self) -> bool:
         """Connections accepted lately have not reached the server yet: idle ones to come."""
-        return self.open > self.idle.made() and time.monotonic() - self.last_accepted < ARRIVAL_SECONDS
+        newest = next(reversed(self._unserved.values()), None)
+        return newest is not None and time.monotonic() - newest[1] < ARRIVAL_SECONDS
 
     def replace(self) -> None:
-        self.idle.close_oldest_idle()
-        _refusals.log(logging.WARNING, "closed idle", "%d client connections open, the limit is %d: closed "
-                      "the oldest one not serving a request", self.open, self.limit)
+        stuck, server_since = self._stuck_handshake(), self.idle.oldest_idle_since()
+        if stuck is not None and (server_since is None or stuck[1] <= server_since):
+            self._shut_down(stuck[0])
+            what = "the oldest one still in its TLS handshake"
+        else:
+            self.idle.close_oldest_idle()
+            what = "the oldest one not served (idle, or its request waiting on the client)"
+        _refusals.log(logging.WARNING, "closed idle", "%d client connections open, the limit is %d: closed %s",
+                      self.open, self.limit, what)
+
+    def _shut_down(self, fd: int) -> None:
+        """Shut the socket down (asyncio sees its end and closes it: the descriptor is never
+        closed under asyncio's feet, nor reused while it still watches it)."""
+        ref, _ = self._unserved.pop(fd)
+        sock = ref()
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already gone
 
     def refuse(self) -> None:
         self.refused += 1
@@ -162,7 +204,7 @@ class _CountedSocket(socket.socket):
         guard = getattr(self, "_guard", None)
         if guard is not None:
             self._guard = None
-            guard.open -= 1
+            guard.closed(self.fileno())
 
 
 class _GuardedListener(socket.socket):
@@ -189,17 +231,30 @@ class _GuardedListener(socket.socket):
             if verdict is Verdict.REPLACE:
                 self.guard.replace()
             conn = _CountedSocket(self.family, self.type, self.proto, fileno=fd)
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
             conn._guard = self.guard
-            self.guard.open += 1
-            self.guard.last_accepted = time.monotonic()
+            self.guard.accepted(conn)
             return conn, address
         raise BlockingIOError
+
+
+# The kernel's send buffer of each client connection (Linux doubles it for its bookkeeping).
+# Left to autotuning it grows to net.ipv4.tcp_wmem's maximum, 4 MiB on Debian: a client that
+# does not read kept a 1.8 MB /metrics body in the kernel, out of reach of the write timeout
+# (the response had "gone out") and of the process's memory figures, though the unit's cgroup
+# is charged for it. 256 KiB keeps loopback and LAN scrapes at full speed; across 100 ms of
+# round trip it allows about 5 MB/s.
+SEND_BUFFER = 256 * 1024
+# What asyncio reads a TLS connection's bytes into, per connection from accept() on (asyncio's
+# SSLProtocol.max_size, 256 KiB, allocated and zeroed for each): 1,500 handshakes left half done
+# held 450 MB (tests/bench/hostile.py). A TLS record is at most 16 KiB of plaintext.
+TLS_READ_BUFFER = 32 * 1024
 
 
 class GuardedSite(web.TCPSite):
     """web.TCPSite whose listening sockets count what they accept through `runner.guard` (a
     JsonErrorAppRunner's), with a longer accept queue (BACKLOG); a TLS handshake gets
-    `handshake_timeout` seconds, not asyncio's 60."""
+    `handshake_timeout` seconds, not asyncio's 60, and TLS_READ_BUFFER bytes to read into."""
 
     __slots__ = ("_handshake_timeout",)
 
@@ -210,6 +265,8 @@ class GuardedSite(web.TCPSite):
 
     async def start(self) -> None:
         await web.BaseSite.start(self)  # registers the site; TCPSite.start's create_server is replaced below
+        if self._ssl_context is not None:  # a class attribute: every TLS connection of this process
+            asyncio.sslproto.SSLProtocol.max_size = TLS_READ_BUFFER
         # the runner is a JsonErrorAppRunner (advisor/server/errors.py, which imports this module)
         guard: ConnectionGuard = self._runner.guard  # type: ignore[attr-defined]
         if self._runner.server is None:

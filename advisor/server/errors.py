@@ -1,6 +1,7 @@
 """Every error is JSON: {"error": {"status", "reason", "valid"?}}; never a traceback."""
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -80,6 +81,18 @@ async def error_middleware(
 # previous response) is dropped, and so is a connection idle that long: aiohttp's keep-alive
 # timer, which also runs before the first request.
 READ_TIMEOUT_SECONDS = 10.0
+# A response the client does not read: the connection is dropped once its writer has waited this
+# long for the client to take anything (asyncio pauses the writer while the transport's buffer is
+# above its mark). Prometheus' own scrape timeout is 10 s by default.
+WRITE_TIMEOUT_SECONDS = 10.0
+# What a connection keeps in this process for a client that does not read (the kernel's socket
+# buffers come first): the writer is paused above this, and a body is written in slices of
+# advisor/server/bodies.py's SLICE on top of it. asyncio's default mark is 64 KiB.
+WRITE_BUFFER_HIGH = 16 * 1024
+# A body the service answered without reading (a 401, 408, 413 or 415) is read and dropped for
+# this long before the connection closes, so the client sees the answer rather than a reset
+# (aiohttp's lingering close; its default is 10 s, which a client trickling bytes could use).
+LINGERING_SECONDS = 2.0
 _refusals = RateLimitedLog(log, interval=60.0)
 
 
@@ -103,9 +116,25 @@ class _JsonErrorRequestHandler(RequestHandler):
         resp.force_close()
         return resp
 
+    # The transport pauses the writer while its buffer is above WRITE_BUFFER_HIGH: a client that
+    # stops reading. The server times it out and may close it for a new client.
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if isinstance(self._manager, _JsonErrorServer):
+            self._manager.client_holds_up(self, write_timeout=True)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if isinstance(self._manager, _JsonErrorServer):
+            self._manager.client_caught_up(self)
+
 
 class _JsonErrorServer(web.Server):
     _since: dict[RequestHandler, float]  # when each connection was made (set by JsonErrorAppRunner)
+    # connections whose request waits on its client (a response it does not read, a body it does
+    # not send): since when, and the write timeout's timer (reading a body has its own deadline)
+    _held_up: dict[RequestHandler, tuple[float, asyncio.TimerHandle | None]]
+    _guard: ConnectionGuard
 
     def __call__(self) -> RequestHandler:
         handler = super().__call__()
@@ -115,45 +144,114 @@ class _JsonErrorServer(web.Server):
     def connection_made(self, handler: RequestHandler, transport) -> None:
         super().connection_made(handler, transport)
         self._since[handler] = time.monotonic()
+        transport.set_write_buffer_limits(high=WRITE_BUFFER_HIGH)
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            self._guard.arrived(sock.fileno())
 
     def connection_lost(self, handler: RequestHandler, exc: BaseException | None = None) -> None:
         super().connection_lost(handler, exc)
         self._since.pop(handler, None)
+        self.client_caught_up(handler)
 
-    def _oldest_idle(self) -> RequestHandler | None:
-        return next((h for h in self._connections if h.transport is not None and not h._request_in_progress), None)
+    def client_holds_up(self, handler: RequestHandler, write_timeout: bool = False) -> None:
+        """`handler`'s request waits on its client from now: the connection may be closed for a
+        new one at the limit, and, with `write_timeout`, is closed after WRITE_TIMEOUT_SECONDS."""
+        timer = (asyncio.get_running_loop().call_later(WRITE_TIMEOUT_SECONDS, self._write_timed_out, handler)
+                 if write_timeout else None)
+        self.client_caught_up(handler)
+        self._held_up[handler] = (time.monotonic(), timer)
+
+    def client_caught_up(self, handler: RequestHandler) -> None:
+        _, timer = self._held_up.pop(handler, (0.0, None))
+        if timer is not None:
+            timer.cancel()
+
+    def _write_timed_out(self, handler: RequestHandler) -> None:
+        self._held_up.pop(handler, None)
+        _refusals.log(logging.INFO, "write timeout", "dropped a client that read nothing of its response for "
+                      "%g s (%s)", WRITE_TIMEOUT_SECONDS, _peer(handler))
+        _drop(handler)
+
+    def _reclaimable(self) -> tuple[RequestHandler, float] | None:
+        """The connection that has held its slot longest without the service owing it anything,
+        and since when: idle (or its request's head still arriving) since it was made, or its
+        request waiting on the client since then."""
+        oldest: tuple[RequestHandler, float] | None = None
+        for handler in self._connections:
+            if handler.transport is None or handler.transport.is_closing():
+                continue
+            if not handler._request_in_progress:
+                since = self._since.get(handler, 0.0)
+            elif handler in self._held_up:
+                since = self._held_up[handler][0]
+            else:
+                continue
+            if oldest is None or since < oldest[1]:
+                oldest = (handler, since)
+        return oldest
 
     def oldest_idle_since(self) -> float | None:
-        """When the oldest connection not serving a request (idle, or a request still arriving)
-        and not closing already was made (advisor/server/connections.py decides what to do)."""
-        victim = self._oldest_idle()
-        return None if victim is None else self._since.get(victim, 0.0)
-
-    def made(self) -> int:
-        return len(self._connections)
+        """When the connection `_reclaimable` names began to hold its slot (advisor/server/connections.py
+        decides what to do)."""
+        oldest = self._reclaimable()
+        return None if oldest is None else oldest[1]
 
     def close_oldest_idle(self) -> None:
-        victim = self._oldest_idle()
-        if victim is not None and victim.transport is not None:  # _oldest_idle: one with a transport
-            victim.transport.abort()  # at once, even with bytes unsent: its descriptor is needed now
-            victim.force_close()
+        oldest = self._reclaimable()
+        if oldest is not None:
+            _drop(oldest[0])
+
+
+def _drop(handler: RequestHandler) -> None:
+    """Close `handler`'s connection at once, even with bytes unsent: its descriptor or memory is needed now."""
+    if handler.transport is not None:
+        handler.transport.abort()
+    handler.force_close()
+
+
+def _peer(handler: RequestHandler) -> str:
+    peer = handler.transport.get_extra_info("peername") if handler.transport is not None else None
+    return str(peer[0]) if isinstance(peer, tuple) and peer else "unknown peer"
+
+
+def holding_up(request: web.BaseRequest) -> _HoldingUp:
+    """`with holding_up(request):` around a wait on the client (reading its body): meanwhile its
+    connection may be closed for a new one at the connection limit."""
+    return _HoldingUp(request.protocol)
+
+
+class _HoldingUp:
+    def __init__(self, handler: RequestHandler) -> None:
+        self.server = handler._manager if isinstance(handler._manager, _JsonErrorServer) else None
+        self.handler = handler
+
+    def __enter__(self) -> None:
+        if self.server is not None:
+            self.server.client_holds_up(self.handler)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.server is not None:
+            self.server.client_caught_up(self.handler)
 
 
 class JsonErrorAppRunner(web.AppRunner):
     """web.AppRunner whose connections answer aiohttp's own parser errors as JSON 4xx, drop
-    requests that do not arrive within `read_timeout` and, served by a GuardedSite
-    (advisor/server/connections.py), stay within `max_connections` open sockets."""
+    requests that do not arrive within `read_timeout` and clients that do not read their response
+    within WRITE_TIMEOUT_SECONDS, keep at most about WRITE_BUFFER_HIGH bytes unsent per connection
+    and, served by a GuardedSite (advisor/server/connections.py), stay within `max_connections`
+    open sockets."""
 
     def __init__(self, app: web.Application, *, read_timeout: float = READ_TIMEOUT_SECONDS,
                  max_connections: int | None = None, **kwargs: Any) -> None:
-        super().__init__(app, keepalive_timeout=read_timeout, **kwargs)
+        super().__init__(app, keepalive_timeout=read_timeout, lingering_time=LINGERING_SECONDS, **kwargs)
         self.guard = ConnectionGuard(max_connections or default_max_connections())
 
     async def _make_server(self) -> web.Server:
         server = await super()._make_server()
         server.__class__ = _JsonErrorServer
         assert isinstance(server, _JsonErrorServer)  # for the type checker: the class set above
-        server._since = {}
+        server._since, server._held_up, server._guard = {}, {}, self.guard
         self.guard.idle = server
         return server
 
