@@ -1,14 +1,18 @@
 """Who may ask: the API token, and basic auth from the web config file.
 
 Without basic auth (no `basic_auth_users` in the web config file): a request from the host
-itself (loopback) is trusted, as for node_exporter on its default address. From anywhere
-else, every endpoint but /healthz and /metrics (which Prometheus scrapes; the unit's
+itself (loopback) is trusted, as for node_exporter on its default address, when its Host header
+names this host (an address, `localhost` or the host name: a web page whose name was re-pointed at
+127.0.0.1, DNS rebinding, sends its own). From anywhere else, every endpoint but /healthz and /metrics (which Prometheus scrapes; the unit's
 IPAddressAllow and the listen address limit who can) needs `Authorization: Bearer
 <api_token>`, compared in constant time.
 
 With basic auth: as node_exporter with the same file, every request to every endpoint,
 /metrics and /healthz included and from loopback too, needs the credentials of one of the
 users; the bearer api_token, when set, is accepted instead of them.
+
+An endpoint that starts work (`starts_work`) needs the token from every client, checked before
+its body is read.
 
 The settings refuse a non-loopback listen address without a token or TLS with basic auth
 (advisor/settings.py, advisor/webconfig.py), so this is always armed when it matters.
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import socket
 from typing import Awaitable, Callable
 
 from aiohttp import web
@@ -25,6 +30,8 @@ from advisor.server.errors import json_error
 from advisor.appkeys import PASSWORDS, SETTINGS, WEB_CONFIG
 
 OPEN_PATHS = ("/healthz", "/metrics")
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+_STARTS_WORK = "zfs_advisor_starts_work"  # a handler's attribute (starts_work): what the work is
 
 
 def is_loopback(remote: str | None) -> bool:
@@ -62,28 +69,63 @@ def unauthorized(reason: str, header: str | None, basic: bool, bearer: bool) -> 
 
 
 @web.middleware
-async def auth_middleware(
-    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-) -> web.StreamResponse:
+async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if (work := getattr(request.match_info.handler, _STARTS_WORK, None)) is not None:
+        require_token(request, work)
     token = request.app[SETTINGS].api_token
     web_config = request.app[WEB_CONFIG]
+    header = request.headers.get("Authorization")
+    if token is not None and token_matches(header, token.get_secret_value()):
+        return await handler(request)
     if web_config.basic_auth:
-        header = request.headers.get("Authorization")
-        if ((token is not None and token_matches(header, token.get_secret_value()))
-                or await request.app[PASSWORDS].check(header, request.remote, web_config.users)):
+        if await request.app[PASSWORDS].check(header, request.remote, web_config.users):
             return await handler(request)
         raise unauthorized("this server needs basic auth (a user of the web config file)"
                            + (" or 'Authorization: Bearer <api_token>'" if token is not None else ""),
                            header, basic=True, bearer=token is not None)
-    if request.path in OPEN_PATHS or is_loopback(request.remote):
+    if is_loopback(request.remote):
+        check_local_host(request.headers.get("Host"))
+        return await handler(request)
+    if request.path in OPEN_PATHS:
         return await handler(request)
     if token is None:
         raise json_error(403, "this endpoint answers only on loopback unless api_token is set")
-    header = request.headers.get("Authorization")
-    if not token_matches(header, token.get_secret_value()):
-        raise unauthorized("this endpoint needs 'Authorization: Bearer <api_token>' from beyond loopback", header,
-                           basic=False, bearer=True)
-    return await handler(request)
+    raise unauthorized("this endpoint needs 'Authorization: Bearer <api_token>' from beyond loopback", header,
+                       basic=False, bearer=True)
+
+
+# Names a request trusted for coming from loopback may give in its Host header, besides IP
+# literals: a page whose name an attacker re-points at 127.0.0.1 (DNS rebinding) sends its own
+# name there, and the browser then lets it read the answers.
+LOCAL_NAMES = frozenset({"localhost", socket.gethostname().lower()})
+
+
+def check_local_host(host: str | None) -> None:
+    """403 unless `host` (the Host header; none is fine: no browser omits it) names this host:
+    an IP address, `localhost` (or a name under it, RFC 6761) or the host's own name."""
+    if host is None:
+        return
+    name = host.strip().lower()
+    name = name[1:name.index("]")] if name.startswith("[") and "]" in name else name.rsplit(":", 1)[0]
+    try:
+        ipaddress.ip_address(name)
+        return
+    except ValueError:
+        pass
+    if name.rstrip(".") in LOCAL_NAMES or name.rstrip(".").endswith(".localhost"):
+        return
+    raise json_error(403, f"Host {host[:80]!r} does not name this host: a request trusted for coming from loopback "
+                     "must name it by address, 'localhost' or its host name (a page re-pointed at 127.0.0.1 "
+                     "sends its own name), or carry the api_token", valid=sorted(LOCAL_NAMES) + ["<an IP address>"])
+
+
+def starts_work(what: str) -> Callable[[Handler], Handler]:
+    """Marks a handler that starts work on the host: it needs the token from every client, and
+    auth_middleware checks it before the request's body is read (advisor/server/body.py)."""
+    def mark(handler: Handler) -> Handler:
+        setattr(handler, _STARTS_WORK, what)
+        return handler
+    return mark
 
 
 def require_token(request: web.Request, what: str) -> None:

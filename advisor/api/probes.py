@@ -19,7 +19,7 @@ from typing import Any, Callable
 from aiohttp import web
 from pydantic import ValidationError
 
-from advisor.api.auth import require_token
+from advisor.api.auth import starts_work
 from advisor.server.body import RAW_BODY
 from advisor.server.errors import json_error
 from advisor.appkeys import FACTS, RULEBOOK, SETTINGS
@@ -89,8 +89,8 @@ async def get_probe(request: web.Request) -> web.Response:
 
 
 @routes.post("/v1/probes")
+@starts_work("POST /v1/probes starts work on the host")
 async def post_probe(request: web.Request) -> web.Response:
-    require_token(request, "POST /v1/probes starts work on the host")
     body = await _body(request)
     app, settings = request.app, request.app[SETTINGS]
     try:
