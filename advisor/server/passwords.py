@@ -10,10 +10,14 @@ Prometheus' default 10 s scrape timeout (tests/bench/auth_flood.py, docs/securit
   an HMAC (under a key made at start) of user, password and the user's hash: a scrape every 15 s
   pays bcrypt once, a client repeating a wrong password pays it once, and a changed hash is a
   new key. Neither password nor an unsalted digest of it is kept;
-* failed checks are limited per client address (a token bucket: `burst` at once, then one every
-  1/`per_second` s; IPv6 per /64): beyond that a new password from that address is answered 429
-  with Retry-After without running bcrypt. Remembered credentials skip the limit, so a scraper
-  that knows its password is never refused because a stranger shares its address.
+* no client is refused for what another client did: a correct password is always checked, as the
+  Prometheus exporter toolkit does. The checks wait in two queues, each first come first served,
+  for the one bcrypt thread: tries within their client's budget of failures (a token bucket per
+  user and client address, `burst` at once, then one every 1/`per_second` s; unknown users share
+  one bucket per address, an IPv6 client per /64), then the others. Strangers guessing from the
+  address a scraper uses slow its first login by the checks queued ahead of it, at most
+  `max_pending` (503 with Retry-After beyond, before any bcrypt), never lock it out; remembered
+  credentials skip the queues.
 """
 from __future__ import annotations
 
@@ -21,11 +25,11 @@ import asyncio
 import hashlib
 import hmac
 import ipaddress
-import math
 import secrets
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 from advisor.server.errors import json_error
 from advisor.webconfig import parse_basic
@@ -63,41 +67,45 @@ class _Lru:
 
 
 class FailureLimiter:
-    """A token bucket of password tries per client address, given back when a try succeeds:
-    `burst` failures at once, refilled at `per_second`; at most `max_addresses` buckets (the
-    least recently used go first)."""
+    """A token bucket of password tries per client (a user at an address), given back when a try
+    succeeds: `burst` failures at once, refilled at `per_second`; at most `max_clients` buckets
+    (the least recently used go first)."""
 
-    def __init__(self, burst: int = 10, per_second: float = 0.5, max_addresses: int = 4096) -> None:
-        self.burst, self.per_second, self.max_addresses = burst, per_second, max_addresses
-        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # address -> (tokens, at)
+    def __init__(self, burst: int = 10, per_second: float = 0.5, max_clients: int = 4096) -> None:
+        self.burst, self.per_second, self.max_clients = burst, per_second, max_clients
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # client -> (tokens, at)
 
     @staticmethod
-    def client(remote: str | None) -> str:
-        """The address a bucket is kept for: the peer's, an IPv6 peer's /64 (one host's share)."""
+    def client(user: str | None, remote: str | None) -> str:
+        """Whose tries a bucket counts: `user` (None: a user not configured) at the peer's
+        address, or an IPv6 peer's /64 (one host's share)."""
         try:
             address = ipaddress.ip_address((remote or "").split("%", 1)[0])
         except ValueError:
-            return remote or "unknown"
-        if address.version == 6 and address.ipv4_mapped is None:
-            return str(ipaddress.ip_network(f"{address}/64", strict=False))
-        return str(getattr(address, "ipv4_mapped", None) or address)
+            where = remote or "unknown"
+        else:
+            if address.version == 6 and address.ipv4_mapped is None:
+                where = str(ipaddress.ip_network(f"{address}/64", strict=False))
+            else:
+                where = str(getattr(address, "ipv4_mapped", None) or address)
+        return f"{'?' if user is None else user}@{where}"
 
     def _tokens(self, client: str, now: float) -> float:
         tokens, at = self._buckets.get(client, (float(self.burst), now))
         return min(float(self.burst), tokens + (now - at) * self.per_second)
 
-    def take(self, client: str) -> float:
-        """Take one try for `client` (before the check, so that tries under way count): 0 when
-        taken, else the seconds until one is there (nothing taken)."""
+    def take(self, client: str) -> bool:
+        """Take one try for `client` (before the check, so that tries under way count): False
+        when its budget is spent (nothing taken)."""
         now = time.monotonic()
         tokens = self._tokens(client, now)
         if tokens < 1:
-            return (1 - tokens) / self.per_second
+            return False
         self._buckets[client] = (tokens - 1, now)
         self._buckets.move_to_end(client)
-        while len(self._buckets) > self.max_addresses:
+        while len(self._buckets) > self.max_clients:
             self._buckets.popitem(last=False)
-        return 0.0
+        return True
 
     def give_back(self, client: str) -> None:
         """The try succeeded: it does not count as a failure."""
@@ -110,18 +118,25 @@ class PasswordChecks:
     """`check()` answers whether a Basic Authorization header names a user of `users` (user ->
     bcrypt hash) with the right password; see the module's docstring for what bounds its cost."""
 
-    def __init__(self, *, cache_size: int = 1024, max_pending: int = 32,
+    def __init__(self, *, cache_size: int = 1024, max_pending: int = 64,
                  failures: FailureLimiter | None = None) -> None:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bcrypt")
         self._key = secrets.token_bytes(32)
         self._verified, self._refused = _Lru(cache_size), _Lru(cache_size)
-        self.max_pending, self.pending = max_pending, 0
+        self.max_pending = max_pending
         self.failures = failures or FailureLimiter()
+        # checks waiting for the bcrypt thread: within their client's budget, then beyond it
+        self._queues: tuple[deque[_Check], deque[_Check]] = (deque(), deque())
+        self._running: asyncio.Task[None] | None = None
         self.bcrypt_checks = 0  # bcrypt runs (tests: a remembered password costs none)
 
+    @property
+    def pending(self) -> int:
+        return sum(map(len, self._queues)) + (self._running is not None and not self._running.done())
+
     async def check(self, header: str | None, remote: str | None, users: dict[str, str]) -> bool:
-        """True for the right credentials; False for none or wrong ones; raises the 429 (too many
-        failures from this client) or 503 (too many checks waiting) JSON error."""
+        """True for the right credentials; False for none or wrong ones; raises the 503 JSON error
+        (too many checks waiting)."""
         credentials = parse_basic(header)
         if credentials is None:
             return False
@@ -133,29 +148,51 @@ class PasswordChecks:
             return True
         if key in self._refused:
             return False
-        client = self.failures.client(remote)
-        if (wait := self.failures.take(client)) > 0:
-            seconds = math.ceil(wait)
-            raise json_error(429, f"too many failed logins from {client}: retry in {seconds} s",
-                             headers={"Retry-After": str(seconds)})
         if self.pending >= self.max_pending:
-            self.failures.give_back(client)
             raise json_error(503, f"busy: {self.pending} password checks waiting; retry later",
                              headers={"Retry-After": "1"})
-        self.pending += 1
-        try:
-            # an unknown user costs a check against a dummy hash too: timing does not tell who exists
-            ok = await asyncio.get_running_loop().run_in_executor(
-                self._pool, _bcrypt_check, password.encode(), (known or _DUMMY_HASH).encode())
-        finally:
-            self.pending -= 1
-            self.bcrypt_checks += 1
+        client = self.failures.client(user if known is not None else None, remote)
+        within_budget = self.failures.take(client)
+        # an unknown user costs a check against a dummy hash too: timing does not tell who exists
+        check = _Check(password.encode(), (known or _DUMMY_HASH).encode(), asyncio.get_running_loop().create_future())
+        self._queues[0 if within_budget else 1].append(check)
+        if self._running is None or self._running.done():
+            self._running = asyncio.create_task(self._run_queued())
+        ok = await asyncio.shield(check.done)  # a client that leaves does not cancel the queue's run
         if ok and known is not None:
             self._verified.add(key)
-            self.failures.give_back(client)
+            if within_budget:
+                self.failures.give_back(client)
             return True
         self._refused.add(key)
         return False
 
+    async def _run_queued(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._queues[0] or self._queues[1]:
+            check = (self._queues[0] or self._queues[1]).popleft()
+            try:
+                ok = await loop.run_in_executor(self._pool, _bcrypt_check, check.password, check.hashed)
+            except BaseException as exc:  # the pool shut down (close()), or the task cancelled
+                check.done.cancel()
+                for queue in self._queues:
+                    for waiting in queue:
+                        waiting.done.cancel()
+                    queue.clear()
+                if isinstance(exc, Exception):
+                    return
+                raise
+            finally:
+                self.bcrypt_checks += 1
+            if not check.done.done():
+                check.done.set_result(ok)
+
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+@dataclass(slots=True)
+class _Check:
+    password: bytes
+    hashed: bytes
+    done: asyncio.Future[bool]

@@ -1,6 +1,7 @@
 """Basic auth's password checks (advisor/server/passwords.py) on the real app, plain HTTP on
 127.0.0.1 (basic auth needs TLS only beyond loopback): bcrypt in a thread of its own, verified
-and refused credentials remembered, failed logins limited per client address (429)."""
+and refused credentials remembered, tries beyond a client's budget of failures queued behind the
+others, never refused for what another client did."""
 from __future__ import annotations
 
 import asyncio
@@ -54,26 +55,36 @@ async def test_right_and_wrong_credentials_are_remembered(http_client, tmp_path)
     assert checks.bcrypt_checks == 4
 
 
-async def test_failed_logins_beyond_the_burst_get_429_without_bcrypt(http_client, tmp_path):
-    checks = PasswordChecks(failures=FailureLimiter(burst=3, per_second=0.2))
+async def test_a_stranger_at_the_scrapers_address_cannot_lock_it_out(http_client, tmp_path):
+    """Wrong passwords for the scraper's own user from its own address spend their budget; the
+    right password is still checked, and is then remembered."""
+    checks = PasswordChecks(failures=FailureLimiter(burst=3, per_second=0.01))
     client, _ = await start(http_client, tmp_path, checks=checks)
-    assert (await client.get("/healthz", headers=basic("alice", PASSWORD))).status == 200
-    statuses = [(await client.get("/healthz", headers=basic("alice", f"guess-{i}"))).status for i in range(3)]
-    assert statuses == [401, 401, 401] and checks.bcrypt_checks == 4
-    resp = await client.get("/healthz", headers=basic("alice", "guess-3"))
-    error = (await resp.json())["error"]
-    assert resp.status == 429 and error["status"] == 429 and "too many failed logins from 127.0.0.1" in error["reason"]
-    assert 1 <= int(resp.headers["Retry-After"]) <= 5 and checks.bcrypt_checks == 4  # refused before bcrypt
-    # the scraper that knows its password is not refused because a stranger shares its address
+    statuses = [(await client.get("/healthz", headers=basic("alice", f"guess-{i}"))).status for i in range(6)]
+    assert statuses == [401] * 6 and checks.bcrypt_checks == 6  # every try checked: none refused unseen
     assert (await client.get("/metrics", headers=basic("alice", PASSWORD))).status == 200
+    assert checks.bcrypt_checks == 7
 
 
-async def test_another_address_has_its_own_bucket(http_client, tmp_path):
-    limiter = FailureLimiter(burst=1, per_second=0.01)
-    limiter.take("127.0.0.1")  # loopback has spent its try
-    client, _ = await start(http_client, tmp_path, checks=PasswordChecks(failures=limiter), remote="192.0.2.7")
-    assert (await client.get("/healthz", headers=basic("alice", "guess"))).status == 401
-    assert (await client.get("/healthz", headers=basic("alice", "guess-2"))).status == 429
+async def test_tries_beyond_their_budget_wait_behind_the_others(http_client, tmp_path):
+    """alice at 127.0.0.1 has spent her budget: her five tries queue behind one from 192.0.2.7,
+    which is checked second (after the one already under way), not sixth."""
+    limiter = FailureLimiter(burst=1, per_second=0.001)
+    limiter.take(FailureLimiter.client("alice", "127.0.0.1"))
+    checks = PasswordChecks(failures=limiter)
+    local, _ = await start(http_client, tmp_path, rounds=10, checks=checks)
+    remote, _ = await start(http_client, tmp_path, rounds=10, checks=checks, remote="192.0.2.7")
+    order: list[str] = []
+
+    async def attempt(client, name: str) -> None:
+        await client.get("/healthz", headers=basic("alice", name))
+        order.append(name)
+
+    spent = [asyncio.create_task(attempt(local, f"local-{i}")) for i in range(5)]
+    while checks.pending < 5:
+        await asyncio.sleep(0.01)
+    await asyncio.gather(attempt(remote, "remote"), *spent)
+    assert order.index("remote") <= 1, order
 
 
 async def test_bcrypt_does_not_hold_the_worker_threads_that_render(http_client, tmp_path):
@@ -89,7 +100,7 @@ async def test_bcrypt_does_not_hold_the_worker_threads_that_render(http_client, 
         waits.append(time.perf_counter() - started)
     statuses = sorted({resp.status for resp in await asyncio.gather(*flood)})
     assert max(waits) < 0.5, f"a worker-thread job waited {max(waits) * 1000:.0f} ms behind bcrypt"
-    assert statuses == [401, 429] and checks.bcrypt_checks == 10  # the default burst
+    assert statuses == [401] and checks.bcrypt_checks == 30
 
 
 async def test_checks_waiting_are_bounded(http_client, tmp_path):
@@ -100,16 +111,17 @@ async def test_checks_waiting_are_bounded(http_client, tmp_path):
     assert all(r.headers["Retry-After"] == "1" for r in answers if r.status == 503)
 
 
-def test_the_limiter_refills_and_keys_ipv6_by_64():
-    limiter = FailureLimiter(burst=2, per_second=20.0, max_addresses=2)
-    assert limiter.take("a") == 0 and limiter.take("a") == 0 and 0 < limiter.take("a") <= 0.05
+def test_the_limiter_refills_and_keys_a_user_at_an_address():
+    limiter = FailureLimiter(burst=2, per_second=20.0, max_clients=2)
+    assert limiter.take("a") and limiter.take("a") and not limiter.take("a")
     time.sleep(0.06)
-    assert limiter.take("a") == 0
-    assert FailureLimiter.client("2001:db8::1") == FailureLimiter.client("2001:db8::ffff") == "2001:db8::/64"
-    assert FailureLimiter.client("::ffff:192.0.2.7") == "192.0.2.7" and FailureLimiter.client("fe80::1%eth0") == "fe80::/64"
-    assert FailureLimiter.client(None) == "unknown"
-    for address in ("b", "c"):  # bounded: the least recently used bucket goes
-        limiter.take(address)
+    assert limiter.take("a")
+    client = FailureLimiter.client
+    assert client("alice", "2001:db8::1") == client("alice", "2001:db8::ffff") == "alice@2001:db8::/64"
+    assert client("alice", "::ffff:192.0.2.7") == "alice@192.0.2.7" and client("bob", "fe80::1%eth0") == "bob@fe80::/64"
+    assert client(None, None) == "?@unknown" and client("alice", "192.0.2.7") != client("bob", "192.0.2.7")
+    for key in ("b", "c"):  # bounded: the least recently used bucket goes
+        limiter.take(key)
     assert "a" not in limiter._buckets and len(limiter._buckets) == 2
 
 
