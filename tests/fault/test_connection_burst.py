@@ -22,7 +22,7 @@ from tests.fault.tally import FULL
 SNAPSHOT = HOSTS / "2.1.11" / "ssd-mirror2x2" / "idle"
 BURST = 3000 if FULL else 1500  # the full run: each of PAYLOADS
 PAYLOADS = {"idle": b"", "half-sent": b"GET /healthz HTTP/1.1\r\nHost:",
-            "requests": b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"}
+            "requests": b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"}
 
 
 def _probe(port: int) -> tuple[str, float]:

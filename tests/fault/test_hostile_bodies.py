@@ -29,7 +29,7 @@ DROPS = 100 if FULL else 20
 
 def post(body: bytes, length: int | None = None, chunked: bool = False) -> bytes:
     framing = "Transfer-Encoding: chunked" if chunked else f"Content-Length: {len(body) if length is None else length}"
-    return (f"POST /v1/probes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+    return (f"POST /v1/probes HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {TOKEN}\r\n"
             f"Content-Type: application/json\r\n{framing}\r\nConnection: close\r\n\r\n").encode() + body
 
 

@@ -113,7 +113,7 @@ async def test_connection_cap_closes_the_oldest_idle_connection(tally):
         in_burst = guard.open
         await asyncio.sleep(0.2)  # the first eight are older than MIN_IDLE_AGE_SECONDS now
         reader, writer = await asyncio.open_connection("127.0.0.1", served.port)
-        writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        writer.write(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
         async with asyncio.timeout(5):
             answer = await reader.read()
         oldest_closed = await asyncio.wait_for(idle[0][0].read(), 2) == b""
@@ -143,7 +143,7 @@ async def test_a_request_queued_behind_a_burst_is_answered_not_refused(tally):
             s.sendall(HALF)
             held.append(s)
         check = socket.create_connection(("127.0.0.1", served.port), timeout=5)
-        check.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        check.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
         check.setblocking(False)
         answer = b""
         try:

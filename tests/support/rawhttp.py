@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import ssl
 from dataclasses import dataclass
 from typing import Any, AsyncIterator
 
@@ -36,11 +37,12 @@ class Served:
 
 
 @contextlib.asynccontextmanager
-async def serving(app: web.Application, **runner: Any) -> AsyncIterator[Served]:
-    """The app on a free loopback port, as `zfs-advisor serve` serves it."""
+async def serving(app: web.Application, ssl_context: ssl.SSLContext | None = None,
+                  **runner: Any) -> AsyncIterator[Served]:
+    """The app on a free loopback port, as `zfs-advisor serve` serves it (with TLS if `ssl_context`)."""
     serve = JsonErrorAppRunner(app, handle_signals=False, **runner)
     await serve.setup()
-    site = GuardedSite(serve, "127.0.0.1", 0)  # loopback only
+    site = GuardedSite(serve, "127.0.0.1", 0, ssl_context=ssl_context)  # loopback only
     await site.start()
     errors = Errors()
     logging.getLogger().addHandler(errors)
@@ -104,4 +106,4 @@ def judge(answers: list[Response]) -> str | None:
 
 
 def get(target: str, headers: str = "") -> bytes:
-    return f"GET {target} HTTP/1.1\r\nHost: x\r\n{headers}Connection: close\r\n\r\n".encode()
+    return f"GET {target} HTTP/1.1\r\nHost: localhost\r\n{headers}Connection: close\r\n\r\n".encode()

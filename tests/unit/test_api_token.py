@@ -3,6 +3,8 @@ non-loopback listen address without one (a remote client: tests/support/remote.p
 """
 from __future__ import annotations
 
+import socket
+
 import pytest
 from support import RECORDING
 from support.remote import REMOTE, seen_from_remote
@@ -76,3 +78,22 @@ def test_helpers():
     assert not is_loopback(None) and not is_loopback("not-an-address")
     assert token_matches("Bearer abc", "abc") and token_matches("bearer  abc ", "abc")
     assert not token_matches(None, "abc") and not token_matches("Bearer abcd", "abc")
+
+
+@pytest.mark.parametrize("host, status", [
+    ("rebind.attacker.example", 403), ("rebind.attacker.example:21134", 403), ("localhost.attacker.example", 403),
+    ("localhost", 200), ("LOCALHOST:21134", 200), ("zfs.localhost", 200), ("127.0.0.1:21134", 200),
+    ("[::1]:21134", 200), ("192.0.2.10", 200), (socket.gethostname(), 200),
+])
+async def test_loopback_is_trusted_only_under_a_name_of_this_host(http_client, host, status):
+    """A page whose name an attacker re-points at 127.0.0.1 (DNS rebinding) sends its own name
+    as Host: trusted loopback does not answer it; the token still does."""
+    client = await http_client(create_app(Settings(root=str(RECORDING), api_token="s3cret-token")))
+    resp = await client.get("/v1/facts", headers={"Host": host})
+    assert resp.status == status
+    if status == 403:
+        error = (await resp.json())["error"]
+        assert "does not name this host" in error["reason"] and "localhost" in error["valid"]
+        assert (await client.get("/metrics", headers={"Host": host})).status == 403
+        token = {"Host": host, "Authorization": "Bearer s3cret-token"}
+        assert (await client.get("/v1/facts", headers=token)).status == 200
