@@ -45,7 +45,7 @@ async def warm(app: web.Application, host: Host, commands_generation: float) -> 
 
 def deadline_seconds(configured: float, header: str | None) -> float:
     try:
-        timeout = float(header) if header else None
+        timeout = float(header) if header and len(header) <= 32 else None  # Prometheus sends e.g. "10"
     except ValueError:
         timeout = None
     return min(configured, 0.9 * timeout) if timeout and timeout > 0 else configured

@@ -53,6 +53,8 @@ def parse_block(text: str, what: str) -> int:
 
 def _count(text: Any) -> int:
     try:
+        if len(str(text)) > 8:  # before int(): no work on thousands of digits
+            raise ValueError
         n = int(str(text))
     except ValueError:
         raise PlanInputError(f"disks: not a whole number: {str(text)[:32]!r}", ["1-256"]) from None
