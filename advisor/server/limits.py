@@ -20,7 +20,7 @@ from aiohttp import web
 from advisor.logs import RateLimitedLog
 from advisor.server.errors import json_error
 
-HEAVY_PATHS = ("/metrics", "/v1/facts", "/recommend", "/v1/pools", "/v1/probes")
+HEAVY_PATHS = ("/metrics", "/v1/facts", "/recommend", "/v1/pools", "/v1/probes", "/v1/plan")
 
 log = logging.getLogger(__name__)
 _busy_log = RateLimitedLog(log, interval=60.0)
