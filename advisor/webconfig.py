@@ -146,6 +146,8 @@ def load_web_config(path: str | Path | None) -> WebConfig:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise WebConfigError(f"{where}: not valid YAML{at}: {getattr(exc, 'problem', None) or exc}") from None
+    except RecursionError:  # PyYAML composes nested collections recursively: [[[[... 5,000 deep
+        raise WebConfigError(f"{where}: not valid YAML: nested too deeply (the format nests 2 levels)") from None
     if data is None:
         return WebConfig(path=path)  # an empty file, as the toolkit allows: plain HTTP
     if not isinstance(data, dict):
