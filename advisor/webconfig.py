@@ -33,6 +33,7 @@ from typing import Any
 import yaml
 
 from advisor.settings import SettingsError
+from advisor.tlscheck import handshake_failure
 
 TLS_KEYS = ("cert_file", "key_file", "client_auth_type", "client_ca_file", "min_version", "max_version")
 TOP_KEYS = ("tls_server_config", "basic_auth_users")
@@ -210,7 +211,12 @@ def _tls(where: str, data: Any, base: Path) -> TlsConfig | None:
         raise WebConfigError(f"{where}: tls_server_config.min_version is above max_version")
     tls = TlsConfig(cert_file=required_file("cert_file"), key_file=required_file("key_file"),
                     client_auth_type=auth, client_ca_file=ca, **versions)
-    tls.context()  # unreadable or mismatched certificates stop start-up, not the first scrape
+    probe = tls.context()  # unreadable or mismatched certificates stop start-up, not the first scrape
+    probe.verify_mode = ssl.CERT_NONE  # the check's client has no certificate to show
+    if (failure := handshake_failure(probe)) is not None:
+        raise WebConfigError(f"{where}: tls_server_config.min_version {tls.min_version} with max_version "
+                             f"{tls.max_version}: no TLS handshake succeeds with this OpenSSL ({ssl.OPENSSL_VERSION}: "
+                             f"{failure}); its security level may refuse versions below TLS12")
     return tls
 
 
