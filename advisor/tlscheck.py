@@ -9,10 +9,19 @@ and on reload, it is refused with a reason instead (advisor/webconfig.py).
 from __future__ import annotations
 
 import ssl
+import warnings
 
 # The client of the check takes any version, cipher and key size: a failure is the server's.
 _ANY_CIPHER = "ALL:@SECLEVEL=0"
 _HANDSHAKE_ROUNDS = 8  # TLS 1.2 needs 2 round trips, 1.3 one: a loop that does not finish is a failure
+
+
+def set_versions(ctx: ssl.SSLContext, minimum: ssl.TLSVersion, maximum: ssl.TLSVersion) -> None:
+    """ctx's version range. Python deprecates TLSv1 and TLSv1_1 (a DeprecationWarning on setting
+    them); the toolkit's format still names them, and handshake_failure() says whether they work."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        ctx.minimum_version, ctx.maximum_version = minimum, maximum
 
 
 def handshake_failure(server: ssl.SSLContext) -> str | None:
@@ -20,7 +29,7 @@ def handshake_failure(server: ssl.SSLContext) -> str | None:
     server.maximum_version can complete a handshake with `server`; else OpenSSL's reason."""
     client = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     client.check_hostname, client.verify_mode = False, ssl.CERT_NONE
-    client.minimum_version, client.maximum_version = server.minimum_version, server.maximum_version
+    set_versions(client, server.minimum_version, server.maximum_version)
     client.set_ciphers(_ANY_CIPHER)
     pipes = [ssl.MemoryBIO() for _ in range(4)]  # each end reads one and writes one
     ends = (client.wrap_bio(pipes[0], pipes[1]), server.wrap_bio(pipes[2], pipes[3], server_side=True))

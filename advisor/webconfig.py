@@ -33,7 +33,7 @@ from typing import Any
 import yaml
 
 from advisor.settings import SettingsError
-from advisor.tlscheck import handshake_failure
+from advisor.tlscheck import handshake_failure, set_versions
 
 TLS_KEYS = ("cert_file", "key_file", "client_auth_type", "client_ca_file", "min_version", "max_version")
 TOP_KEYS = ("tls_server_config", "basic_auth_users")
@@ -78,8 +78,7 @@ class TlsConfig:
     def context(self) -> ssl.SSLContext:
         """The server's SSL context (certificates are loaded here: errors name the file)."""
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.minimum_version = TLS_VERSIONS[self.min_version]
-        ctx.maximum_version = TLS_VERSIONS[self.max_version]
+        set_versions(ctx, TLS_VERSIONS[self.min_version], TLS_VERSIONS[self.max_version])
         try:
             ctx.load_cert_chain(self.cert_file, self.key_file)
         except (ssl.SSLError, OSError) as exc:
