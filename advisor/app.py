@@ -26,8 +26,8 @@ from advisor.server.passwords import PasswordChecks
 from advisor.server.bodies import Bodies
 from advisor.server.limits import HeapFreezer, WorkLimiter
 from advisor.memory import release_freed_memory
-from advisor.appkeys import (BODIES, CHANGES, EXPORTER, FACTS, LIMITER, MODEL, PASSWORDS, RECOGNISER, RULEBOOK, RUNTIME,
-                             SETTINGS, WEB_CONFIG)
+from advisor.appkeys import (BODIES, CHANGES, EXPORTER, FACTS, LIMITER, MODEL, OPENAPI_JSON, PASSWORDS, RECOGNISER,
+                             RULEBOOK, RUNTIME, SETTINGS, WEB_CONFIG)
 from advisor.changes.detect import tracked
 from advisor.changes.tracker import ChangeTracker
 from advisor.engine.advice import Advice
@@ -75,6 +75,7 @@ def create_app(settings: Settings) -> web.Application:
     app[EXPORTER] = FactsCollector()
     app[CHANGES] = ChangeTracker(tracked(book), settings.state_dir, settings.changes_window_seconds)
     app[RECOGNISER] = Recogniser(signatures(book.workloads))
+    app[OPENAPI_JSON] = openapi.openapi_json(book)
     app[RUNTIME] = Runtime(ExportOptions.from_settings(settings),
                            Advice(book, settings.workloads, app[MODEL].advice_lookup),
                            client_ca_digest(web_config))

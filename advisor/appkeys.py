@@ -27,4 +27,5 @@ PASSWORDS = web.AppKey("passwords", PasswordChecks)  # basic auth's bcrypt check
 BODIES = web.AppKey("bodies", Bodies)  # /metrics and /v1/facts bodies, built once per collection
 LIMITER = web.AppKey("limiter", WorkLimiter)  # bounds the heavy requests in work at once
 CHANGES = web.AppKey("changes", ChangeTracker)  # tracked settings that changed, and their verdicts (docs/changes.md)
+OPENAPI_JSON = web.AppKey("openapi_json", bytes)  # GET /openapi.json's body: constant per app, built once
 RECOGNISER = web.AppKey("recogniser", Recogniser)  # the workload each dataset's I/O looks like (docs/recognition.md)

@@ -40,6 +40,7 @@ def setup_logging(level: str = "info", fmt: str = "json") -> None:
     access = logging.getLogger("aiohttp.access")
     access.setLevel(max(root.level, logging.INFO))
     access.filters[:] = [] if root.level <= logging.DEBUG else [quiet_polls]
+    access.addFilter(AccessErrors(access))  # at every level: a flood of bad requests is not a flood of lines
 
 
 POLLED = frozenset({"/metrics", "/healthz"})
@@ -62,19 +63,55 @@ class RateLimitedLog:
         self.logger, self.interval, self.max_reasons = logger, interval, max_reasons
         self._last: dict[str, tuple[float, int]] = {}  # reason -> (when last written, held back since)
 
-    def log(self, level: int, reason: str, msg: str, *args: object, **kwargs: Any) -> bool:
-        """Write `msg % args` unless a line for `reason` was written less than `interval` ago;
-        True when written."""
+    def admit(self, reason: str) -> str | None:
+        """None when a line for `reason` was written less than `interval` ago (it is counted);
+        else the line may be written, with this suffix ("" or how many were held back)."""
         now = time.monotonic()
         last, held = self._last.get(reason, (None, 0))
         if last is not None and now - last < self.interval:
             self._last[reason] = (last, held + 1)
-            return False
+            return None
         if len(self._last) >= self.max_reasons and reason not in self._last:
             self._last.clear()  # bounded: a client inventing reasons cannot grow this
         self._last[reason] = (now, 0)
         if held and last is not None:  # held back lines follow a written one
-            msg += " (%d more like this in the last %.0f s not logged)"
-            args = (*args, held, now - last)
-        self.logger.log(level, msg, *args, **kwargs)
+            return f" ({held} more like this in the last {now - last:.0f} s not logged)"
+        return ""
+
+    def log(self, level: int, reason: str, msg: str, *args: object, **kwargs: Any) -> bool:
+        """Write `msg % args` unless a line for `reason` was written less than `interval` ago;
+        True when written."""
+        suffix = self.admit(reason)
+        if suffix is None:
+            return False
+        self.logger.log(level, msg + suffix.replace("%", "%%"), *args, **kwargs)
+        return True
+
+
+# Longest access-log line kept (aiohttp's line holds the request line, Referer and User-Agent,
+# each up to 8,190 bytes a client chooses).
+MAX_ACCESS_LINE = 512
+
+
+class AccessErrors(logging.Filter):
+    """The access log's error answers (status 400 and above) at most once a minute per status,
+    the next one saying how many were held back; every line cut to MAX_ACCESS_LINE characters.
+    A client sending malformed requests as fast as they are refused cannot grow the log."""
+
+    def __init__(self, logger: logging.Logger, interval: float = 60.0):
+        super().__init__()
+        self.limit = RateLimitedLog(logger, interval=interval)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        status = getattr(record, "response_status", 0)
+        if isinstance(status, int) and status >= 400:
+            suffix = self.limit.admit(str(status))
+            if suffix is None:
+                return False
+            record.msg = str(record.msg)[:MAX_ACCESS_LINE] + suffix
+        else:
+            record.msg = str(record.msg)[:MAX_ACCESS_LINE]
+        headers = getattr(record, "request_header", None)
+        if isinstance(headers, dict):  # the JSON formatter writes these too
+            record.request_header = {k: str(v)[:MAX_ACCESS_LINE // 4] for k, v in headers.items()}
         return True

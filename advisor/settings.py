@@ -245,3 +245,5 @@ def load_settings(config_file: str | os.PathLike[str] | None = None, **overrides
         raise SettingsError(f"invalid settings{f' (from {path})' if path else ''}: {problems}") from None
     except ValueError as exc:  # e.g. malformed TOML
         raise SettingsError(f"cannot read {path}: {exc}") from None
+    except RecursionError:  # tomllib recurses per level of nested arrays and inline tables
+        raise SettingsError(f"cannot read {path}: values nested too deeply") from None

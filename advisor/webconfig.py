@@ -33,6 +33,7 @@ from typing import Any
 import yaml
 
 from advisor.settings import SettingsError
+from advisor.tlscheck import handshake_failure, set_versions
 
 TLS_KEYS = ("cert_file", "key_file", "client_auth_type", "client_ca_file", "min_version", "max_version")
 TOP_KEYS = ("tls_server_config", "basic_auth_users")
@@ -77,8 +78,7 @@ class TlsConfig:
     def context(self) -> ssl.SSLContext:
         """The server's SSL context (certificates are loaded here: errors name the file)."""
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.minimum_version = TLS_VERSIONS[self.min_version]
-        ctx.maximum_version = TLS_VERSIONS[self.max_version]
+        set_versions(ctx, TLS_VERSIONS[self.min_version], TLS_VERSIONS[self.max_version])
         try:
             ctx.load_cert_chain(self.cert_file, self.key_file)
         except (ssl.SSLError, OSError) as exc:
@@ -146,6 +146,8 @@ def load_web_config(path: str | Path | None) -> WebConfig:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise WebConfigError(f"{where}: not valid YAML{at}: {getattr(exc, 'problem', None) or exc}") from None
+    except RecursionError:  # PyYAML composes nested collections recursively: [[[[... 5,000 deep
+        raise WebConfigError(f"{where}: not valid YAML: nested too deeply (the format nests 2 levels)") from None
     if data is None:
         return WebConfig(path=path)  # an empty file, as the toolkit allows: plain HTTP
     if not isinstance(data, dict):
@@ -208,7 +210,12 @@ def _tls(where: str, data: Any, base: Path) -> TlsConfig | None:
         raise WebConfigError(f"{where}: tls_server_config.min_version is above max_version")
     tls = TlsConfig(cert_file=required_file("cert_file"), key_file=required_file("key_file"),
                     client_auth_type=auth, client_ca_file=ca, **versions)
-    tls.context()  # unreadable or mismatched certificates stop start-up, not the first scrape
+    probe = tls.context()  # unreadable or mismatched certificates stop start-up, not the first scrape
+    probe.verify_mode = ssl.CERT_NONE  # the check's client has no certificate to show
+    if (failure := handshake_failure(probe)) is not None:
+        raise WebConfigError(f"{where}: tls_server_config.min_version {tls.min_version} with max_version "
+                             f"{tls.max_version}: no TLS handshake succeeds with this OpenSSL ({ssl.OPENSSL_VERSION}: "
+                             f"{failure}); its security level may refuse versions below TLS12")
     return tls
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from advisor.server.errors import json_error
+from advisor.server.numbers import whole_number
 from advisor.appkeys import CHANGES, FACTS
 from advisor.names import InvalidName, check_dataset_name, check_pool_name
 
@@ -47,10 +48,8 @@ async def list_changes(request: web.Request) -> web.Response:
         raise json_error(400, f"unknown parameter {unknown[0][:64]!r}", valid=list(PARAMETERS))
     pool = _name(request, "pool", check_pool_name)
     dataset = _name(request, "dataset", check_dataset_name)
-    limit = request.query.get("limit", "100")
-    if not (limit.isascii() and limit.isdigit()) or not 1 <= int(limit) <= MAX_LIMIT:
-        raise json_error(400, f"limit must be a whole number from 1 to {MAX_LIMIT}")
+    limit = whole_number(request.query.get("limit", "100"), "limit", 1, MAX_LIMIT)
     tracker = request.app[CHANGES]
-    records = tracker.records(pool, dataset)[: int(limit)]
+    records = tracker.records(pool, dataset)[:limit]
     return web.json_response({"window_seconds": tracker.window_seconds,
                               "samples": len(tracker.samples.times), "changes": records})

@@ -28,8 +28,11 @@ from advisor.facts import Host
 from advisor.probe.stats import ProbeStats, probe_stats
 from advisor.store.db import StoreError
 from advisor.store.probes import read_existing
+from advisor.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
+# said again on every request while it lasts: once a minute, with a count (advisor/logs.py)
+_repeated = RateLimitedLog(log, interval=60.0)
 routes = web.RouteTableDef()
 
 
@@ -42,7 +45,7 @@ async def warm(app: web.Application, host: Host, commands_generation: float) -> 
 
 def deadline_seconds(configured: float, header: str | None) -> float:
     try:
-        timeout = float(header) if header else None
+        timeout = float(header) if header and len(header) <= 32 else None  # Prometheus sends e.g. "10"
     except ValueError:
         timeout = None
     return min(configured, 0.9 * timeout) if timeout and timeout > 0 else configured
@@ -55,7 +58,8 @@ async def _probe_stats(app: web.Application) -> ProbeStats | None:
         return await asyncio.to_thread(
             read_existing, settings.state_dir, lambda store: probe_stats(store, settings.profiler) if store else None)
     except (StoreError, sqlite3.Error) as exc:  # the other families go on; the log says why
-        log.warning("probe store under %s cannot be read for /metrics: %s", settings.state_dir, exc)
+        _repeated.log(logging.WARNING, "probe store", "probe store under %s cannot be read for /metrics: %s",
+                       settings.state_dir, exc)
         return None
 
 

@@ -6,6 +6,7 @@ app is documented and every documented path is routed.
 """
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from aiohttp import web
@@ -13,7 +14,7 @@ from pydantic.json_schema import models_json_schema
 
 from advisor import __version__
 from advisor.api.efficiency import EfficiencyList, EfficiencyEntry
-from advisor.appkeys import RULEBOOK
+from advisor.appkeys import OPENAPI_JSON
 from advisor.engine.loader import RuleBook
 from advisor.engine.models import GENERAL, ErrorResponse, PoolList, RecommendResponse, WorkloadInfo, WorkloadList
 from advisor.layout.inputs import ASHIFTS, MEDIA
@@ -248,6 +249,12 @@ def build_openapi(book: RuleBook | None = None) -> dict[str, Any]:
     }
 
 
+def openapi_json(book: RuleBook) -> bytes:
+    """The document as served. It depends on the rules alone, which only a restart changes, so
+    the app builds it once (about 15 ms of the event loop's time that every request took)."""
+    return json.dumps(build_openapi(book)).encode()
+
+
 @routes.get("/openapi.json")
 async def get_openapi(request: web.Request) -> web.Response:
-    return web.json_response(build_openapi(request.app[RULEBOOK]))
+    return web.Response(body=request.app[OPENAPI_JSON], content_type="application/json")

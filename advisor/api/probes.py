@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from advisor.api.auth import starts_work
 from advisor.server.body import RAW_BODY
 from advisor.server.errors import json_error
+from advisor.server.numbers import whole_number
 from advisor.appkeys import FACTS, RULEBOOK, SETTINGS
 from advisor.engine.service import TargetError, resolve_params
 from advisor.names import InvalidName, check_pool_name
@@ -33,6 +34,7 @@ from advisor.store.probes import ProbeStore, read_existing, signal_queue
 
 routes = web.RouteTableDef()
 MAX_LIMIT = 1000
+MAX_ID = 10**18 - 1  # 18 digits: within SQLite's 64-bit integers
 MAX_VALUES = 8  # candidate values per parameter
 
 
@@ -54,9 +56,7 @@ def _query(request: web.Request) -> tuple[str | None, str | None, int]:
     book = request.app[RULEBOOK]
     if workload is not None and workload not in book.workloads:
         raise json_error(404, f"unknown workload {workload[:64]!r}", valid=sorted(book.workloads))
-    if not (limit.isascii() and limit.isdigit()) or not 1 <= int(limit) <= MAX_LIMIT:
-        raise json_error(400, f"limit must be a whole number from 1 to {MAX_LIMIT}")
-    return pool, workload, int(limit)
+    return pool, workload, whole_number(limit, "limit", 1, MAX_LIMIT)
 
 
 @routes.get("/v1/probes")
@@ -68,10 +68,7 @@ async def list_probes(request: web.Request) -> web.Response:
 
 @routes.get("/v1/probes/{id}")
 async def get_probe(request: web.Request) -> web.Response:
-    text = request.match_info["id"]
-    if not (text.isascii() and text.isdigit()) or len(text) > 18:  # "²".isdigit(), but int("²") fails
-        raise json_error(400, f"probe id must be a whole number, not {text[:32]!r}")
-    run_id = int(text)
+    run_id = whole_number(request.match_info["id"], "probe id", 0, MAX_ID)
 
     def one(store: ProbeStore | None) -> dict[str, Any] | None:
         run = store.run(run_id) if store is not None else None

@@ -22,7 +22,7 @@ from advisor.appkeys import WEB_CONFIG
 from advisor.app import create_app
 from advisor.cli.common import add_subcommand, settings
 from advisor.logs import setup_logging
-from advisor.reload import reload
+from advisor.reload import CoalescedReloads, reload
 from advisor.store.statedir import report_state_dir
 from advisor.settings import DEFAULT_PORT
 from advisor.settings import Settings
@@ -78,7 +78,7 @@ async def _serve(app: web.Application, settings: Settings, load: Callable[[], Se
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     if load is not None:  # without it SIGHUP would end the process, and systemd counts that as a clean exit
-        loop.add_signal_handler(signal.SIGHUP, _reload, app, load, ssl_context)
+        loop.add_signal_handler(signal.SIGHUP, CoalescedReloads(lambda: _reload(app, load, ssl_context)).request)
     log.info(
         "serving",
         extra={"address": settings.listen_address, "port": settings.port, "root": settings.root, "version": __version__,

@@ -55,6 +55,8 @@ def _read_yaml(path: Path) -> object:
         return yaml.load(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
         raise RulesError(f"{path}: not valid YAML: {exc}") from None
+    except RecursionError:  # PyYAML composes nested collections recursively
+        raise RulesError(f"{path}: not valid YAML: nested too deeply") from None
 
 
 def _problems(exc: ValidationError) -> str:

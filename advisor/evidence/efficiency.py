@@ -23,7 +23,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from advisor.logs import RateLimitedLog
+
 log = logging.getLogger(__name__)
+# a damaged stored report is read again on every request: each line once a minute (advisor/logs.py)
+_repeated = RateLimitedLog(log, interval=60.0)
 
 # a test name becomes a Prometheus label value and a word in /recommend's text: short and plain
 TEST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -104,8 +108,9 @@ def parse_report(pool: str, measured_at: float, text: str) -> PoolEfficiency:
         name = name_of_test(raw) if isinstance(raw, dict) else None
         parsed = _result(raw, name) if name is not None else None
         if parsed is None or any(r.test == parsed.test for r in results):
-            log.warning("efficiency report of pool %s measured at %.0f: result %d left out (%s)", pool, measured_at,
-                        index, "a second result of one test" if parsed else "no test name or no finite ratio")
+            _repeated.log(logging.WARNING, f"left out {pool} {measured_at} {index}", "efficiency report of pool %s "
+                          "measured at %.0f: result %d left out (%s)", pool, measured_at, index,
+                          "a second result of one test" if parsed else "no test name or no finite ratio")
             continue
         results.append(parsed.model_copy(update={"measured_at": measured_at}))
         raw["test"] = name
@@ -124,7 +129,8 @@ def parse_reports(rows: list[tuple[str, float, str]]) -> list[PoolEfficiency]:
         try:
             parsed = parse_report(pool, measured_at, text)
         except ReportError as exc:
-            log.warning("efficiency report of pool %s measured at %.0f skipped: %s", pool, measured_at, exc)
+            _repeated.log(logging.WARNING, f"skipped {pool} {measured_at}", "efficiency report of pool %s measured at %.0f skipped: %s",
+                          pool, measured_at, exc)
             continue
         newer = found.get(pool)
         if newer is None:

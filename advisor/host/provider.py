@@ -29,8 +29,11 @@ from advisor.facts import Host, ZfsInfo
 from advisor.host.collect import CollectCache, Collection, CommandFacts, assemble, command_host, run_commands
 from advisor.memory import release_freed_memory
 from advisor.host.snapshot import host_view
+from advisor.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
+# said again on every request while it lasts: once a minute, with a count (advisor/logs.py)
+_repeated = RateLimitedLog(log, interval=60.0)
 
 
 class FactsProvider:
@@ -134,7 +137,7 @@ class FactsProvider:
         except TimeoutError:
             last = self._last
         except Exception:  # a collection that crashed: serve the last good one
-            log.exception("facts collection failed")
+            _repeated.log(logging.ERROR, "collection failed", "facts collection failed", exc_info=True)
             last = self._last
         if last is None:
             last = Collection(Host(collected_at=datetime.now(timezone.utc),

@@ -52,10 +52,10 @@ def parse_block(text: str, what: str) -> int:
 
 
 def _count(text: Any) -> int:
-    try:
-        n = int(str(text))
-    except ValueError:
-        raise PlanInputError(f"disks: not a whole number: {str(text)[:32]!r}", ["1-256"]) from None
+    text = str(text)
+    if not (len(text) <= 3 and text.isascii() and text.isdigit()):  # before int(): not thousands of digits
+        raise PlanInputError(f"disks: not a whole number from 1 to 256: {text[:32]!r}", ["1-256"])
+    n = int(text)
     if not 1 <= n <= 256:
         raise PlanInputError(f"disks must be from 1 to 256, not {n}", ["1-256"])
     return n

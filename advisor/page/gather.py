@@ -21,8 +21,11 @@ from advisor.recognise.classify import Recognition
 from advisor.probe.evidence import stored_evidence
 from advisor.store.db import StoreError
 from advisor.store.probes import ProbeStore, ResultRow, RunRow, read_existing
+from advisor.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
+# said again on every request while it lasts: once a minute, with a count (advisor/logs.py)
+_repeated = RateLimitedLog(log, interval=60.0)
 T = TypeVar("T")
 OPEN = ("change", "undecided")  # what the pages call open: a change to make, or one to measure
 RUNS_SHOWN = 50
@@ -104,7 +107,7 @@ def _answer(compute: Callable[[], RecommendResponse]) -> Answer:
     except TargetError as exc:
         return Answer(error=exc.reason)
     except Exception:  # the page goes on without this answer; the log says why
-        log.exception("an answer for the page failed")
+        _repeated.log(logging.ERROR, "answer failed", "an answer for the page failed", exc_info=True)
         return Answer(error="this answer could not be computed; the service log has the details")
 
 
@@ -147,5 +150,6 @@ def _read(state_dir: Path, read: Callable[[ProbeStore | None], T]) -> T | str:
     try:
         return read_existing(state_dir, read)
     except (StoreError, sqlite3.Error) as exc:
-        log.warning("the probe database under %s cannot be read for the page: %s", state_dir, exc)
+        _repeated.log(logging.WARNING, "probe store", "the probe database under %s cannot be read for the page: %s",
+                       state_dir, exc)
         return f"the probe database cannot be read: {exc}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sys
 import time
 from typing import Any, Awaitable, Callable, Sequence
 
@@ -41,6 +42,14 @@ _BY_STATUS: dict[int, type[web.HTTPException]] = {
 
 
 _dropped = RateLimitedLog(log, interval=60.0)
+_unhandled = RateLimitedLog(log, interval=60.0)
+
+
+def route_of(request: web.BaseRequest) -> str:
+    """The route a request matched (its pattern, never the client's text), for keying its log lines."""
+    match = getattr(request, "match_info", None)
+    resource = match.route.resource if match is not None else None
+    return resource.canonical if resource is not None else "unrouted"
 
 
 @web.middleware
@@ -70,8 +79,11 @@ async def error_middleware(
         _dropped.log(logging.INFO, "client closed", "a client closed the connection during %s %s: %s",
                      request.method, request.path[:64], exc or type(exc).__name__)
         return web.json_response({"error": {"status": 400, "reason": "the client closed the connection"}}, status=400)
-    except Exception:
-        log.exception("unhandled error serving %s %s", request.method, request.path)
+    except Exception as exc:
+        # with its traceback, but once a minute per route and kind of error: a request that
+        # trips a bug must not be able to write a traceback per request
+        _unhandled.log(logging.ERROR, f"{route_of(request)} {type(exc).__name__}", "unhandled error serving %s %s",
+                       request.method[:16], request.path[:64], exc_info=True)
         return web.json_response(
             {"error": {"status": 500, "reason": "internal error; the service log has the details"}}, status=500
         )
@@ -94,6 +106,7 @@ WRITE_BUFFER_HIGH = 16 * 1024
 # (aiohttp's lingering close; its default is 10 s, which a client trickling bytes could use).
 LINGERING_SECONDS = 2.0
 _refusals = RateLimitedLog(log, interval=60.0)
+_server_errors = RateLimitedLog(logging.getLogger("aiohttp.server"), interval=60.0)
 
 
 class _JsonErrorRequestHandler(RequestHandler):
@@ -109,7 +122,9 @@ class _JsonErrorRequestHandler(RequestHandler):
         if status >= 500:  # not a client's doing: aiohttp's own handling and log
             return super().handle_error(request, status, exc, message)
         reason = " ".join(str(getattr(exc, "message", None) or exc or message or "bad request").split())[:200]
-        _refusals.log(logging.WARNING, reason[:80], "refused a malformed request from %s: %s", request.remote, reason)
+        # keyed by the kind of refusal, not its text: no two malformed requests differ in that
+        _refusals.log(logging.WARNING, f"{status} {type(exc).__name__}", "refused a malformed request from %s: %s",
+                      request.remote, reason)
         if request.writer.output_size > 0:
             raise ConnectionError("response already started, cannot answer the error")
         resp = web.json_response({"error": {"status": status, "reason": reason}}, status=status)
@@ -127,6 +142,13 @@ class _JsonErrorRequestHandler(RequestHandler):
         super().resume_writing()
         if isinstance(self._manager, _JsonErrorServer):
             self._manager.client_caught_up(self)
+
+    def log_exception(self, *args: Any, **kwargs: Any) -> None:
+        """aiohttp's own tracebacks ("Unhandled exception", "Error handling request"), once a minute
+        per message and kind of error."""
+        exc = kwargs.setdefault("exc_info", True)
+        kind = type(exc if isinstance(exc, BaseException) else sys.exc_info()[1]).__name__
+        _server_errors.log(logging.ERROR, f"{args[0] if args else ''} {kind}", *args, **kwargs)
 
 
 class _JsonErrorServer(web.Server):

@@ -20,7 +20,7 @@ from aiohttp import web
 from advisor.logs import RateLimitedLog
 from advisor.server.errors import json_error
 
-HEAVY_PATHS = ("/metrics", "/v1/facts", "/recommend", "/v1/pools", "/v1/probes")
+HEAVY_PATHS = ("/metrics", "/v1/facts", "/recommend", "/v1/pools", "/v1/probes", "/v1/plan")
 
 log = logging.getLogger(__name__)
 _busy_log = RateLimitedLog(log, interval=60.0)
@@ -47,20 +47,20 @@ class WorkLimiter:
         self.waiting = 0
         self.refused = 0
 
-    def _busy(self, why: str) -> web.HTTPException:
+    def _busy(self, kind: str, why: str) -> web.HTTPException:
         self.refused += 1
-        _busy_log.log(logging.WARNING, why, "refused a request with 503: %s", why)
+        _busy_log.log(logging.WARNING, kind, "refused a request with 503: %s", why)
         return json_error(503, f"busy: {why}; retry later", headers={"Retry-After": "1"})
 
     @contextlib.asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
         if self._slots.locked() and self.waiting >= self.max_waiting:
-            raise self._busy(f"{self.in_flight} requests in work and {self.waiting} waiting")
+            raise self._busy("queue full", f"{self.in_flight} requests in work and {self.waiting} waiting")
         self.waiting += 1
         try:
             await asyncio.wait_for(self._slots.acquire(), self.wait_seconds)
         except TimeoutError:
-            raise self._busy(f"no turn within {self.wait_seconds:.0f} s") from None
+            raise self._busy("no turn", f"no turn within {self.wait_seconds:.0f} s") from None
         finally:
             self.waiting -= 1
         try:

@@ -12,8 +12,11 @@ from typing import Any
 from advisor.store.changes import ChangeStore
 from advisor.store.db import StoreError
 from advisor.store.probes import ProbeStore, ResultRow, read_existing
+from advisor.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
+# said again on every request while it lasts: once a minute, with a count (advisor/logs.py)
+_repeated = RateLimitedLog(log, interval=60.0)
 
 
 class StoredResults:
@@ -30,14 +33,14 @@ class StoredResults:
         try:
             return read_existing(self.state_dir, newest)
         except (StoreError, sqlite3.Error) as exc:
-            log.warning("probe results under %s cannot be read: %s", self.state_dir, exc)
+            _repeated.log(logging.WARNING, "probe results", "probe results under %s cannot be read: %s", self.state_dir, exc)
             return -1, -1
 
     def results_for(self, pool: str, workload: str) -> list[ResultRow]:
         try:
             return read_existing(self.state_dir, lambda s: s.results_for(pool, workload) if s else [])
         except (StoreError, sqlite3.Error) as exc:
-            log.warning("probe results under %s cannot be read: %s", self.state_dir, exc)
+            _repeated.log(logging.WARNING, "probe results", "probe results under %s cannot be read: %s", self.state_dir, exc)
             return []
 
     def verified_changes(self, pool: str) -> list[dict[str, Any]]:
@@ -49,5 +52,6 @@ class StoredResults:
         try:
             return read_existing(self.state_dir, done)
         except (StoreError, sqlite3.Error) as exc:
-            log.warning("setting changes under %s cannot be read: %s", self.state_dir, exc)
+            _repeated.log(logging.WARNING, "setting changes", "setting changes under %s cannot be read: %s", self.state_dir,
+                           exc)
             return []

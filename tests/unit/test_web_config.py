@@ -69,6 +69,7 @@ def test_bad_files_are_one_line_errors(tmp_path, text, message):
     ("  client_auth_type: Sometimes\n", "valid: NoClientCert, VerifyClientCertIfGiven, RequireAndVerifyClientCert"),
     ("  min_version: SSL3\n", "min_version 'SSL3' is not valid; valid: TLS10, TLS11, TLS12, TLS13"),
     ("  min_version: TLS13\n  max_version: TLS12\n", "min_version is above max_version"),
+    ("  min_version: TLS10\n  max_version: TLS11\n", "min_version TLS10 with max_version TLS11: no TLS handshake"),
     ("  cipher_suites: [TLS_AES_128_GCM_SHA256]\n", "tls_server_config.cipher_suites is not supported"),
     ("  verify: yes\n", "unknown key tls_server_config.verify; valid: cert_file, key_file"),
 ])
