@@ -28,6 +28,11 @@ Collect = Callable[["Scrape"], Iterable[Metric]]
 CACHED = " Refreshed in the background: see zfs_advisor_facts_age_seconds and zfs_advisor_facts_stale."
 
 
+class SourceUnreadable(Exception):
+    """A collector's source could not be read on this scrape: its success is 0 and the log says
+    why in one line, not with a traceback (the source, not the code, is at fault)."""
+
+
 def _compile(pattern: re.Pattern[str] | str | None) -> re.Pattern[str] | None:
     return re.compile(pattern) if pattern else None
 
@@ -93,6 +98,8 @@ class Scrape:
     changes: tuple[dict[str, Any], ...] = ()
     # (dataset, workload or unknown, role, confidence) per busy dataset (advisor/recognise/window.py).
     recognised: tuple[tuple[str, str, str | None, float], ...] = ()
+    # (table, rows skipped since start) of the probe store's reader (advisor/store/health.py).
+    store_rows_skipped: tuple[tuple[str, int], ...] = ()
 
     @cached_property
     def pools(self) -> list[Pool]:

@@ -17,12 +17,14 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from advisor import __version__
 from advisor.deflated import Deflated
 from advisor.facts import SCHEMA_VERSION
+from advisor.logs import RateLimitedLog
 from advisor.exporters import (arc, changes, datasets, disks, efficiency, histograms, kstats, params, pools, probes,
                                recommendations, tx_assign, txgs, vdevs, workloads)
-from advisor.exporters.base import Collect, Scrape
+from advisor.exporters.base import Collect, Scrape, SourceUnreadable
 from advisor.exporters.exposition import has_samples, text, text_parts
 
 log = logging.getLogger(__name__)
+_unreadable_log = RateLimitedLog(log)  # a source that stays unreadable is said once a minute, not per scrape
 
 # name -> collector; adding a source = one module and one line here.
 COLLECTORS: dict[str, Collect] = {
@@ -64,6 +66,9 @@ class FactsCollector:
     def _build(self, name: str, collect: Collect, scrape: Scrape) -> tuple[list[Metric], bool]:
         try:
             return [f for f in collect(scrape) if has_samples(f)], True
+        except SourceUnreadable as exc:
+            _unreadable_log.log(logging.WARNING, name, "exporter collector %s: %s", name, exc)
+            return [], False
         except Exception:
             log.exception("exporter collector %s failed", name)
             return [], False
@@ -165,6 +170,16 @@ def self_metrics(scrape: Scrape) -> Iterable[Metric]:
     for name, seconds in sorted(scrape.source_durations.items()):
         source_time.add_metric([name], seconds)
     out: list[Metric] = [build, stale, collected, collections, command_runs, sources, source_time]
+    if scrape.probes is not None:  # as the probe families: nothing when no probe ever ran
+        skipped = CounterMetricFamily(
+            "zfs_advisor_store_rows_skipped",
+            "Rows of the probe store skipped on reading since the service started, by table: a row that does not "
+            "parse (a value of the wrong type, a number no measurement has, bad JSON, an unknown status) is left "
+            "out of every answer that reads it, and counted each time it is read (see the service log).",
+            labels=["table"])
+        for table, count in scrape.store_rows_skipped:
+            skipped.add_metric([table], count)
+        out.append(skipped)
     if scrape.age_seconds is not None:
         age = GaugeMetricFamily(
             "zfs_advisor_facts_age_seconds",

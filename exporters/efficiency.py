@@ -10,13 +10,15 @@ from typing import Iterable
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from advisor.exporters.base import Scrape, append
+from advisor.exporters.base import Scrape, SourceUnreadable, append
 
 
 def collect(scrape: Scrape) -> Iterable[Metric]:
     stats = scrape.probes
     if stats is None:
         return
+    if stats.unreadable:
+        raise SourceUnreadable(stats.unreadable)
     ratio = GaugeMetricFamily(
         "zfs_advisor_pool_efficiency_ratio",
         "The pool's measured rate over what its layout should give from its disks' own measured rate (1 = all of "

@@ -10,7 +10,7 @@ from typing import Iterable
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from advisor.exporters.base import Scrape, append
+from advisor.exporters.base import Scrape, SourceUnreadable, append
 
 RESULT_LABELS = ["pool", "workload", "parameter", "value", "candidate"]
 
@@ -19,6 +19,8 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
     stats = scrape.probes
     if stats is None:
         return
+    if stats.unreadable:
+        raise SourceUnreadable(stats.unreadable)
     runs = CounterMetricFamily(
         "zfs_advisor_probe_runs",
         "Finished probe runs by outcome (completed, aborted: foreground I/O or a budget stopped it, failed: fio, zfs "

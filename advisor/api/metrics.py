@@ -27,6 +27,7 @@ from advisor.exporters.negotiation import gzipped_parts, openmetrics_stream, res
 from advisor.facts import Host
 from advisor.probe.stats import ProbeStats, probe_stats
 from advisor.store.db import StoreError
+from advisor.store.health import rows_skipped
 from advisor.store.probes import read_existing
 from advisor.logs import RateLimitedLog
 
@@ -52,15 +53,16 @@ def deadline_seconds(configured: float, header: str | None) -> float:
 
 
 async def _probe_stats(app: web.Application) -> ProbeStats | None:
-    """The probe store's counts and last results, when there is a store (never created here)."""
+    """The probe store's counts and last results, when there is a store (never created here); when it
+    cannot be read, why (its collectors report failure, exporters/probes.py)."""
     settings = app[SETTINGS]
     try:
         return await asyncio.to_thread(
             read_existing, settings.state_dir, lambda store: probe_stats(store, settings.profiler) if store else None)
     except (StoreError, sqlite3.Error) as exc:  # the other families go on; the log says why
         _repeated.log(logging.WARNING, "probe store", "probe store under %s cannot be read for /metrics: %s",
-                       settings.state_dir, exc)
-        return None
+                      settings.state_dir, exc)
+        return ProbeStats(unreadable=f"the probe store under {settings.state_dir} cannot be read: {exc}")
 
 
 @routes.get("/metrics")
@@ -94,6 +96,7 @@ async def get_metrics(request: web.Request) -> web.Response:
             probes=await _probe_stats(app),
             changes=tuple(changes.exported()),
             recognised=recognised,
+            store_rows_skipped=tuple(rows_skipped().items()),
         )
         return await asyncio.to_thread(_rendered, app[EXPORTER].render_parts(scrape), openmetrics, gzip_it)
 

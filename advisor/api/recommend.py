@@ -25,6 +25,7 @@ from advisor.probe.efficiency_stored import stored_efficiency
 from advisor.probe.evidence import stored_evidence
 from advisor.recognise.answer import AUTO, recommend_auto, wants_auto
 from advisor.store.db import store_stamp
+from advisor.store.health import with_store_state
 
 routes = web.RouteTableDef()
 RESERVED = ("workload", "pool", "dataset", "format")
@@ -70,6 +71,9 @@ async def get_recommend(request: web.Request) -> web.Response:
     recognised = request.app[RECOGNISER].recognised() if auto else {}
 
     def answer():
+        return with_store_state(answer_alone(), state_dir)
+
+    def answer_alone():
         host = collection.host
         if auto:
             return recommend_auto(host, request.app[RULEBOOK], recognised, params, args.get("pool"),

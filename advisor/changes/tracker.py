@@ -23,7 +23,7 @@ from advisor.engine.advice import Advice
 from advisor.engine.models import Recommendation
 from advisor.facts import Host
 from advisor.store.changes import MAX_LISTED, ChangeStore
-from advisor.store.db import DB_FILE, StoreError, connect
+from advisor.store.db import DB_FILE, StoreError, connect, connect_to_read
 
 log = logging.getLogger(__name__)
 LATENCY_OF_POOL = frozenset(m.name for m in METRICS if "latency" in m.name)
@@ -75,7 +75,7 @@ class ChangeTracker:
         if self.state_dir is None or not (Path(self.state_dir) / DB_FILE).exists():
             return
         try:
-            conn = connect(self.state_dir)
+            conn = connect_to_read(self.state_dir)
             try:
                 records = ChangeStore(conn).records(limit=MAX_LISTED)
             finally:

@@ -16,6 +16,7 @@ from advisor.model.provider import ModelProvider
 from advisor.probe.description import ProbeDescription
 from advisor.probe.efficiency_stored import stored_efficiency
 from advisor.probe.evidence import stored_evidence
+from advisor.store.health import with_store_state
 from advisor.store.results import StoredResults
 
 
@@ -57,9 +58,10 @@ def compute(args: argparse.Namespace) -> RecommendResponse | None:
     host = read_host(config)
     model = ModelProvider(StoredResults(config.state_dir), ProbeDescription(), book, enabled=config.model).fit()
     try:
-        return recommend(host, book, args.workload, params=params, pool=args.pool, dataset=args.dataset,
-                         measured=stored_evidence(config.state_dir), predicted=model.lookup(host, params),
-                         model_status=model.status(), efficiency=stored_efficiency(config.state_dir))
+        answer = recommend(host, book, args.workload, params=params, pool=args.pool, dataset=args.dataset,
+                           measured=stored_evidence(config.state_dir), predicted=model.lookup(host, params),
+                           model_status=model.status(), efficiency=stored_efficiency(config.state_dir))
+        return with_store_state(answer, config.state_dir)
     except TargetError as exc:
         valid = f" (valid: {', '.join(exc.valid)})" if exc.valid else ""
         print(f"zfs-advisor: {exc.reason}{valid}", file=sys.stderr)

@@ -135,14 +135,19 @@ class RecommendResponse(Out):
     recognised: list[RecognisedWorkload] | None = Field(
         None, description="with `workload=auto` (or a dataset and no workload): what each dataset's I/O was "
         "recognised as; left out when a workload was named")
+    probe_store: str | None = Field(
+        None, description="why this host's stored probe results could not be read: the answer has no probe "
+        "evidence from them (no `source: probe`, the model not conditioned on them); left out when they were read")
 
     @model_serializer(mode="wrap")
     def _without_recognised_unless_asked(self, handler: SerializerFunctionWrapHandler):
-        """`recognised` only in answers that recognised: the others stay as they were. No return
-        type: with one, the JSON schema would be that type's instead of the fields' (GET /openapi.json)."""
+        """`recognised` only in answers that recognised, `probe_store` only when the store could not be
+        read: the others stay as they were. No return type: with one, the JSON schema would be that
+        type's instead of the fields' (GET /openapi.json)."""
         out = handler(self)
-        if out.get("recognised", ()) is None:
-            del out["recognised"]
+        for optional in ("recognised", "probe_store"):
+            if out.get(optional, ()) is None:
+                del out[optional]
         return out
 
 

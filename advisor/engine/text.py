@@ -84,6 +84,8 @@ def recommend_text(response: RecommendResponse) -> str:
         lines.append(f"dataset {seen.dataset}: recognised as {seen.workload}"
                      + (f" ({seen.role}, confidence {seen.confidence:.2f})" if seen.role else "")
                      + f" - {seen.reason}" + ("" if seen.used else "; pool-level advice only"))
+    if response.probe_store:
+        lines += _wrap(f"probe results: not read, so none of this answer comes from them ({response.probe_store})", "")
     if response.model is not None:
         model = response.model
         lines.append(f"regression model {model.version}, fitted on {model.lab_runs} lab runs" if model.available

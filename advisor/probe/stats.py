@@ -49,6 +49,7 @@ class ProbeStats:
     budgets: list[PoolBudget] = field(default_factory=list)
     queued: int = 0
     efficiency: list[PoolEfficiency] = field(default_factory=list)  # each pool's latest report
+    unreadable: str | None = None  # why the store could not be read: nothing above is known
 
 
 def probe_stats(store: ProbeStore, profiler: ProfilerSettings, now: float | None = None) -> ProbeStats:

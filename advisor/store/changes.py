@@ -9,6 +9,8 @@ import json
 import sqlite3
 from typing import Any
 
+from advisor.store.rows import change_record, parsed
+
 MAX_LISTED = 1000  # the most recent ones: GET /v1/changes answers in bounded time
 
 
@@ -43,9 +45,9 @@ class ChangeStore:
         if status is not None:
             where.append("status = ?")
             args.append(status)
-        sql = "SELECT record_json FROM setting_changes" + (" WHERE " + " AND ".join(where) if where else "")
+        sql = "SELECT id, record_json FROM setting_changes" + (" WHERE " + " AND ".join(where) if where else "")
         rows = self.conn.execute(sql + " ORDER BY detected_at DESC, id DESC LIMIT ?", (*args, limit))
-        return [json.loads(r[0]) for r in rows]
+        return parsed("setting_changes", rows, lambda r: change_record(r["record_json"]))
 
     def probe_active_since(self, since: float) -> bool:
         """A probe run was under way at some time from `since` on: it changes module parameters

@@ -12,6 +12,7 @@ import os
 import sqlite3
 import time
 from pathlib import Path
+from typing import Callable
 
 DB_FILE = "advisor.sqlite3"
 BUSY_TIMEOUT_SECONDS = 10.0
@@ -179,25 +180,80 @@ def connect(state_dir: str | os.PathLike[str]) -> sqlite3.Connection:
         _owned_like_directory(directory, path)
     except OSError as exc:
         raise StoreError(f"cannot use state directory {directory}: {exc.strerror or exc}") from None
-    conn = None
-    try:
-        # A writer holding the lock (a migration, a probe's commit) is waited for, not failed on.
-        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)  # explicit transactions
-        conn.row_factory = sqlite3.Row
+    def prepare(conn: sqlite3.Connection) -> None:
         _set_wal(conn)
         conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across a crash of this process
         conn.execute("PRAGMA foreign_keys=OFF")  # a migration may rebuild a table others refer to
         migrate(conn, path)
         conn.execute("PRAGMA foreign_keys=ON")
+
+    return _open(str(path), prepare, f"cannot use {path}")
+
+
+def _open(target: str, prepare: Callable[[sqlite3.Connection], None], failure: str) -> sqlite3.Connection:
+    """A connection to `target` (a path or a file: URI) made ready by `prepare`; closed again, and
+    StoreError (`failure`: SQLite's reason), when that fails."""
+    conn = None
+    try:
+        # A writer holding the lock (a migration, a probe's commit) is waited for, not failed on.
+        conn = sqlite3.connect(target, uri=target.startswith("file:"), timeout=BUSY_TIMEOUT_SECONDS,
+                               isolation_level=None)  # explicit transactions
+        conn.row_factory = sqlite3.Row
+        prepare(conn)
     except sqlite3.Error as exc:
         if conn is not None:
             conn.close()
-        raise StoreError(f"cannot use {path}: {exc}") from None
+        raise StoreError(f"{failure}: {exc}") from None
     except BaseException:
         if conn is not None:
             conn.close()
         raise
     return conn
+
+
+def writable(state_dir: str | os.PathLike[str]) -> bool:
+    """Whether this process may write the database under `state_dir` (and the files SQLite keeps
+    beside it). access(2) says no on a read-only mount to root as well."""
+    directory = Path(state_dir)
+    database = directory / DB_FILE
+    return os.access(directory, os.W_OK | os.X_OK) and (not database.exists() or os.access(database, os.W_OK))
+
+
+def connect_to_read(state_dir: str | os.PathLike[str]) -> sqlite3.Connection:
+    """The existing database under `state_dir` to read: as `connect` (migrated, WAL) when it can be
+    written, read-only when it cannot (docs/deploy.md: a state directory the service cannot write
+    is still read). StoreError when it cannot be used either way."""
+    path = Path(state_dir) / DB_FILE
+    if path.is_file() and not os.access(path, os.R_OK):  # SQLite says only "unable to open database file"
+        raise StoreError(f"cannot read {path}: permission denied")
+    if writable(state_dir):
+        try:
+            return connect(state_dir)
+        except StoreError as exc:
+            if "readonly" not in str(exc):  # the file system refused what access(2) allowed
+                raise
+    return connect_read_only(state_dir)
+
+
+def connect_read_only(state_dir: str | os.PathLike[str]) -> sqlite3.Connection:
+    """The database under `state_dir`, opened read-only: no journal mode switched, no migration.
+    A WAL database needs its -shm file to be read, which a reader cannot create in a read-only
+    directory: while a writer has it open (its -wal file is there) it is read through the
+    writer's files (mode=ro), else as an immutable file, which nobody is writing then.
+    https://www.sqlite.org/uri.html, https://www.sqlite.org/wal.html#readonly"""
+    path = Path(state_dir) / DB_FILE
+    live = Path(f"{path}-wal").exists()
+    uri = f"{path.absolute().as_uri()}?{'mode=ro' if live else 'immutable=1'}"
+
+    def prepare(conn: sqlite3.Connection) -> None:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version != SCHEMA_VERSION:
+            newer = "newer than this zfs-advisor" if version > SCHEMA_VERSION else \
+                "older than this zfs-advisor, and read-only here: it cannot be brought up to date"
+            raise StoreError(f"{path} has schema version {version}, {newer} ({SCHEMA_VERSION})")
+        conn.execute("PRAGMA foreign_keys=ON")
+
+    return _open(uri, prepare, f"cannot read {path} (read-only)")
 
 
 def _set_wal(conn: sqlite3.Connection) -> None:

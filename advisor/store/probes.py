@@ -11,7 +11,9 @@ from typing import Any, Callable, Literal, TypeVar
 
 from pydantic import BaseModel
 
-from advisor.store.db import DB_FILE, connect
+from advisor.store import health
+from advisor.store.db import DB_FILE, StoreError, connect_to_read
+from advisor.store.rows import flag, json_column, one, parsed, plausible
 
 T = TypeVar("T")
 
@@ -20,6 +22,9 @@ SKIPS_KEPT_SECONDS = 30 * 86400
 # The API writes the id of each run it queues here; zfs-advisor-probe.path starts the prober
 # when it changes (the API cannot start a unit: it has no privilege to talk to systemd).
 QUEUE_SIGNAL = "probe-queue"
+# quick_check's lines about one row's values (sqlite3's pragma.c), not about the file's pages
+ROW_PROBLEMS = ("CHECK constraint failed", "NULL value in", "non-")
+CHECK_LINES = 100  # of those, before the first line about the pages
 
 
 class ResultRow(BaseModel):
@@ -115,7 +120,7 @@ class ProbeStore:
 
     def queued(self) -> list[RunRow]:
         """Queued runs, oldest first."""
-        return [_run(r) for r in self.conn.execute("SELECT * FROM probe_runs WHERE status = 'queued' ORDER BY id")]
+        return parsed("probe_runs", self.conn.execute("SELECT * FROM probe_runs WHERE status = 'queued' ORDER BY id"), _run)
 
     def claim_run(self, run_id: int, budget: dict, plan: list[dict], pool_descriptor: dict | None) -> bool:
         """A queued run starts now (its time counts from here); False when it is no longer queued."""
@@ -141,8 +146,8 @@ class ProbeStore:
 
     def skips(self, since: float = 0.0, limit: int = 100) -> list[SkipRow]:
         rows = self.conn.execute("SELECT * FROM profiler_skips WHERE at >= ? ORDER BY id DESC LIMIT ?", (since, limit))
-        return [SkipRow(at=r["at"], pool=r["pool"], workload=r["workload"], run_id=r["run_id"], kind=r["kind"],
-                        reason=r["reason"]) for r in rows]
+        return parsed("profiler_skips", rows, lambda r: SkipRow(
+            at=r["at"], pool=r["pool"], workload=r["workload"], run_id=r["run_id"], kind=r["kind"], reason=r["reason"]))
 
     def outcome_counts(self) -> list[tuple[str, str, str, int]]:
         """(pool, workload, status, runs) of every finished run, for zfs_advisor_probe_runs_total."""
@@ -152,9 +157,10 @@ class ProbeStore:
 
     def last_finished(self) -> list[tuple[str, str, float]]:
         """(pool, workload, when the latest finished run ended)."""
-        return [(r[0], r[1], float(r[2])) for r in self.conn.execute(
-            "SELECT pool, workload, MAX(ended_at) FROM probe_runs WHERE status IN ('completed', 'aborted', 'failed')"
-            " AND ended_at IS NOT NULL GROUP BY pool, workload ORDER BY pool, workload")]
+        rows = self.conn.execute(
+            "SELECT pool, workload, MAX(ended_at) AS ended_at FROM probe_runs WHERE status IN ('completed', 'aborted',"
+            " 'failed') AND typeof(ended_at) IN ('integer', 'real') GROUP BY pool, workload ORDER BY pool, workload")
+        return parsed("probe_runs", rows, lambda r: (r[0], r[1], float(plausible({"ended_at": r[2]})["ended_at"])))
 
     def pool_workloads(self) -> list[tuple[str, str]]:
         """(pool, workload) pairs with a completed run."""
@@ -170,8 +176,7 @@ class ProbeStore:
                           (status, reason, time.time(), stopped_at, run_id))
 
     def run(self, run_id: int) -> RunRow | None:
-        row = self.conn.execute("SELECT * FROM probe_runs WHERE id = ?", (run_id,)).fetchone()
-        return _run(row) if row else None
+        return one("probe_runs", self.conn.execute("SELECT * FROM probe_runs WHERE id = ?", (run_id,)).fetchone(), _run)
 
     def runs(self, pool: str | None = None, workload: str | None = None, limit: int = 100) -> list[RunRow]:
         sql, args = "SELECT * FROM probe_runs WHERE 1=1", list[str]()
@@ -180,10 +185,10 @@ class ProbeStore:
         if workload:
             sql, args = sql + " AND workload = ?", [*args, workload]
         rows = self.conn.execute(sql + " ORDER BY id DESC LIMIT ?", (*args, limit)).fetchall()
-        return [_run(r) for r in rows]
+        return parsed("probe_runs", rows, _run)
 
     def running(self) -> list[RunRow]:
-        return [_run(r) for r in self.conn.execute("SELECT * FROM probe_runs WHERE status = 'running'")]
+        return parsed("probe_runs", self.conn.execute("SELECT * FROM probe_runs WHERE status = 'running'"), _run)
 
     def usage_since(self, pool: str, since: float) -> tuple[float, int]:
         """(seconds of probing, bytes written by probes) on `pool` since `since` (the daily budget)."""
@@ -210,15 +215,15 @@ class ProbeStore:
                           [values[c] for c in cols])
 
     def results(self, run_id: int) -> list[ResultRow]:
-        rows = self.conn.execute("SELECT * FROM probe_results WHERE run_id = ? ORDER BY id", (run_id,)).fetchall()
-        return [_result(r) for r in rows]
+        rows = self.conn.execute("SELECT * FROM probe_results WHERE run_id = ? ORDER BY id", (run_id,))
+        return parsed("probe_results", rows, _result)
 
     def results_for(self, pool: str, workload: str) -> list[ResultRow]:
         """Results of completed runs of `workload` on `pool`, oldest first."""
         rows = self.conn.execute(
             "SELECT r.* FROM probe_results r JOIN probe_runs p ON p.id = r.run_id"
-            " WHERE p.pool = ? AND p.workload = ? AND p.status = 'completed' ORDER BY r.id", (pool, workload)).fetchall()
-        return [_result(r) for r in rows]
+            " WHERE p.pool = ? AND p.workload = ? AND p.status = 'completed' ORDER BY r.id", (pool, workload))
+        return parsed("probe_results", rows, _result)
 
     # --- module parameters saved before a change ----------------------------------------
     def save_module_param(self, run_id: int, name: str, original: str, effective: str | None = None) -> None:
@@ -237,6 +242,14 @@ class ProbeStore:
             "SELECT run_id, name, original, effective FROM saved_module_params ORDER BY saved_at, run_id, rowid")]
 
 
+    def check(self) -> None:
+        """StoreError when SQLite finds the file damaged (https://www.sqlite.org/pragma.html#pragma_quick_check).
+        A row breaking a constraint is no damaged file: its readers skip it and count it (advisor/store/rows.py)."""
+        found = [r[0] for r in self.conn.execute(f"PRAGMA quick_check({CHECK_LINES})")]
+        damage = [line for line in found if line != "ok" and not line.startswith(ROW_PROBLEMS)]
+        if damage:
+            raise StoreError(f"the database is damaged: {damage[0]}")
+
     # --- pool efficiency reports --------------------------------------------------------
     def add_efficiency(self, pool: str, report: dict[str, Any], measured_at: float | None = None) -> int:
         """`measured_at`: when it was measured (default now)."""
@@ -245,9 +258,9 @@ class ProbeStore:
         return _inserted(cur)
 
     def efficiency(self, pool: str) -> dict[str, Any] | None:
-        row = self.conn.execute("SELECT report_json FROM efficiency_reports WHERE pool = ? ORDER BY id DESC LIMIT 1",
+        row = self.conn.execute("SELECT id, report_json FROM efficiency_reports WHERE pool = ? ORDER BY id DESC LIMIT 1",
                                 (pool,)).fetchone()
-        return json.loads(row[0]) if row else None
+        return one("efficiency_reports", row, _report)
 
     def latest_efficiency(self, pool: str | None = None, per_pool: int = 8) -> list[tuple[str, float, str]]:
         """(pool, measured_at, report JSON as stored) of each pool's `per_pool` latest reports (of
@@ -257,7 +270,8 @@ class ProbeStore:
         sql = ("SELECT pool, measured_at, report_json FROM (SELECT pool, measured_at, report_json, id, ROW_NUMBER() "
                f"OVER (PARTITION BY pool ORDER BY id DESC) AS nth FROM efficiency_reports{where}) WHERE nth <= ? "
                "ORDER BY pool, id DESC")
-        return [(r[0], float(r[1]), r[2]) for r in self.conn.execute(sql, (*args, per_pool))]
+        return parsed("efficiency_reports", self.conn.execute(sql, (*args, per_pool)),
+                      lambda r: (r[0], float(plausible({"measured_at": float(r[1])})["measured_at"]), r[2]))
 
 
 def _inserted(cur: sqlite3.Cursor) -> int:
@@ -268,31 +282,53 @@ def _inserted(cur: sqlite3.Cursor) -> int:
 
 
 def _run(row: sqlite3.Row) -> RunRow:
-    return RunRow(id=row["id"], pool=row["pool"], workload=row["workload"], role=row["role"], status=row["status"],
-                  reason=row["reason"], started_at=row["started_at"], ended_at=row["ended_at"], stopped_at=row["stopped_at"],
-                  budget=json.loads(row["budget_json"]), plan=json.loads(row["plan_json"]),
-                  pool_descriptor=json.loads(row["pool_json"]) if row["pool_json"] else None,
-                  host=row["host"], pid=row["pid"], queued_at=row["queued_at"],
-                  request=json.loads(row["request_json"]) if row["request_json"] else None,
-                  written_bytes=row["written_bytes"])
+    run = RunRow(id=row["id"], pool=row["pool"], workload=row["workload"], role=row["role"], status=row["status"],
+                 reason=row["reason"], started_at=row["started_at"], ended_at=row["ended_at"], stopped_at=row["stopped_at"],
+                 budget=json_column(row["budget_json"]), plan=json_column(row["plan_json"]),
+                 pool_descriptor=json_column(row["pool_json"]) if row["pool_json"] else None,
+                 host=row["host"], pid=row["pid"], queued_at=row["queued_at"],
+                 request=json_column(row["request_json"]) if row["request_json"] else None,
+                 written_bytes=row["written_bytes"])
+    plausible(run.model_dump(exclude={"budget", "plan", "pool_descriptor", "request"}))
+    return run
 
 
 def _result(row: sqlite3.Row) -> ResultRow:
     data = {c: row[c] for c in _RESULT_COLUMNS}
-    data["baseline"] = bool(data["baseline"])
-    return ResultRow(pool=json.loads(row["pool_json"]), **data)
+    data["baseline"] = flag(data["baseline"])
+    result = ResultRow(pool=json_column(row["pool_json"]), **data)
+    plausible(result.model_dump(exclude={"pool"}))
+    return result
+
+
+def _report(row: sqlite3.Row) -> dict[str, Any]:
+    report = json_column(row["report_json"])
+    if not isinstance(report, dict):
+        raise TypeError(f"an efficiency report is an object, not {type(report).__name__}")
+    return report
 
 
 def read_existing(state_dir: str | os.PathLike[str], read: Callable[[ProbeStore | None], T]) -> T:
     """`read(store)` on the database under `state_dir`, or `read(None)` when no probe ever ran
-    there: reading never creates the database."""
+    there: reading never creates the database. Read-only when the state directory cannot be written;
+    a database that cannot be read is noted for /healthz and the answers (advisor/store/health.py)."""
     if not (Path(state_dir) / DB_FILE).exists():
+        health.read_worked(state_dir)
         return read(None)
-    conn = connect(state_dir)
     try:
-        return read(ProbeStore(conn))
-    finally:
-        conn.close()
+        conn = connect_to_read(state_dir)
+        try:
+            found = read(ProbeStore(conn))
+        finally:
+            conn.close()
+    except StoreError as exc:  # its message names the file
+        health.read_failed(state_dir, str(exc))
+        raise
+    except sqlite3.Error as exc:  # opened, then a page could not be read
+        health.read_failed(state_dir, f"cannot read {Path(state_dir) / DB_FILE}: {exc}")
+        raise
+    health.read_worked(state_dir)
+    return found
 
 
 def signal_queue(state_dir: Path, run_id: int) -> None:

@@ -244,3 +244,168 @@ def test_cli_on_a_damaged_database_says_one_line(command, damage, tmp_path, tall
     tally.fault(one_line and "Traceback" not in proc.stderr)
     assert one_line, (proc.returncode, proc.stderr[-1500:])
     assert str(state) in lines[0] or "database" in lines[0], lines[0]
+
+
+# --- a damaged store degrades visibly: every route answers, self-metrics and /healthz say why ---
+
+def _seeded_state(tmp_path):
+    """A state directory as a probe and the change tracker leave it: one completed recordsize run of
+    postgres on tank, an efficiency report, a verified setting change (the real store code)."""
+    from advisor.store.changes import ChangeStore
+    from support.probes import seed_efficiency_report, seed_recordsize_probe
+
+    state = tmp_path / "state"
+    seed_recordsize_probe(state)
+    seed_efficiency_report(state)
+    conn = connect(state)
+    ChangeStore(conn).add({"id": None, "detected_at_epoch": 1.7e9, "scope": "dataset", "pool": "tank",
+                           "dataset": "tank/pg", "parameter": "recordsize", "old": "131072", "new": "16384",
+                           "status": "done", "verdict": "better", "workload": "postgres", "notes": [], "effects": []})
+    conn.close()
+    return state
+
+
+# (table, SQL that damages one row of it): what another program, a bug or the disk could leave
+BAD_ROWS = {
+    "iops not a number": ("probe_results", "UPDATE probe_results SET iops = 'abc' WHERE id = 1"),
+    "iops 1e308": ("probe_results", "UPDATE probe_results SET iops = 1e308 WHERE id = 1"),
+    "negative iops": ("probe_results", "UPDATE probe_results SET iops = -5 WHERE id = 1"),
+    "latency infinite": ("probe_results", "UPDATE probe_results SET write_p99 = 9e999 WHERE id = 1"),
+    "baseline not a flag": ("probe_results", "UPDATE probe_results SET baseline = 7 WHERE id = 1"),
+    "pool_json not JSON": ("probe_results", "UPDATE probe_results SET pool_json = '{bad' WHERE id = 1"),
+    "pool_json a list": ("probe_results", "UPDATE probe_results SET pool_json = '[1]' WHERE id = 1"),
+    "run status unknown": ("probe_runs", "UPDATE probe_runs SET status = 'bogus'"),
+    "run budget not JSON": ("probe_runs", "UPDATE probe_runs SET budget_json = 'nope'"),
+    "run ended in 1e308": ("probe_runs", "UPDATE probe_runs SET ended_at = 1e308"),
+    "run ended 'abc'": ("probe_runs", "UPDATE probe_runs SET ended_at = 'abc'"),
+    "change not JSON": ("setting_changes", "UPDATE setting_changes SET record_json = '{'"),
+    "change scope unknown": ("setting_changes",
+                             "UPDATE setting_changes SET record_json = json_set(record_json, '$.scope', 'pool')"),
+    "efficiency report not JSON": ("efficiency_reports", "UPDATE efficiency_reports SET report_json = 'x'"),
+    "efficiency measured 'abc'": ("efficiency_reports", "UPDATE efficiency_reports SET measured_at = 'abc'"),
+}
+
+
+def _damage_row(state, sql: str) -> None:
+    import sqlite3
+
+    from advisor.store.db import DB_FILE
+
+    conn = sqlite3.connect(state / DB_FILE)
+    conn.execute("PRAGMA ignore_check_constraints = ON")  # as a program that does not know them
+    conn.execute(sql)
+    conn.commit()
+    conn.close()
+
+
+# Routes whose whole answer is the store's: 503 naming it when it cannot be read (no answer to give)
+STORE_ONLY = ("/v1/probes", "/probes/", "/v1/efficiency")
+
+
+def _errors(found: dict) -> dict:
+    """Routes that answered a 5xx, but for the 503 of a store-only route that says the store cannot be read."""
+    return {p: s for p, s in found["statuses"].items() if s >= 500
+            and not (s == 503 and p.startswith(STORE_ONLY) and "cannot be read" in found["bodies"][p])}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_ROWS))
+async def test_a_row_that_does_not_parse_is_skipped_and_counted(kind, tmp_path, tally):
+    from advisor.store.health import rows_skipped
+    from tests.fault.store_sweep import sweep
+
+    table, sql = BAD_ROWS[kind]
+    state = _seeded_state(tmp_path)
+    _damage_row(state, sql)
+    before = rows_skipped()[table]
+    found = await sweep(str(SNAPSHOT), str(state))
+    counted = found["metrics"].get(f'zfs_advisor_store_rows_skipped_total{{table="{table}"}}', 0) > before
+    said = found["healthz"]["checks"]["store"]["rows_skipped"][table] > before
+    tally.cases()
+    tally.fault(not _errors(found) and counted and said)
+    assert not _errors(found), found["bodies"]
+    assert counted and said, (found["metrics"], found["healthz"])
+    assert found["healthz"]["checks"]["store"]["ok"], "one bad row is not an unreadable store"
+    assert all(s < 500 for s in found["statuses"].values()), found["statuses"]
+
+
+UNREADABLE = [d for d in STORE_DAMAGE if d != "state dir is a file"] + ["newer schema version"]
+
+
+@pytest.mark.parametrize("damage", UNREADABLE)
+async def test_an_unreadable_store_is_said_not_read_as_no_probes(damage, tmp_path, tally):
+    from tests.fault.store_sweep import sweep
+
+    if damage == "newer schema version":
+        state = _seeded_state(tmp_path)
+        _damage_row(state, "PRAGMA user_version = 99")
+    else:
+        state = _damaged_state(tmp_path, damage)
+    found = await sweep(str(SNAPSHOT), str(state))
+    store = found["healthz"]["checks"]["store"]
+    failed = found["metrics"].get('zfs_advisor_scrape_collector_success{collector="probes"}') == 0.0
+    said = found["healthz"]["status"] == "degraded" and not store["ok"] and str(state) in store["reason"]
+    answered = "probe_store" in found["answer"]
+    tally.cases()
+    tally.fault(not _errors(found) and failed and said and answered)
+    assert not _errors(found), found["bodies"]
+    assert failed, found["metrics"]
+    assert said, found["healthz"]
+    assert answered, sorted(found["answer"])
+
+
+def _in_a_process(state, prefix: list[str]) -> dict:
+    """The sweep in a process of its own, started under `prefix` (a mount namespace, fewer capabilities)."""
+    import json
+
+    proc = subprocess.run([*prefix, sys.executable, "-m", "tests.fault.store_sweep", str(SNAPSHOT), str(state)],
+                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout)
+
+
+def _read_only_mount(state) -> list[str]:
+    """A prefix that runs a command with `state` bind-mounted read-only in a mount namespace of its
+    own (as ProtectSystem=strict leaves a state directory without ReadWritePaths=)."""
+    import shutil
+
+    script = f'mount --bind "{state}" "{state}" && mount -o remount,bind,ro "{state}" && exec "$@"'
+    prefix = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"]
+    if shutil.which("unshare") is None or subprocess.run([*prefix, "true"], capture_output=True).returncode != 0:
+        pytest.skip("no mount namespace here (unshare --mount needs CAP_SYS_ADMIN)")
+    return prefix
+
+
+def test_a_read_only_state_directory_is_read(tmp_path, tally):
+    """The documented read-only state directory: its runs are served, the store reads as healthy."""
+    state = _seeded_state(tmp_path)
+    found = _in_a_process(state, _read_only_mount(state))
+    assert not list(state.glob("*-shm")), "the reader wrote into the read-only directory"
+    served = found["statuses"]["/v1/probes"] == 200 and found["statuses"]["/v1/probes/1"] == 200
+    healthy = found["healthz"]["checks"]["store"]["ok"] and "probe_store" not in found["answer"]
+    tally.cases()
+    tally.fault(not _errors(found) and served and healthy)
+    assert all(s < 500 for s in found["statuses"].values()), (found["statuses"], found["bodies"])
+    assert served and healthy, (found["statuses"], found["healthz"])
+
+
+def test_a_store_the_service_may_not_read(tmp_path, tally):
+    """Permission denied, as the service meets a database that is not its own. Root reads any file:
+    the sweep runs without the capabilities that let it (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, as
+    a unit's CapabilityBoundingSet= leaves it), on a database of mode 000."""
+    import shutil
+
+    from advisor.store.db import DB_FILE
+
+    state = _seeded_state(tmp_path)
+    os.chmod(state / DB_FILE, 0)
+    drop = "-dac_override,-dac_read_search"
+    if shutil.which("setpriv") is None:
+        pytest.skip("no setpriv here")
+    found = _in_a_process(state, ["setpriv", f"--bounding-set={drop}", f"--inh-caps={drop}"])
+    store = found["healthz"]["checks"]["store"]
+    failed = found["metrics"].get('zfs_advisor_scrape_collector_success{collector="probes"}') == 0.0
+    tally.cases()
+    tally.fault(not _errors(found) and failed and not store["ok"] and "probe_store" in found["answer"])
+    assert not _errors(found), found["bodies"]
+    assert failed and not store["ok"] and "probe_store" in found["answer"], (found["metrics"], store)
