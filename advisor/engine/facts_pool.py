@@ -30,7 +30,8 @@ def pool_name(ctx: Context) -> str | None:
 
 @fact("pool.health", "str", "pool state (zpool get health): ONLINE, DEGRADED, FAULTED, OFFLINE, REMOVED or UNAVAIL")
 def pool_health(ctx: Context) -> str | None:
-    return ctx.pool.health if ctx.pool else None
+    # UNKNOWN: zpool get printed no state it knows, or one zpool cannot print (no advice on it)
+    return ctx.pool.health if ctx.pool and ctx.pool.health != "UNKNOWN" else None
 
 
 @fact("pool.media", "str", "media of the data vdevs' disks: ssd, hdd, mixed or unknown (sysfs queue/rotational)")

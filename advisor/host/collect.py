@@ -121,7 +121,14 @@ class _Recorder:
         """`read` for a source that keeps what it understood: `reader(errors)` adds a reason per
         value it left out, and any reason makes the source failed (what was understood is served)."""
         errors: list[str] = []
-        result = self.read(name, lambda: reader(errors), what)
+        return self._failed_on(name, errors, self.read(name, lambda: reader(errors), what))
+
+    def parse_checked(self, name: str, out: CommandResult, parser):
+        """`parse` for output of which `parser(stdout, errors)` keeps what it understood, as `read_checked`."""
+        errors: list[str] = []
+        return self._failed_on(name, errors, self.parse(name, out, lambda stdout: parser(stdout, errors)))
+
+    def _failed_on(self, name: str, errors: list[str], result):
         if errors and self.sources[name].ok:
             self.fail(name, _summary(errors), self.durations[name])
         return result
@@ -214,8 +221,8 @@ async def run_commands(
     # thousands of datasets take a while to parse: not on the event loop
     last = previous.datasets if previous is not None else ()
     facts.datasets = await asyncio.to_thread(
-        rec.parse, "zfs_get", datasets_out,
-        lambda out: zfs_props.parse_zfs_get(out, last, TUNING_PROPERTIES)) or []
+        rec.parse_checked, "zfs_get", datasets_out,
+        lambda out, errors: zfs_props.parse_zfs_get(out, last, TUNING_PROPERTIES, errors)) or []
     _check_covers(rec, "zfs_get", datasets_out, pools, {d.name for d in facts.datasets}, "the root dataset of")
     for source, out in zip(POOL_COMMANDS, pool_outputs):
         _attach_pool_command(source, out, pools, rec)
@@ -253,11 +260,14 @@ def assemble(
     """
     rec = _Recorder()
     zfs = _zfs_presence(files)
+    name_errors: list[str] = []
     host = Host(
-        collected_at=now or datetime.now(timezone.utc), zfs=zfs, **system.read_names(files),
+        collected_at=now or datetime.now(timezone.utc), zfs=zfs, **system.read_names(files, name_errors),
         memory_bytes=rec.read("meminfo", lambda: system.read_memory_bytes(files), system.MEMINFO),
         cpu_count=rec.read("cpus_online", lambda: system.read_cpu_count(files), system.CPUS_ONLINE),
     )
+    if name_errors:  # reported only when it fails, so that a host's sources stay those of the table
+        rec.fail("hostname", _summary(name_errors), 0.0)
 
     if commands is None:  # the first run has not finished: read the block devices whole
         disks = rec.read_checked("disks", lambda errors: disks_source.read_disks(files, errors),
@@ -325,7 +335,7 @@ def _read_global_kstats(files: HostFiles, host: Host, rec: _Recorder) -> None:
 
 
 def _pools(props_out: CommandResult, status_out: CommandResult, rec: _Recorder) -> list[Pool]:
-    pools = rec.parse("zpool_get", props_out, _pools_from_properties)
+    pools = rec.parse_checked("zpool_get", props_out, _pools_from_properties)
     if pools is None:
         return []
     parser = zpool_status.parse_status_json if "-j" in status_out.argv else zpool_status.parse_status_text
@@ -353,8 +363,8 @@ def _check_covers(rec: _Recorder, name: str, out: CommandResult, pools: list[Poo
                  f"{', '.join(missing)}", out.duration_seconds)
 
 
-def _pools_from_properties(stdout: str) -> list[Pool]:
-    return [zpool_props.pool_from_properties(name, p) for name, p in zpool_props.parse_zpool_get(stdout).items()]
+def _pools_from_properties(stdout: str, errors: list[str] | None = None) -> list[Pool]:
+    return [zpool_props.pool_from_properties(name, p, errors) for name, p in zpool_props.parse_zpool_get(stdout).items()]
 
 
 def _resolve_leaf_names(files: HostFiles, pools: list[Pool]) -> None:

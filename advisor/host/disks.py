@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from advisor.facts import Disk, DiskStats
+from advisor.host.domains import count
 from advisor.host.files import HostFiles
 from advisor.host.parsing import INT_MAX, ParseError, printable_text, shown, to_int
 
@@ -29,7 +30,9 @@ def parse_diskstats(text: str) -> dict[str, DiskStats]:
         if len(f) < 14:  # major minor name and at least 11 counters (kernel 2.6)
             raise ParseError(f"{DISKSTATS}: not a diskstats line: {shown(line)}")
         name = f[2]
-        n = [to_int(x, f"{DISKSTATS} {name}") for x in f[3:]]
+        if name in stats:
+            raise ParseError(f"{DISKSTATS}: two lines for {shown(name)}")
+        n = [count(x, f"{DISKSTATS} {name}") for x in f[3:]]
         extra: dict[str, float | int] = {}
         if len(n) >= 15:  # kernel >= 4.18: discards
             extra.update(

@@ -13,6 +13,7 @@ from advisor.facts import KStat
 from advisor.host.files import HostFiles
 from advisor.host.kstat import KSTAT_DIR, parse_named_kstat
 from advisor.host.parsing import ParseError, compact_dict, shown
+from advisor.names import InvalidName, check_dataset_name
 
 
 @dataclass
@@ -94,6 +95,7 @@ def read_objsets(
         names = files.listdir(f"{KSTAT_DIR}/{pool}")
     except OSError:
         return found
+    twice: set[str] = set()
     for entry in names:
         if not entry.startswith("objset-"):
             continue
@@ -105,7 +107,7 @@ def read_objsets(
         cached = previous.get(path)
         digest = _digest(text)
         if cached is not None and cached[0] == digest:
-            found[cached[1]] = cached[2]
+            _put(found, cached[1], cached[2], twice)
             if cache is not None:  # always: `previous` is empty without a cache
                 cache[path] = cached
             continue
@@ -117,8 +119,40 @@ def read_objsets(
             continue
         name = kstat.values.pop("dataset_name", None)
         kstat.values = compact_dict(kstat.values)  # one per dataset: 10,000 and more
-        if isinstance(name, str) and name:
-            found[name] = kstat
-            if cache is not None:
-                cache[path] = (digest, name, kstat)
+        try:
+            dataset = objset_dataset(name, pool)
+        except ParseError as exc:
+            if errors is not None:
+                errors.append(f"{entry}: {exc}")
+            continue
+        _put(found, dataset, kstat, twice)
+        if cache is not None:
+            cache[path] = (digest, dataset, kstat)
+    for name in twice:  # which of the two holds the dataset's counters cannot be told
+        del found[name]
+        if errors is not None:
+            errors.append(f"two objsets name {shown(name)}")
     return found
+
+
+def _put(found: dict[str, KStat], name: str, kstat: KStat, twice: set[str]) -> None:
+    if name in found:
+        twice.add(name)
+    found[name] = kstat
+
+
+def objset_dataset(name: object, pool: str) -> str:
+    """An objset kstat's `dataset_name`: a dataset of `pool` (advisor/names.py), or a snapshot
+    of one while it is mounted; ParseError for anything else."""
+    if not isinstance(name, str):
+        raise ParseError("no dataset_name")
+    dataset, at, snapshot = name.partition("@")
+    try:
+        check_dataset_name(dataset)
+        if at:
+            check_dataset_name(f"{pool}/{snapshot}")  # a snapshot's name is made of the same characters
+    except InvalidName as exc:
+        raise ParseError(f"dataset_name: {exc}") from None
+    if dataset.partition("/")[0] != pool:
+        raise ParseError(f"dataset_name {shown(name)} is not a dataset of pool {shown(pool)}")
+    return name

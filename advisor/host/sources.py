@@ -30,6 +30,7 @@ class Source:
     # (None when the output does not name the pool).
     parse: Callable[[str], dict[str, Any]] | None = None
     attach: Callable[[Pool, Any], None] | None = None
+    only_failures: bool = False  # reported only when it fails (a host's sources stay the same set)
 
     def names(self) -> tuple[str, ...]:
         """The names it reports under (`kstat:{kstat}` is one per global kstat); `{pool}` left in."""
@@ -39,8 +40,11 @@ class Source:
 
 
 SOURCES: tuple[Source, ...] = (
-    # reported only when it fails: no zfs module loaded (every ZFS source below is then left out)
-    Source("zfs", "Host.zfs: the module's presence and version", paths=("/sys/module/zfs", KSTAT_DIR)),
+    # no zfs module loaded (every ZFS source below is then left out)
+    Source("zfs", "Host.zfs: the module's presence and version", paths=("/sys/module/zfs", KSTAT_DIR),
+           only_failures=True),
+    # a hostname or kernel release that is not a name (left out)
+    Source("hostname", "Host.hostname, Host.kernel", paths=(system.HOSTNAME, system.OSRELEASE), only_failures=True),
     Source("disks", "Host.disks: each block device, its model, rotational flag and sector sizes",
            paths=(disks.SYS_BLOCK,)),
     Source("diskstats", "Disk.stats: each block device's I/O counters", paths=(disks.DISKSTATS,)),

@@ -9,7 +9,8 @@ from __future__ import annotations
 from advisor.facts import Txg
 from advisor.host.files import HostFiles
 from advisor.host.kstat import KSTAT_DIR
-from advisor.host.parsing import ParseError, shown, to_int, whole_lines
+from advisor.host.domains import count
+from advisor.host.parsing import ParseError, shown, whole_lines
 
 _STATES = {"O": "open", "Q": "quiescing", "W": "waiting", "S": "syncing", "C": "committed"}
 _NS = 1e-9
@@ -43,11 +44,11 @@ def parse_txgs(text: str) -> list[Txg]:
         if len(fields) < 12 or fields[2] not in _STATES:
             raise ParseError(f"not a txg row: {shown(line)}")
         txg, birth, state, *nums = fields[:12]
-        n = [to_int(x, "txgs") for x in nums]
+        n = [count(x, "txgs") for x in nums]
         rows.append(
             Txg(
-                txg=to_int(txg, "txg"),
-                birth_seconds=to_int(birth, "txg birth") * _NS,
+                txg=count(txg, "txg"),
+                birth_seconds=count(birth, "txg birth") * _NS,
                 state=_STATES[state],
                 dirty_bytes=n[0],
                 read_bytes=n[1],

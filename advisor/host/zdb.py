@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 
 from advisor.facts import Pool, VdevGroup
-from advisor.host.parsing import ParseError
+from advisor.host.domains import ASHIFT_MAX, ASHIFT_MIN
+from advisor.host.parsing import ParseError, shown
 
 
 MIN_TIMEOUT_SECONDS = 60.0
@@ -75,11 +76,19 @@ def parse_zdb_ashift(stdout: str) -> dict[VdevGroup, list[int | None]]:
     for child in parse_zdb_top_level(stdout):
         if child.get("type") in ("hole", "indirect", "missing"):
             continue
-        ashift = child.get("ashift")
-        by_group.setdefault(_group(child), []).append(int(ashift) if ashift and ashift.isascii() and ashift.isdigit() and len(ashift) < 4 else None)
+        by_group.setdefault(_group(child), []).append(_ashift(child.get("ashift")))
     if by_group and all(a is None for ashifts in by_group.values() for a in ashifts):
         raise ParseError("no ashift on any top-level vdev in zdb -C output")
     return by_group
+
+
+def _ashift(text: str | None) -> int | None:
+    """A top-level vdev's ashift, from ASHIFT_MIN to ASHIFT_MAX; None when zdb printed none."""
+    if not text:
+        return None
+    if not (text.isascii() and text.isdigit() and ASHIFT_MIN <= int(text[:4]) <= ASHIFT_MAX):
+        raise ParseError(f"ashift {shown(text)} is not from {ASHIFT_MIN} to {ASHIFT_MAX}")
+    return int(text)
 
 
 def attach_ashift(pool: Pool, by_group: dict[VdevGroup, list[int | None]]) -> None:

@@ -8,8 +8,10 @@ from __future__ import annotations
 from typing import Literal, Sequence
 
 from advisor.facts import TUNING_PROPERTIES, Dataset, Property, fields_set
+from advisor.host import property_domains
 from advisor.host.parsing import INT_MAX, ParseError, compact_dict, interned, lines_in_blocks, shown, whole_lines
 from advisor.host.runner import CommandRunner
+from advisor.names import InvalidName, check_dataset_name
 
 # the `type` values of the datasets advised on (Dataset.type)
 _DATASET_TYPES: dict[str, Literal["filesystem", "volume"]] = {"filesystem": "filesystem", "volume": "volume"}
@@ -31,13 +33,19 @@ async def dataset_recordsize(runner: CommandRunner, name: str) -> int | None:
     return int(value) if out.ok and value.isdigit() else None
 
 
-def parse_zfs_get(stdout: str, previous: Sequence[Dataset] = (), properties: Sequence[str] = ()) -> list[Dataset]:
+def parse_zfs_get(stdout: str, previous: Sequence[Dataset] = (), properties: Sequence[str] = (),
+                  errors: list[str] | None = None) -> list[Dataset]:
     """Rows `name<TAB>property<TAB>value<TAB>source` -> datasets in listed order.
 
     All or nothing: `zfs get` prints one row per dataset and property asked, so a row of
-    another shape, output that ends inside a row, or a dataset without a row for each of
-    `properties` (or, without them, for each property another dataset has) is output cut
-    short or damaged: a ParseError, never the datasets before the damage alone.
+    another shape, output that ends inside a row, a second row for a dataset's property, a
+    dataset name zfs(8) does not allow, or a dataset without a row for each of `properties`
+    (or, without them, for each property another dataset has) is output cut short or
+    damaged: a ParseError, never the datasets before the damage alone.
+
+    A value that is not of its property's domain (advisor/host/property_domains.py) is left
+    out, as if unknown, and its reason added to `errors`; a dataset whose type is not
+    understood is left out whole. Without `errors`, such a value is a ParseError.
 
     Every value is a string and the type is checked here, so the models are
     built without pydantic validation: 10,000 datasets are 280,000 rows. Most
@@ -56,6 +64,8 @@ def parse_zfs_get(stdout: str, previous: Sequence[Dataset] = (), properties: Seq
     before = {d.name: d for d in previous}
     was: dict[str, Property] = {}
     current = None
+    rejected: list[tuple[str, str]] = []
+    valid: set[tuple[str, str]] = set()  # (property, value) pairs seen valid: most rows repeat one
     for line in lines_in_blocks(whole_lines(stdout, "zfs get")):
         parts = line.split("\t")
         # four fields; only a mountpoint (a path) may hold a tab of its own
@@ -68,15 +78,33 @@ def parse_zfs_get(stdout: str, previous: Sequence[Dataset] = (), properties: Seq
             raise ParseError(f"{name} {prop}: {shown(value)} is out of the 64-bit range")
         if name != current:
             current, was = name, before[name].properties if name in before else {}
+            if name not in before and name not in props:
+                _check_name(name)
+        if prop in props.get(name, ()):
+            raise ParseError(f"zfs get: two rows for {shown(name)} {shown(prop)}")
         prop_value = was.get(prop)
         if prop_value is None or prop_value.value != value or prop_value.source != source:
+            if (prop, value) not in valid:  # a row as it was last time was valid then
+                try:
+                    property_domains.check(property_domains.DATASET, name, prop, value)
+                    valid.add((prop, value))
+                except ParseError as exc:
+                    if errors is None:  # no one to report it to: the output is not understood
+                        raise
+                    rejected.append((name, prop))
+                    errors.append(str(exc))
             prop_value = shared.get((value, source))
             if prop_value is None:
                 prop_value = shared[(value, source)] = construct(_PROPERTY_FIELDS, value=value, source=source)
         props.setdefault(name, {})[interned(prop)] = prop_value
     _check_every_row(props, properties)
+    for name, prop in rejected:
+        del props[name][prop]
+    untyped = {name for name, prop in rejected if prop == "type"}
     datasets = []
     for name, p in props.items():
+        if name in untyped:
+            continue
         kind = _DATASET_TYPES.get(p["type"].value if "type" in p else "filesystem")
         if kind is None:  # another type (zfs_get_argv asks for these two only)
             continue
@@ -86,6 +114,13 @@ def parse_zfs_get(stdout: str, previous: Sequence[Dataset] = (), properties: Seq
         else:
             datasets.append(Dataset.model_construct(_DATASET_FIELDS, name=name, type=kind, properties=compact_dict(p)))
     return datasets
+
+
+def _check_name(name: str) -> None:
+    try:
+        check_dataset_name(name)
+    except InvalidName as exc:
+        raise ParseError(f"zfs get: {exc}") from None
 
 
 def _check_every_row(props: dict[str, dict[str, Property]], properties: Sequence[str]) -> None:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 
 from advisor.facts import Histogram, Pool, VdevIostat
-from advisor.host.parsing import INT_MAX, ParseError, shown, to_float, to_int, whole_lines
+from advisor.host.domains import count, non_negative
+from advisor.host.parsing import INT_MAX, ParseError, shown, to_float, whole_lines
 
 # -P full paths and -L resolved links: leaf names match `zpool status -pPL`.
 IOSTAT_ARGV = ("zpool", "iostat", "-vlq", "-HpPL")
@@ -66,8 +67,8 @@ def _number(text: str) -> float | None:
     if text in ("-", ""):
         return None
     value = to_float(text, "zpool iostat")
-    if abs(value) > INT_MAX:  # every column is a uint64 in the kernel (vdev_stat_t)
-        raise ParseError(f"zpool iostat: {shown(text)} is out of the 64-bit range")
+    if not 0 <= value <= INT_MAX:  # every column is a uint64 in the kernel (vdev_stat_t)
+        raise ParseError(f"zpool iostat: {shown(text)} is not from 0 to the 64-bit maximum")
     return value
 
 
@@ -105,7 +106,7 @@ def parse_vdev_iostat(stdout: str) -> dict[str, list[tuple[str, VdevIostat]]]:
                 col: (v / 1e9 if v is not None else None)
                 for col, v in zip(_LATENCY_COLUMNS, (_number(x) for x in latencies))
             },
-            queues={col: to_int(v, "zpool iostat queue") for col, v in zip(_QUEUE_COLUMNS, queues) if v not in ("-", "")},
+            queues={col: count(v, "zpool iostat queue") for col, v in zip(_QUEUE_COLUMNS, queues) if v not in ("-", "")},
         )
         result[pool].append((name, stats))
     return result
@@ -145,12 +146,12 @@ def _parse_histograms(stdout: str, unit: str, series: tuple[str, ...]) -> dict[s
         if current is None or pool is None:
             raise ParseError("histogram row before any vdev name")
         key = f"{pool}\0{current}"
-        bound = to_float(fields[0], "histogram bucket")
+        bound = non_negative(to_float(fields[0], "histogram bucket"), "histogram bucket")
         # Bucket j holds [2^j, 2^(j+1)-1]. Latency rows are labelled by that
         # upper bound in ns, size rows by the lower bound 2^j in bytes; both
         # are stored as the inclusive upper bound (a Prometheus `le`).
         bounds[key].append(bound / 1e9 if unit == "seconds" else bound * 2 - 1)
-        rows[key].append([to_int(x, "histogram count") for x in fields[1:]])
+        rows[key].append([count(x, "histogram count") for x in fields[1:]])
     for pool_name, vdev in order:
         key = f"{pool_name}\0{vdev}"
         table = rows[key]

@@ -1,20 +1,24 @@
 """Pool properties: `zpool get -Hp all` (zpoolprops(7)).
 
 Scripted output is one `name<TAB>property<TAB>value<TAB>source` row per
-property; -p gives exact numbers (bytes, percent without '%').
+property; -p gives exact numbers (bytes, percent without '%'). Each value the advisor reads is checked
+against what zpool can print for it (advisor/host/property_domains.py).
 """
 from __future__ import annotations
 
 import math
 
 from advisor.facts import Pool
+from advisor.host import property_domains
 from advisor.host.parsing import INT_MAX, INT_MIN, ParseError, shown, whole_lines
+from advisor.names import InvalidName, check_pool_name
 
 ZPOOL_GET_ARGV = ("zpool", "get", "-Hp", "all")
 
 
 def parse_zpool_get(stdout: str) -> dict[str, dict[str, str]]:
-    """-> {pool: {property: value}}; empty output is no pools, a line that is no row a ParseError."""
+    """-> {pool: {property: value}}; empty output is no pools. A line that is no row, a pool name
+    zpool(8) does not allow, or a second row for a pool's property is a ParseError."""
     pools: dict[str, dict[str, str]] = {}
     for line in whole_lines(stdout, "zpool get").splitlines():
         parts = line.split("\t")
@@ -22,7 +26,16 @@ def parse_zpool_get(stdout: str) -> dict[str, dict[str, str]]:
             if not line.strip():
                 continue
             raise ParseError(f"not a `pool<TAB>property<TAB>value<TAB>source` row: {shown(line)}")
-        pools.setdefault(parts[0], {})[parts[1]] = "\t".join(parts[2:-1])  # a value may hold a tab
+        props = pools.get(parts[0])
+        if props is None:
+            props = pools[parts[0]] = {}
+            try:
+                check_pool_name(parts[0])
+            except InvalidName as exc:
+                raise ParseError(f"zpool get: {exc}") from None
+        if parts[1] in props:
+            raise ParseError(f"zpool get: two rows for {shown(parts[0])} {shown(parts[1])}")
+        props[parts[1]] = "\t".join(parts[2:-1])  # a value may hold a tab
     return pools
 
 
@@ -51,7 +64,10 @@ def _ratio(value: str | None, percent: bool) -> float | None:
     return number / 100 if percent else number
 
 
-def pool_from_properties(name: str, props: dict[str, str]) -> Pool:
+def pool_from_properties(name: str, props: dict[str, str], errors: list[str] | None = None) -> Pool:
+    """The pool of `props`; a property whose value zpool cannot print is left out (health then
+    UNKNOWN), its reason added to `errors` (without them, a ParseError)."""
+    props = property_domains.checked(property_domains.POOL, name, props, errors)
     return Pool(
         name=name,
         health=props.get("health", "UNKNOWN"),

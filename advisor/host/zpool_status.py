@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from advisor.facts import ScanStatus, Vdev, VdevGroup
-from advisor.host.parsing import ParseError, shown, to_int
+from advisor.host.domains import VDEV_STATES, count, one_of
+from advisor.host.parsing import ParseError, shown
 
 # -p exact numbers, -P full device paths, -L symlinks resolved (so /dev/sda1,
 # which maps to /sys/block); the same flags as our `zpool iostat` call.
@@ -62,7 +63,7 @@ def _nparity(kind: str) -> int | None:
 def _count(word: str) -> int:
     """Error counters: exact with -p; '1.2K' style without it."""
     if word.isdigit():
-        return to_int(word, "error counter")
+        return count(word, "error counter")
     return parse_size(word) or 0
 
 
@@ -93,7 +94,7 @@ def parse_scan(text: str) -> ScanStatus:
     function = "resilver" if first.startswith("resilver") else "scrub"
     scan = ScanStatus(function=function)
     if m := re.search(r"with (\d+) errors on (.+)$", first):
-        scan.state, scan.errors, scan.ended = "finished", to_int(m.group(1), "scan errors"), _date(m.group(2))
+        scan.state, scan.errors, scan.ended = "finished", count(m.group(1), "scan errors"), _date(m.group(2))
     elif m := re.search(r"in progress since (.+)$", first):
         scan.state, scan.started = "scanning", _date(m.group(1))
     elif m := re.search(r"paused since (.+)$", first):
@@ -157,7 +158,12 @@ def _parse_config(lines: list[str], pool_name: str) -> Vdev:
 
 
 def _counts(vdev: Vdev, words: list[str]) -> None:
-    if len(words) >= 5 and all(re.fullmatch(r"[\d.]+[KMGTPE]?", w) for w in words[2:5]):
+    """The state and the READ WRITE CKSUM counters of a config line, each of its domain."""
+    if vdev.state is not None:
+        one_of(vdev.state, VDEV_STATES, f"state of {vdev.name}")
+    if len(words) >= 5 and all(re.fullmatch(r"-?[\d.]+[KMGTPE]?", w) for w in words[2:5]):
+        if any(w.startswith("-") for w in words[2:5]):
+            raise ParseError(f"{vdev.name}: error counters {' '.join(words[2:5])} below 0")
         vdev.read_errors, vdev.write_errors, vdev.checksum_errors = (_count(w) for w in words[2:5])
 
 
@@ -241,13 +247,15 @@ def _json_vdev(node: dict, group: VdevGroup) -> Vdev:
         path=node.get("path") or (name if kind in ("disk", "file") else None),
     )
     vdev.nparity = _nparity(vdev.type)
+    if vdev.state is not None:
+        one_of(vdev.state, VDEV_STATES, f"state of {name}")
     for child in (node.get("vdevs") or {}).values():
         vdev.children.append(_json_vdev(child, group))
     return vdev
 
 
 def _json_int(value) -> int:
-    return to_int(str(value), "zpool status JSON")
+    return count(str(value), "zpool status JSON")
 
 
 def _json_scan(stats: dict | None) -> ScanStatus:
