@@ -78,7 +78,7 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     if token is not None and token_matches(header, token.get_secret_value()):
         return await handler(request)
     if web_config.basic_auth:
-        if await request.app[PASSWORDS].check(header, request.remote, web_config.users):
+        if await request.app[PASSWORDS].check(header, request.remote, web_config.users, request.transport):
             return await handler(request)
         raise unauthorized("this server needs basic auth (a user of the web config file)"
                            + (" or 'Authorization: Bearer <api_token>'" if token is not None else ""),

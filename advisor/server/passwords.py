@@ -11,13 +11,14 @@ Prometheus' default 10 s scrape timeout (tests/bench/auth_flood.py, docs/securit
   pays bcrypt once, a client repeating a wrong password pays it once, and a changed hash is a
   new key. Neither password nor an unsalted digest of it is kept;
 * no client is refused for what another client did: a correct password is always checked, as the
-  Prometheus exporter toolkit does. The checks wait in two queues, each first come first served,
+  Prometheus exporter toolkit does. The checks wait in three queues, each first come first served,
   for the one bcrypt thread: tries within their client's budget of failures (a token bucket per
   user and client address, `burst` at once, then one every 1/`per_second` s; unknown users share
-  one bucket per address, an IPv6 client per /64), then the others. Strangers guessing from the
-  address a scraper uses slow its first login by the checks queued ahead of it, at most
-  `max_pending` (503 with Retry-After beyond, before any bcrypt), never lock it out; remembered
-  credentials skip the queues.
+  one bucket per address, an IPv6 client per /64), then the others, and last the tries on a
+  connection that has sent a wrong password before. Strangers guessing from the address a scraper
+  uses slow its first login by the checks queued ahead of it, at most `max_pending` (503 with
+  Retry-After beyond, before any bcrypt), never lock it out; remembered credentials skip the
+  queues.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ import hmac
 import ipaddress
 import secrets
 import time
+import weakref
 from collections import OrderedDict, deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -125,8 +127,10 @@ class PasswordChecks:
         self._verified, self._refused = _Lru(cache_size), _Lru(cache_size)
         self.max_pending = max_pending
         self.failures = failures or FailureLimiter()
-        # checks waiting for the bcrypt thread: within their client's budget, then beyond it
-        self._queues: tuple[deque[_Check], deque[_Check]] = (deque(), deque())
+        # checks waiting for the bcrypt thread: within their client's budget, beyond it, and beyond
+        # it on a connection that sent a wrong password before
+        self._queues: tuple[deque[_Check], ...] = (deque(), deque(), deque())
+        self._failed_on: weakref.WeakSet[object] = weakref.WeakSet()  # connections (transports), weakly
         self._running: asyncio.Task[None] | None = None
         self.bcrypt_checks = 0  # bcrypt runs (tests: a remembered password costs none)
 
@@ -134,9 +138,10 @@ class PasswordChecks:
     def pending(self) -> int:
         return sum(map(len, self._queues)) + (self._running is not None and not self._running.done())
 
-    async def check(self, header: str | None, remote: str | None, users: dict[str, str]) -> bool:
+    async def check(self, header: str | None, remote: str | None, users: dict[str, str],
+                    connection: object | None = None) -> bool:
         """True for the right credentials; False for none or wrong ones; raises the 503 JSON error
-        (too many checks waiting)."""
+        (too many checks waiting). `connection` (its transport) remembers a wrong password sent on it."""
         credentials = parse_basic(header)
         if credentials is None:
             return False
@@ -155,7 +160,8 @@ class PasswordChecks:
         within_budget = self.failures.take(client)
         # an unknown user costs a check against a dummy hash too: timing does not tell who exists
         check = _Check(password.encode(), (known or _DUMMY_HASH).encode(), asyncio.get_running_loop().create_future())
-        self._queues[0 if within_budget else 1].append(check)
+        failed_before = connection is not None and connection in self._failed_on
+        self._queues[0 if within_budget else 2 if failed_before else 1].append(check)
         if self._running is None or self._running.done():
             self._running = asyncio.create_task(self._run_queued())
         ok = await asyncio.shield(check.done)  # a client that leaves does not cancel the queue's run
@@ -165,20 +171,22 @@ class PasswordChecks:
                 self.failures.give_back(client)
             return True
         self._refused.add(key)
+        if connection is not None:
+            self._failed_on.add(connection)
         return False
 
     async def _run_queued(self) -> None:
         loop = asyncio.get_running_loop()
-        while self._queues[0] or self._queues[1]:
-            check = (self._queues[0] or self._queues[1]).popleft()
+        while queue := next((q for q in self._queues if q), None):
+            check = queue.popleft()
             try:
                 ok = await loop.run_in_executor(self._pool, _bcrypt_check, check.password, check.hashed)
             except BaseException as exc:  # the pool shut down (close()), or the task cancelled
                 check.done.cancel()
-                for queue in self._queues:
-                    for waiting in queue:
+                for waiting_queue in self._queues:
+                    for waiting in waiting_queue:
                         waiting.done.cancel()
-                    queue.clear()
+                    waiting_queue.clear()
                 if isinstance(exc, Exception):
                     return
                 raise

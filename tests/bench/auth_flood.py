@@ -3,13 +3,16 @@
 scrape timeout while strangers send wrong passwords (docs/security.md)?
 
     tests/bench/auth_flood.py [--root SNAPSHOT] [--clients 50] [--addresses 1] [--seconds 20] [--cost 10]
+                              [--first-login] [--new-connections]
 
 Starts `zfs-advisor serve --root SNAPSHOT` on a free loopback port with a web config holding one
 basic-auth user (a bcrypt hash of cost --cost), scrapes /metrics with the right password five
 times, then lets --clients clients send GET /metrics with a new wrong password each, as fast as
-they are answered, for --seconds, from --addresses loopback addresses (127.0.0.2, .3, ...: the
-failed logins are limited per address), while the right password scrapes once a second. Prints the
-scrape times (min / median / max) before and during the flood and what the strangers got.
+they are answered, for --seconds, from --addresses loopback addresses (127.0.0.2, .3, ...: each
+user at each address has a budget of failed logins; 0: from 127.0.0.1, the scraper's), while the right password scrapes once a second. Prints the
+scrape times (min / median / max) before and during the flood and what the strangers got. With
+--first-login nothing is scraped before the flood: the right password is first checked 1 s into
+it, as after a restart (the verified credentials are remembered in memory only).
 """
 from __future__ import annotations
 
@@ -57,16 +60,19 @@ def summary(times: list[float]) -> str:
     return f"{min(ms):.0f} / {statistics.median(ms):.0f} / {max(ms):.0f} ms (min / median / max, {len(ms)} scrapes)"
 
 
-async def measure(port: int, clients: int, addresses: int, seconds: float) -> None:
+async def measure(port: int, clients: int, addresses: int, seconds: float, first_login: bool,
+                  new_connections: bool) -> None:
     url = f"http://127.0.0.1:{port}/metrics"
     async with aiohttp.ClientSession() as good:
-        quiet = [await scrape(good, url) for _ in range(5)]
-        print(f"before the flood: {summary([t for _, t in quiet])}; statuses {sorted({s for s, _ in quiet})}")
+        if not first_login:
+            quiet = [await scrape(good, url) for _ in range(5)]
+            print(f"before the flood: {summary([t for _, t in quiet])}; statuses {sorted({s for s, _ in quiet})}")
         got: collections.Counter[int] = collections.Counter()
         stop = time.monotonic() + seconds
 
         async def stranger(i: int) -> None:
-            source = aiohttp.TCPConnector(local_addr=(f"127.0.0.{2 + i % addresses}", 0))
+            host = f"127.0.0.{2 + i % addresses}" if addresses else "127.0.0.1"  # 0: the scraper's own address
+            source = aiohttp.TCPConnector(local_addr=(host, 0), force_close=new_connections)
             async with aiohttp.ClientSession(connector=source) as bad:
                 while time.monotonic() < stop:
                     try:
@@ -81,6 +87,9 @@ async def measure(port: int, clients: int, addresses: int, seconds: float) -> No
 
         flood = [asyncio.create_task(stranger(i)) for i in range(clients)]
         await asyncio.sleep(1)
+        if first_login:
+            status, took = await scrape(good, url)
+            print(f"the right password's first login, 1 s into the flood: HTTP {status} in {took * 1000:.0f} ms")
         during = []
         while time.monotonic() < stop:
             during.append(await scrape(good, url))
@@ -95,9 +104,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=DEFAULT_ROOT)
     parser.add_argument("--clients", type=int, default=50)
-    parser.add_argument("--addresses", type=int, default=1, choices=range(1, 250), metavar="1..249")
+    parser.add_argument("--addresses", type=int, default=1, choices=range(0, 250), metavar="0..249",
+                        help="0: the strangers share the scraper's address, 127.0.0.1")
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--cost", type=int, default=10)
+    parser.add_argument("--new-connections", action="store_true",
+                        help="each stranger's try on a new connection (a connection that failed is queued last)")
+    parser.add_argument("--first-login", action="store_true",
+                        help="no scrapes before the flood: the right password's first check comes 1 s into it")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         hashed = bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(args.cost)).decode()
@@ -115,15 +129,16 @@ def main() -> int:
                 try:
                     import http.client
                     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-                    conn.request("GET", "/healthz", headers=basic("prometheus", PASSWORD))
-                    if conn.getresponse().status == 200:
+                    conn.request("GET", "/healthz")  # no credentials: the right password's first check is the bench's
+                    if conn.getresponse().status == 401:
                         break
                 except OSError:
                     if proc.poll() is not None or time.monotonic() > deadline:
                         print((Path(tmp) / "serve.log").read_text()[-2000:], file=sys.stderr)
                         return 1
                     time.sleep(0.2)
-            asyncio.run(measure(port, args.clients, args.addresses, args.seconds))
+            asyncio.run(measure(port, args.clients, args.addresses, args.seconds, args.first_login,
+                                args.new_connections))
         finally:
             proc.terminate()
             proc.wait(timeout=30)

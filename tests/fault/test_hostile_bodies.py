@@ -96,17 +96,20 @@ async def test_bodies_trickled_by_token_holders_hold_no_work_slot(server, monkey
 
     async def trickle() -> bytes:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        answer = asyncio.create_task(reader.read())  # read as it comes: the server closes after its 408
         try:
             writer.write(post(b"", length=len(body)))
             for byte in body:
+                if answer.done():
+                    break  # answered (408): the rest of the body is not wanted
                 writer.write(bytes([byte]))
                 await writer.drain()
                 await asyncio.sleep(0.2)
         except (ConnectionResetError, BrokenPipeError):
-            pass  # the server answered 408 and closed: what follows is read below
+            pass  # the server answered 408 and closed: what came is in `answer`
         try:
             async with asyncio.timeout(15):
-                return await reader.read()
+                return await answer
         finally:
             writer.close()
 

@@ -156,7 +156,7 @@ def test_compact_dicts_of_the_same_names_are_smaller_than_plain_ones():
 _VALID = {"type": "filesystem", "recordsize": "131072", "volblocksize": "-", "compression": "lz4", "compressratio": "1.00",
           "logbias": "latency", "primarycache": "all", "secondarycache": "all", "sync": "standard", "atime": "on",
           "relatime": "on", "xattr": "sa", "dnodesize": "legacy", "redundant_metadata": "all", "dedup": "off",
-          "checksum": "on", "copies": "1", "mountpoint": "/tank/ds"}
+          "checksum": "on", "copies": "1", "mountpoint": "/tank/ds", "special_small_blocks": "0"}
 
 
 def test_parsed_datasets_and_counters_use_compact_dicts():
