@@ -190,3 +190,21 @@ def test_hostile_clients_against_healthz(kind, scaled, tmp_path, tally):
     assert answered >= 0.99, (answered, sorted(set(poller.failures)))
     assert rss.peak_mb < MEMORY_MAX_MB
     assert left_open <= 8, f"{left_open} descriptors more than before the attack"
+
+
+async def test_requests_waiting_on_their_clients_are_bounded(scaled, monkeypatch, tally):
+    """Beyond MAX_HELD_UP readers that do not read, the one waiting longest is dropped: memory
+    is bounded by that count, not by the file limit."""
+    monkeypatch.setattr(errors, "MAX_HELD_UP", 3)
+    async with serving(app(scaled)) as served:
+        server, guard = served.runner.server, served.runner.guard
+        held = []
+        for _ in range(5):
+            held.append(await connect(served.port, SLOW_READER))
+            await until(lambda: len(server._held_up) == min(len(held), 3))
+        bounded = await until(lambda: guard.open == 3)
+        for sock in held:
+            sock.close()
+    tally.cases()
+    tally.fault(bounded)
+    assert bounded, f"{guard.open} connections open, {len(server._held_up)} waiting on their client"
