@@ -16,7 +16,7 @@ from aiohttp import web
 from pydantic import BaseModel, Field
 
 from advisor.server.errors import json_error
-from advisor.api.probes import read_store
+from advisor.api.probes import Unreadable, read_store
 from advisor.appkeys import FACTS
 from advisor.names import InvalidName, check_pool_name
 from advisor.probe.efficiency_stored import efficiency_of
@@ -39,6 +39,8 @@ class EfficiencyEntry(BaseModel):
 class EfficiencyList(BaseModel):
     reports: list[EfficiencyEntry]
     not_measured: list[str] = Field(description="pools of this host with no stored report")
+    store_error: str | None = Field(None, description="why the probe database, where reports are kept, "
+                                    "cannot be read; absent when it was read")
 
 
 def _entry(found: PoolEfficiency, now: float) -> EfficiencyEntry:
@@ -62,6 +64,11 @@ async def get_efficiency(request: web.Request) -> web.Response:
         except InvalidName as exc:
             raise json_error(400, f"invalid pool name: {exc}") from None
     reports = await read_store(request, lambda store: efficiency_of(store, pool))
+    unreadable = reports.reason if isinstance(reports, Unreadable) else None
+    if unreadable is not None:
+        if pool is not None:
+            raise json_error(404, f"the efficiency report of pool {pool!r} cannot be read: {unreadable}")
+        reports = []
     now = time.time()
     if pool is not None:
         if not reports:
@@ -70,13 +77,14 @@ async def get_efficiency(request: web.Request) -> web.Response:
     host = (await request.app[FACTS].get()).host
     measured = {r.pool for r in reports}
     body = EfficiencyList(reports=[_entry(r, now) for r in reports],
-                          not_measured=[p.name for p in host.pools if p.name not in measured])
-    return web.Response(text=body.model_dump_json(), content_type="application/json")
+                          not_measured=[p.name for p in host.pools if p.name not in measured], store_error=unreadable)
+    return web.Response(text=body.model_dump_json(exclude_none=True), content_type="application/json")
 
 
 async def _not_stored(request: web.Request, pool: str) -> web.HTTPException:
     """404: the pool is not on this host, or has no report yet; `valid` lists the pools that have one."""
-    stored = [r.pool for r in await read_store(request, efficiency_of)]
+    found = await read_store(request, efficiency_of)
+    stored = [] if isinstance(found, Unreadable) else [r.pool for r in found]
     host = (await request.app[FACTS].get()).host
     if host.pool(pool) is None:
         return json_error(404, f"no pool {pool!r} on this host, and no efficiency report of it is stored", valid=stored)

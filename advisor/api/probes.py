@@ -12,6 +12,7 @@ GET /v1/probes/{id} then shows it queued, running, completed, aborted or failed
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 import json
 import sqlite3
 from typing import Any, Callable
@@ -38,12 +39,20 @@ MAX_ID = 10**18 - 1  # 18 digits: within SQLite's 64-bit integers
 MAX_VALUES = 8  # candidate values per parameter
 
 
+@dataclass(frozen=True)
+class Unreadable:
+    """The probe database cannot be read, and why: the answer says so (a list is empty and names
+    the reason; one run is not found, with the reason); /healthz and the probes collector too."""
+
+    reason: str
+
+
 async def read_store(request: web.Request, read: Callable[[ProbeStore | None], Any]) -> Any:
-    """`read(store)` in a worker thread (None: no database, which is not created); 503 when unreadable."""
+    """`read(store)` in a worker thread (None: no database, which is not created), or Unreadable."""
     try:
         return await asyncio.to_thread(read_existing, request.app[SETTINGS].state_dir, read)
     except (StoreError, sqlite3.Error) as exc:
-        raise json_error(503, f"the probe database cannot be read: {exc}") from None
+        return Unreadable(f"the probe database cannot be read: {exc}")
 
 
 def _query(request: web.Request) -> tuple[str | None, str | None, int]:
@@ -63,6 +72,8 @@ def _query(request: web.Request) -> tuple[str | None, str | None, int]:
 async def list_probes(request: web.Request) -> web.Response:
     pool, workload, limit = _query(request)
     runs = await read_store(request, lambda store: store.runs(pool, workload, limit) if store else [])
+    if isinstance(runs, Unreadable):
+        return web.json_response({"runs": [], "store_error": runs.reason})
     return web.json_response({"runs": [r.model_dump(mode="json") for r in runs]})
 
 
@@ -80,6 +91,8 @@ async def get_probe(request: web.Request) -> web.Response:
                 "results": [r.model_dump(mode="json") for r in store.results(run_id)], "evidence": ev}
 
     found = await read_store(request, one)
+    if isinstance(found, Unreadable):
+        raise json_error(404, f"probe run {run_id} cannot be read: {found.reason}")
     if found is None:
         raise json_error(404, f"no probe run {run_id}")
     return web.json_response(found)

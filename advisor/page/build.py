@@ -41,6 +41,6 @@ def probe_run(inputs: gather.Inputs, run_id: int) -> str:
     found = gather.probe_run(inputs.state_dir, run_id)
     if found is None:
         raise PageError(404, f"no probe run {run_id}", [("/", "the overview, which lists the runs")])
-    if isinstance(found, str):
-        raise PageError(503, found)
+    if isinstance(found, str):  # the store cannot be read: the run is not found, and the page says why
+        raise PageError(404, f"probe run {run_id} cannot be read: {found}", [("/", "the overview")])
     return views.probe_page(inputs.host, found)

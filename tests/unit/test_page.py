@@ -261,7 +261,7 @@ async def test_an_unreadable_store_is_said_on_the_page_not_a_500(http_client, tm
     client = await http_client(app_for(tmp_path, model=False))
     assert "the probe database cannot be read" in await page(client, "/")
     assert "the probe database cannot be read" in await page(client, "/pool/tank")
-    assert "the probe database cannot be read" in await page(client, "/probes/1", 503)
+    assert "the probe database cannot be read" in await page(client, "/probes/1", 404)
 
 
 async def test_the_pages_need_the_token_beyond_loopback(http_client, tmp_path):
