@@ -31,6 +31,12 @@ def sel(pool: bool = True, **matchers: str) -> str:
     return "{" + ",".join(parts) + "}"
 
 
+def any_pool() -> str:
+    """The variables' selector for a family whose series may have no pool (a module parameter's
+    change): those show whatever pools are selected."""
+    return sel(pool=False)[:-1] + ',pool=~"$pool|"}'
+
+
 @dataclass(frozen=True)
 class Witness:
     """Why a query may be empty on a healthy host, and a query that returns a series (per instance) when so."""
@@ -64,6 +70,7 @@ class Panel:
     # tables of several queries: one row per series of A with the values of B, C... beside it
     # (Grafana's merge on their common labels), value columns renamed
     merge: bool = False
+    show_value: bool = False  # tables: the value column shown (uncoloured), not only the labels
     rename: dict[str, str] = field(default_factory=dict)
 
 
@@ -114,6 +121,28 @@ NO_TX_ASSIGN = Witness(
     "the module does not export /proc/spl/kstat/zfs/<pool>/dmu_tx_assign for the pools",
     f'count by (job, instance) (zfs_pool_health_state{sel()}) unless '
     f'count by (job, instance) (zfs_pool_tx_assign_seconds_count{sel()})')
+NOT_PROBED = Witness(
+    "no completed probe of the pool is stored (zfs-advisor probe, the profiler or POST /v1/probes run one)",
+    f'count by (job, instance, pool) (zfs_pool_health_state{sel()}) unless '
+    f'count by (job, instance, pool) (zfs_advisor_probe_iops{sel()})')
+NO_BUDGET = Witness(
+    "the pool is neither in [profiler] pools nor was it ever probed",
+    f'count by (job, instance, pool) (zfs_pool_health_state{sel()}) unless '
+    f'count by (job, instance, pool) (zfs_advisor_profiler_budget_limit_seconds{sel()})')
+NO_CHANGE = Witness(
+    "the service has seen no change of a tracked setting since its records began",
+    f'count by (job, instance) (zfs_advisor_build_info{sel(pool=False)}) unless '
+    f'count by (job, instance) (zfs_advisor_change_timestamp_seconds{any_pool()})')
+NOT_COMPARED = Witness(
+    "no change has been compared yet (each is measuring for a window after it), or a window had no load",
+    f'count by (job, instance) (zfs_advisor_change_timestamp_seconds{any_pool()}) unless '
+    f'count by (job, instance) (zfs_advisor_change_effect_ratio{sel()})')
+# zfs_advisor_change_timestamp_seconds' verdict (docs/changes.md)
+VERDICT = text_map({"better": "green", "worse": "red", "mixed": "orange", "no measurable effect": "blue",
+                    "not enough load": "purple", "measuring": "transparent"})
+# The first bucket of zfs_pool_tx_assign_seconds above 1 ms (2^20 ns), as the exporter writes its `le`
+TX_ASSIGN_1MS = "0.001048576"
+
 # zfs_advisor_pool_efficiency_ratio: at 85 % of its layout a pool lost nothing to explain
 # (advisor/probe/efficiency.py NEAR_LAYOUT); below half, most of the disks' rate is lost
 EFFICIENCY = [(None, "red"), (0.5, "orange"), (0.85, "green")]
@@ -254,6 +283,20 @@ def rows() -> list[tuple[str, list[Panel]]]:
                     description="How long writes waited to be assigned to a transaction group "
                                 "(dmu_tx_assign): waits of milliseconds and more are the write throttle "
                                 "delaying writers (zfs(4), \"ZFS Transaction Delay\")."),
+            Panel("Waiting for a txg: median and p99 per pool", "timeseries", [
+                Target(f"histogram_quantile({q}, sum by (job, instance, pool, le) "
+                       f"({rate('zfs_pool_tx_assign_seconds_bucket')}))", f"{{{{instance}}}} {{{{pool}}}} {name}",
+                       NO_TX_ASSIGN)
+                for q, name in ((0.5, "median"), (0.99, "p99"))], unit="s", width=12,
+                description="zfs_pool_tx_assign_seconds: how long writes waited to be assigned to a transaction "
+                            "group, the write throttle's delay included."),
+            Panel("Writes that waited over 1 ms for a txg", "timeseries", [Target(
+                f"sum by (job, instance, pool) ({rate('zfs_pool_tx_assign_seconds_count')}) - "
+                f"sum by (job, instance, pool) ({rate('zfs_pool_tx_assign_seconds_bucket', le=TX_ASSIGN_1MS)})",
+                "{{instance}} {{pool}}", NO_TX_ASSIGN)], unit="ops", width=12,
+                description="Assignments per second slower than 1.05 ms (the histogram's 2^20 ns bucket): the "
+                            "throttle delaying writers, per pool, where zfs_dmu_tx_dirty_delay_total counts for "
+                            "the whole host."),
         ]),
         ("ARC", [
             Panel("ARC size", "timeseries", [
@@ -356,6 +399,48 @@ def rows() -> list[tuple[str, list[Panel]]]:
                 description="A pool changed since (vdevs added, disks replaced) is measured again with "
                             "`zfs-advisor probe --pool P --efficiency`."),
         ]),
+        ("What the advisor learnt", [
+            Panel("Probe IOPS: best and baseline (latest completed run)", "table", [Target(
+                f"zfs_advisor_probe_iops{sel()}", empty_when=NOT_PROBED)],
+                unit="iops", columns=["instance", "pool", "workload", "parameter", "candidate", "value"],
+                show_value=True, rename={"Value": "IOPS"}, width=12,
+                description="zfs_advisor_probe_iops: the latest completed probe of each parameter on each pool, "
+                            "per workload: the value that measured most IOPS (best) and the ZFS default it was "
+                            "compared with (baseline). GET /v1/probes has every run."),
+            Panel("Probe write p99: best and baseline (latest completed run)", "table", [Target(
+                f"zfs_advisor_probe_write_latency_p99_seconds{sel()}", empty_when=NOT_PROBED)],
+                unit="s", columns=["instance", "pool", "workload", "parameter", "candidate", "value"],
+                show_value=True, rename={"Value": "write p99"}, width=12,
+                description="zfs_advisor_probe_write_latency_p99_seconds: the worst repeat's write p99 of the same "
+                            "candidates; read-modify-write shows here before it shows in IOPS."),
+            Panel("Setting changes and their verdicts", "table", [Target(
+                f"time() - zfs_advisor_change_timestamp_seconds{any_pool()}", empty_when=NO_CHANGE)],
+                unit="s", columns=["instance", "pool", "dataset", "parameter", "old", "new", "verdict"],
+                colored={"verdict": VERDICT}, show_value=True, rename={"Value": "since"}, width=12,
+                description="The latest change of each tracked setting the service saw (values as zfs get -p "
+                            "gives them), how long ago, and its verdict once a window after it has passed: "
+                            "GET /v1/changes explains each."),
+            Panel("Measured effect of each change (after / before)", "timeseries", [Target(
+                f"zfs_advisor_change_effect_ratio{sel()} * on (job, instance, dataset, parameter) "
+                f"group_left (verdict) (zfs_advisor_change_timestamp_seconds{any_pool()} > bool 0)",
+                "{{instance}} {{pool}} {{dataset}} {{parameter}} {{metric}}: {{verdict}}", NOT_COMPARED)],
+                unit="none", thresholds=[(None, "transparent"), (1.0, "blue")], width=12,
+                description="zfs_advisor_change_effect_ratio with the change's verdict: the mean of each metric in "
+                            "the window after the change over the window before it (1 = no change; higher is "
+                            "better for iops and bandwidth, lower for the latencies)."),
+            Panel("Probe time used in 24 h vs [profiler] daily_seconds", "timeseries", [
+                Target(f"zfs_advisor_profiler_budget_used_seconds{sel()}", "{{instance}} {{pool}} used", NO_BUDGET),
+                Target(f"zfs_advisor_profiler_budget_limit_seconds{sel()}", "{{instance}} {{pool}} allowed",
+                       NO_BUDGET),
+            ], unit="s", width=12,
+                description="A probe that would exceed the pool's budget is skipped."),
+            Panel("Bytes probes wrote in 24 h vs [profiler] daily_bytes", "timeseries", [
+                Target(f"zfs_advisor_profiler_budget_used_bytes{sel()}", "{{instance}} {{pool}} used", NO_BUDGET),
+                Target(f"zfs_advisor_profiler_budget_limit_bytes{sel()}", "{{instance}} {{pool}} allowed",
+                       NO_BUDGET),
+            ], unit="bytes", width=12,
+                description="Bytes written to the pool's scratch datasets, file layouts included."),
+        ]),
         ("Exporter", [
             Panel("Collector duration", "timeseries", [Target(
                 f"zfs_advisor_scrape_collector_duration_seconds{sel(pool=False)}", "{{instance}} {{collector}}")],
@@ -404,7 +489,7 @@ def panel_json(panel: Panel, panel_id: int, pos: dict) -> dict:
         # Time, job and __name__ are hidden, and the value of an info or state-set series (always 1)
         names = {c: i for i, c in enumerate(panel.columns)}
         hidden = ["Time", "job", "__name__", "bound"] + (["Value #A"] if panel.merge else [])
-        hidden += [] if "Value" in panel.colored else ["Value"]
+        hidden += [] if "Value" in panel.colored or panel.show_value else ["Value"]
         out["transformations"] = ([{"id": "merge", "options": {}}] if panel.merge else []) + [
             {"id": "organize", "options": {
                 "excludeByName": {name: True for name in hidden},
@@ -453,8 +538,7 @@ def annotations() -> list[dict]:
     """Probe runs and setting changes on every time axis: a run that ended, or a change seen, in the
     last 2 minutes of each step. A module parameter's change has no pool: it shows for any."""
     expr = f"zfs_advisor_probe_last_run_timestamp_seconds{sel()} > time() - 120"
-    any_pool = sel(pool=False)[:-1] + ',pool=~"$pool|"}'
-    changed = f"zfs_advisor_change_timestamp_seconds{any_pool} > time() - 120"
+    changed = f"zfs_advisor_change_timestamp_seconds{any_pool()} > time() - 120"
     return [
         {"name": "Annotations & Alerts", "builtIn": 1, "type": "dashboard", "enable": True, "hide": True,
          "iconColor": "rgba(0, 211, 255, 1)", "datasource": {"type": "grafana", "uid": "-- Grafana --"}},
@@ -480,7 +564,8 @@ def dashboard() -> dict:
         "refresh": "1m",
         "timezone": "",
         "description": "Pools, I/O latency histograms, txgs and the write throttle, ARC and L2ARC, log and "
-                       "special vdevs, datasets, disks and advice from zfs-advisor's /metrics "
+                       "special vdevs, datasets, disks, advice and what the advisor learnt (probe results, "
+                       "setting changes and their measured effect, the profiler's budget) from zfs-advisor's /metrics "
                        "(docs/metrics.md), for one host or a fleet.",
         "annotations": {"list": annotations()},
         "templating": {"list": [

@@ -16,11 +16,13 @@ import json
 import re
 import shutil
 import subprocess
+import time
 import urllib.request
 from collections import Counter
 
 import pytest
 from support import HOSTS
+from support.changes import seed_change
 from support.dashboard import GRAFANA, alternatives, builder, instances_of, legend, panel_targets, resolve, why_empty
 from support.probes import seed_efficiency_report, seed_recordsize_probe
 from support.service import Service
@@ -96,6 +98,7 @@ def fleet(tmp_path_factory):
             work = tmp_path_factory.mktemp(root.parent.name)
             state_dirs.append(work / "state")
             seed_recordsize_probe(work / "state")  # an expected effect for tank/home's recordsize
+            seed_change(work / "state", root)  # tank/pg's recordsize 8192 -> 16384 an hour ago, measured better
             if not services:  # the efficiency panels: data on the first, empty by design on the second
                 seed_efficiency_report(work / "state")
             services.append(Service(root, work, "--config", str(config_file(work, work / "state"))).__enter__())
@@ -165,15 +168,57 @@ def test_probe_runs_are_annotations_per_instance(fleet):
     assert {r["metric"]["workload"] for r in runs} == {"postgres"}
 
 
-def test_the_setting_changes_annotation_is_a_query_prometheus_takes(fleet):
-    """Its query parses and runs with the variables resolved as Grafana sends them; a replayed
-    recording never changes, so it is empty here by design (tests/unit/test_changes_app.py and the
-    lab's tests/lab/test_changes.py have changes)."""
+def test_the_setting_changes_annotation_marks_the_two_minutes_after_each_change(fleet):
+    """Each service has one change record, seen an hour ago (tests/support/changes.py: a replayed
+    recording never changes by itself): the annotation's query, with the variables resolved as
+    Grafana sends them, has it a minute after the change and not now."""
     prom, instances = fleet
     (changes,) = [a for a in json.loads(DASHBOARD.read_text())["annotations"]["list"]
                   if a["name"] == "Setting changes"]
-    assert prom.query(resolve(changes["expr"], alternatives(*instances), job="zfs-advisor", pool="tank")) == []
+    expr = resolve(changes["expr"], alternatives(*instances), job="zfs-advisor", pool="tank")
+    seen = {r["metric"]["instance"]: (r["metric"], float(r["value"][1]))
+            for r in prom.query("zfs_advisor_change_timestamp_seconds")}
+    assert set(seen) == set(instances)
+    for instance, (labels, at) in seen.items():
+        assert (labels["dataset"], labels["parameter"], labels["old"], labels["new"], labels["verdict"]) == \
+            ("tank/pg", "recordsize", "8192", "16384", "better")
+        assert at < time.time() - 120
+        then = prom.query(expr.replace("time()", repr(at + 60)))
+        assert [(r["metric"]["instance"], float(r["value"][1])) for r in then
+                if r["metric"]["instance"] == instance] == [(instance, at)]
+    assert prom.query(expr) == []
     assert set(changes["tagKeys"].split(",")) == {"instance", "pool", "dataset", "parameter"}
+
+
+def test_the_learnt_panels_show_each_instances_probe_and_change(fleet):
+    """The row "What the advisor learnt", on each service's seeded probe run and change: the probe's
+    best and baseline recordsize with their IOPS and write p99 (tests/support/probes.py), the change's
+    verdict beside its measured effect, and the budget the run used against the default limit."""
+    prom, instances = fleet
+    both = alternatives(*instances)
+    variables = {"rate_interval": RATE_INTERVAL, "job": "zfs-advisor", "pool": "tank"}
+
+    def answer(title: str, ref: str = "A") -> list[dict]:
+        (target,) = [t for p, t in panel_targets(DASHBOARD) if p["title"] == title and t["refId"] == ref]
+        return prom.query(resolve(target["expr"], both, **variables))
+
+    iops = answer("Probe IOPS: best and baseline (latest completed run)")
+    assert sorted((r["metric"]["instance"], r["metric"]["candidate"], r["metric"]["value"], float(r["value"][1]))
+                  for r in iops) == sorted((i, c, v, pytest.approx(n)) for i in instances
+                                           for c, v, n in (("best", "8K", 3447.85), ("baseline", "128K", 1829.45)))
+    p99 = answer("Probe write p99: best and baseline (latest completed run)")
+    assert {(r["metric"]["instance"], r["metric"]["value"], float(r["value"][1])) for r in p99} == \
+        {(i, v, s) for i in instances for v, s in (("8K", 0.0016302), ("128K", 0.0161874))}
+    effect = answer("Measured effect of each change (after / before)")
+    assert {(r["metric"]["instance"], r["metric"]["metric"], r["metric"]["verdict"]) for r in effect
+            if r["metric"]["metric"] == "iops"} == {(i, "iops", "better") for i in instances}
+    assert all(float(r["value"][1]) == pytest.approx(2.0, rel=0.05) for r in effect if r["metric"]["metric"] == "iops")
+    verdicts = answer("Setting changes and their verdicts")
+    assert {(r["metric"]["instance"], r["metric"]["verdict"]) for r in verdicts} == {(i, "better") for i in instances}
+    used = answer("Probe time used in 24 h vs [profiler] daily_seconds")
+    allowed = answer("Probe time used in 24 h vs [profiler] daily_seconds", "B")
+    assert instances_of(used) == instances_of(allowed) == set(instances)
+    assert {float(r["value"][1]) for r in allowed} == {1800.0}  # [profiler] daily_seconds' default
 
 
 def test_a_pool_never_scanned_is_never_not_missing(fleet):

@@ -17,15 +17,15 @@ import re
 import shutil
 import subprocess
 import time
-from datetime import datetime, timezone
 
 import pytest
 from support import HOSTS
+from support.changes import STEP, Progression
 from support.remote import seen_from_remote
 
 from advisor.app import create_app
 from advisor.appkeys import CHANGES, FACTS, RUNTIME
-from advisor.facts import Histogram, Host, KStat
+from advisor.facts import Host
 from advisor.host.snapshot import collect_from_root
 from advisor.settings import Settings
 from advisor.store.db import DB_FILE, connect
@@ -33,8 +33,6 @@ from advisor.store.probes import ProbeStore
 
 LOAD = HOSTS / "2.3.2" / "ssd-mirror2x2" / "load"
 WINDOW = 120
-STEP = 15  # seconds between collections, the default commands_interval_seconds
-WIGGLE = (1.0, 1.06, 0.95, 1.03, 0.97, 1.04, 0.96, 1.02)  # the load's own variation per interval
 
 
 def derived_root(tmp_path):
@@ -48,43 +46,6 @@ def derived_root(tmp_path):
     assert edited.count("16384\tlocal") == text.count("16384\tlocal") + 1 and "primarycache\tall\tlocal" in edited
     zfs_get.write_text(edited)
     return root
-
-
-class Progression:
-    """Collections of one host at STEP seconds, the counters of tank/pg and of the pool's latency
-    histogram growing from the recording's values: `rate` ops/s of 16 KiB, latencies in the
-    recording's own proportions, shifted one bucket faster with `faster`."""
-
-    def __init__(self, start: float):
-        self.t = start
-        self.i = 0
-        self.ops = 0.0
-        self.lat: dict[str, list[float]] = {}
-
-    def next(self, host: Host, rate: float, faster: bool = False) -> Host:
-        h = host.model_copy(deep=True)
-        self.t += STEP
-        self.ops += rate * STEP * WIGGLE[self.i % len(WIGGLE)]
-        self.i += 1
-        h.collected_at = datetime.fromtimestamp(self.t, timezone.utc)
-        pg = h.dataset("tank/pg")
-        base = pg.io.values
-        ops = int(self.ops)
-        pg.io = KStat(values={**base, "writes": base["writes"] + ops, "nwritten": base["nwritten"] + ops * 16384})
-        pool = h.pool("tank")
-        recorded = pool.latency_histograms["tank"]
-        counts = dict(recorded.counts)
-        for series in ("total_wait_read", "total_wait_write"):
-            shape = recorded.counts[series]
-            total = sum(shape) or 1
-            acc = self.lat.setdefault(series, [0.0] * len(shape))
-            for b, c in enumerate(shape):  # this interval's ops spread like the recording's
-                target = max(0, b - 1) if faster else b
-                acc[target] += rate * STEP * c / total
-            counts[series] = [s + int(a) for s, a in zip(shape, acc)]
-        pool.latency_histograms = {**pool.latency_histograms,
-                                   "tank": Histogram(unit=recorded.unit, bounds=recorded.bounds, counts=counts)}
-        return h
 
 
 def app_for(state_dir, **settings):
