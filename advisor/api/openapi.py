@@ -14,8 +14,11 @@ from pydantic.json_schema import models_json_schema
 
 from advisor import __version__
 from advisor.api.efficiency import EfficiencyList, EfficiencyEntry
+from advisor.api.openapi_responses import REF, error, html, json_answer, metrics_text, model_ref, with_common_errors
+from advisor.api.response_models import ChangeList, Health, ProbeRunDetail, ProbeRunList
 from advisor.appkeys import OPENAPI_JSON
 from advisor.engine.loader import RuleBook
+from advisor.facts import Host
 from advisor.engine.models import GENERAL, ErrorResponse, PoolList, RecommendResponse, WorkloadInfo, WorkloadList
 from advisor.layout.inputs import ASHIFTS, MEDIA
 from advisor.layout.predict import PlanResponse
@@ -24,21 +27,8 @@ from advisor.probe.request import ProbeQueued, ProbeRequest
 from advisor.server.body import MAX_BODY_BYTES
 
 routes = web.RouteTableDef()
-REF = "#/components/schemas/{model}"
 _MODELS = (RecommendResponse, WorkloadList, WorkloadInfo, PoolList, ErrorResponse, PlanResponse, EfficiencyList,
-           EfficiencyEntry)
-
-
-def _json(model: type, description: str) -> dict[str, Any]:
-    return {"description": description, "content": {"application/json": {"schema": {"$ref": REF.format(model=model.__name__)}}}}
-
-
-def _error(description: str) -> dict[str, Any]:
-    return _json(ErrorResponse, description)
-
-
-def _html(description: str) -> dict[str, Any]:
-    return {"description": description, "content": {"text/html": {"schema": {"type": "string"}}}}
+           EfficiencyEntry, Host, Health, ProbeRunList, ProbeRunDetail, ChangeList)
 
 
 def _query(name: str, description: str, required: bool = False, enum: list[str] | None = None,
@@ -89,28 +79,28 @@ def build_openapi(book: RuleBook | None = None) -> dict[str, Any]:
                 "parameters": recommend_params,
                 "responses": {
                     "200": {
-                        **_json(RecommendResponse, "recommendations (JSON), or the same as text"),
+                        **json_answer(RecommendResponse, "recommendations (JSON), or the same as text"),
                         "content": {
-                            "application/json": {"schema": {"$ref": REF.format(model="RecommendResponse")}},
+                            "application/json": {"schema": model_ref("RecommendResponse")},
                             "text/plain": {"schema": {"type": "string"}},
                         },
                     },
-                    "400": _error("malformed request; `valid` lists accepted values"),
-                    "404": _error("unknown workload, pool or dataset; `valid` lists the known ones"),
+                    "400": error("malformed request; `valid` lists accepted values"),
+                    "404": error("unknown workload, pool or dataset; `valid` lists the known ones"),
                 },
             }
         },
         "/v1/workloads": {
-            "get": {"summary": "Workload profiles with descriptions, parameters and fio jobs", "responses": {"200": _json(WorkloadList, "workloads")}}
+            "get": {"summary": "Workload profiles with descriptions, parameters and fio jobs", "responses": {"200": json_answer(WorkloadList, "workloads")}}
         },
         "/v1/workloads/{name}": {
             "get": {
                 "summary": "One workload profile",
                 "parameters": [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}],
-                "responses": {"200": _json(WorkloadInfo, "the workload"), "404": _error("unknown workload")},
+                "responses": {"200": json_answer(WorkloadInfo, "the workload"), "404": error("unknown workload")},
             }
         },
-        "/v1/pools": {"get": {"summary": "Imported pools with media, layout and datasets", "responses": {"200": _json(PoolList, "pools")}}},
+        "/v1/pools": {"get": {"summary": "Imported pools with media, layout and datasets", "responses": {"200": json_answer(PoolList, "pools")}}},
         "/v1/probes": {
             "get": {
                 "summary": "Probe runs in the store, newest first (queued ones too)",
@@ -120,8 +110,9 @@ def build_openapi(book: RuleBook | None = None) -> dict[str, Any]:
                     {"name": "limit", "in": "query", "required": False, "description": "at most this many runs",
                      "schema": {"type": "string", "pattern": "^[0-9]{1,4}$"}},
                 ],
-                "responses": {"200": {"description": "{runs: [...]}"}, "400": _error("malformed pool name or limit"),
-                              "404": _error("unknown workload"), "503": _error("the probe database cannot be read")},
+                "responses": {"200": json_answer(ProbeRunList, "the runs"),
+                              "400": error("malformed pool name or limit; `valid` gives the limit's range"),
+                              "404": error("unknown workload"), "503": error("the probe database cannot be read")},
             },
             "post": {
                 "summary": "Queue a probe run; the privileged prober (zfs-advisor profile) starts it when the pool is idle",
@@ -131,20 +122,20 @@ def build_openapi(book: RuleBook | None = None) -> dict[str, Any]:
                                f"or failed. Body at most {MAX_BODY_BYTES} bytes.",
                 "security": [{"bearer": []}],
                 "requestBody": {"required": True, "content": {"application/json": {
-                    "schema": {"$ref": REF.format(model="ProbeRequest")}}}},
+                    "schema": model_ref("ProbeRequest")}}},
                 "responses": {
-                    "202": {**_json(ProbeQueued, "queued"), "headers": {"Location": {
+                    "202": {**json_answer(ProbeQueued, "queued"), "headers": {"Location": {
                         "description": "/v1/probes/{id} of the queued run", "schema": {"type": "string"}}}},
-                    "400": _error("invalid pool name, parameter, candidate value or budget; `valid` lists choices"),
-                    "401": _error("no or wrong bearer token"),
-                    "403": _error("no api_token is configured: the reason says how to set one"),
-                    "404": _error("unknown pool or workload; `valid` lists the known ones"),
-                    "408": _error("the body did not arrive within the read timeout"),
-                    "409": _error("the queue is full ([profiler] max_queued)"),
-                    "413": _error("body too large"),
-                    "415": _error("body is not application/json"),
-                    "422": _error("body does not match ProbeRequest; `valid` lists its fields"),
-                    "503": _error("the probe database cannot be written"),
+                    "400": error("invalid pool name, parameter, candidate value or budget; `valid` lists choices"),
+                    "401": error("no or wrong bearer token"),
+                    "403": error("no api_token is configured: the reason says how to set one"),
+                    "404": error("unknown pool or workload; `valid` lists the known ones"),
+                    "408": error("the body did not arrive within the read timeout"),
+                    "409": error("the queue is full ([profiler] max_queued)"),
+                    "413": error("body too large"),
+                    "415": error("body is not application/json"),
+                    "422": error("body does not match ProbeRequest; `valid` lists its fields"),
+                    "503": error("the probe database cannot be written"),
                 },
             },
         },
@@ -153,8 +144,10 @@ def build_openapi(book: RuleBook | None = None) -> dict[str, Any]:
                 "summary": "One probe run with its per-repeat results and its evidence",
                 "parameters": [{"name": "id", "in": "path", "required": True,
                                 "schema": {"type": "string", "pattern": "^[0-9]{1,18}$"}}],
-                "responses": {"200": {"description": "{run, results, evidence}"}, "400": _error("malformed id"),
-                              "404": _error("no such run"), "503": _error("the probe database cannot be read")},
+                "responses": {"200": json_answer(ProbeRunDetail, "the run"),
+                              "400": error("malformed id; `valid` gives the range of ids"),
+                              "404": error("no such run; `valid` lists the newest runs' ids (GET /v1/probes lists "
+                                           "them all)"), "503": error("the probe database cannot be read")},
             }
         },
         "/v1/plan": {
@@ -178,8 +171,8 @@ def build_openapi(book: RuleBook | None = None) -> dict[str, Any]:
                            max_length=16),
                     _query("block", "random I/O size, with a recordsize to match (default 4K)", max_length=16),
                 ],
-                "responses": {"200": _json(PlanResponse, "the candidate layouts, most fault-tolerant first"),
-                              "400": _error("missing, malformed or unknown parameter; `valid` lists the choices")},
+                "responses": {"200": json_answer(PlanResponse, "the candidate layouts, most fault-tolerant first"),
+                              "400": error("missing, malformed or unknown parameter; `valid` lists the choices")},
             }
         },
         "/v1/efficiency": {
@@ -194,12 +187,12 @@ def build_openapi(book: RuleBook | None = None) -> dict[str, Any]:
                 "responses": {
                     "200": {"description": "EfficiencyList without `pool`, EfficiencyEntry with it",
                             "content": {"application/json": {"schema": {"oneOf": [
-                                {"$ref": REF.format(model="EfficiencyList")},
-                                {"$ref": REF.format(model="EfficiencyEntry")}]}}}},
-                    "400": _error("malformed pool name, or an unknown query parameter"),
-                    "404": _error("no report of that pool is stored (or no such pool); `valid` lists the pools "
+                                model_ref("EfficiencyList"),
+                                model_ref("EfficiencyEntry")]}}}},
+                    "400": error("malformed pool name, or an unknown query parameter"),
+                    "404": error("no report of that pool is stored (or no such pool); `valid` lists the pools "
                                   "that have one"),
-                    "503": _error("the probe database cannot be read"),
+                    "503": error("the probe database cannot be read"),
                 },
             }
         },
@@ -214,35 +207,44 @@ def build_openapi(book: RuleBook | None = None) -> dict[str, Any]:
                     {"name": "limit", "in": "query", "required": False, "description": "at most this many changes",
                      "schema": {"type": "string", "pattern": "^[0-9]{1,4}$"}},
                 ],
-                "responses": {"200": {"description": "{window_seconds, samples, changes: [...]}"},
-                              "400": _error("unknown parameter, malformed name or limit; `valid` lists the parameters"),
-                              "404": _error("a pool or dataset neither the host nor a record knows; `valid` lists "
+                "responses": {"200": json_answer(ChangeList, "the changes"),
+                              "400": error("unknown parameter, malformed name or limit; `valid` lists the parameters"),
+                              "404": error("a pool or dataset neither the host nor a record knows; `valid` lists "
                                             "the known ones")},
             }
         },
         "/": {"get": {"summary": "The page for people: pools, open advice, probe runs (HTML, no script)",
-                      "responses": {"200": _html("the overview")}}},
+                      "responses": {"200": html("the overview")}}},
         "/pool/{name}": {"get": {
             "summary": "One pool's page: its facts, open advice, datasets, efficiency report and probe runs (HTML)",
             "parameters": [{"name": "name", "in": "path", "required": True,
                             "schema": {"type": "string", "maxLength": MAX_POOL_NAME_LEN}}],
-            "responses": {"200": _html("the pool's page"), "400": _html("invalid pool name"),
-                          "404": _html("no such pool; the page links the pools there are")}}},
+            "responses": {"200": html("the pool's page"), "400": html("invalid pool name"),
+                          "404": html("no such pool; the page links the pools there are")}}},
         "/probes/{id}": {"get": {
             "summary": "One probe run's page: a chart and a table of each candidate's IOPS and write p99 (HTML)",
             "parameters": [{"name": "id", "in": "path", "required": True,
                             "schema": {"type": "string", "pattern": "^[0-9]{1,18}$"}}],
-            "responses": {"200": _html("the run's page"), "400": _html("malformed id"), "404": _html("no such run"),
-                          "503": _html("the probe database cannot be read")}}},
-        "/openapi.json": {"get": {"summary": "This document", "responses": {"200": {"description": "OpenAPI 3.1 document"}}}},
-        "/healthz": {"get": {"summary": "Liveness and what the last collection saw", "responses": {"200": {"description": "status"}}}},
-        "/v1/facts": {"get": {"summary": "Everything the advisor knows about the host (typed facts)", "responses": {"200": {"description": "facts"}}}},
-        "/metrics": {"get": {"summary": "Prometheus metrics (text format 0.0.4)", "responses": {"200": {"description": "metrics"}}}},
+            "responses": {"200": html("the run's page"), "400": html("malformed id"), "404": html("no such run"),
+                          "503": html("the probe database cannot be read")}}},
+        "/openapi.json": {"get": {"summary": "This document", "responses": {"200": {
+            "description": "this OpenAPI 3.1 document (https://spec.openapis.org/oas/v3.1.0)",
+            "content": {"application/json": {"schema": {"type": "object",
+                                                        "required": ["openapi", "info", "paths"]}}}}}}},
+        "/healthz": {"get": {"summary": "Liveness and what the last collection saw", "responses": {
+            "200": json_answer(Health, "always 200 while the service answers; `status` is degraded when the probe "
+                               "store cannot be read")}}},
+        "/v1/facts": {"get": {"summary": "Everything the advisor knows about the host (typed facts)",
+                              "responses": {"200": json_answer(Host, "the facts")}}},
+        "/metrics": {"get": {"summary": "Prometheus metrics: the text format 0.0.4, or OpenMetrics 1.0 when Accept "
+                                        "asks for application/openmetrics-text",
+                             "responses": {"200": metrics_text("the metrics (gzip-encoded when Accept-Encoding "
+                                                               "asks for it)")}}},
     }
     return {
         "openapi": "3.1.0",
         "info": {"title": "zfs-advisor", "version": __version__},
-        "paths": paths,
+        "paths": with_common_errors(paths),
         "components": {"schemas": schemas["$defs"],
                        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
                                                       "description": "api_token from the settings"}}},

@@ -29,7 +29,7 @@ from advisor.engine.service import TargetError, resolve_params
 from advisor.names import InvalidName, check_pool_name
 from advisor.probe.candidates import PROBED, CandidateError, parse_candidate_spec
 from advisor.probe.evidence import evidence
-from advisor.probe.request import ProbeQueued, ProbeRequest
+from advisor.probe.request import MIN_REQUEST_SECONDS, ProbeQueued, ProbeRequest
 from advisor.store.db import StoreError, connect
 from advisor.store.probes import ProbeStore, read_existing, signal_queue
 
@@ -37,6 +37,7 @@ routes = web.RouteTableDef()
 MAX_LIMIT = 1000
 MAX_ID = 10**18 - 1  # 18 digits: within SQLite's 64-bit integers
 MAX_VALUES = 8  # candidate values per parameter
+IDS_LISTED = 100  # a 404 for a run lists the ids of this many of the newest runs
 
 
 @dataclass(frozen=True)
@@ -81,10 +82,11 @@ async def list_probes(request: web.Request) -> web.Response:
 async def get_probe(request: web.Request) -> web.Response:
     run_id = whole_number(request.match_info["id"], "probe id", 0, MAX_ID)
 
-    def one(store: ProbeStore | None) -> dict[str, Any] | None:
+    def one(store: ProbeStore | None) -> dict[str, Any] | list[str]:
+        """The run, or when there is none the ids of the newest runs there are."""
         run = store.run(run_id) if store is not None else None
         if store is None or run is None:
-            return None
+            return [str(r.id) for r in store.runs(limit=IDS_LISTED)] if store is not None else []
         ev = [e.model_dump(mode="json") for e in evidence(store, run.pool, run.workload)
               if e.run_id == run_id] if run.status == "completed" else []
         return {"run": run.model_dump(mode="json"),
@@ -93,8 +95,8 @@ async def get_probe(request: web.Request) -> web.Response:
     found = await read_store(request, one)
     if isinstance(found, Unreadable):
         raise json_error(404, f"probe run {run_id} cannot be read: {found.reason}")
-    if found is None:
-        raise json_error(404, f"no probe run {run_id}")
+    if isinstance(found, list):
+        raise json_error(404, f"no probe run {run_id}; GET /v1/probes lists the runs", valid=found)
     return web.json_response(found)
 
 
@@ -135,7 +137,7 @@ async def post_probe(request: web.Request) -> web.Response:
     longest = settings.profiler.max_request_seconds
     if req.budget.seconds > longest:
         raise json_error(400, f"budget.seconds {req.budget.seconds:g} is more than the {longest:g} s "
-                         "[profiler] max_request_seconds allows")
+                         "[profiler] max_request_seconds allows", valid=[f"{MIN_REQUEST_SECONDS}-{longest:g}"])
     request_doc = req.model_dump(mode="json")
 
     def queue() -> int | None:

@@ -6,9 +6,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from advisor.names import MAX_POOL_NAME_LEN
 
 
+MIN_REQUEST_SECONDS = 60  # the shortest run a request may ask for
+
+
 class RequestBudget(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    seconds: float = Field(300.0, ge=60, description="wall time of the run (at most [profiler] max_request_seconds)")
+    seconds: float = Field(300.0, ge=MIN_REQUEST_SECONDS, description="wall time of the run (at most [profiler] max_request_seconds)")
     space_bytes: int = Field(4 << 30, ge=256 << 20, le=1 << 40, description="quota of each candidate's scratch dataset")
 
 
