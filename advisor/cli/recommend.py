@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from advisor.cli.common import add_subcommand, command_settings, read_host
+from advisor.cli.common import add_printing_subcommand, command_settings, read_host
 from advisor.engine.loader import load_rulebook
 from advisor.engine.models import RecommendResponse
 from advisor.engine.service import TargetError, recommend
@@ -21,7 +21,7 @@ from advisor.store.results import StoredResults
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = add_target_arguments(add_subcommand(sub, "recommend", "what to set for a workload (or any), why, and the commands"))
+    p = add_target_arguments(add_printing_subcommand(sub, "recommend", "what to set for a workload (or any), why, and the commands"))
     p.set_defaults(func=run)
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from advisor.cli.common import add_subcommand, command_settings
+from advisor.cli.common import add_printing_subcommand, command_settings
 from advisor.host.runner import CommandRunner
 from advisor.host.snapshot import record_snapshot
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = add_subcommand(sub, "snapshot", "record everything the advisor reads into DIR, for replay with --root")
+    p = add_printing_subcommand(sub, "snapshot", "record everything the advisor reads into DIR, for replay with --root")
     p.add_argument("directory", metavar="DIR", help="new or empty directory")
     p.add_argument("--note", help="free text stored in the manifest (how and why it was recorded)")
     p.set_defaults(func=run)
