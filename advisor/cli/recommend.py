@@ -28,7 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def add_target_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """What `recommend` and `verify` both take: the workload, its parameters and the target."""
     p.add_argument("--workload", help="workload profile, e.g. postgres: one of the files in the rules' workloads/ "
-                   "directory, which GET /v1/workloads describes (an unknown name is refused with the list); "
+                   "directory, which `zfs-advisor list` and GET /v1/workloads describe (an unknown name is refused with "
+                   "the list); "
                    "without one, the general advice: pool layout, ashift, health, free space and module "
                    "parameters, for any workload")
     p.add_argument("--pool", help="pool to advise on (default: every pool)")
