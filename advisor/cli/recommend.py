@@ -11,6 +11,7 @@ from advisor.cli.common import add_printing_subcommand, command_settings, read_h
 from advisor.engine.loader import load_rulebook
 from advisor.engine.models import RecommendResponse
 from advisor.engine.service import TargetError, recommend
+from advisor.engine.script import recommend_script
 from advisor.engine.text import recommend_text
 from advisor.model.provider import ModelProvider
 from advisor.probe.description import ProbeDescription
@@ -29,6 +30,9 @@ NO_WINDOW = ("zfs-advisor: workload auto: recognising a workload needs a window 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = add_target_arguments(add_printing_subcommand(sub, "recommend", "what to set for a workload (or any), why, and the commands"))
+    p.add_argument("--format", choices=("text", "json", "script"), default="text",
+                   help="text (default); json: as --json; script: a POSIX shell script to review, each change its "
+                        "exact command after comments saying what and why, the rest as comments")
     p.set_defaults(func=run)
 
 
@@ -86,5 +90,18 @@ def run(args: argparse.Namespace) -> int:
     response = compute(args)
     if response is None:
         return 2
-    sys.stdout.write(response.model_dump_json(indent=2) + "\n" if args.json else recommend_text(response))
+    fmt = "json" if args.json else args.format
+    if fmt == "script":
+        sys.stdout.write(recommend_script(response, _invocation(args)))
+    else:
+        sys.stdout.write(response.model_dump_json(indent=2) + "\n" if fmt == "json" else recommend_text(response))
     return 0
+
+
+def _invocation(args: argparse.Namespace) -> list[str]:
+    """The command line that asks for this answer again (without --config and --rules: local paths)."""
+    argv = ["zfs-advisor", "recommend"]
+    for flag, value in (("--workload", args.workload), ("--pool", args.pool), ("--dataset", args.dataset),
+                        ("--role", args.role), ("--root", args.root)):
+        argv += [flag, value] if value else []
+    return argv + [a for name, value in args.param for a in ("--param", f"{name}={value}")] + ["--format", "script"]
