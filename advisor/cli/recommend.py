@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from advisor.cli.common import add_printing_subcommand, command_settings, read_host
 from advisor.engine.loader import load_rulebook
@@ -70,7 +71,7 @@ def compute(args: argparse.Namespace) -> RecommendResponse | None:
         params["role"] = args.role
     host = read_host(config)
     model = ModelProvider(StoredResults(config.state_dir), ProbeDescription(), book, enabled=config.model).fit()
-    engine = dict(measured=stored_evidence(config.state_dir), predicted=model.lookup(host, params),
+    engine: dict[str, Any] = dict(measured=stored_evidence(config.state_dir), predicted=model.lookup(host, params),
                   model_status=model.status(), efficiency=stored_efficiency(config.state_dir))
     try:
         if wants_auto(args.workload, args.dataset):  # the API's code path, with no window of observations

@@ -7,7 +7,7 @@ import json
 
 import pytest
 from support import HOSTS
-from test_cli import run_cli
+from support.cli import run_cli
 
 HOST = HOSTS / "2.3.2" / "hdd-mirror2x2" / "idle"
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from test_cli import run_cli
+from support.cli import run_cli
 
 from advisor.engine.loader import load_rulebook
 

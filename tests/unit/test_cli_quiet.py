@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from support import HOSTS
-from test_cli import run_cli
+from support.cli import run_cli
 
 HOST = HOSTS / "2.3.2" / "hdd-mirror2x2" / "idle"
 

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 from support import HOSTS
-from test_cli import run_cli
+from support.cli import run_cli
 
 from advisor.engine.script import _comment
 

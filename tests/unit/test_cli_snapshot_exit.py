@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from support import HOSTS
-from test_cli import run_cli
+from support.cli import run_cli
 
 from advisor.cli.snapshot import failure_report
 from advisor.host.snapshot import load_manifest
