@@ -18,12 +18,11 @@ from aiohttp import web
 from advisor.server.errors import json_error
 from advisor.server.bodies import body_response
 from advisor.appkeys import BODIES, FACTS, MODEL, RECOGNISER, RULEBOOK, SETTINGS
-from advisor.engine.models import GENERAL
 from advisor.engine.service import TargetError, recommend
 from advisor.engine.text import recommend_text
 from advisor.probe.efficiency_stored import stored_efficiency
 from advisor.probe.evidence import stored_evidence
-from advisor.recognise.answer import AUTO, recommend_auto, wants_auto
+from advisor.recognise.answer import recommend_auto, wants_auto, with_auto
 from advisor.store.db import store_stamp
 from advisor.store.health import with_store_state
 
@@ -51,11 +50,6 @@ def wants_text(request: web.Request, fmt: str | None) -> bool:
         return fmt == "text"
     accept = request.headers.get("Accept", "")
     return "text/plain" in accept and "application/json" not in accept
-
-
-def with_auto(valid: list[str] | None) -> list[str] | None:
-    """The engine lists the workloads and `general`; here `auto` is one more choice."""
-    return [*valid, AUTO] if valid and GENERAL in valid else valid
 
 
 @routes.get("/recommend")

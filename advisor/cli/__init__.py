@@ -16,7 +16,7 @@ from advisor.settings import SettingsError
 
 # Each in its module advisor.cli.<name>.  Only the command that runs is imported: the others
 # would bring the HTTP stack and more, seconds of start-up on a small or emulated host.
-SUBCOMMANDS = ("serve", "facts", "snapshot", "recommend", "verify", "probe", "profile", "evaluate", "plan")
+SUBCOMMANDS = ("serve", "facts", "snapshot", "list", "recommend", "verify", "probe", "profile", "evaluate", "plan")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

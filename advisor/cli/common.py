@@ -9,6 +9,8 @@ from advisor.host.snapshot import collect_from_root
 from advisor.logs import setup_logging
 from advisor.settings import Settings, load_settings
 
+QUIET_LEVELS = ("warning", "error")  # a configured level at least this quiet is kept without --verbose
+
 
 def add_subcommand(sub: argparse._SubParsersAction, name: str, help_text: str) -> argparse.ArgumentParser:
     """A subcommand with --config and --root."""
@@ -18,15 +20,25 @@ def add_subcommand(sub: argparse._SubParsersAction, name: str, help_text: str) -
     return p
 
 
+def add_printing_subcommand(sub: argparse._SubParsersAction, name: str, help_text: str) -> argparse.ArgumentParser:
+    """A subcommand that prints an answer and exits: quiet on stderr unless asked."""
+    p = add_subcommand(sub, name, help_text)
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="log on stderr at the configured log_level (default: warnings and errors only)")
+    return p
+
+
 def settings(args: argparse.Namespace, **overrides: object) -> Settings:
     """The settings for one command: file and environment, then its flags."""
     return load_settings(args.config, root=args.root, **overrides)
 
 
 def command_settings(args: argparse.Namespace) -> Settings:
-    """The settings of a command that prints and exits; its log goes to stderr as text."""
+    """The settings of a command that prints and exits; its log goes to stderr as text, and only
+    warnings and errors unless --verbose: the answer is on stdout, an INFO line beside it is noise."""
     config = settings(args)
-    setup_logging(config.log_level, "text")
+    level = config.log_level if args.verbose or config.log_level in QUIET_LEVELS else "warning"
+    setup_logging(level, "text")
     return config
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from advisor.cli.common import add_subcommand, command_settings, read_host
+from advisor.cli.common import add_printing_subcommand, command_settings, read_host
 from advisor.report import facts_text
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = add_subcommand(sub, "facts", "print what the advisor knows about this host")
+    p = add_printing_subcommand(sub, "facts", "print what the advisor knows about this host")
     p.add_argument("--json", action="store_true", help="the typed facts as JSON")
     p.set_defaults(func=run)
 

@@ -29,7 +29,7 @@ from advisor.probe.service import (EFFICIENCY_TESTS, PlanError, ProbeConfig, Pro
                                    parse_budget)
 from advisor.settings import CACHE_METHODS, load_settings
 from advisor.store.db import StoreError
-from advisor.store.probes import RunRow
+from advisor.store.probes import ProbeStore, RunRow, read_existing
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -98,11 +98,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.repeats < 2:
             raise PlanError("--repeats must be at least 2 (one run has no dispersion)")
+        if args.list or args.show is not None:  # reading never creates the state database
+            state_dir = args.state_dir or load_settings(args.config).state_dir
+            return read_existing(state_dir, lambda store: _stored(store, args))
         service = _service(args)
-        if args.list:
-            return _print_runs(service.runs(args.pool, args.workload), args.json)
-        if args.show is not None:
-            return _show(service, args.show, args.json)
         if args.recover:
             print(json.dumps(asyncio.run(service.recover([args.pool] if args.pool else None)), indent=2))
             return 0
@@ -130,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
             return 0
         print(_plan_text(plan), file=sys.stderr)
         result = asyncio.run(service.run(plan, None if args.json else _progress(plan)))
-        return _show(service, result.id, args.json)
+        return _show(service.store, result.id, args.json)
     except (PlanError, CandidateError, InvalidName, ValueError) as exc:
         print(f"zfs-advisor probe: {exc}", file=sys.stderr)
         return 2
@@ -267,12 +266,19 @@ def _table(ev: ParameterEvidence) -> str:
     return "\n".join(lines)
 
 
-def _show(service: ProbeService, run_id: int, as_json: bool) -> int:
-    run_row = service.get(run_id)
-    if run_row is None:
+def _stored(store: ProbeStore | None, args: argparse.Namespace) -> int:
+    """--list or --show from the database as it is (None: no probe ever ran here)."""
+    if args.list:
+        return _print_runs(store.runs(args.pool, args.workload) if store else [], args.json)
+    return _show(store, args.show, args.json)
+
+
+def _show(store: ProbeStore | None, run_id: int, as_json: bool) -> int:
+    run_row = store.run(run_id) if store else None
+    if store is None or run_row is None:
         print(f"zfs-advisor probe: no run {run_id}", file=sys.stderr)
         return 1
-    results = service.store.results(run_id)
+    results = store.results(run_id)
     by_param: dict[str, list] = {}
     for r in results:
         by_param.setdefault(r.parameter, []).append(r)

@@ -6,33 +6,47 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
-from advisor.cli.common import add_subcommand, command_settings, read_host
+from advisor.cli.common import add_printing_subcommand, command_settings, read_host
 from advisor.engine.loader import load_rulebook
 from advisor.engine.models import RecommendResponse
 from advisor.engine.service import TargetError, recommend
+from advisor.engine.script import recommend_script
 from advisor.engine.text import recommend_text
 from advisor.model.provider import ModelProvider
 from advisor.probe.description import ProbeDescription
 from advisor.probe.efficiency_stored import stored_efficiency
 from advisor.probe.evidence import stored_evidence
+from advisor.recognise.answer import recommend_auto, wants_auto, with_auto
 from advisor.store.health import with_store_state
 from advisor.store.results import StoredResults
 
+# Recognition reads a dataset's I/O counters over a window (the service's last 5 minutes,
+# docs/recognition.md); a command reads the host once, so it recognises nothing.
+NO_WINDOW = ("zfs-advisor: workload auto: recognising a workload needs a window of I/O observations, and one run "
+             "of this command reads the host once: this is the pool-level advice for any workload. Name the "
+             "workload (zfs-advisor list), or ask the running service: GET /recommend?workload=auto")
+
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = add_target_arguments(add_subcommand(sub, "recommend", "what to set for a workload (or any), why, and the commands"))
+    p = add_target_arguments(add_printing_subcommand(sub, "recommend", "what to set for a workload (or any), why, and the commands"))
+    p.add_argument("--format", choices=("text", "json", "script"), default="text",
+                   help="text (default); json: as --json; script: a POSIX shell script to review, each change its "
+                        "exact command after comments saying what and why, the rest as comments")
     p.set_defaults(func=run)
 
 
 def add_target_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """What `recommend` and `verify` both take: the workload, its parameters and the target."""
     p.add_argument("--workload", help="workload profile, e.g. postgres: one of the files in the rules' workloads/ "
-                   "directory, which GET /v1/workloads describes (an unknown name is refused with the list); "
-                   "without one, the general advice: pool layout, ashift, health, free space and module "
-                   "parameters, for any workload")
+                   "directory, which `zfs-advisor list` and GET /v1/workloads describe (an unknown name is refused with "
+                   "the list); without one, the general advice: pool layout, ashift, health, free space and module "
+                   "parameters, for any workload; auto: the workload the dataset's I/O is recognised as, which needs "
+                   "the service's window of observations (one run of this command has none: the general advice)")
     p.add_argument("--pool", help="pool to advise on (default: every pool)")
-    p.add_argument("--dataset", help="dataset to advise on (default: a new <pool>/<workload> dataset)")
+    p.add_argument("--dataset", help="dataset to advise on (default: a new <pool>/<workload> dataset); "
+                   "without --workload: as --workload auto")
     p.add_argument("--role", help="which of the workload's datasets, e.g. data or wal")
     p.add_argument("--param", type=_param, action="append", default=[], metavar="NAME=VALUE",
                    help="workload parameter, e.g. page_size=16K (repeatable)")
@@ -57,13 +71,18 @@ def compute(args: argparse.Namespace) -> RecommendResponse | None:
         params["role"] = args.role
     host = read_host(config)
     model = ModelProvider(StoredResults(config.state_dir), ProbeDescription(), book, enabled=config.model).fit()
+    engine: dict[str, Any] = dict(measured=stored_evidence(config.state_dir), predicted=model.lookup(host, params),
+                  model_status=model.status(), efficiency=stored_efficiency(config.state_dir))
     try:
-        answer = recommend(host, book, args.workload, params=params, pool=args.pool, dataset=args.dataset,
-                           measured=stored_evidence(config.state_dir), predicted=model.lookup(host, params),
-                           model_status=model.status(), efficiency=stored_efficiency(config.state_dir))
+        if wants_auto(args.workload, args.dataset):  # the API's code path, with no window of observations
+            answer = recommend_auto(host, book, {}, params, args.pool, args.dataset, **engine)
+            print(NO_WINDOW, file=sys.stderr)
+        else:
+            answer = recommend(host, book, args.workload, params=params, pool=args.pool, dataset=args.dataset,
+                               **engine)
         return with_store_state(answer, config.state_dir)
     except TargetError as exc:
-        valid = f" (valid: {', '.join(exc.valid)})" if exc.valid else ""
+        valid = f" (valid: {', '.join(with_auto(exc.valid) or [])})" if exc.valid else ""
         print(f"zfs-advisor: {exc.reason}{valid}", file=sys.stderr)
         return None
 
@@ -72,5 +91,18 @@ def run(args: argparse.Namespace) -> int:
     response = compute(args)
     if response is None:
         return 2
-    sys.stdout.write(response.model_dump_json(indent=2) + "\n" if args.json else recommend_text(response))
+    fmt = "json" if args.json else args.format
+    if fmt == "script":
+        sys.stdout.write(recommend_script(response, _invocation(args)))
+    else:
+        sys.stdout.write(response.model_dump_json(indent=2) + "\n" if fmt == "json" else recommend_text(response))
     return 0
+
+
+def _invocation(args: argparse.Namespace) -> list[str]:
+    """The command line that asks for this answer again (without --config and --rules: local paths)."""
+    argv = ["zfs-advisor", "recommend"]
+    for flag, value in (("--workload", args.workload), ("--pool", args.pool), ("--dataset", args.dataset),
+                        ("--role", args.role), ("--root", args.root)):
+        argv += [flag, value] if value else []
+    return argv + [a for name, value in args.param for a in ("--param", f"{name}={value}")] + ["--format", "script"]

@@ -8,14 +8,14 @@ import argparse
 import json
 import sys
 
-from advisor.cli.common import add_subcommand
+from advisor.cli.common import add_printing_subcommand
 from advisor.cli.recommend import add_target_arguments, compute
 from advisor.engine.text import verify_lines
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = add_target_arguments(
-        add_subcommand(sub, "verify", "check the current settings against a workload: passed / failed / skipped")
+        add_printing_subcommand(sub, "verify", "check the current settings against a workload: passed / failed / skipped")
     )
     p.set_defaults(func=run)
 

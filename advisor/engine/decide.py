@@ -119,6 +119,8 @@ def decide(rec: Recommendation, ladder: Ladder, setter: Setter, measurer: Measur
             return decided
         return _rule_alone(rec, measurer)
     proposal, why = _proposal(rec, probe, pred)
+    if rec._at_least is not None and _smaller(proposal, rec._at_least[0]):
+        proposal, why = _at_least(rec, rec._at_least, proposal, probe, pred)
     status, value, gain, verdict = _verdict(rec, proposal, probe, pred, ladder.new_dataset)
     ruled = rec.recommended if rec.status == "change" else None
     notes = [why] if why else []
@@ -222,6 +224,30 @@ def _proposal(rec: Recommendation, probe: ParameterEvidence | None,
         return pred.best, ""
     assert probe is not None
     return measured_best(probe).value, ""
+
+
+def _smaller(value: str, floor: str) -> bool:
+    try:
+        return parse_size(value) < parse_size(floor)
+    except ValueError:
+        return False
+
+
+def _at_least(rec: Recommendation, floor: tuple[str, str], ranked: str, probe: ParameterEvidence | None,
+              pred: ParameterPrediction | None) -> tuple[str, str]:
+    """The proposal when the evidence's first choice is below the rule's floor: the value the model
+    predicts best among those it may pick at or above the floor, else the probe's best measured
+    there, else the rule's own value (never below the floor)."""
+    allowed = [c for c in pred.candidates if c.feasible and not _smaller(c.value, floor[0])] if pred else []
+    measured = [c for c in probe.candidates if not _smaller(c.value, floor[0])] if probe else []
+    if allowed:
+        value, how = max(allowed, key=lambda c: c.ratio).value, "the best predicted value"
+    elif measured:
+        value, how = max(measured, key=lambda c: c.iops).value, "the best measured value"
+    else:
+        value, how = (rec.recommended if rec.status == "change" else rec.current) or floor[0], "the rule's value"
+    return value, (f"{ranked} ranks first but is below {floor[0]}, {floor[1]}, under which this rule advises "
+                   f"nothing: {value} is {how} of at least {floor[0]}.")
 
 
 def _documented_tie(rec: Recommendation, probe: ParameterEvidence | None,

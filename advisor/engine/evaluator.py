@@ -175,6 +175,7 @@ def evaluate(rule: Rule, ctx: Context) -> Recommendation | None:
     try:
         current = _fact(ctx, rule.current.fact)
         recommended = value_of(rule.recommended, ctx)
+        floor = value_of(rule.at_least, ctx) if rule.at_least is not None else None
     except _Unknown as exc:
         return _skipped(rule, ctx, exc.facts)
 
@@ -222,6 +223,9 @@ def evaluate(rule: Rule, ctx: Context) -> Recommendation | None:
         pool=ctx.pool.name if ctx.pool and rule.scope != "module" else None,
         dataset=ctx.get("dataset.name") if rule.scope == "dataset" else None,
     )
+    if rule.at_least is not None:
+        described = fact_def(rule.at_least.fact)
+        rec._at_least = (render(definition.type, floor), described.description if described else rule.at_least.fact)
     if rule.needs_load and not ok and not _load_seen(rule.needs_load, ctx):
         return _undecided(rec, rule.needs_load, ctx, values)
     return rec

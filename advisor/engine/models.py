@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SerializerFunctionWrapHandler, model_serializer
 
 # "undecided": the evidence does not separate the current value from a candidate that may be better
 # (the model cannot tell them apart, or the sources disagree and nothing was measured): the answer
@@ -79,6 +79,9 @@ class Recommendation(Out):
     measure: str | None = Field(None, description="for `undecided`: the command whose measurement decides; for "
                                 "`info`: the command that measures it again")
     measure_argv: list[str] | None = Field(None, description="the same command as an argv list (no shell)")
+    # The rule's `at_least` (shown value, what it is): the decision proposes nothing below it; not
+    # part of the document
+    _at_least: tuple[str, str] | None = PrivateAttr(None)
 
 
 class Target(Out):

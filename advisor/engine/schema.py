@@ -192,6 +192,8 @@ class Rule(Strict):
     when: list[Clause] = Field(default_factory=list)
     current: FactRef
     recommended: ValueExpr
+    at_least: FactRef | None = Field(None, description="no value below this fact's is advised, whatever the evidence "
+                                     "(e.g. a record smaller than the application's page splits every page write)")
     accept: list[Any] = Field(default_factory=list, description="other values that also pass")
     compare: Compare = "equal"
     factor: float | None = Field(None, gt=1, description="for compare=within_factor")
@@ -258,6 +260,8 @@ class Rule(Strict):
             object.__setattr__(self, "recommended", rebuilt)
         elif isinstance(self.recommended, FactRef):
             _same_kind(self.recommended.fact, self.current.fact)
+        if self.at_least is not None:
+            _same_kind(self.at_least.fact, self.current.fact)
         object.__setattr__(self, "accept", [coerce(type_, v) for v in self.accept])
         if self.compare == "within_factor" and self.factor is None:
             raise ValueError("compare: within_factor needs `factor`")

@@ -20,6 +20,11 @@ def wants_auto(workload: str | None, dataset: str | None) -> bool:
     return workload == AUTO or (workload is None and bool(dataset))
 
 
+def with_auto(valid: list[str] | None) -> list[str] | None:
+    """The engine lists the workloads and `general`; for /recommend and the CLI `auto` is one more choice."""
+    return [*valid, AUTO] if valid and GENERAL in valid else valid
+
+
 def recognised_item(dataset: str, found: Recognition, used: bool) -> RecognisedWorkload:
     return RecognisedWorkload(dataset=dataset, used=used, **found.shown())
 

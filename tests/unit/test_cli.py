@@ -1,26 +1,15 @@
 """The CLI as a user runs it: a real subprocess."""
 import asyncio
 import json
-import os
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import aiohttp
+from support.cli import run_cli
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "advisor", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, **(env or {})},
-        timeout=60,
-    )
 
 
 def free_port() -> int:

@@ -1,6 +1,7 @@
 """`zfs-advisor probe`: plans, stored runs and results as a person and a script read them."""
 from __future__ import annotations
 
+import gc
 import json
 
 from advisor.cli import main
@@ -53,3 +54,18 @@ def test_usage_errors_exit_2(tmp_path, capsys):
     assert main(["probe", "--state-dir", str(tmp_path), "--pool", "tank", "--workload", "postgres",
                  "--param", "recordsize=7K", "--plan-only"]) == 2
     assert "power of two" in capsys.readouterr().err
+
+
+def test_list_and_show_only_read(tmp_path, capsys):
+    """No probe ever ran: --list lists nothing and --show finds nothing, and neither creates the database."""
+    assert main(["probe", "--state-dir", str(tmp_path), "--list", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+    assert main(["probe", "--state-dir", str(tmp_path), "--list"]) == 0
+    assert main(["probe", "--state-dir", str(tmp_path), "--show", "1"]) == 1
+    assert "no run 1" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+    _store_run(tmp_path)  # and a database that exists is read as it is
+    gc.collect()  # the writer's connection closed (its last checkpoint written) before the files are compared
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert main(["probe", "--state-dir", str(tmp_path), "--list"]) == 0
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
