@@ -119,7 +119,7 @@ def decide(rec: Recommendation, ladder: Ladder, setter: Setter, measurer: Measur
             return decided
         return _rule_alone(rec, measurer)
     proposal, why = _proposal(rec, probe, pred)
-    if rec._at_least is not None and _smaller(proposal, rec._at_least[0]):
+    if rec._at_least is not None and probe is None and _smaller(proposal, rec._at_least[0]):  # a probe here decides
         proposal, why = _at_least(rec, rec._at_least, proposal, probe, pred)
     status, value, gain, verdict = _verdict(rec, proposal, probe, pred, ladder.new_dataset)
     ruled = rec.recommended if rec.status == "change" else None

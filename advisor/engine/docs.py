@@ -71,7 +71,9 @@ def rule_section(rule: Rule) -> list[str]:
         lines.append("- **Applies when:** " + " and ".join(_clause(c) for c in rule.when))
     lines += [
         f"- **Checks:** `{rule.current.fact}` {_requirement(rule)}",
-        *([f"- **Never advises below:** `{rule.at_least.fact}`, whatever the evidence"] if rule.at_least else []),
+        *([f"- **Never advises below:** `{rule.at_least.fact}` where the evidence did not measure at it (a value "
+            "other than the workload's I/O block size, the lab's prior's, and no probe of this host)"]
+          if rule.at_least else []),
         f"- **Confidence:** {rule.confidence:.2f}",
         f"- **Takes effect:** {EFFECT_TEXT[rule.effect]}; **reversible:** {rule.reversible}",
     ]
@@ -111,7 +113,8 @@ def render(book: RuleBook) -> str:
         "the loader warns about a profile no such rule selects), optional `roles`, `when` (clauses that must all hold),",
         "`current` (`{fact: ...}`), `recommended` (a constant, `{fact: ...}`, or `{max: [...]}` / `{min: [...]}`),",
         "`compare` (equal, at_least, at_most, within_factor with `factor`), `accept` (other passing values),",
-        "optional `at_least` (`{fact: ...}`: no value below it is advised, whatever the probe or the model ranks first),",
+        "optional `at_least` (`{fact: ...}`: no value below it is advised on the model's prediction where the lab",
+        "prior was measured at another value, the workload's I/O block size; a probe of this host still decides),",
         "`confidence` (0..1), `explanation` (`change` and `ok` texts), optional `needs_load` (below) and",
         "`sources_disagree`, `evidence` (extra facts to show), `apply` (argv template; `apply_shell: true` for",
         "sysfs writes), `apply_note`,",

@@ -16,6 +16,7 @@ from advisor.engine.catalogue import FactType, fact_def, render
 from advisor.engine.context import Context
 from advisor.engine.models import Evidence, Recommendation, Status
 from advisor.engine.schema import Aggregate, Clause, FactRef, NeedsLoad, Rule, template_fields
+from advisor.engine.units import parse_size
 
 GENERAL_TITLE = "general-purpose"  # {workload.title} of an answer for no workload in particular
 # What a command names where the answer does not know the value (several pools, no workload asked for).
@@ -161,6 +162,16 @@ def _argv(rule: Rule, ctx: Context, values: dict[str, tuple[Any, str]]) -> list[
     return argv
 
 
+def _measured_at(floor: Any, ctx: Context) -> bool:
+    """The lab's prior was measured with the workload's fio job at the profile's block size: a floor
+    equal to it is one the evidence already speaks for (the lab measured 4K records beating 8K for
+    8 KiB pages on HDD raidz), so only another page size, one the evidence never saw, is a floor."""
+    try:
+        return ctx.workload is not None and floor == parse_size(ctx.workload.io.block_size)
+    except ValueError:
+        return False
+
+
 def evaluate(rule: Rule, ctx: Context) -> Recommendation | None:
     """The rule's verdict for this context, or None when it does not apply."""
     role = ctx.get("workload.role")
@@ -223,7 +234,7 @@ def evaluate(rule: Rule, ctx: Context) -> Recommendation | None:
         pool=ctx.pool.name if ctx.pool and rule.scope != "module" else None,
         dataset=ctx.get("dataset.name") if rule.scope == "dataset" else None,
     )
-    if rule.at_least is not None:
+    if rule.at_least is not None and not _measured_at(floor, ctx):
         described = fact_def(rule.at_least.fact)
         rec._at_least = (render(definition.type, floor), described.description if described else rule.at_least.fact)
     if rule.needs_load and not ok and not _load_seen(rule.needs_load, ctx):

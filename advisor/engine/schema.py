@@ -192,8 +192,9 @@ class Rule(Strict):
     when: list[Clause] = Field(default_factory=list)
     current: FactRef
     recommended: ValueExpr
-    at_least: FactRef | None = Field(None, description="no value below this fact's is advised, whatever the evidence "
-                                     "(e.g. a record smaller than the application's page splits every page write)")
+    at_least: FactRef | None = Field(None, description="no value below this fact's is advised on a prediction the "
+                                     "lab never measured at it (e.g. a page size other than the workload's I/O block "
+                                     "size); a probe of this host still decides")
     accept: list[Any] = Field(default_factory=list, description="other values that also pass")
     compare: Compare = "equal"
     factor: float | None = Field(None, gt=1, description="for compare=within_factor")
