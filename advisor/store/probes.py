@@ -312,6 +312,10 @@ def read_existing(state_dir: str | os.PathLike[str], read: Callable[[ProbeStore 
     """`read(store)` on the database under `state_dir`, or `read(None)` when no probe ever ran
     there: reading never creates the database. Read-only when the state directory cannot be written;
     a database that cannot be read is noted for /healthz and the answers (advisor/store/health.py)."""
+    if Path(state_dir).exists() and not Path(state_dir).is_dir():
+        reason = f"the state directory {state_dir} is not a directory"
+        health.read_failed(state_dir, reason)
+        raise StoreError(reason)
     if not (Path(state_dir) / DB_FILE).exists():
         health.read_worked(state_dir)
         return read(None)
