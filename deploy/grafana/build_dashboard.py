@@ -134,9 +134,16 @@ NO_CHANGE = Witness(
     f'count by (job, instance) (zfs_advisor_build_info{sel(pool=False)}) unless '
     f'count by (job, instance) (zfs_advisor_change_timestamp_seconds{any_pool()})')
 NOT_COMPARED = Witness(
-    "no change has been compared yet (each is measuring for a window after it), or a window had no load",
-    f'count by (job, instance) (zfs_advisor_change_timestamp_seconds{any_pool()}) unless '
+    "no change has been compared yet (none seen, each still measuring for a window after it, or a window "
+    "had no load)",
+    f'count by (job, instance) (zfs_advisor_build_info{sel(pool=False)}) unless '
     f'count by (job, instance) (zfs_advisor_change_effect_ratio{sel()})')
+# histogram_quantile of buckets that did not move is NaN: a pool no write was assigned to in the window
+NO_WRITES = Witness(
+    "no write waited for a txg on the pool in the window (an idle pool), or the module does not export "
+    "dmu_tx_assign",
+    f'count by (job, instance, pool) (zfs_pool_health_state{sel()}) unless '
+    f'count by (job, instance, pool) (rate(zfs_pool_tx_assign_seconds_count{sel()}[$__rate_interval]) > 0)')
 # zfs_advisor_change_timestamp_seconds' verdict (docs/changes.md)
 VERDICT = text_map({"better": "green", "worse": "red", "mixed": "orange", "no measurable effect": "blue",
                     "not enough load": "purple", "measuring": "transparent"})
@@ -286,7 +293,7 @@ def rows() -> list[tuple[str, list[Panel]]]:
             Panel("Waiting for a txg: median and p99 per pool", "timeseries", [
                 Target(f"histogram_quantile({q}, sum by (job, instance, pool, le) "
                        f"({rate('zfs_pool_tx_assign_seconds_bucket')}))", f"{{{{instance}}}} {{{{pool}}}} {name}",
-                       NO_TX_ASSIGN)
+                       NO_WRITES)
                 for q, name in ((0.5, "median"), (0.99, "p99"))], unit="s", width=12,
                 description="zfs_pool_tx_assign_seconds: how long writes waited to be assigned to a transaction "
                             "group, the write throttle's delay included."),
