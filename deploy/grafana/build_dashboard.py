@@ -300,7 +300,7 @@ def rows() -> list[tuple[str, list[Panel]]]:
             Panel("Writes that waited over 1 ms for a txg", "timeseries", [Target(
                 f"sum by (job, instance, pool) ({rate('zfs_pool_tx_assign_seconds_count')}) - "
                 f"sum by (job, instance, pool) ({rate('zfs_pool_tx_assign_seconds_bucket', le=TX_ASSIGN_1MS)})",
-                "{{instance}} {{pool}}", NO_TX_ASSIGN)], unit="ops", width=12,
+                "{{instance}} {{pool}}", NO_WRITES)], unit="ops", width=12,
                 description="Assignments per second slower than 1.05 ms (the histogram's 2^20 ns bucket): the "
                             "throttle delaying writers, per pool, where zfs_dmu_tx_dirty_delay_total counts for "
                             "the whole host."),
