@@ -142,7 +142,9 @@ class ConnectionGuard:
         return (fd, since) if fd >= 0 and time.monotonic() - since >= ARRIVAL_SECONDS else None
 
     def _oldest_reclaimable_since(self) -> float | None:
-        candidates = [self.idle.oldest_idle_since(), (self._stuck_handshake() or (0, None))[1]]
+        """When the oldest connection that may be closed for a new one began to hold its slot."""
+        stuck = self._stuck_handshake()
+        candidates = (self.idle.oldest_idle_since(), stuck[1] if stuck else None)
         return min((since for since in candidates if since is not None), default=None)
 
     def _arriving(self) -> bool:

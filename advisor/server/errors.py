@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import sys
 import time
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Any, Awaitable, Callable, Iterator, Sequence
 
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
@@ -248,24 +249,20 @@ def _peer(handler: RequestHandler) -> str:
     return str(peer[0]) if isinstance(peer, tuple) and peer else "unknown peer"
 
 
-def holding_up(request: web.BaseRequest) -> _HoldingUp:
+@contextlib.contextmanager
+def holding_up(request: web.BaseRequest) -> Iterator[None]:
     """`with holding_up(request):` around a wait on the client (reading its body): meanwhile its
     connection may be closed for a new one at the connection limit."""
-    return _HoldingUp(request.protocol)
-
-
-class _HoldingUp:
-    def __init__(self, handler: RequestHandler) -> None:
-        self.server = handler._manager if isinstance(handler._manager, _JsonErrorServer) else None
-        self.handler = handler
-
-    def __enter__(self) -> None:
-        if self.server is not None:
-            self.server.client_holds_up(self.handler)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.server is not None:
-            self.server.client_caught_up(self.handler)
+    handler = request.protocol
+    server = handler._manager if isinstance(handler._manager, _JsonErrorServer) else None
+    if server is None:  # an app served some other way (aiohttp's test server): nothing to mark
+        yield
+        return
+    server.client_holds_up(handler)
+    try:
+        yield
+    finally:
+        server.client_caught_up(handler)
 
 
 class JsonErrorAppRunner(web.AppRunner):
