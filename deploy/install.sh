@@ -17,7 +17,8 @@
 # steps (build, switch, check, roll back) are deploy/release.sh, which the Debian package uses too.
 #
 # Installs: the program in $PREFIX/releases/<id>, $PREFIX/venv pointing to it (default
-# /opt/zfs-advisor), fio (the prober's benchmark) when it is missing, the unit in
+# /opt/zfs-advisor), fio (the prober's benchmark) when it is missing, the manual zfs-advisor(1) in
+# /usr/local/share/man/man1, the unit in
 # /etc/systemd/system, /etc/zfs-advisor/config.toml from deploy/config.example.toml (kept when it
 # exists), and the Prometheus alerts, scrape config and Grafana dashboard in $PREFIX/share for
 # you to wire into your Prometheus and Grafana. Under systemd it starts zfs-advisor.service; on a
@@ -29,6 +30,7 @@ UNIT=/etc/systemd/system/zfs-advisor.service
 # The prober (root): run by its timer (background profiler) and its path unit (POST /v1/probes queued a run).
 PROBE_UNITS="zfs-advisor-probe.service zfs-advisor-probe.timer zfs-advisor-probe.path"
 CONFIG_DIR=/etc/zfs-advisor
+MANPAGE=/usr/local/share/man/man1/zfs-advisor.1  # the units' Documentation=man:zfs-advisor(1)
 . deploy/release.sh  # say, die, under_systemd, stop_background, release_*; PIDFILE and LOG
 
 if [ "$(id -u)" != 0 ]; then
@@ -70,7 +72,7 @@ if [ -n "$UNINSTALL" ]; then
         systemctl daemon-reload
     fi
     stop_background
-    rm -rf "$PREFIX"
+    rm -rf "$PREFIX" "$MANPAGE"
     if [ -n "$PURGE" ]; then
         # StateDirectory= with DynamicUser= keeps the state under /var/lib/private.
         rm -rf "$CONFIG_DIR" /var/lib/zfs-advisor /var/lib/private/zfs-advisor "$LOG"
@@ -128,6 +130,8 @@ fi
 URL=$(release_url "$NEW") \
     || die "$CONFIG_DIR/config.toml (or its web_config_file) is not valid for the new version; see the message above; nothing changed" 2
 release_switch "$NEW"
+install -d -m 0755 "$(dirname "$MANPAGE")"
+"$PREFIX/venv/bin/python" -m advisor.cli.manpage >"$MANPAGE"
 install -m 0644 deploy/prometheus/alerts.yml deploy/prometheus/scrape.yml "$PREFIX/share/prometheus/"
 install -m 0644 deploy/grafana/zfs-advisor.json "$PREFIX/share/grafana/"
 

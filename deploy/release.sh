@@ -113,9 +113,10 @@ stop_background() {
 
 # A version that fails to start makes `systemctl restart` fail: that is for release_finish to
 # judge (and roll back), not the end of the script.
+# RELEASE_RESTART: how, under systemd (the Debian package's postinst says deb-systemd-invoke restart).
 release_start() {
     if under_systemd; then
-        systemctl restart zfs-advisor.service || true
+        ${RELEASE_RESTART:-systemctl restart} zfs-advisor.service || true
     else
         stop_background
         nohup "$PREFIX/venv/bin/zfs-advisor" serve >>"$LOG" 2>&1 &

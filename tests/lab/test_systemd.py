@@ -52,6 +52,10 @@ pytestmark = [
 
 DROP_INS = f"/etc/systemd/system/{SERVICE}.d"
 DROP_IN = f"{DROP_INS}/lab-watchdog.conf"
+ADMIN_FILES = ("lab-watchdog.conf", "override.conf", "50-runtime.conf")  # the drop-ins these tests write
+ENABLE_LINKS = {f"/etc/systemd/system/multi-user.target.wants/{SERVICE}",
+                "/etc/systemd/system/timers.target.wants/zfs-advisor-probe.timer",
+                "/etc/systemd/system/paths.target.wants/zfs-advisor-probe.path"}
 MAX_EXPOSURE = 3.0
 BEFORE: dict[str, set[str]] = {}  # filled by the `installed` fixture before it installs
 EDIT = "# edited by an admin: kept by upgrades and by remove"
@@ -174,8 +178,13 @@ def test_installed_units_verify_clean_and_expose_at_most_3(installed):
     units = vm.exec(f"ls {UNIT_DIR}/zfs-advisor*.service {UNIT_DIR}/zfs-advisor*.timer {UNIT_DIR}/zfs-advisor*.path "
                     "2>/dev/null").stdout.split()
     assert f"{UNIT_DIR}/{SERVICE}" in units
+    # Documentation=man:zfs-advisor(1): verify runs man(1) on it, which the lab image lacks (no man-db);
+    # there the page's presence is checked instead (its text is the unit tier's, tests/unit/test_manpage.py).
+    has_man = vm.exec("command -v man").rc == 0
+    if not has_man:
+        assert vm.exec("test -s /usr/share/man/man1/zfs-advisor.1.gz").rc == 0
     for unit in units:
-        verify = vm.exec(["systemd-analyze", "verify", unit])
+        verify = vm.exec(["systemd-analyze", "verify", *([] if has_man else ["--man=no"]), unit])
         assert (verify.rc, verify.stdout + verify.stderr) == (0, ""), unit
         if unit.endswith(".service"):
             security = vm.exec(["systemd-analyze", "security", "--no-pager", Path(unit).name]).stdout
@@ -567,22 +576,30 @@ def test_reload_applies_the_config_file_without_a_restart(installed):
 
 
 # Before the stop and watchdog tests: the watchdog test leaves its drop-in for remove and purge.
-# A long lab job since 2026-12-02 (about 195 s in CI, its 60-minute budget): dpkg installs a second
-# release beside the first; release.sh's switch and its answer check run in the unit tier
-# (tests/unit/test_release_sh.py), the first install of the package here.
-@pytest.mark.skipif(not long_jobs(), reason="a long lab job: set ZFS_ADVISOR_LAB_LONG=1 (docs/lab.md)")
-def test_an_upgrade_installs_beside_and_switches(installed):
+# In CI again since debhelper (about 60 s): an upgrade must keep what the admin disabled
+# (dh_installsystemd's state), which only a real upgrade shows.
+def test_an_upgrade_installs_beside_switches_and_keeps_a_disabled_timer_disabled(installed):
     vm, http, _, _, debs, steps = installed
+    vm.exec("systemctl disable --now zfs-advisor-probe.timer", check=True)
     before = {**running_version(vm, http)[1], "release": release(vm)}
     t = time.monotonic()
-    result = dpkg(vm, steps, "-i", debs[UPGRADE])
-    assert result.rc == 0, result.stdout + result.stderr
-    after = serving(vm, http, UPGRADE)
-    assert after["MainPID"] != before["MainPID"]
-    assert set(vm.exec("ls /opt/zfs-advisor/releases", check=True).stdout.split()) == {__version__, UPGRADE}
-    assert EDIT in vm.exec(f"cat {CONFIG}", check=True).stdout
+    try:
+        result = dpkg(vm, steps, "-i", debs[UPGRADE])
+        assert result.rc == 0, result.stdout + result.stderr
+        after = serving(vm, http, UPGRADE)
+        assert after["MainPID"] != before["MainPID"]
+        assert set(vm.exec("ls /opt/zfs-advisor/releases", check=True).stdout.split()) == {__version__, UPGRADE}
+        assert EDIT in vm.exec(f"cat {CONFIG}", check=True).stdout
+        states = {u: vm.exec(["systemctl", "is-enabled", u]).stdout.strip() + "/" +
+                  vm.exec(["systemctl", "is-active", u]).stdout.strip()
+                  for u in (SERVICE, "zfs-advisor-probe.timer", "zfs-advisor-probe.path")}
+        assert states == {SERVICE: "enabled/active", "zfs-advisor-probe.timer": "disabled/inactive",
+                          "zfs-advisor-probe.path": "enabled/active"}, states
+    finally:
+        vm.exec("systemctl enable --now zfs-advisor-probe.timer", check=True)
     steps.log(f"upgraded: {before['release']} -> {release(vm)} beside it, MainPID {before['MainPID']} -> "
-              f"{after['MainPID']}, /healthz says {UPGRADE}, the config edit kept", t)
+              f"{after['MainPID']}, /healthz says {UPGRADE}, the config edit kept, the disabled timer "
+              f"still disabled: {states}", t)
 
 
 # A long lab job since 2026-11-28 (211 s, CI's 60-minute budget): release.sh's rollback runs in the
@@ -667,15 +684,17 @@ def test_remove_keeps_config_probe_data_and_drop_ins(installed):
     result = dpkg(vm, steps, "-r", "zfs-advisor")
     assert result.rc == 0, result.stdout + result.stderr
     t = time.monotonic()
-    # the last version dpkg configured: the broken one after the failed upgrade (both upgrades are
-    # long lab jobs; without them the first install's)
-    assert status(vm) == f"deinstall ok config-files {BROKEN if long_jobs() else __version__}"
+    # the last version dpkg configured: the broken one after the failed upgrade (a long lab job;
+    # without it the upgrade's)
+    assert status(vm) == f"deinstall ok config-files {BROKEN if long_jobs() else UPGRADE}"
     assert {u: show(vm, "LoadState", unit=u)["LoadState"] for u in UNITS} == dict.fromkeys(UNITS, "not-found")
     assert port_closed(vm)
     kept = existing(vm, PATHS)
-    # /var/lib/zfs-advisor is systemd's symlink to the private state directory (DynamicUser=)
+    # /var/lib/zfs-advisor is systemd's symlink to the private state directory (DynamicUser=); the
+    # units' enable links stay, dangling, as debhelper leaves them until purge: a reinstall keeps
+    # what the admin enabled or disabled
     assert kept == {"/etc/zfs-advisor", "/var/lib/zfs-advisor", "/var/lib/private/zfs-advisor", DROP_INS,
-                    f"/run/systemd/system/{SERVICE}.d"}, kept
+                    f"/run/systemd/system/{SERVICE}.d", *ENABLE_LINKS}, kept
     assert EDIT in vm.exec(f"cat {CONFIG}", check=True).stdout
     assert vm.exec(f"test -e {STATE_MARK}").rc == 0
     steps.log(f"removed: units not-found, port closed; kept {sorted(kept)} with the config edit and the probe data", t)
@@ -694,6 +713,9 @@ def test_purge_leaves_nothing(installed):
     steps.log(f"purged: unknown to dpkg; left of its paths: {sorted(left) or 'nothing'}; named zfs-advisor "
               f"anywhere and new since before the install: {sorted(stray) or 'nothing'}; new under /etc /opt /usr "
               f"/var/lib: {sorted(added) or 'nothing'}", t)
-    assert left == set() and stray == set(), (left, stray)
-    assert added <= SYSTEMD_MADE, added
+    # The admin's drop-ins are the admin's files (Debian policy 10.7.3): purge leaves them, and only them.
+    admins = {DROP_INS, f"/run/systemd/system/{SERVICE}.d"}
+    assert left == admins and stray <= admins | {f"{d}/{f}" for d in admins for f in ADMIN_FILES}, (left, stray)
+    assert added - SYSTEMD_MADE <= {f"{DROP_INS}{sub}" for sub in ("", *(f"/{f}" for f in ADMIN_FILES))}, added
+    vm.exec(f"rm -rf {' '.join(sorted(admins))} && systemctl daemon-reload", check=True)
     assert vm.exec("getent passwd zfs-advisor").rc != 0  # the dynamic user is gone with the unit

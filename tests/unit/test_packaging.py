@@ -108,4 +108,9 @@ def test_the_debian_package_ships_the_pinned_versions_with_hashes():
                for d in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]}
     assert runtime <= set(lock) and "scikit-learn" not in lock and "scipy" not in lock
     lines = [l for l in (REPO / "deploy/debian/requirements.txt").read_text().splitlines() if not l.startswith("#")]
-    assert all(re.fullmatch(r"\S+==\S+ --hash=sha256:[0-9a-f]{64}", l) for l in lines), lines
+    assert all(re.fullmatch(r"\S+==\S+( --hash=sha256:[0-9a-f]{64})+", l) for l in lines), lines
+    # a compiled dependency has a wheel, and so a hash, for each Python the package supports
+    pythons = re.search(r"^PYTHONS=\((.*)\)$", (REPO / "deploy/debian/build").read_text(), re.M).group(1).split()
+    assert pythons == ["3.11", "3.12", "3.13"]
+    hashes = {canonicalize_name(l.partition("==")[0]): l.count("--hash=") for l in lines}
+    assert {hashes[name] for name in ("numpy", "pydantic-core", "aiohttp", "pyyaml")} == {len(pythons)}, hashes

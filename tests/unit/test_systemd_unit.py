@@ -7,6 +7,8 @@ an executable there, so the copy checked points at this checkout's zfs-advisor i
 """
 from __future__ import annotations
 
+import datetime as dt
+import os
 import re
 import shutil
 import subprocess
@@ -14,6 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from advisor.cli import manpage
 
 REPO = Path(__file__).resolve().parents[2]
 UNITS = sorted((REPO / "deploy" / "systemd").glob("*.service"))
@@ -34,10 +38,21 @@ def checkout_copy(unit: Path, tmp_path: Path) -> Path:
     return copy
 
 
-def analyze(*args: str) -> subprocess.CompletedProcess[str]:
+@pytest.fixture(scope="module")
+def manpath(tmp_path_factory) -> str:
+    """The units' Documentation=man:zfs-advisor(1) as the package installs it: verify runs man(1) on
+    it (man-db; tests/run installs it), which finds the page rendered from the parser here."""
+    root = tmp_path_factory.mktemp("man")
+    (root / "man1").mkdir()
+    (root / "man1" / "zfs-advisor.1").write_text(manpage.render(dt.date(2026, 12, 7)))
+    return str(root)
+
+
+def analyze(*args: str, manpath: str | None = None) -> subprocess.CompletedProcess[str]:
     if ANALYZE is None:
         pytest.skip("systemd-analyze not installed (Debian: apt-get install systemd)")
-    return subprocess.run([ANALYZE, *args], capture_output=True, text=True, timeout=60)
+    env = {**os.environ, "MANPATH": manpath} if manpath else None
+    return subprocess.run([ANALYZE, *args], capture_output=True, text=True, timeout=60, env=env)
 
 
 def test_the_service_unit_is_shipped():
@@ -46,15 +61,15 @@ def test_the_service_unit_is_shipped():
 
 
 @pytest.mark.parametrize("unit", UNITS, ids=lambda u: u.name)
-def test_unit_verifies_clean(unit, tmp_path):
-    result = analyze("verify", str(checkout_copy(unit, tmp_path)))
+def test_unit_verifies_clean(unit, tmp_path, manpath):
+    result = analyze("verify", str(checkout_copy(unit, tmp_path)), manpath=manpath)
     assert (result.returncode, result.stdout + result.stderr) == (0, "")
 
 
-def test_the_probe_timer_and_path_start_the_probe_unit_and_verify_clean(tmp_path):
+def test_the_probe_timer_and_path_start_the_probe_unit_and_verify_clean(tmp_path, manpath):
     copies = [checkout_copy(u, tmp_path) for u in ALL_UNITS if u.name.startswith("zfs-advisor-probe.")]
     assert sorted(c.suffix for c in copies) == [".path", ".service", ".timer"]
-    result = analyze("verify", *map(str, copies))
+    result = analyze("verify", *map(str, copies), manpath=manpath)
     assert (result.returncode, result.stdout + result.stderr) == (0, "")
     path_unit = next(c for c in copies if c.suffix == ".path").read_text()
     assert "PathModified=/var/lib/zfs-advisor/probe-queue" in path_unit  # advisor.store.probes.QUEUE_SIGNAL
