@@ -159,6 +159,9 @@ def test_install_as_the_docs_say(installed):
     state = serving(vm, http, __version__)
     code, body = http.get("/metrics")
     assert code == 200 and b"zfs_advisor_source_up" in body
+    code, answer = http.get("/recommend?workload=postgres")
+    recommendations = json.loads(answer)["recommendations"] if code == 200 else []
+    assert code == 200 and recommendations, answer[:500]
     listing = vm.exec("ls /usr/share/zfs-advisor/prometheus /usr/share/zfs-advisor/grafana /etc/zfs-advisor",
                       check=True).stdout.split()
     assert {"scrape.yml", "alerts.yml", "zfs-advisor.json", "config.toml"} <= set(listing)
@@ -170,7 +173,8 @@ def test_install_as_the_docs_say(installed):
     assert vm.exec("zfs-advisor --version", check=True).stdout.strip() == f"zfs-advisor {__version__}"
     vm.exec(f"touch {STATE_MARK}", check=True)  # what the service adds: a probe result
     steps.log(f"installed: {SERVICE} active (MainPID {state['MainPID']}), /healthz says {__version__}, /metrics "
-              f"{len(body) // 1024} KiB, units enabled, {CONFIG} a conffile", t)
+              f"{len(body) // 1024} KiB, /recommend?workload=postgres {len(recommendations)} recommendations, units "
+              f"enabled, {CONFIG} a conffile", t)
 
 
 def test_installed_units_verify_clean_and_expose_at_most_3(installed):
