@@ -88,8 +88,9 @@ async def get_recommend(request: web.Request) -> web.Response:
         response = await asyncio.to_thread(answer)
         return (recommend_text(response) if text else response.model_dump_json()).encode()
 
-    # one answer per collection, query and state of the probe store (which is also what refits the
-    # model's local part), however many ask at once
+    # one body per collection, query and state of the probe store (which is also what refits the
+    # model's local part), however many ask at once; the answer in it is rebuilt only when what it
+    # read changed (ANSWERS)
     query = (tuple(sorted(args.items())), store_stamp(state_dir), request.app[RECOGNISER].generation if auto else None)
     variant = (query, text)
     try:
