@@ -26,7 +26,8 @@ from advisor.server.passwords import PasswordChecks
 from advisor.server.bodies import Bodies
 from advisor.server.limits import HeapFreezer, WorkLimiter
 from advisor.memory import release_freed_memory
-from advisor.appkeys import (BODIES, CHANGES, EXPORTER, FACTS, LIMITER, MODEL, OPENAPI_JSON, PASSWORDS, RECOGNISER,
+from advisor.engine.answer_cache import AnswerCache
+from advisor.appkeys import (ANSWERS, BODIES, CHANGES, EXPORTER, FACTS, LIMITER, MODEL, OPENAPI_JSON, PASSWORDS, RECOGNISER,
                              RULEBOOK, RUNTIME, SETTINGS, WEB_CONFIG)
 from advisor.changes.detect import tracked
 from advisor.changes.tracker import ChangeTracker
@@ -66,6 +67,7 @@ def create_app(settings: Settings) -> web.Application:
     app[PASSWORDS] = PasswordChecks()
     app[LIMITER] = limiter
     app[BODIES] = Bodies()
+    app[ANSWERS] = AnswerCache()
     app[FACTS] = FactsProvider(
         settings.root, settings.command_timeout_seconds, settings.facts_max_age_seconds,
         settings.commands_interval_seconds,

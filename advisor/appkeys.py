@@ -7,6 +7,7 @@ from advisor.server.passwords import PasswordChecks
 from advisor.server.bodies import Bodies
 from advisor.server.limits import WorkLimiter
 from advisor.changes.tracker import ChangeTracker
+from advisor.engine.answer_cache import AnswerCache
 from advisor.engine.loader import RuleBook
 from advisor.exporters.collector import FactsCollector
 from advisor.host.provider import FactsProvider
@@ -24,6 +25,7 @@ EXPORTER = web.AppKey("exporter", FactsCollector)
 RUNTIME = web.AppKey("runtime", Runtime)  # what SIGHUP replaces: export options, the workloads' advice
 WEB_CONFIG = web.AppKey("web_config", WebConfig)  # TLS and basic auth (--web.config.file)
 PASSWORDS = web.AppKey("passwords", PasswordChecks)  # basic auth's bcrypt checks: own thread, cache, limit
+ANSWERS = web.AppKey("answers", AnswerCache)  # /recommend answers kept while what they read is unchanged
 BODIES = web.AppKey("bodies", Bodies)  # /metrics and /v1/facts bodies, built once per collection
 LIMITER = web.AppKey("limiter", WorkLimiter)  # bounds the heavy requests in work at once
 CHANGES = web.AppKey("changes", ChangeTracker)  # tracked settings that changed, and their verdicts (docs/changes.md)

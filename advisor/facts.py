@@ -8,12 +8,20 @@ its part empty and says why in `Host.sources`; it never raises.
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime
 from typing import Iterator, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 SCHEMA_VERSION = 1
+# The dataset names looked up with Host.dataset while `dataset_reads()` records them (in this
+# thread's context): what a cached answer read of the datasets (advisor/engine/answer_cache.py).
+_DATASET_READS: ContextVar[set[str] | None] = ContextVar("dataset_reads", default=None)
+# Where a Host keeps its datasets by name: in its __dict__ beside the fields, which pydantic
+# leaves out of dumps and comparisons.
+_INDEX_KEY = "dataset_index"
 # Where the ZFS module parameters are read (Host.module_params) and written: zfs(4).
 PARAMS_DIR = "/sys/module/zfs/parameters"
 
@@ -293,6 +301,17 @@ class Dataset(Model):
         return int(v) if v is not None and v.isdigit() else None
 
 
+@contextmanager
+def dataset_reads() -> Iterator[set[str]]:
+    """The names looked up with `Host.dataset` inside the block (in this thread)."""
+    names: set[str] = set()
+    token = _DATASET_READS.set(names)
+    try:
+        yield names
+    finally:
+        _DATASET_READS.reset(token)
+
+
 class DiskStats(Model):
     """One line of /proc/diskstats (Documentation/admin-guide/iostats.rst)."""
 
@@ -361,7 +380,29 @@ class Host(Model):
         return next((p for p in self.pools if p.name == name), None)
 
     def dataset(self, name: str) -> Dataset | None:
-        return next((d for d in self.datasets if d.name == name), None)
+        """O(1): the index is built at the first lookup, and again when `datasets` is another list
+        or has grown (facts are not modified in place once collected: see `fields_set`)."""
+        reads = _DATASET_READS.get()
+        if reads is not None:
+            reads.add(name)
+        return self._datasets_by_name().get(name)
+
+    def adopt_dataset_index(self, other: Host) -> None:
+        """Take `other`'s index when it indexes this host's very list of datasets (a collection
+        of the same command output): built once per command run, not per collection."""
+        indexed = other.__dict__.get(_INDEX_KEY)
+        if indexed is not None and indexed[0] is self.datasets and indexed[1] == len(self.datasets):
+            self.__dict__[_INDEX_KEY] = indexed
+
+    def _datasets_by_name(self) -> dict[str, Dataset]:
+        indexed = self.__dict__.get(_INDEX_KEY)
+        if indexed is None or indexed[0] is not self.datasets or indexed[1] != len(self.datasets):
+            by_name: dict[str, Dataset] = {}
+            for d in self.datasets:
+                by_name.setdefault(d.name, d)  # the first of a name, as a scan finds it
+            indexed = (self.datasets, len(self.datasets), by_name)
+            self.__dict__[_INDEX_KEY] = indexed  # not a field: pydantic leaves it out of dumps and ==
+        return indexed[2]
 
     def disk(self, name: str) -> Disk | None:
         return next((d for d in self.disks if d.name == name), None)

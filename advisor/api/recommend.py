@@ -17,7 +17,7 @@ from aiohttp import web
 
 from advisor.server.errors import json_error
 from advisor.server.bodies import body_response
-from advisor.appkeys import BODIES, FACTS, MODEL, RECOGNISER, RULEBOOK, SETTINGS
+from advisor.appkeys import ANSWERS, BODIES, FACTS, MODEL, RECOGNISER, RULEBOOK, SETTINGS
 from advisor.engine.service import TargetError, recommend
 from advisor.engine.text import recommend_text
 from advisor.probe.efficiency_stored import stored_efficiency
@@ -57,7 +57,8 @@ async def get_recommend(request: web.Request) -> web.Response:
     args = query_args(request)
     text = wants_text(request, args.get("format"))
     params = {k: v for k, v in args.items() if k not in RESERVED}
-    collection = await request.app[FACTS].get()
+    # the facts answers read: not the datasets' objset kstats (at 10,000 datasets, most of a collection)
+    collection = await request.app[FACTS].for_answers()
     state_dir = request.app[SETTINGS].state_dir
     model = request.app[MODEL]
 
@@ -65,7 +66,9 @@ async def get_recommend(request: web.Request) -> web.Response:
     recognised = request.app[RECOGNISER].recognised() if auto else {}
 
     def answer():
-        return with_store_state(answer_alone(), state_dir)
+        # kept from an earlier collection when what it read is unchanged (advisor/engine/answer_cache.py)
+        return with_store_state(request.app[ANSWERS].get(query, collection.host, model.status(), answer_alone),
+                                state_dir)
 
     def answer_alone():
         host = collection.host
@@ -85,10 +88,11 @@ async def get_recommend(request: web.Request) -> web.Response:
         response = await asyncio.to_thread(answer)
         return (recommend_text(response) if text else response.model_dump_json()).encode()
 
-    # one answer per collection, query and state of the probe store (which is also what refits the
-    # model's local part), however many ask at once
-    variant = (tuple(sorted(args.items())), text, store_stamp(state_dir),
-               request.app[RECOGNISER].generation if auto else None)
+    # one body per collection, query and state of the probe store (which is also what refits the
+    # model's local part), however many ask at once; the answer in it is rebuilt only when what it
+    # read changed (ANSWERS)
+    query = (tuple(sorted(args.items())), store_stamp(state_dir), request.app[RECOGNISER].generation if auto else None)
+    variant = (query, text)
     try:
         body = await request.app[BODIES].recommend.get(collection, variant, build)
     except TargetError as exc:  # shared by concurrent requests: each answers with its own error response

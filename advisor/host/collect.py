@@ -250,13 +250,17 @@ def _reuse_failed_parts(facts: CommandFacts, previous: CommandFacts) -> None:
 
 
 def assemble(
-    files: HostFiles, commands: CommandFacts | None, now: datetime | None = None, cache: CollectCache | None = None
+    files: HostFiles, commands: CommandFacts | None, now: datetime | None = None, cache: CollectCache | None = None,
+    objsets: bool = True,
 ) -> Collection:
     """A Host from `commands` plus what the files say now: kstats, /proc/diskstats, host identity.
 
     Cheap enough for every scrape: no process is started, and the slow-changing
     files (module parameters, block device attributes) come with `commands`.
     Blocking file I/O: the service runs it in a thread.
+
+    Without `objsets`, the datasets' objset kstats are not read: the datasets are those of
+    `commands` as they are (their `io` unset), and the cost does not grow with their number.
     """
     rec = _Recorder()
     zfs = _zfs_presence(files)
@@ -296,7 +300,7 @@ def assemble(
 
     host.module_params = commands.module_params
     _set_versions(host.zfs, commands)
-    host.pools, host.datasets = _attach_pool_kstats(files, commands.pools, commands.datasets, rec, cache)
+    host.pools, host.datasets = _attach_pool_kstats(files, commands.pools, commands.datasets, rec, cache, objsets)
     host.sources = {**commands.sources, **rec.sources}
     return Collection(host, {**rec.durations, **commands.durations}, commands.finished_at)
 
@@ -412,11 +416,15 @@ async def _attach_ashift(pools: list[Pool], runner: CommandRunner, rec: _Recorde
 
 
 def _attach_pool_kstats(
-    files: HostFiles, pools: list[Pool], datasets: list[Dataset], rec: _Recorder, cache: CollectCache | None
+    files: HostFiles, pools: list[Pool], datasets: list[Dataset], rec: _Recorder, cache: CollectCache | None,
+    with_objsets: bool = True,
 ) -> tuple[list[Pool], list[Dataset]]:
-    """Copies of `pools` and `datasets` with their kstats read now (the originals stay as they are)."""
+    """Copies of `pools` and `datasets` with their kstats read now (the originals stay as they are);
+    without `with_objsets`, `datasets` itself (no objset kstat read, no cache touched)."""
     fresh_pools: list[Pool] = []
     io_by_dataset: dict[str, KStat] = {}
+    if not with_objsets:
+        cache = None
     objsets = cache.objsets if cache is not None else None
     if objsets is not None:  # forget the objsets of pools that are gone
         live = tuple(f"{kstat_source.KSTAT_DIR}/{p.name}/" for p in pools)
@@ -424,7 +432,8 @@ def _attach_pool_kstats(
             del objsets[path]
     for pool in pools:
         path = txgs.txgs_path(pool.name)
-        kstats = rec.read(f"pool_kstats:{pool.name}", lambda: pool_kstats.read_pool_kstats(files, pool.name, objsets),
+        kstats = rec.read(f"pool_kstats:{pool.name}",
+                          lambda: pool_kstats.read_pool_kstats(files, pool.name, objsets, with_objsets),
                           f"{kstat_source.KSTAT_DIR}/{pool.name}") or pool_kstats.PoolKStats()
         if kstats.errors:  # the files understood are served, the source says which were not
             name = f"pool_kstats:{pool.name}"
@@ -437,6 +446,8 @@ def _attach_pool_kstats(
                                   tx_assign.tx_assign_path(pool.name)),
         }))
         io_by_dataset.update(kstats.objsets)
+    if not with_objsets:
+        return fresh_pools, datasets
     previous = cache.with_io if cache is not None else {}
     copies: dict[int, tuple[Dataset, KStat, Dataset]] = {}
     fresh_datasets = []

@@ -25,8 +25,9 @@ class PoolKStats:
     errors: list[str] = field(default_factory=list)
 
 
-def read_pool_kstats(files: HostFiles, pool: str, cache: ObjsetCache | None = None) -> PoolKStats:
-    """Everything under /proc/spl/kstat/zfs/<pool>/ but txgs and dmu_tx_assign (sources of their own)."""
+def read_pool_kstats(files: HostFiles, pool: str, cache: ObjsetCache | None = None, objsets: bool = True) -> PoolKStats:
+    """Everything under /proc/spl/kstat/zfs/<pool>/ but txgs and dmu_tx_assign (sources of their own);
+    without `objsets`, not the datasets' objset kstats either (one file per dataset)."""
     found = PoolKStats()
     try:
         found.state = read_state(files, pool)
@@ -36,7 +37,8 @@ def read_pool_kstats(files: HostFiles, pool: str, cache: ObjsetCache | None = No
         found.iostats = read_iostats(files, pool)
     except ParseError as exc:
         found.errors.append(f"iostats: {exc}")
-    found.objsets = read_objsets(files, pool, cache, found.errors)
+    if objsets:
+        found.objsets = read_objsets(files, pool, cache, found.errors)
     return found
 
 

@@ -9,20 +9,22 @@ an empty state directory) on 127.0.0.1. Then, one endpoint at a time, `--clients
 clients (aiohttp, one connection each) ask `--rate` times a second each (0: as fast as they
 are answered) for `--seconds`:
 /metrics as Prometheus asks (OpenMetrics, gzip), /recommend?workload=postgres, /v1/facts
-(plain JSON, the largest body). Meanwhile another process asks /healthz every 50 ms on a new
+(plain JSON, the largest body), /recommend?dataset=tank/pg (one dataset's answer; `--scrape 15`
+adds a Prometheus scrape every 15 s beside the clients). Meanwhile another process asks /healthz every 50 ms on a new
 connection each time, and the service's RSS is sampled every 100 ms.
 
 Prints one table: requests/s, p50/p99 latency, errors (anything but a 200, or a client
 timeout), RSS before the load, its peak, after, and after `--idle` seconds idle, and the
 worst /healthz latency, and the share of the time the service's event-loop thread was ready
 to run but waited for a CPU (/proc/PID/schedstat: on a shared machine, latency that is not
-the service's doing). Exits 1 when a target is missed: 0 errors, /healthz <= 100 ms,
+the service's doing), and the service's CPU time (user + system) per request. Exits 1 when a target is missed: 0 errors, /healthz <= 100 ms,
 RSS <= 200 MB, /recommend p99 <= 50 ms at 10 datasets (docs/reliability.md).
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import http.client
 import multiprocessing
 import os
@@ -47,6 +49,7 @@ PROMETHEUS_ACCEPT = ("application/openmetrics-text;version=1.0.0,application/ope
 ENDPOINTS = {
     "/metrics": {"Accept": PROMETHEUS_ACCEPT, "Accept-Encoding": "gzip"},
     "/recommend?workload=postgres": {"Accept-Encoding": "identity"},
+    "/recommend?dataset=tank/pg": {"Accept-Encoding": "identity"},  # one dataset's answer (the recordings' tank/pg)
     "/v1/facts": {"Accept-Encoding": "identity"},
 }
 TARGETS = {"healthz_ms": 100.0, "rss_mb": 200.0, "recommend_p99_ms_at_10": 50.0}
@@ -113,6 +116,13 @@ def runqueue_seconds(pid: int) -> float:
     return int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) / 1e9
 
 
+def cpu_seconds(pid: int) -> float:
+    """The service's user + system CPU time so far (all its threads): on a shared machine, what
+    the load cost the service, where wall-clock latency also counts the neighbours."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class RssSampler(threading.Thread):
     def __init__(self, pid: int):
         super().__init__(daemon=True)
@@ -129,7 +139,17 @@ class RssSampler(threading.Thread):
         return self.peak
 
 
-async def hammer(port: int, path: str, headers: dict[str, str], clients: int, seconds: float, rate: float) -> dict:
+async def scraper(session: aiohttp.ClientSession, port: int, every: float, deadline: float) -> None:
+    """Prometheus beside the clients: /metrics every `every` seconds (0: never)."""
+    while every > 0 and time.monotonic() < deadline:
+        with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+            async with session.get(f"http://127.0.0.1:{port}/metrics", headers=ENDPOINTS["/metrics"]) as resp:
+                await resp.read()
+        await asyncio.sleep(every)
+
+
+async def hammer(port: int, path: str, headers: dict[str, str], clients: int, seconds: float, rate: float,
+                 scrape: float = 0.0) -> dict:
     latencies: list[float] = []
     errors: dict[str, int] = {}
     deadline = time.monotonic() + seconds
@@ -156,7 +176,7 @@ async def hammer(port: int, path: str, headers: dict[str, str], clients: int, se
                     errors[str(status)] = errors.get(str(status), 0) + 1
 
         started = time.monotonic()
-        await asyncio.gather(*(client() for _ in range(clients)))
+        await asyncio.gather(scraper(session, port, scrape, deadline), *(client() for _ in range(clients)))
         elapsed = time.monotonic() - started
     latencies.sort()
     pick = (lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000) if latencies else (lambda q: 0)
@@ -168,12 +188,13 @@ def run_one(port: int, pid: int, path: str, headers: dict[str, str], args) -> di
     ctx = multiprocessing.get_context("spawn")
     stop, result = ctx.Event(), ctx.Queue()
     prober = ctx.Process(target=healthz_prober, args=(port, stop, result))
-    before, waited, started = rss_mb(pid), runqueue_seconds(pid), time.monotonic()
+    before, waited, started, cpu = rss_mb(pid), runqueue_seconds(pid), time.monotonic(), cpu_seconds(pid)
     sampler = RssSampler(pid)
     sampler.start()
     prober.start()
-    row = asyncio.run(hammer(port, path, headers, args.clients, args.seconds, args.rate))
+    row = asyncio.run(hammer(port, path, headers, args.clients, args.seconds, args.rate, args.scrape))
     after = rss_mb(pid)
+    row["cpu_ms_per_request"] = 1000 * (cpu_seconds(pid) - cpu) / max(1, row["requests"])
     row["cpu_wait"] = 100 * (runqueue_seconds(pid) - waited) / (time.monotonic() - started)
     time.sleep(args.idle)
     row.update(before=before, peak=sampler.stop(), after=after, idle=rss_mb(pid))
@@ -199,6 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=20.0, help="load per endpoint")
     parser.add_argument("--rate", type=float, default=2.0,
                         help="requests per second per client (0: as fast as answered, a saturating closed loop)")
+    parser.add_argument("--scrape", type=float, default=0.0,
+                        help="meanwhile, a /metrics scrape every this many seconds (0: none)")
     parser.add_argument("--idle", type=float, default=5.0, help="seconds idle before the idle RSS")
     parser.add_argument("--endpoints", default=",".join(ENDPOINTS), help="comma-separated, from: " + ", ".join(ENDPOINTS))
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
@@ -209,8 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"snapshot: {snapshot}\nmachine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}; "
           f"{args.clients} clients at {args.rate or 'full'} requests/s each, {args.seconds:.0f} s per endpoint; service env {extra_env or '-'}\n")
     print("| datasets | endpoint | requests/s | p50 ms | p99 ms | errors | RSS MB before / peak / after / idle "
-          "| /healthz worst ms | loop waited for a CPU |")
-    print("|---:|---|---:|---:|---:|---:|---|---:|---:|")
+          "| /healthz worst ms | loop waited for a CPU | service CPU ms per request |")
+    print("|---:|---|---:|---:|---:|---:|---|---:|---:|---:|")
     missed: list[str] = []
     with tempfile.TemporaryDirectory(prefix="zfs-advisor-load-") as tmp:
         for n in (int(x) for x in args.datasets.split(",")):
@@ -221,9 +244,10 @@ def main(argv: list[str] | None = None) -> int:
                 for path in args.endpoints.split(","):
                     r = run_one(port, proc.pid, path, ENDPOINTS[path], args)
                     kinds = f" ({r['error_kinds']})" if r["errors"] else ""
-                    print(f"| {n:,} | `{path.split('?')[0]}` | {r['rps']:.1f} | {r['p50']:.0f} | {r['p99']:.0f} "
+                    print(f"| {n:,} | `{path}` | {r['rps']:.1f} | {r['p50']:.0f} | {r['p99']:.0f} "
                           f"| {r['errors']}{kinds} | {r['before']:.0f} / {r['peak']:.0f} / {r['after']:.0f} / "
-                          f"{r['idle']:.0f} | {r['healthz_ms']:.0f} | {r['cpu_wait']:.0f} % |", flush=True)
+                          f"{r['idle']:.0f} | {r['healthz_ms']:.0f} | {r['cpu_wait']:.0f} % "
+                          f"| {r['cpu_ms_per_request']:.1f} |", flush=True)
                     where = f"{n} datasets {path}"
                     if r["errors"] or r["healthz_failures"]:
                         missed.append(f"{where}: {r['errors']} errors, {r['healthz_failures']} /healthz failures")

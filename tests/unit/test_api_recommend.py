@@ -28,6 +28,9 @@ class StaticFacts(FactsProvider):
     async def get(self, max_age_seconds=None):
         return Collection(self._host)
 
+    async def for_answers(self, wait_seconds=None):
+        return Collection(self._host)
+
 
 @pytest.fixture
 def host():
