@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from collections import Counter
 from typing import Callable, Hashable, Iterable, Iterator, Mapping
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
@@ -85,6 +86,7 @@ class FactsCollector:
         # name -> (the same, as OpenMetrics, and the kept text a command-built one was rewritten from)
         self._openmetrics_cache: dict[str, tuple[object, Deflated, Deflated | None]] = {}
         self._digests: dict[str, bytes] = {}  # of the command-built texts: a run that says the same keeps them
+        self.compressed: Counter[str] = Counter()  # kept texts compressed anew, per collector (tests)
 
     def forget(self) -> None:
         """Drop the reused text (the settings it was rendered under changed: advisor/reload.py)."""
@@ -181,6 +183,7 @@ class FactsCollector:
         if openmetrics:  # rendered again whenever its source changes: compressed the fastest way
             kept = _deflated(openmetrics_parts(text_parts(families)), LEVEL)
             self._openmetrics_cache[name] = (source, kept, None)
+            self.compressed[name] += 1
             return kept, (), True
         if name not in COMMAND_OUTPUT_ONLY:
             kept = _deflated(text_parts(families), LEVEL)
@@ -190,6 +193,8 @@ class FactsCollector:
             if cached is not None and self._digests.get(name) == digest.digest():
                 kept = cached[1]
             self._digests[name] = digest.digest()
+        if cached is None or kept is not cached[1]:
+            self.compressed[name] += 1
         self._text_cache[name] = (source, kept)
         return kept, (), True
 
@@ -201,8 +206,11 @@ class FactsCollector:
         if text is None:
             return None, parts, ok
         known = self._openmetrics_cache.get(name)
-        rewritten = (known[1] if known is not None and known[2] is text
-                     else _deflated(openmetrics_parts(text.inflated()), GZIP_LEVEL))
+        if known is not None and known[2] is text:
+            rewritten = known[1]
+        else:
+            rewritten = _deflated(openmetrics_parts(text.inflated()), GZIP_LEVEL)
+            self.compressed[name] += 1
         self._openmetrics_cache[name] = (source, rewritten, text)
         return rewritten, (), True
 
