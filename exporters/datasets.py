@@ -113,29 +113,31 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
     yield from (info, block, ratio, *space.values())
 
 
-# (name, pool, type) -> (the dataset's objset kstat, the fields asked for, what was written) as the
+# name -> (the dataset's objset kstat, the fields asked for, its labels, what was written) as the
 # last scrape wrote it: a kstat read from an unchanged file is the very object read before
 # (advisor/host/pool_kstats.py), and at 10,000 datasets most are idle between two scrapes.
-_IO_WRITTEN: dict[tuple[str, str, str], tuple[KStat, tuple[str, ...] | None, Written]] = {}
+_IoWritten = tuple[KStat, "tuple[str, ...] | None", tuple[str, str, str], Written]
+_IO_WRITTEN: dict[str, _IoWritten] = {}
 
 
 def collect_io(scrape: Scrape) -> Iterable[Metric]:
     """Logical I/O counters, from the objset kstats read for this scrape; a dataset's rows are
-    written again only when its kstat changed."""
+    written again only when its kstat changed (and an idle one costs no new object: the
+    collector runs on every scrape)."""
     global _IO_WRITTEN
     io = KStatFamilies(OBJSET, ["name", "pool", "type"])
     only = None if scrape.options.per_dataset else CORE_IO
     last = _IO_WRITTEN
-    kept: dict[tuple[str, str, str], tuple[KStat, tuple[str, ...] | None, Written]] = {}
+    kept: dict[str, _IoWritten] = {}
     for ds in scrape.datasets:
         if (kstat := ds.io) is None:
             continue
-        key: tuple[str, str, str] = (ds.name, ds.pool, ds.type)
-        known = last.get(key)
-        if known is None or known[0] is not kstat or known[1] != only:
-            known = (kstat, only, io.written(kstat, key, only))
-        kept[key] = known
-    io.add_written([k[2] for k in kept.values()])
+        known = last.get(ds.name)
+        if known is None or known[0] is not kstat or known[1] != only or known[2][2] != ds.type:
+            labels: tuple[str, str, str] = (ds.name, ds.pool, ds.type)
+            known = (kstat, only, labels, io.written(kstat, labels, only))
+        kept[ds.name] = known
+    io.add_written([k[3] for k in kept.values()])
     _IO_WRITTEN = kept  # one assignment: a scrape rendering in another thread sees the old or the new
     yield from io
 
@@ -159,4 +161,5 @@ def io_source(scrape: Scrape) -> tuple:
     """What collect_io's text depends on: equal for two scrapes while no objset kstat changed
     (the kstats held here keep their ids from being reused)."""
     chosen = scrape.datasets
-    return (scrape.options.per_dataset, [(ds.name, ds.type) for ds in chosen], SameObjects(ds.io for ds in chosen))
+    return (scrape.options.per_dataset, [ds.name for ds in chosen], [ds.type for ds in chosen],
+            SameObjects([ds.io for ds in chosen]))
