@@ -85,7 +85,10 @@ class FactsCollector:
         self._text_cache: dict[str, tuple[object, Deflated]] = {}
         # name -> (the same, as OpenMetrics, and the kept text a command-built one was rewritten from)
         self._openmetrics_cache: dict[str, tuple[object, Deflated, Deflated | None]] = {}
-        self._digests: dict[str, bytes] = {}  # of the command-built texts: a run that says the same keeps them
+        # name -> (a command-built text kept, its digest): a run that says the same keeps it. One
+        # tuple, so a render of an older output in another thread cannot pair a digest with
+        # another text.
+        self._digests: dict[str, tuple[Deflated, bytes]] = {}
         self.compressed: Counter[str] = Counter()  # kept texts compressed anew, per collector (tests)
 
     def forget(self) -> None:
@@ -190,9 +193,9 @@ class FactsCollector:
         else:  # a new command run: the same text keeps the same segments (and their OpenMetrics)
             digest = hashlib.blake2b(digest_size=16)
             kept = _deflated(_digested(text_parts(families), digest), GZIP_LEVEL)
-            if cached is not None and self._digests.get(name) == digest.digest():
-                kept = cached[1]
-            self._digests[name] = digest.digest()
+            if (known := self._digests.get(name)) is not None and known[1] == digest.digest():
+                kept = known[0]
+            self._digests[name] = (kept, digest.digest())
         if cached is None or kept is not cached[1]:
             self.compressed[name] += 1
         self._text_cache[name] = (source, kept)

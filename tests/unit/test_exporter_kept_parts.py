@@ -20,6 +20,7 @@ from advisor.exporters.base import ExportOptions, Scrape, go_float
 from advisor.exporters.collector import FactsCollector
 from advisor.exporters.exposition import int_value
 from advisor.exporters.negotiation import to_openmetrics
+from advisor.facts import Property
 from advisor.host.snapshot import collect_from_root
 from advisor.settings import Settings
 from support import HOSTS
@@ -151,3 +152,21 @@ def test_joined_bodies_are_one_gzip_member_of_their_concatenation(groups):
     whole = b"".join(b"".join(parts) for parts in groups)
     assert body.inflate() == whole and body.size == len(whole)
     assert gunzip_one_member(b"".join(body.gzip_parts())) == whole
+
+
+def test_a_command_run_that_says_the_same_keeps_the_compressed_text_and_one_that_differs_rebuilds_it():
+    host = asyncio.run(collect_from_root(SNAPSHOT)).host
+    exporter = FactsCollector()
+    first = exporter.encoded(Scrape(host=host, commands_generation=1.0), openmetrics=True)
+    built = exporter.compressed.copy()
+    again = exporter.encoded(Scrape(host=host, commands_generation=2.0), openmetrics=True)  # zfs get ran again
+    assert exporter.compressed["datasets"] == built["datasets"] and exporter.compressed["vdevs"] == built["vdevs"]
+    assert without_durations(again.inflate()) == without_durations(first.inflate())
+    changed = host.model_copy(update={"datasets": [
+        d.model_copy(update={"properties": {**d.properties, "recordsize": Property(value="4096", source="local")}})
+        for d in host.datasets if d.type == "filesystem"]})
+    third = exporter.encoded(Scrape(host=changed, commands_generation=3.0), openmetrics=True)
+    assert exporter.compressed["datasets"] == built["datasets"] + 2  # the text, then its OpenMetrics
+    assert exporter.compressed["vdevs"] == built["vdevs"]  # the pools said the same
+    assert _series(third.inflate().decode(), "zfs_dataset_block_size_bytes", "tank") == 4096.0
+    assert _series(first.inflate().decode(), "zfs_dataset_block_size_bytes", "tank") != 4096.0
