@@ -146,9 +146,11 @@ def _row_labels(names: tuple[str, ...], values: tuple[str, ...]) -> str:
 def row_line(metric: RowsFamily, labelvalues: tuple[str, ...], value: float) -> str:
     """The line `_rows` writes for a row of `metric` (a family with label names, keeping label
     text), for a collector that keeps it while the row stays the same."""
+    name = _name(metric.name + SAMPLE_SUFFIX.get(metric.type, ""))
     value_text = int_value(value) if type(value) is int else _value(value)
-    return f"{_name(metric.name + SAMPLE_SUFFIX.get(metric.type, ''))}{{{_row_labels(metric.labelnames, labelvalues)}}} " \
-        f"{value_text}\n"
+    if not metric.labelnames:
+        return f"{name} {value_text}\n"
+    return f"{name}{{{_row_labels(metric.labelnames, labelvalues)}}} {value_text}\n"
 
 
 def _rows(metric: RowsFamily) -> list[str]:

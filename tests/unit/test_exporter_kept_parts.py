@@ -18,7 +18,7 @@ from advisor.deflated import Deflated, crc32_combine
 from advisor.exporters import datasets
 from advisor.exporters.base import ExportOptions, Scrape, go_float
 from advisor.exporters.collector import FactsCollector
-from advisor.exporters.exposition import int_value
+from advisor.exporters.exposition import RowsFamily, int_value, row_line, text
 from advisor.exporters.negotiation import to_openmetrics
 from advisor.facts import Property
 from advisor.host.snapshot import collect_from_root
@@ -170,3 +170,12 @@ def test_a_command_run_that_says_the_same_keeps_the_compressed_text_and_one_that
     assert exporter.compressed["vdevs"] == built["vdevs"]  # the pools said the same
     assert _series(third.inflate().decode(), "zfs_dataset_block_size_bytes", "tank") == 4096.0
     assert _series(first.inflate().decode(), "zfs_dataset_block_size_bytes", "tank") != 4096.0
+
+
+@pytest.mark.parametrize("labelnames, labelvalues, value", [
+    ((), (), 5), (("a",), ('q"\\\n',), 12345678), (("a", "b"), ("x", "y"), 0.25), (("a",), ("x",), 2 ** 64 - 1),
+])
+def test_a_kept_line_is_the_line_the_family_writes(labelnames, labelvalues, value):
+    family = RowsFamily("zfs_x", "Doc.", "counter", labelnames)
+    family.add(labelvalues, value)
+    assert text([family]).endswith(row_line(family, labelvalues, value).encode())
