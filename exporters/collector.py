@@ -1,27 +1,36 @@
 """The exporter: runs every source collector on one scrape's facts and writes the text.
 
-`FactsCollector.render_parts(scrape)` is the one render path (/metrics): each collector builds
-fresh families from that scrape's `Host`, is timed and guarded (a failing collector costs its
-own families only), and zfs_advisor_scrape_collector_duration_seconds / _success report it like
-node_exporter. The text is generate_latest()'s bytes (exposition.py), held against a
-prometheus_client registry by tests/unit/test_exporter_render.py.
+`FactsCollector.encoded(scrape, openmetrics)` is the one render path (/metrics), and
+`render_parts(scrape)` the same text as plain bytes: each collector builds fresh families from
+that scrape's `Host`, is timed and guarded (a failing collector costs its own families only),
+and zfs_advisor_scrape_collector_duration_seconds / _success report it like node_exporter. The
+text is generate_latest()'s bytes (exposition.py), held against a prometheus_client registry by
+tests/unit/test_exporter_render.py.
+
+A scrape costs what changed: the text of a collector whose source is unchanged is kept
+compressed, per format (0.0.4 text and OpenMetrics), and a scrape's body is those stored
+segments followed by the rest, compressed as it is rendered (advisor/deflated.py), which is
+sent inflated or, with its CRC-32 known, as one gzip member.
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
-from typing import Iterable, Iterator, Mapping
+from collections import Counter
+from typing import Callable, Hashable, Iterable, Iterator, Mapping
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
 from advisor import __version__
-from advisor.deflated import Deflated
+from advisor.deflated import LEVEL, Deflated
 from advisor.facts import SCHEMA_VERSION
 from advisor.logs import RateLimitedLog
 from advisor.exporters import (arc, changes, datasets, disks, efficiency, histograms, kstats, params, pools, probes,
                                recommendations, tx_assign, txgs, vdevs, workloads)
 from advisor.exporters.base import Collect, Scrape, SourceUnreadable
 from advisor.exporters.exposition import has_samples, text, text_parts
+from advisor.exporters.negotiation import GZIP_LEVEL, openmetrics_end, openmetrics_parts
 
 log = logging.getLogger(__name__)
 _unreadable_log = RateLimitedLog(log)  # a source that stays unreadable is said once a minute, not per scrape
@@ -53,15 +62,40 @@ COLLECTORS: dict[str, Collect] = {
 # 10,000 datasets that is most of a scrape's series.
 COMMAND_OUTPUT_ONLY = frozenset({"vdevs", "histograms", "datasets", "module", "recommendations"})
 
+# Collectors that say cheaply what their text depends on: while it is equal, the text is too
+# (the objset kstats of 10,000 datasets, most of them idle, are a third of the exposition).
+SOURCES: dict[str, Callable[[Scrape], Hashable]] = {"dataset_io": datasets.io_source}
+
+
+def _deflated(parts: Iterable[bytes | memoryview], level: int) -> Deflated:
+    return Deflated.of_stream(parts, whole_parts=True, level=level)
+
+
+def _digested(parts: Iterable[bytes], digest: "hashlib.blake2b") -> Iterator[bytes]:
+    """The parts, fed to `digest` as they pass (the text is never held whole)."""
+    for part in parts:
+        digest.update(part)
+        yield part
+
 
 class FactsCollector:
     def __init__(self, collectors: Mapping[str, Collect] = COLLECTORS):
         self.collectors = dict(collectors)
-        self._text_cache: dict[str, tuple[tuple, Deflated]] = {}
+        # name -> (what its text was made from, the text deflated in segments of whole families)
+        self._text_cache: dict[str, tuple[object, Deflated]] = {}
+        # name -> (the same, as OpenMetrics, and the kept text a command-built one was rewritten from)
+        self._openmetrics_cache: dict[str, tuple[object, Deflated, Deflated | None]] = {}
+        # name -> (a command-built text kept, its digest): a run that says the same keeps it. One
+        # tuple, so a render of an older output in another thread cannot pair a digest with
+        # another text.
+        self._digests: dict[str, tuple[Deflated, bytes]] = {}
+        self.compressed: Counter[str] = Counter()  # kept texts compressed anew, per collector (tests)
 
     def forget(self) -> None:
         """Drop the reused text (the settings it was rendered under changed: advisor/reload.py)."""
         self._text_cache.clear()
+        self._openmetrics_cache.clear()
+        self._digests.clear()
 
     def _build(self, name: str, collect: Collect, scrape: Scrape) -> tuple[list[Metric], bool]:
         try:
@@ -84,31 +118,104 @@ class FactsCollector:
         timings: dict[str, tuple[float, bool]] = {}
         for name, collect in self.collectors.items():
             started = time.perf_counter()
-            parts, ok = self._parts(name, collect, scrape)
+            kept, parts, ok = self._parts(name, collect, scrape)
             timings[name] = (time.perf_counter() - started, ok)
-            yield from parts
+            yield from kept.inflated() if kept is not None else parts
         yield text([*collector_metrics(timings), *self_metrics(scrape)])
+
+    def encoded(self, scrape: Scrape, openmetrics: bool = False) -> Deflated:
+        """render()'s bytes (as OpenMetrics if asked) deflated, with their CRC-32: the kept
+        segments of unchanged collectors, the rest compressed as it is rendered."""
+        timings: dict[str, tuple[float, bool]] = {}
+        bodies: list[Deflated] = []
+        fresh: list[bytes] = []
+
+        def close_fresh() -> None:
+            if fresh:
+                bodies.append(_deflated(openmetrics_parts(fresh) if openmetrics else fresh, LEVEL))
+                fresh.clear()
+
+        for name, collect in self.collectors.items():
+            started = time.perf_counter()
+            kept, parts, ok = self._parts(name, collect, scrape, openmetrics)
+            timings[name] = (time.perf_counter() - started, ok)
+            if kept is None:
+                fresh.extend(p for p in parts if p)
+            else:
+                close_fresh()
+                bodies.append(kept)
+        last = text([*collector_metrics(timings), *self_metrics(scrape)])
+        fresh.append(last)
+        close_fresh()
+        if openmetrics:
+            bodies.append(_deflated([openmetrics_end(last)], LEVEL))
+        return Deflated.joined(bodies)
 
     def warm(self, scrape: Scrape) -> None:
         """Render the COMMAND_OUTPUT_ONLY collectors (but recommendations, which need the
-        whole facts) into the reuse cache, so the first scrape after a command run does not."""
+        whole facts) into the reuse cache, in both formats, so the first scrape after a command
+        run does not."""
         for name in COMMAND_OUTPUT_ONLY - {"recommendations"}:
             if (collect := self.collectors.get(name)) is not None:
-                self._parts(name, collect, scrape)
+                self._parts(name, collect, scrape, openmetrics=True)  # the text too: it is made from it
 
-    def _parts(self, name: str, collect: Collect, scrape: Scrape) -> tuple[Iterable[bytes], bool]:
-        """One collector's text in parts: reused when it is built from command output that has
-        not changed, kept deflated in between (the dataset families are about 10 MB of text at
-        10,000 datasets, a tenth of that deflated; each part is inflated as it is written)."""
-        reusable = name in COMMAND_OUTPUT_ONLY and scrape.commands_generation is not None
-        key = (scrape.commands_generation, scrape.options)
-        if reusable and (cached := self._text_cache.get(name)) is not None and cached[0] == key:
-            return cached[1].inflated(), True
+    def _source(self, name: str, scrape: Scrape) -> object | None:
+        """What the collector's text is made from, when it says (None: render it every time)."""
+        if name in COMMAND_OUTPUT_ONLY:
+            return None if scrape.commands_generation is None else (scrape.commands_generation, scrape.options)
+        source = SOURCES.get(name)
+        return None if source is None else (source(scrape), scrape.options)
+
+    def _parts(self, name: str, collect: Collect, scrape: Scrape, openmetrics: bool = False
+               ) -> tuple[Deflated | None, Iterable[bytes], bool]:
+        """One collector's text, as OpenMetrics if asked: (kept, (), True) when it is kept
+        deflated from a scrape of the same source; else (None, its 0.0.4 parts as they are
+        rendered, whether it built)."""
+        source = self._source(name, scrape)
+        if source is None:
+            families, ok = self._build(name, collect, scrape)
+            return None, text_parts(families), ok  # written as they are rendered
+        cached = (self._openmetrics_cache if openmetrics else self._text_cache).get(name)
+        if cached is not None and cached[0] == source:
+            return cached[1], (), True
+        if openmetrics and name in COMMAND_OUTPUT_ONLY:
+            return self._rewritten(name, collect, scrape, source)
         families, ok = self._build(name, collect, scrape)
-        if not (ok and reusable):
-            return text_parts(families), ok  # written as they are rendered
-        kept = self._text_cache[name] = (key, Deflated.of_stream(text_parts(families), whole_parts=True))
-        return kept[1].inflated(), ok
+        if not ok:
+            return None, text_parts(families), ok
+        if openmetrics:  # rendered again whenever its source changes: compressed the fastest way
+            kept = _deflated(openmetrics_parts(text_parts(families)), LEVEL)
+            self._openmetrics_cache[name] = (source, kept, None)
+            self.compressed[name] += 1
+            return kept, (), True
+        if name not in COMMAND_OUTPUT_ONLY:
+            kept = _deflated(text_parts(families), LEVEL)
+        else:  # a new command run: the same text keeps the same segments (and their OpenMetrics)
+            digest = hashlib.blake2b(digest_size=16)
+            kept = _deflated(_digested(text_parts(families), digest), GZIP_LEVEL)
+            if (known := self._digests.get(name)) is not None and known[1] == digest.digest():
+                kept = known[0]
+            self._digests[name] = (kept, digest.digest())
+        if cached is None or kept is not cached[1]:
+            self.compressed[name] += 1
+        self._text_cache[name] = (source, kept)
+        return kept, (), True
+
+    def _rewritten(self, name: str, collect: Collect, scrape: Scrape, source: object
+                   ) -> tuple[Deflated | None, Iterable[bytes], bool]:
+        """A command-built collector's kept text as OpenMetrics, rewritten once per text (each
+        segment holds whole families, so it is rewritten alone)."""
+        text, parts, ok = self._parts(name, collect, scrape)
+        if text is None:
+            return None, parts, ok
+        known = self._openmetrics_cache.get(name)
+        if known is not None and known[2] is text:
+            rewritten = known[1]
+        else:
+            rewritten = _deflated(openmetrics_parts(text.inflated()), GZIP_LEVEL)
+            self.compressed[name] += 1
+        self._openmetrics_cache[name] = (source, rewritten, text)
+        return rewritten, (), True
 
 
 def collector_metrics(timings: Mapping[str, tuple[float, bool]]) -> list[Metric]:

@@ -19,15 +19,16 @@ datasets by name.
 """
 from __future__ import annotations
 
-from typing import Iterable
+import operator
+from typing import Any, Iterable
 
 from prometheus_client.core import Metric
 
-from advisor.facts import TUNING_PROPERTIES, Dataset
+from advisor.facts import TUNING_PROPERTIES, Dataset, KStat
 from advisor.exporters.base import CACHED, Scrape
 from advisor.exporters.exposition import RowsFamily
 from advisor.exporters.kstats import ZIL_BYTES, zil_names
-from advisor.exporters.named import KStatFamilies, KStatSpec
+from advisor.exporters.named import KStatFamilies, KStatSpec, Written
 
 # (property, metric, description): numeric space properties. Limits that are
 # not set (0) get no series: most datasets have none, and each costs a series.
@@ -112,11 +113,53 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
     yield from (info, block, ratio, *space.values())
 
 
+# name -> (the dataset's objset kstat, the fields asked for, its labels, what was written) as the
+# last scrape wrote it: a kstat read from an unchanged file is the very object read before
+# (advisor/host/pool_kstats.py), and at 10,000 datasets most are idle between two scrapes.
+_IoWritten = tuple[KStat, "tuple[str, ...] | None", tuple[str, str, str], Written]
+_IO_WRITTEN: dict[str, _IoWritten] = {}
+
+
 def collect_io(scrape: Scrape) -> Iterable[Metric]:
-    """Logical I/O counters, from the objset kstats read for this scrape."""
+    """Logical I/O counters, from the objset kstats read for this scrape; a dataset's rows are
+    written again only when its kstat changed (and an idle one costs no new object: the
+    collector runs on every scrape)."""
+    global _IO_WRITTEN
     io = KStatFamilies(OBJSET, ["name", "pool", "type"])
     only = None if scrape.options.per_dataset else CORE_IO
+    last = _IO_WRITTEN
+    kept: dict[str, _IoWritten] = {}
     for ds in scrape.datasets:
-        if ds.io is not None:
-            io.add(ds.io, (ds.name, ds.pool, ds.type), only)
+        if (kstat := ds.io) is None:
+            continue
+        known = last.get(ds.name)
+        if known is None or known[0] is not kstat or known[1] != only or known[2][2] != ds.type:
+            labels: tuple[str, str, str] = (ds.name, ds.pool, ds.type)
+            known = (kstat, only, labels, io.written(kstat, labels, only))
+        kept[ds.name] = known
+    io.add_written([k[3] for k in kept.values()])
+    _IO_WRITTEN = kept  # one assignment: a scrape rendering in another thread sees the old or the new
     yield from io
+
+
+class SameObjects:
+    """Equal to another only when both hold the very same objects in order (`is`, not ==)."""
+
+    __slots__ = ("objects",)
+
+    def __init__(self, objects: Iterable[Any]) -> None:
+        self.objects = list(objects)
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, SameObjects) and len(self.objects) == len(other.objects)
+                and all(map(operator.is_, self.objects, other.objects)))
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def io_source(scrape: Scrape) -> tuple:
+    """What collect_io's text depends on: equal for two scrapes while no objset kstat changed
+    (the kstats held here keep their ids from being reused)."""
+    chosen = scrape.datasets
+    return (scrape.options.per_dataset, [ds.name for ds in chosen], [ds.type for ds in chosen],
+            SameObjects([ds.io for ds in chosen]))

@@ -40,6 +40,20 @@ def _value(value: float) -> str:
     return go_float(value)
 
 
+_EXACT = 2 ** 53  # integers below it are exact as floats: their text is their digits
+
+
+def int_value(value: int) -> str:
+    """go_float(value) of an integer (a kstat counter), from its digits, without a float's repr."""
+    if 0 <= value < 1_000_000:
+        return f"{value}.0"
+    if value < 0 or value >= _EXACT:
+        return go_float(value)
+    whole = str(value)
+    digits = whole.rstrip("0")
+    return f"{digits[0]}.{digits[1:]}e+{len(whole) - 1:02d}" if len(digits) > 1 else f"{digits}e+{len(whole) - 1:02d}"
+
+
 def _label_value(value: str) -> str:
     if "\\" in value or "\n" in value or '"' in value:
         return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
@@ -78,6 +92,8 @@ class RowsFamily(Metric):
         super().__init__(name, documentation, typ)
         self.labelnames = tuple(labelnames)
         self.rows: list[tuple[tuple[str, ...], float]] = []
+        # The text of each row, when the collector kept it from an earlier scrape (row_line)
+        self.lines: list[str] | None = None
         # A label set's text is kept between scrapes when other families and later scrapes
         # write it again (a dataset's name, pool and type); not for one family's own long
         # label sets (a dataset's 20 properties as info labels, 4 MB at 10,000 datasets).
@@ -89,6 +105,7 @@ class RowsFamily(Metric):
         family = cls.__new__(cls)
         family.name, family.documentation, family.unit, family.type = name, documentation, "", typ
         family.labelnames, family.rows, family.keep_label_text = tuple(labelnames), [], True
+        family.lines = None
         return family
 
     def add(self, labelvalues: tuple[str, ...], value: float) -> None:
@@ -126,7 +143,19 @@ def _row_labels(names: tuple[str, ...], values: tuple[str, ...]) -> str:
     return inner
 
 
+def row_line(metric: RowsFamily, labelvalues: tuple[str, ...], value: float) -> str:
+    """The line `_rows` writes for a row of `metric` (a family with label names, keeping label
+    text), for a collector that keeps it while the row stays the same."""
+    name = _name(metric.name + SAMPLE_SUFFIX.get(metric.type, ""))
+    value_text = int_value(value) if type(value) is int else _value(value)
+    if not metric.labelnames:
+        return f"{name} {value_text}\n"
+    return f"{name}{{{_row_labels(metric.labelnames, labelvalues)}}} {value_text}\n"
+
+
 def _rows(metric: RowsFamily) -> list[str]:
+    if metric.lines is not None and len(metric.lines) == len(metric.rows):
+        return metric.lines
     name = _name(metric.name + SAMPLE_SUFFIX.get(metric.type, ""))
     names = metric.labelnames
     if not names:

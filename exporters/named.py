@@ -25,7 +25,7 @@ from typing import Iterable, Iterator, Sequence
 from prometheus_client.core import Metric
 
 from advisor.facts import KStat
-from advisor.exporters.exposition import RowsFamily
+from advisor.exporters.exposition import RowsFamily, row_line
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,9 @@ class KStatSpec:
         return re.compile(self.gauges), re.compile(self.counters), re.compile(self.bytes)
 
 
+# What `KStatFamilies.written` gives: (fields, rows as (label values, value), their lines)
+Written = tuple[tuple[str, ...], tuple[tuple[tuple[str, ...], float], ...], tuple[str, ...]]
+
 # (metric name, HELP, type, extra label names, their values) of a field, worked out once per process
 _DESCRIBED: dict[tuple[int, str, str], tuple[str, str, str, tuple[str, ...], tuple[str, ...]]] = {}
 
@@ -60,6 +63,7 @@ class KStatFamilies:
         self._gauges, self._counters, self._bytes = _compiled(spec)
         self._families: dict[str, RowsFamily] = {}  # metric name -> family
         self._fields: dict[str, tuple[RowsFamily, tuple[str, ...]]] = {}  # field -> (family, split label values)
+        self._lines_only: KStatFamilies | None = None  # what `written` describes its lines with
 
     def _field(self, name: str) -> tuple[RowsFamily, tuple[str, ...]]:
         metric, doc, typ, labelnames, values = self._describe(name)
@@ -108,6 +112,50 @@ class KStatFamilies:
                 family, extra = fields.get(name) or self._field(name)
                 family.rows.append((labelvalues + extra if extra else labelvalues,
                                     value * scale[name] if name in scale else value))
+
+    def written(self, kstat: KStat, labelvalues: tuple[str, ...], only: Iterable[str] | None = None) -> Written:
+        """(fields, rows, their lines) that `add` would add for `kstat`: for a collector to keep
+        while the kstat stays the same and hand back to `add_written`."""
+        scale = self.spec.scale
+        values = kstat.values
+        names = values if only is None else [n for n in only if n in values]
+        fields, rows, lines = [], [], []
+        # families of their own, which nothing is added to: these must come into being in the
+        # order add_written meets their fields, as add's would
+        if self._lines_only is None:
+            self._lines_only = KStatFamilies(self.spec, self.labelnames, self.source)
+        describe = self._lines_only
+        for name in names:
+            value = values[name]
+            if isinstance(value, int):
+                family, extra = describe._fields.get(name) or describe._field(name)
+                row = (labelvalues + extra if extra else labelvalues, value * scale[name] if name in scale else value)
+                fields.append(name)
+                rows.append(row)
+                lines.append(row_line(family, *row))
+        return tuple(fields), tuple(rows), tuple(lines)
+
+    def add_written(self, kept: Sequence[Written]) -> None:
+        """`add` for each kstat that `written` described, in order, on families not added to
+        before: a family at a time when all have the same fields, each its own family (the usual
+        case), else a row at a time."""
+        if not kept:
+            return
+        first = kept[0][0]
+        families = [(self._fields.get(name) or self._field(name))[0] for name in first]
+        if (all(k[0] == first for k in kept) and len(set(map(id, families))) == len(families)
+                and not any(f.rows for f in families)):
+            for i, family in enumerate(families):
+                family.rows = [k[1][i] for k in kept]
+                family.lines = [k[2][i] for k in kept]
+            return
+        for fields, rows, lines in kept:
+            for name, row, line in zip(fields, rows, lines):
+                family = (self._fields.get(name) or self._field(name))[0]
+                family.rows.append(row)
+                if family.lines is None:
+                    family.lines = []
+                family.lines.append(line)
 
     def __iter__(self) -> Iterator[Metric]:
         return iter(self._families.values())

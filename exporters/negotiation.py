@@ -4,16 +4,17 @@ The collectors render the Prometheus text format 0.0.4 (and cache parts of it). 
 Accept prefers OpenMetrics, as Prometheus does by default, gets that text rewritten: counter
 families named without `_total` in HELP/TYPE (the samples keep it), `_info` gauges as the
 `info` type, double quotes escaped in HELP, `# EOF` at the end. `Accept-Encoding: gzip` gets
-the body gzipped, as node_exporter and client_golang do. Runs in a worker thread with render.
+the body gzipped, as node_exporter and client_golang do (exporters/collector.py keeps the text
+compressed: the gzip body is its segments in one member). Runs in a worker thread with render.
 """
 from __future__ import annotations
 
-import zlib
 from typing import Iterable, Iterator, Mapping
 
 TEXT_0_0_4 = "text/plain; version=0.0.4; charset=utf-8"
 OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
-GZIP_LEVEL = 6  # zlib's default: 183 KB -> 19 KB for a lab host (docs/metrics.md)
+GZIP_LEVEL = 6  # zlib's default: 183 KB -> 19 KB for a lab host (docs/metrics.md); the command-built text is kept
+# compressed at it (once per command run); what a scrape renders anew at zlib's fastest (advisor/deflated.py LEVEL)
 
 
 def _media_ranges(accept: str) -> list[tuple[str, dict[str, str]]]:
@@ -86,6 +87,19 @@ def _rewritten(text: bytes) -> list[bytes | memoryview]:
     return out
 
 
+def openmetrics_parts(parts: Iterable[bytes]) -> Iterator[bytes | memoryview]:
+    """The parts with their HELP and TYPE lines in OpenMetrics form, a part at a time; each part
+    must hold whole families (a HELP line, its TYPE line and their samples together)."""
+    for part in parts:
+        if part:
+            yield from _rewritten(part)
+
+
+def openmetrics_end(last: bytes) -> bytes:
+    """What closes an OpenMetrics exposition whose last non-empty part is `last`."""
+    return (b"" if last.endswith(b"\n") or not last else b"\n") + b"# EOF\n"
+
+
 def openmetrics_stream(parts: Iterable[bytes]) -> Iterator[bytes | memoryview]:
     """`to_openmetrics` of the parts' concatenation, a part at a time; each part must hold
     whole families (a HELP line, its TYPE line and their samples together)."""
@@ -94,8 +108,7 @@ def openmetrics_stream(parts: Iterable[bytes]) -> Iterator[bytes | memoryview]:
         if part:
             yield from _rewritten(part)
             last = part
-    yield b"" if last.endswith(b"\n") or not last else b"\n"
-    yield b"# EOF\n"
+    yield openmetrics_end(last)
 
 
 def accepts_gzip(accept_encoding: str | None) -> bool:
@@ -111,12 +124,6 @@ def accepts_gzip(accept_encoding: str | None) -> bool:
 def variant(headers: Mapping[str, str]) -> tuple[bool, bool]:
     """(OpenMetrics?, gzip?) for a scrape with these request headers."""
     return wants_openmetrics(headers.get("Accept")), accepts_gzip(headers.get("Accept-Encoding"))
-
-
-def gzipped_parts(parts: Iterable[bytes | memoryview]) -> bytes:
-    """The gzip member of the parts' concatenation, compressed part by part (no joined copy)."""
-    compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
-    return b"".join([*(compressor.compress(p) for p in parts), compressor.flush()])
 
 
 def response_headers(openmetrics: bool, gzip_it: bool) -> dict[str, str]:

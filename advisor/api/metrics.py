@@ -15,15 +15,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-from typing import Iterable
 
 from aiohttp import web
 
 from advisor.server.bodies import Body, body_response
 from advisor.appkeys import BODIES, CHANGES, EXPORTER, FACTS, RECOGNISER, RUNTIME, SETTINGS
-from advisor.deflated import Deflated
 from advisor.exporters.base import Scrape
-from advisor.exporters.negotiation import gzipped_parts, openmetrics_stream, response_headers, variant
+from advisor.exporters.collector import FactsCollector
+from advisor.exporters.negotiation import response_headers, variant
 from advisor.facts import Host
 from advisor.probe.stats import ProbeStats, probe_stats
 from advisor.store.db import StoreError
@@ -98,7 +97,7 @@ async def get_metrics(request: web.Request) -> web.Response:
             recognised=recognised,
             store_rows_skipped=tuple(rows_skipped().items()),
         )
-        return await asyncio.to_thread(_rendered, app[EXPORTER].render_parts(scrape), openmetrics, gzip_it)
+        return await asyncio.to_thread(_rendered, app[EXPORTER], scrape, openmetrics, gzip_it)
 
     body = await bodies.get(collection, (stale, openmetrics, gzip_it, runtime.generation, changes.generation,
                                           recognised),
@@ -106,9 +105,9 @@ async def get_metrics(request: web.Request) -> web.Response:
     return body_response(body, response_headers(openmetrics, gzip_it))
 
 
-def _rendered(parts: Iterable[bytes], openmetrics: bool, gzip_it: bool) -> Body:
-    """The text's parts, as they are rendered, into the variant asked for: gzip, or kept deflated
-    for a client that wants it plain (inflated a segment at a time as sent, advisor/deflated.py);
-    the whole text is never held at once."""
-    pieces = openmetrics_stream(parts) if openmetrics else parts
-    return gzipped_parts(pieces) if gzip_it else Deflated.of_stream(pieces)
+def _rendered(exporter: FactsCollector, scrape: Scrape, openmetrics: bool, gzip_it: bool) -> Body:
+    """The variant asked for: the text kept deflated (advisor/deflated.py), sent inflated a
+    segment at a time to a client that wants it plain, or as it is in one gzip member; the
+    whole text is never held at once, and the segments of unchanged collectors are reused."""
+    body = exporter.encoded(scrape, openmetrics)
+    return body.gzip_parts() if gzip_it else body

@@ -71,13 +71,13 @@ def read_iostats(files: HostFiles, pool: str) -> KStat | None:
     return parse_named_kstat(text)
 
 
-# path -> (digest of the file's text, dataset name, parsed counters) as last read; a digest, not
+# path -> (digest of the file's bytes, dataset name, parsed counters) as last read; a digest, not
 # the text: at 10,000 datasets the texts alone were 11.5 MB (tracemalloc, docs/reliability.md)
 ObjsetCache = dict[str, tuple[bytes, str, KStat]]
 
 
-def _digest(text: str) -> bytes:
-    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+def _digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 def read_objsets(
@@ -103,18 +103,18 @@ def read_objsets(
             continue
         path = directory + entry
         try:
-            text = files.read_text(path)
+            data = files.read_bytes(path)  # decoded only when it changed
         except OSError:
             continue
         cached = previous.get(path)
-        digest = _digest(text)
+        digest = _digest(data)
         if cached is not None and cached[0] == digest:
             _put(found, cached[1], cached[2], twice)
             if cache is not None:  # always: `previous` is empty without a cache
                 cache[path] = cached
             continue
         try:
-            kstat = parse_named_kstat(text)
+            kstat = parse_named_kstat(data.decode("utf-8", errors="replace"))
         except ParseError as exc:
             if errors is not None:
                 errors.append(f"{entry}: {exc}")
