@@ -9,7 +9,8 @@ On each, as the CLI serves a replay (`python -m advisor serve --root DIR`, an em
 directory, on 127.0.0.1):
 
 - cold start: from the service process's start to its first /recommend?workload=postgres
-  answered, wall and the service's CPU by then (default settings, the model on as shipped);
+  answered, wall and the service's CPU by then (default settings, the model on as shipped),
+  3 starts: the median, the minimum (the least waiting for a CPU) and the median CPU;
 - /recommend?workload=postgres at 1, 10 and 50 clients (`--clients`), each paced at 2 requests/s
   (load.py's clients), for `--seconds`, without and with a Prometheus scrape every 15 s (the
   first at once): p50 / p99 ms, and the service's CPU per request (utime+stime of its process,
@@ -22,14 +23,15 @@ directory, on 127.0.0.1):
   client asking every 50 ms meanwhile;
 - node_exporter's zfs collector (Debian's prometheus-node-exporter, `--collector.disable-defaults
   --collector.zfs --path.procfs <the snapshot's proc/>`) scraped the same way, on the same files;
-- peak RSS of each service; `zfs-advisor recommend --workload postgres` on the command line:
-  wall and CPU (median of 3 runs).
+- peak RSS of each service; `zfs-advisor recommend --workload postgres` on the command line,
+  3 runs, as the cold start.
 
 CPU beside every wall time: on a busy machine, waiting for a CPU shows in the wall times only.
 The Python modules are compiled once into a cache of the run (PYTHONPYCACHEPREFIX), as an
 installed program's are. Then a second table: the targets of issue #54 and whether each is met
-(a target of a dataset count not measured is "not measured"). Exits 1 when one is missed.
-`--quick`: 100 and 1,000 datasets, 5 s per load, 3 scrapes, 1 CLI run.
+(a target of a dataset count not measured is "not measured"; a wall time is judged on its
+median, and beside it whether the CPU time alone is within the target). Exits 1 when one is
+missed. `--quick`: 100 and 1,000 datasets, 5 s per load, 3 scrapes, 1 start and 1 CLI run.
 """
 from __future__ import annotations
 
@@ -47,6 +49,7 @@ import time
 import urllib.request
 import zlib
 from pathlib import Path
+from typing import NamedTuple
 
 import aiohttp
 
@@ -61,7 +64,7 @@ METRICS_HEADERS = load.ENDPOINTS["/metrics"]
 PLAIN = load.ENDPOINTS[RECOMMEND]
 PACED_RATE = 2.0  # requests/s per client
 SCRAPE_INTERVAL = 15.0
-CLI_RUNS = 3
+RUNS = 3  # cold starts and CLI runs per dataset count
 # facts_max_age_seconds=0: every scrape collects (as `run`); one background command run, at start
 SCRAPE_ENV = {"ZFS_ADVISOR_FACTS_MAX_AGE_SECONDS": "0", "ZFS_ADVISOR_COMMANDS_INTERVAL_SECONDS": "3600",
               "ZFS_ADVISOR_METRICS_SCRAPE_DEADLINE_SECONDS": "120"}
@@ -75,15 +78,35 @@ def pick(values: list[float], q: float) -> float:
 
 # ---- start-up and the command line -------------------------------------------------------------
 
-def cold_start(root: Path, state: Path) -> tuple:
-    """The default service, started and timed to its first /recommend answer: (proc, port, s, CPU s)."""
-    started = time.monotonic()
-    proc, port = load.serve(root, state, {}, ready=RECOMMEND)
-    return proc, port, time.monotonic() - started, cpu_seconds(proc.pid)
+class Runs(NamedTuple):
+    """Wall and CPU seconds of repeated runs: the median says what one sees, the minimum what the
+    code costs with the least waiting for a CPU."""
+    walls: list[float]
+    cpus: list[float]
+
+    def cell(self) -> str:
+        return (f"{statistics.median(self.walls):.2f} (min {min(self.walls):.2f}; "
+                f"CPU {statistics.median(self.cpus):.2f})")
 
 
-def cli_recommend(root: Path, runs: int) -> tuple[float, float]:
-    """Median wall and CPU seconds of `zfs-advisor recommend --workload postgres` on the snapshot."""
+def cold_starts(root: Path, work: Path, runs: int) -> tuple[subprocess.Popen, int, Runs]:
+    """The default service started `runs` times, each timed to its first /recommend answer (and
+    its CPU by then); the last one is left running."""
+    walls, cpus = [], []
+    for i in range(runs):
+        (state := work / f"state{i}").mkdir()
+        started = time.monotonic()
+        proc, port = load.serve(root, state, {}, ready=RECOMMEND)
+        walls.append(time.monotonic() - started)
+        cpus.append(cpu_seconds(proc.pid))
+        if i < runs - 1:
+            proc.terminate()
+            proc.wait(timeout=30)
+    return proc, port, Runs(walls, cpus)
+
+
+def cli_recommend(root: Path, runs: int) -> Runs:
+    """`zfs-advisor recommend --workload postgres` on the snapshot, `runs` times."""
     walls, cpus = [], []
     for _ in range(runs):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -94,7 +117,7 @@ def cli_recommend(root: Path, runs: int) -> tuple[float, float]:
         walls.append(time.monotonic() - started)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
-    return statistics.median(walls), statistics.median(cpus)
+    return Runs(walls, cpus)
 
 
 # ---- /recommend under paced clients ------------------------------------------------------------
@@ -208,9 +231,8 @@ def scrape_rows(pid: int, port: int, root: Path, count: int) -> dict:
 
 def measure(root: Path, work: Path, args) -> dict:
     col: dict = {}
-    col["cli"] = cli_recommend(root, args.cli_runs)
-    (state := work / "state").mkdir()
-    proc, port, col["cold_s"], col["cold_cpu"] = cold_start(root, state)
+    col["cli"] = cli_recommend(root, args.runs)
+    proc, port, col["cold"] = cold_starts(root, work, args.runs)
     sampler = load.RssSampler(proc.pid)
     sampler.start()
     try:
@@ -265,9 +287,9 @@ def table_rows(cols: dict[int, dict], args) -> list[tuple[str, list[str]]]:
         return f"{r['p50']:.0f} / {r['p99']:.0f} ({r['cpu_ms']:.1f}){errors}"
 
     rows = [
-        ("cold start to the first /recommend, s (service CPU s)", each(lambda c: f"{c['cold_s']:.2f} ({c['cold_cpu']:.2f})")),
-        (f"CLI `recommend --workload postgres`, s (CPU s), median of {args.cli_runs}",
-         each(lambda c: f"{c['cli'][0]:.2f} ({c['cli'][1]:.2f})")),
+        (f"cold start to the first /recommend, s: median of {args.runs} (min; service CPU)",
+         each(lambda c: c["cold"].cell())),
+        (f"CLI `recommend --workload postgres`, s: median of {args.runs} (min; CPU)", each(lambda c: c["cli"].cell())),
     ]
     for clients in args.clients:
         for scrapes in (False, True):
@@ -292,17 +314,25 @@ def table_rows(cols: dict[int, dict], args) -> list[tuple[str, list[str]]]:
     return rows
 
 
-def targets(cols: dict[int, dict], args) -> list[tuple[str, str, bool | None]]:
-    """(target, measured, met: None when its dataset count was not measured)."""
+class Verdict(NamedTuple):
+    target: str
+    measured: str
+    met: bool | None  # None: its dataset count was not measured
+    cpu_met: bool | None = None  # a wall-time target: whether the service's CPU alone stays within it
+
+
+def targets(cols: dict[int, dict], args) -> list[Verdict]:
+    """The issue's targets against the columns; a wall time is judged on its median."""
     big, small = cols.get(10000), cols.get(min(cols))
-    out: list[tuple[str, str, bool | None]] = []
+    out: list[Verdict] = []
 
     def add(name: str, col: dict | None, value, limit: float, fmt: str) -> None:
         if col is None:
-            out.append((name, "not measured", None))
+            out.append(Verdict(name, "not measured", None))
+        elif isinstance(v := value(col), Runs):
+            out.append(Verdict(name, v.cell(), statistics.median(v.walls) <= limit, statistics.median(v.cpus) <= limit))
         else:
-            v = value(col)
-            out.append((name, fmt.format(v), v <= limit))
+            out.append(Verdict(name, fmt.format(v), v <= limit))
 
     add("10,000 datasets: /metrics CPU per scrape <= 250 ms", big, lambda c: c["advisor"]["same"]["cpu_ms"], 250, "{:.0f} ms")
     add("10,000 datasets, a tenth of kstats changing: /metrics CPU per scrape <= 350 ms", big,
@@ -313,9 +343,9 @@ def targets(cols: dict[int, dict], args) -> list[tuple[str, str, bool | None]]:
                 big, lambda c, s=scrapes: c[("recommend", 50, s)]["p99"], 50, "{:.0f} ms")
     add(f"10,000 datasets: dataset= answer (p50) within 2x of {min(cols)} datasets", big if small else None,
         lambda c: c["dataset"]["p50"] / small["dataset"]["p50"], 2.0, "{:.1f}x")
-    add(f"cold first /recommend <= 1 s at {min(cols)} datasets", small, lambda c: c["cold_s"], 1.0, "{:.2f} s")
-    add("cold first /recommend <= 3 s at 10,000 datasets", big, lambda c: c["cold_s"], 3.0, "{:.2f} s")
-    add(f"CLI recommend <= 1 s at {min(cols)} datasets", small, lambda c: c["cli"][0], 1.0, "{:.2f} s")
+    add(f"cold first /recommend <= 1 s at {min(cols)} datasets", small, lambda c: c["cold"], 1.0, "")
+    add("cold first /recommend <= 3 s at 10,000 datasets", big, lambda c: c["cold"], 3.0, "")
+    add(f"CLI recommend <= 1 s at {min(cols)} datasets", small, lambda c: c["cli"], 1.0, "")
     add("/healthz p99 <= 100 ms during a 10,000-dataset scrape", big, lambda c: c["advisor"]["same"]["healthz_p99"], 100,
         "{:.0f} ms")
     worst = max(cols, key=lambda n: cols[n]["rss"])
@@ -332,12 +362,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", default="1,10,50", help="comma-separated paced client counts")
     parser.add_argument("--dataset", default="tank/pg", help="the recorded dataset of the dataset= row")
     parser.add_argument("--no-node-exporter", dest="node_exporter", action="store_false")
-    parser.add_argument("--quick", action="store_true", help="100 and 1,000 datasets, 5 s loads, 3 scrapes, 1 CLI run")
+    parser.add_argument("--quick", action="store_true", help="100 and 1,000 datasets, 5 s loads, 3 scrapes, 1 start and 1 CLI run")
     args = parser.parse_args(argv)
     args.datasets = args.datasets or ("100,1000" if args.quick else "100,1000,10000")
     args.seconds = args.seconds or (5.0 if args.quick else 20.0)
     args.scrapes = args.scrapes or (3 if args.quick else 10)
-    args.cli_runs = 1 if args.quick else CLI_RUNS
+    args.runs = 1 if args.quick else RUNS
     args.clients = [int(x) for x in args.clients.split(",")]
     snapshot = args.snapshot or load.default_snapshot()
     with tempfile.TemporaryDirectory(prefix="zfs-advisor-speed-") as tmp:
@@ -362,12 +392,16 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|" + "---:|" * len(cols))
     for label, cells in table_rows(cols, args):
         print(f"| {label} | " + " | ".join(cells) + " |")
-    print("\n| target | measured | met |\n|---|---:|---|")
+    print("\n| target | measured | met | met by the CPU time alone |\n|---|---:|---|---|")
     missed = 0
-    for name, value, met in targets(cols, args):
-        print(f"| {name} | {value} | {'-' if met is None else 'yes' if met else '**no**'} |")
-        missed += met is False
+    for v in targets(cols, args):
+        print(f"| {v.target} | {v.measured} | {_yes_no(v.met)} | {_yes_no(v.cpu_met)} |")
+        missed += v.met is False
     return 1 if missed else 0
+
+
+def _yes_no(met: bool | None) -> str:
+    return "-" if met is None else "yes" if met else "**no**"
 
 
 if __name__ == "__main__":
