@@ -379,7 +379,9 @@ def main(argv: list[str] | None = None) -> int:
         cols: dict[int, dict] = {}
         recorded = len(objsets(snapshot))
         for n in [0] + [int(x) for x in args.datasets.split(",")]:
-            root = snapshot if n == 0 else scale_snapshot.scale(snapshot, Path(tmp) / f"n{n}", n)
+            # a copy even of the recording as it is: the scrapes with kstats changing write to it
+            root = (shutil.copytree(snapshot, Path(tmp) / "recorded") if n == 0
+                    else scale_snapshot.scale(snapshot, Path(tmp) / f"n{n}", n))
             (work := Path(tmp) / f"work{n}").mkdir()
             print(f"[speed] {n or recorded} datasets ...", file=sys.stderr, flush=True)
             cols[n or recorded] = measure(root, work, args)
