@@ -104,8 +104,11 @@ async def _background_refresh(app: web.Application) -> AsyncIterator[None]:
     await asyncio.to_thread(app[CHANGES].load)
 
     async def after_refresh(commands: CommandFacts) -> None:
-        await metrics.warm(app, app[FACTS].command_host(commands), commands.finished_at)
+        # The collection first (the change tracker's sample, which requests share), then the
+        # exporter's render: rendering first made the first /recommend after start-up wait for it
+        # too (at 10,000 datasets 0.45 s of 2.5 s of CPU); a scrape before the render renders alone.
         await _observe_changes(app, commands)
+        await metrics.warm(app, app[FACTS].command_host(commands), commands.finished_at)
         await asyncio.to_thread(release_freed_memory)  # the parse's and the render's temporaries
         heap.freeze()  # the new facts are long-lived: out of the full GC passes (advisor/server/limits.py)
 

@@ -68,7 +68,8 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-def serve(root: Path, state: Path, extra_env: dict[str, str]) -> tuple[subprocess.Popen, int]:
+def serve(root: Path, state: Path, extra_env: dict[str, str], ready: str = "/metrics") -> tuple[subprocess.Popen, int]:
+    """The service on a free loopback port, once `ready` answers 200 (/metrics: after the first collection)."""
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO), "ZFS_ADVISOR_STATE_DIR": str(state),
            "ZFS_ADVISOR_LOG_LEVEL": "warning", **extra_env}
@@ -83,14 +84,15 @@ def serve(root: Path, state: Path, extra_env: dict[str, str]) -> tuple[subproces
         if proc.poll() is not None:
             raise SystemExit(f"service exited: {log.read_text(errors='replace')[-4000:]}")
         try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", "/metrics")  # waits for the first collection
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            conn.request("GET", ready)
             if conn.getresponse().status == 200:
                 return proc, port
         except OSError:
-            time.sleep(0.2)
+            pass
+        time.sleep(0.02)  # short: speed.py times the start-up with this loop
     proc.kill()
-    raise SystemExit("service did not answer /metrics within 120 s")
+    raise SystemExit(f"service did not answer {ready} within 120 s")
 
 
 def healthz_prober(port: int, stop, result) -> None:
