@@ -101,6 +101,9 @@ def _logged(vm, steps: Steps, argv: list[str]):
     said = [l for l in (result.stderr + result.stdout).splitlines() if l.startswith("zfs-advisor: ")]
     last = said[-1:] or (result.stderr.strip() or result.stdout.strip()).splitlines()[-1:]
     steps.log(f"{' '.join(a for a in argv if a != 'env' and '=' not in a)}: rc {result.rc}; {last[0] if last else ''}", t)
+    for line in (result.stdout + result.stderr).splitlines():  # what an admin would see warned about
+        if line.startswith(("W: ", "N: ")) or "warning" in line.lower():
+            print(f"    {line}", flush=True)
     return result
 
 
