@@ -31,7 +31,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def installed(lab_vm):
-    """The package installed with `apt-get install ./zfs-advisor_<version>_all.deb` (what
+    """The package installed with `apt-get install ./zfs-advisor_<version>_amd64.deb` (what
     docs/deploy.md says; apt resolves its dependencies from the image, the VM has no network)."""
     vm, steps = lab_vm, Steps()
     t = time.monotonic()
