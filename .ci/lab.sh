@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The lab tier: real OpenZFS 2.1 and 2.3 in qemu VMs (tests/lab, docs/lab.md).
+# The lab tier: real OpenZFS 2.1 and 2.3 in qemu VMs, and the Debian package on the Debian 13
+# line (tests/lab, docs/lab.md).
 # Installs what the host needs, builds or reuses the cached images, runs the
 # lab tests, and prints how long each stage took.
 #
-#   .ci/lab.sh                      # both OpenZFS lines, every layout
+#   .ci/lab.sh                      # every line (2.1, 2.3, debian13), every layout
 #   ZFS_ADVISOR_LAB_ZFS=2.3 ZFS_ADVISOR_LAB_LAYOUTS=ssd-mirror2x2 .ci/lab.sh
 #   .ci/lab.sh --images-only        # host packages and images, no tests (tests/run starts this
 #                                   # beside the unit tiers)
@@ -37,10 +38,10 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 stage "host packages"
 
-lines=${ZFS_ADVISOR_LAB_ZFS:-2.1,2.3}
+lines=${ZFS_ADVISOR_LAB_ZFS:-2.1,2.3,debian13}
 for line in ${lines//,/ }; do
     tests/lab/build-image --zfs "$line"
-    stage "image OpenZFS $line"
+    stage "image $line"
 done
 
 if [ "$images_only" = 1 ]; then

@@ -74,7 +74,7 @@ def _order_by_vm(items: list[pytest.Item]) -> None:
     """Every test of one OpenZFS line, then the next, layout by layout: each switch of
     line is a boot (minutes), each switch of layout a pool creation; a test that wrecks
     the VM comes last on its line.  Stable: tests keep their order within a (line, layout)."""
-    lines = list(labimage.ZFS_LINES)
+    lines = list(labimage.LINES)  # the Debian 13 line's last
     layouts = labparams.selected_layouts()
 
     def key(item: pytest.Item) -> tuple[int, int, int]:

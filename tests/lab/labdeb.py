@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from labservice import REPO, SERVICE, wait_running
+from labservice import FIND_NAMED, REPO, SERVICE, existing, wait_running
 
 from advisor import __version__
 
@@ -62,21 +62,48 @@ def guest_path(vm, deb: Path) -> str:
     return f"{vm.copy_in(deb, GUEST_DEBS)}"
 
 
-def packages(vm, out: Path) -> tuple[dict[str, str], list[Path]]:
-    """({version: the package's path in the VM}, the files built here, to remove afterwards)."""
+def packages(vm, out: Path, *, broken: bool = True) -> tuple[dict[str, str], list[Path]]:
+    """({version: the package's path in the VM}, the files built here, to remove afterwards); the
+    broken one only if asked for."""
     base = Path(os.environ["ZFS_ADVISOR_DEB"]) if os.environ.get("ZFS_ADVISOR_DEB") else build(out)
-    debs = {__version__: base, UPGRADE: build(out, "--version", UPGRADE),
-            BROKEN: build(out, "--version", BROKEN, "--broken-for-test")}
+    debs = {__version__: base, UPGRADE: build(out, "--version", UPGRADE)}
+    if broken:
+        debs[BROKEN] = build(out, "--version", BROKEN, "--broken-for-test")
     return {v: guest_path(vm, deb) for v, deb in debs.items()}, [d for d in debs.values() if d.parent == out]
 
 
+def footprint(vm) -> dict[str, set[str]]:
+    """Before an install: what is named after the service anywhere, and every path under TREES."""
+    return {"named": set(vm.exec(FIND_NAMED, timeout=180).stdout.split()),
+            "trees": set(vm.exec(TREES, timeout=300, check=True).stdout.split())}
+
+
+def left_after_purge(vm, before: dict[str, set[str]]) -> tuple[set[str], set[str], set[str]]:
+    """(the package's PATHS still there, named after it and new since `before`, new under TREES)."""
+    return (existing(vm, PATHS), set(vm.exec(FIND_NAMED, timeout=180).stdout.split()) - before["named"],
+            set(vm.exec(TREES, timeout=300, check=True).stdout.split()) - before["trees"])
+
+
 def dpkg(vm, steps: Steps, *args: str):
+    return _logged(vm, steps, ["dpkg", *args])
+
+
+def apt_get(vm, steps: Steps, *args: str):
+    """apt-get -y as an admin runs it (a package's file as its argument: apt installs it, resolving its
+    dependencies from what the VM has; the lab VM has no network)."""
+    return _logged(vm, steps, ["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-y", "-q", *args])
+
+
+def _logged(vm, steps: Steps, argv: list[str]):
     t = time.monotonic()
-    result = vm.exec(["dpkg", *args], timeout=900)
+    result = vm.exec(argv, timeout=900)
     # its last word, or the postinst's (zfs-advisor: ...) when it failed
     said = [l for l in (result.stderr + result.stdout).splitlines() if l.startswith("zfs-advisor: ")]
     last = said[-1:] or (result.stderr.strip() or result.stdout.strip()).splitlines()[-1:]
-    steps.log(f"dpkg {' '.join(args)}: rc {result.rc}; {last[0] if last else ''}", t)
+    steps.log(f"{' '.join(a for a in argv if a != 'env' and '=' not in a)}: rc {result.rc}; {last[0] if last else ''}", t)
+    for line in (result.stdout + result.stderr).splitlines():  # what an admin would see warned about
+        if line.startswith(("W: ", "N: ")) or "warning" in line.lower():
+            print(f"    {line}", flush=True)
     return result
 
 

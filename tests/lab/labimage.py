@@ -1,10 +1,14 @@
 """Where the lab images live and which one belongs to the current recipe.
 
-An image is keyed by the OpenZFS line (2.1, 2.3) and a hash of everything that
-goes into it (tests/lab/recipe/*, tests/lab/vm-requirements.txt).  Its folder
-name also carries the kernel and exact ZFS version it ended up with:
+An image is keyed by its line and a hash of everything that goes into it.  The
+OpenZFS lines (2.1, 2.3) are Debian bookworm with the project's venv, every lab
+test's VM (tests/lab/recipe/*.sh, tests/lab/vm-requirements.txt).  The Debian 13
+line (debian13) is trixie as it comes: its kernel, OpenZFS and Python, for the
+Debian package's tests only (tests/lab/recipe/debian13/*.sh and recipe/common.sh;
+its own files, so that adding it changed neither the 2.1 nor the 2.3 key):
 
     $ZFS_ADVISOR_LAB_CACHE/images/zfs<line>-<recipe-hash>/   (complete images only)
+    $ZFS_ADVISOR_LAB_CACHE/images/debian13-<recipe-hash>/
         root.qcow2  vmlinuz  initrd.img  id_lab  id_lab.pub  image.json
 
 Editing the recipe changes the hash, so the next build-image rebuilds and
@@ -22,29 +26,56 @@ from pathlib import Path
 LAB_DIR = Path(__file__).resolve().parent
 REPO_ROOT = LAB_DIR.parent.parent
 RECIPE_FILES = sorted((LAB_DIR / "recipe").glob("*.sh")) + [LAB_DIR / "vm-requirements.txt"]
-ZFS_LINES = ("2.1", "2.3")
+ZFS_LINES = ("2.1", "2.3")  # lab tests without named lines run on these
+DEBIAN13 = "debian13"  # only the tests that name it run on it
+LINES = (*ZFS_LINES, DEBIAN13)  # the order lab tests run in
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """The two stages that make a line's image, and the files its cache keys hash."""
+    base_script: Path
+    line_script: Path
+    files: tuple[Path, ...]
+    base_prefix: str  # of the cached base rootfs's folder under work/ (one never the start of another)
+    image_prefix: str  # of the image folder before its hash
+
+
+def recipe(line: str) -> Recipe:
+    if line == DEBIAN13:
+        own = LAB_DIR / "recipe" / "debian13"
+        return Recipe(own / "base.sh", own / "zfs.sh",
+                      (LAB_DIR / "recipe" / "common.sh", *sorted(own.glob("*.sh"))), "trixie-base-", f"{line}-")
+    return Recipe(LAB_DIR / "recipe" / "base.sh", LAB_DIR / "recipe" / "zfs.sh", tuple(RECIPE_FILES),
+                  "base-", f"zfs{line}-")
 
 
 def cache_dir() -> Path:
     return Path(os.environ.get("ZFS_ADVISOR_LAB_CACHE", "/var/cache/zfs-advisor-lab"))
 
 
-def recipe_hash(zfs_line: str | None = None) -> str:
-    """Hash of the recipe files (and the ZFS line, if given)."""
+def _hash(files: tuple[Path, ...], zfs_line: str | None) -> str:
     h = hashlib.sha256()
-    for path in RECIPE_FILES:
+    for path in files:
         h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     if zfs_line:
         h.update(b"zfs=" + zfs_line.encode())
     return h.hexdigest()[:12]
 
 
-def base_key() -> str:
-    return f"base-{recipe_hash()}"
+def recipe_hash(zfs_line: str | None = None) -> str:
+    """Hash of the recipe files of the line (of the bookworm lines' base, without a line)."""
+    return _hash(recipe(zfs_line or ZFS_LINES[0]).files, zfs_line)
+
+
+def base_key(zfs_line: str | None = None) -> str:
+    """The base rootfs of the line: the OpenZFS lines share one, keyed without a line."""
+    r = recipe(zfs_line or ZFS_LINES[0])
+    return r.base_prefix + _hash(r.files, zfs_line if zfs_line == DEBIAN13 else None)
 
 
 def image_key(zfs_line: str) -> str:
-    return f"zfs{zfs_line}-{recipe_hash(zfs_line)}"
+    return recipe(zfs_line).image_prefix + recipe_hash(zfs_line)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Which (OpenZFS line, layout) pairs the lab tests run on.
 
-ZFS_ADVISOR_LAB_ZFS=2.3 or =2.1,2.3 limits the lines; ZFS_ADVISOR_LAB_LAYOUTS
+ZFS_ADVISOR_LAB_ZFS=2.3 or =2.1,2.3 limits the lines (=debian13: the Debian 13
+line, which runs only the tests that name it); ZFS_ADVISOR_LAB_LAYOUTS
 (comma separated names) limits the layouts, also for tests written for
 named layouts.  Use lab_params() to parametrize
 the lab_vm fixture indirectly.
@@ -18,7 +19,7 @@ import lablayouts
 
 def selected_lines() -> list[str]:
     env = os.environ.get("ZFS_ADVISOR_LAB_ZFS", "")
-    return [l for l in labimage.ZFS_LINES if not env or l in env.split(",")]
+    return [l for l in labimage.LINES if not env or l in env.split(",")]
 
 
 def selected_layouts() -> list[str]:
@@ -28,15 +29,16 @@ def selected_layouts() -> list[str]:
 
 
 def lab_params(layout_names: list[str] | None = None, lines: list[str] | None = None) -> list:
-    """`lines`: the OpenZFS lines a test needs (default: every selected one); long tests that
+    """`lines`: the lines a test needs (default: every selected OpenZFS line, never debian13); long tests that
     behave alike on both lines name one, to keep the lab tier within the CI budget.  A layout
     with `lines` of its own in layouts.toml (the measured prior's) runs on those lines only, and
     in CI (no ZFS_ADVISOR_LAB_LONG=1) on its `ci_lines` only when it names them."""
     selected = selected_layouts()
     names = [n for n in layout_names if n in selected] if layout_names else selected
-    zfs = [z for z in selected_lines() if lines is None or z in lines]
+    zfs = [z for z in selected_lines() if z in (labimage.ZFS_LINES if lines is None else lines)]
     layouts = lablayouts.load()
-    return [pytest.param((z, n), id=f"zfs{z}-{n}") for z in zfs for n in names if _boots(layouts[n], z)]
+    return [pytest.param((z, n), id=f"{z if z == labimage.DEBIAN13 else 'zfs' + z}-{n}")
+            for z in zfs for n in names if _boots(layouts[n], z)]
 
 
 def booted_layouts(line: str) -> list[str]:

@@ -31,9 +31,9 @@ import yaml
 
 from labparams import lab_params, long_jobs
 
-from labdeb import (BROKEN, CONFIG, PATHS, SYSTEMD_MADE, TREES, UNIT_DIR, UNITS, UPGRADE, Steps, dpkg, packages,
-                    release, running_version, serving, status)
-from labservice import FIND_NAMED, REPO, SERVICE, existing, journal, now, port_closed, show, tunnel, wait_running
+from labdeb import (BROKEN, CONFIG, PATHS, SYSTEMD_MADE, UNIT_DIR, UNITS, UPGRADE, Steps, dpkg, footprint,
+                    left_after_purge, packages, release, running_version, serving, status)
+from labservice import REPO, SERVICE, existing, journal, now, port_closed, show, tunnel, wait_running
 
 from advisor import __version__
 from advisor.cli.serve import WEDGE_AFTER, WEDGE_CONSENT, WEDGE_GUARD
@@ -128,8 +128,7 @@ def installed(lab_vm):
     steps.log(f"packages {', '.join(Path(d).name for d in debs.values())}", t)
     # What other lab tests of this VM (probe state dirs, configs) left before this install: not
     # the package's to remove.
-    BEFORE["named"] = set(vm.exec(FIND_NAMED, timeout=180).stdout.split())
-    BEFORE["trees"] = set(vm.exec(TREES, timeout=300, check=True).stdout.split())
+    BEFORE.update(footprint(vm))
     with tunnel(vm) as http:
         try:
             install = dpkg(vm, steps, "-i", debs[__version__])
@@ -711,9 +710,7 @@ def test_purge_leaves_nothing(installed):
     assert result.rc == 0, result.stdout + result.stderr
     t = time.monotonic()
     assert vm.exec("dpkg-query -W zfs-advisor").rc != 0  # not even known to dpkg
-    left = existing(vm, PATHS)
-    stray = set(vm.exec(FIND_NAMED, timeout=180).stdout.split()) - BEFORE["named"]
-    added = set(vm.exec(TREES, timeout=300, check=True).stdout.split()) - BEFORE["trees"]
+    left, stray, added = left_after_purge(vm, BEFORE)
     steps.log(f"purged: unknown to dpkg; left of its paths: {sorted(left) or 'nothing'}; named zfs-advisor "
               f"anywhere and new since before the install: {sorted(stray) or 'nothing'}; new under /etc /opt /usr "
               f"/var/lib: {sorted(added) or 'nothing'}", t)

@@ -60,3 +60,30 @@ def test_ci_boots_a_layout_on_its_ci_lines_alone(monkeypatch):
     assert lablayouts.get("hdd-raidz1x4").ci_lines is None and {"zfs2.1-hdd-raidz1x4", "zfs2.3-hdd-raidz1x4"} <= ids
     # the VM of a line gets the disks of the layouts it boots there
     assert labparams.booted_layouts("2.1") == ["hdd-raidz1x4", "ssd-mirror2x2", "4kn-ashift9"]
+
+
+def test_the_debian13_line_runs_only_the_tests_that_name_it(monkeypatch):
+    import labparams
+
+    monkeypatch.delenv("ZFS_ADVISOR_LAB_ZFS", raising=False)
+    monkeypatch.delenv("ZFS_ADVISOR_LAB_LAYOUTS", raising=False)
+    monkeypatch.delenv("ZFS_ADVISOR_LAB_LONG", raising=False)
+    assert not any(p.id.startswith("debian13-") for p in labparams.lab_params())
+    assert [p.id for p in labparams.lab_params(["ssd-mirror2x2"], lines=["debian13"])] == ["debian13-ssd-mirror2x2"]
+    monkeypatch.setenv("ZFS_ADVISOR_LAB_ZFS", "2.3")
+    assert labparams.lab_params(["ssd-mirror2x2"], lines=["debian13"]) == []
+
+
+def test_the_debian13_recipe_and_the_openzfs_lines_recipe_key_apart():
+    """Editing the trixie recipe rebuilds neither the 2.1 nor the 2.3 image, and the other way round
+    (only recipe/common.sh, the mirror and chroot helpers, is shared)."""
+    import labimage
+
+    bookworm = set(labimage.recipe("2.1").files)
+    assert set(labimage.recipe("2.3").files) == bookworm
+    trixie = set(labimage.recipe("debian13").files)
+    assert bookworm & trixie == {labimage.LAB_DIR / "recipe" / "common.sh"}
+    assert labimage.recipe("debian13").base_script in trixie and labimage.recipe("2.1").base_script in bookworm
+    keys = {labimage.image_key(line) for line in labimage.LINES} | {labimage.base_key(), labimage.base_key("debian13")}
+    assert len(keys) == 5
+    assert labimage.base_key("2.1") == labimage.base_key("2.3") == labimage.base_key()
