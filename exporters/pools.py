@@ -1,7 +1,7 @@
 """Pools: capacity, health, scrub/resilver and the pool I/O counters.
 
-Sources: `zpool get -Hp all` (size, allocated, free, fragmentation, capacity,
-dedupratio, readonly and tuning-relevant properties), `zpool status`
+Sources: `zpool get -Hp all` (size, allocated, free, freeing, leaked, expandsize, fragmentation,
+capacity, dedupratio, readonly and tuning-relevant properties), `zpool status`
 (scan, the errors: line) and /proc/spl/kstat/zfs/<pool>/: `state` (health, read at
 each scrape) and `iostats` (OpenZFS >= 2.1: TRIM counters; from 2.3, with Direct
 I/O, the pool's logical reads and writes and their bytes, through the ARC or direct:
@@ -121,6 +121,12 @@ def _scan(scrape: Scrape, pools: list[Pool]) -> Iterable[Metric]:
     yield from gauges.values()
 
 
+def _bytes(pool: Pool, prop: str) -> int | None:
+    """A byte count among the pool's properties (checked digits: advisor/host/property_domains.py)."""
+    value = pool.properties.get(prop)
+    return int(value) if value is not None and value.isdigit() else None
+
+
 def collect(scrape: Scrape) -> Iterable[Metric]:
     pools = scrape.pools
     src = f"Source: zpool get -Hp all.{CACHED}"
@@ -136,6 +142,14 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
         ("zfs_pool_capacity_ratio", "Allocated / size (zpool get capacity), 0..1", lambda p: p.capacity_ratio),
         ("zfs_pool_deduplication_ratio", "Deduplication ratio (zpool get dedupratio), >= 1", lambda p: p.dedup_ratio),
         ("zfs_pool_readonly", "1 if the pool is imported read-only", lambda p: float(p.readonly)),
+        # zfs_exporter's names; no series where zpool prints `-` (expandsize of a pool that cannot grow)
+        ("zfs_pool_freeing_bytes",
+         "Bytes still to be reclaimed after a dataset or snapshot was destroyed (zpool get freeing)",
+         lambda p: _bytes(p, "freeing")),
+        ("zfs_pool_leaked_bytes", "Bytes not released while freeing but still allocated (zpool get leaked)",
+         lambda p: _bytes(p, "leaked")),
+        ("zfs_pool_expand_size_bytes", "Unused space by which the pool can grow (zpool get expandsize)",
+         lambda p: _bytes(p, "expandsize")),
     )
     for name, doc, value in numeric:
         family = GaugeMetricFamily(name, f"{doc}. {src}", labels=["pool"])

@@ -98,12 +98,13 @@ POOL: dict[str, Domain] = {
     "fragmentation": ("a ratio in percent from 0 to 100", _percent),
     "ashift": (f"0 or from {ASHIFT_MIN} to {ASHIFT_MAX}", _ashift),
     "dedupratio": ("a ratio of at least 1.00", _ratio),
-    **{name: ("an integer of bytes", _size) for name in ("size", "allocated", "free")},
+    **{name: ("an integer of bytes", _size) for name in ("size", "allocated", "free", "freeing", "leaked", "expandsize")},
 }
 # The properties that may print `-` (zfsprops(7), zpoolprops(7)).
 MAY_NOT_APPLY = frozenset({"recordsize", "volblocksize", "volsize", "special_small_blocks", "atime", "relatime", "xattr",
                            "dnodesize", "quota", "refquota", "mountpoint",
-                           "capacity", "fragmentation", "ashift", "dedupratio", "size", "allocated", "free"})
+                           "capacity", "fragmentation", "ashift", "dedupratio", "size", "allocated", "free",
+                           "expandsize"})
 
 
 def check(domains: dict[str, Domain], owner: str, prop: str, value: str) -> None:

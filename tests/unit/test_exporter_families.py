@@ -9,6 +9,7 @@ from support.hosts import LATENCY_ROWS, LATENCY_TEXT, SIZE_TEXT, make_host
 
 from advisor.facts import Host, ZfsInfo
 from advisor.host import zpool_iostat
+from advisor.host.zpool_props import parse_zpool_get, pool_from_properties
 from advisor.exporters.base import ExportOptions, Scrape
 from advisor.exporters.collector import COLLECTORS, FactsCollector
 from advisor.exporters.histograms import buckets
@@ -239,3 +240,18 @@ def test_no_zfs_is_no_data_not_an_error():
     assert all(name.startswith("zfs_advisor_") for name in families)
     success = families["zfs_advisor_scrape_collector_success"].samples
     assert {s.value for s in success} == {1.0}
+
+
+def test_freeing_leaked_and_expandsize_are_zfs_exporters_families_and_a_dash_or_junk_has_no_series():
+    rows = "".join(f"tank\t{p}\t{v}\t-\n" for p, v in
+                   (("health", "ONLINE"), ("freeing", "4096"), ("leaked", "0"), ("expandsize", "-")))
+    rows += "grow\thealth\tONLINE\t-\ngrow\texpandsize\t1073741824\t-\ngrow\tleaked\t12x\t-\n"
+    errors: list[str] = []
+    host = make_host()
+    host.pools = [pool_from_properties(name, props, errors) for name, props in parse_zpool_get(rows).items()]
+    assert errors == ["grow leaked: '12x' is not an integer of bytes"]  # zpool cannot print it: left out, said
+    families = scrape_families(host)
+    assert samples(families, "zfs_pool_freeing_bytes") == {("zfs_pool_freeing_bytes", (("pool", "tank"),)): 4096}
+    assert samples(families, "zfs_pool_leaked_bytes") == {("zfs_pool_leaked_bytes", (("pool", "tank"),)): 0}
+    assert samples(families, "zfs_pool_expand_size_bytes") == {
+        ("zfs_pool_expand_size_bytes", (("pool", "grow"),)): 1073741824}
