@@ -147,3 +147,22 @@ def test_the_answers_collection_has_the_datasets_without_their_objsets_and_the_p
     cache.get("q", answers.host, None, answer_of(answers.host))
     cache.get("q", again.host, None, answer_of(again.host))
     assert cache.builds == 1
+
+
+def test_past_its_age_the_answers_collection_is_served_while_the_next_is_collected_and_past_twice_awaited():
+    async def ages():
+        provider = FactsProvider(str(RECORDING), max_age_seconds=60, commands_interval_seconds=3600)
+        first = await provider.for_answers()
+        provider._answers_at -= 61  # older than its age, younger than twice it
+        served = await provider.for_answers()  # at once: the next one is under way
+        under_way = provider._collecting_answers
+        await under_way
+        refreshed = await provider.for_answers()
+        provider._answers_at -= 121  # older than twice its age: this request waits for fresh facts
+        awaited = await provider.for_answers()
+        return first, served, under_way, refreshed, awaited
+
+    first, served, under_way, refreshed, awaited = asyncio.run(ages())
+    assert served is first and under_way is not None
+    assert refreshed is not first and refreshed is under_way.result()
+    assert awaited is not refreshed
