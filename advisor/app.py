@@ -16,7 +16,7 @@ from typing import AsyncIterator
 
 from aiohttp import web
 
-from advisor import systemd
+from advisor.process import systemd
 from advisor.api import (changes, efficiency, facts, health, metrics, openapi, page, plan, pools, probes, recommend,
                         workloads)
 from advisor.api.auth import auth_middleware
@@ -25,7 +25,7 @@ from advisor.server.errors import error_middleware
 from advisor.server.passwords import PasswordChecks
 from advisor.server.bodies import Bodies
 from advisor.server.limits import HeapFreezer, WorkLimiter
-from advisor.memory import release_freed_memory
+from advisor.process.memory import release_freed_memory
 from advisor.engine.answer_cache import AnswerCache
 from advisor.appkeys import (ANSWERS, BODIES, CHANGES, EXPORTER, FACTS, LIMITER, MODEL, OPENAPI_JSON, PASSWORDS, RECOGNISER,
                              RULEBOOK, RUNTIME, SETTINGS, WEB_CONFIG)

@@ -24,7 +24,7 @@ from advisor.appkeys import EXPORTER, MODEL, RULEBOOK, RUNTIME, SETTINGS, WEB_CO
 from advisor.runtime import Runtime, client_ca_digest
 from advisor.engine.advice import Advice
 from advisor.exporters.base import ExportOptions
-from advisor.logs import setup_logging
+from advisor.process.logs import setup_logging
 from advisor.settings import Settings, SettingsError
 from advisor.tlscheck import set_versions
 from advisor.webconfig import TLS_VERSIONS, WebConfig, check_exposure, load_web_config

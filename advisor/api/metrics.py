@@ -28,10 +28,10 @@ from advisor.probe.stats import ProbeStats, probe_stats
 from advisor.store.db import StoreError
 from advisor.store.health import rows_skipped
 from advisor.store.probes import read_existing
-from advisor.logs import RateLimitedLog
+from advisor.process.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
-# said again on every request while it lasts: once a minute, with a count (advisor/logs.py)
+# said again on every request while it lasts: once a minute, with a count (advisor/process/logs.py)
 _repeated = RateLimitedLog(log, interval=60.0)
 routes = web.RouteTableDef()
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from advisor.cli.common import add_subcommand, settings
 from advisor.engine.loader import load_rulebook
 from advisor.engine.measured import same_value
-from advisor.logs import setup_logging
+from advisor.process.logs import setup_logging
 from advisor.probe.profiler import (CandidateChooser, Outcome, Profiler, choose_candidates, dataset_reference,
                                     profiler_config)
 from advisor.probe.candidates import Candidate

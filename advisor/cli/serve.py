@@ -12,16 +12,17 @@ from typing import Callable, Mapping
 
 from aiohttp import web
 
-from advisor import __version__, systemd
+from advisor import __version__
+from advisor.process import systemd
 from advisor.server.connections import GuardedSite
 from advisor.server.errors import JsonErrorAppRunner, loop_exception_handler
 from advisor.server.limits import favour_the_event_loop
 from advisor.server.stopping import REQUESTS_GRACE_SECONDS, exit_by_deadline
-from advisor.memory import keep_big_blocks_apart
+from advisor.process.memory import keep_big_blocks_apart
 from advisor.appkeys import WEB_CONFIG
 from advisor.app import create_app
 from advisor.cli.common import add_subcommand, settings
-from advisor.logs import setup_logging
+from advisor.process.logs import setup_logging
 from advisor.reload import CoalescedReloads, reload
 from advisor.store.statedir import report_state_dir
 from advisor.settings import DEFAULT_PORT

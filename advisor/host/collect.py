@@ -23,7 +23,7 @@ from advisor.host.parsing import ParseError
 from advisor.host.runner import CommandResult, CommandRunner
 from advisor.host.sources import POOL_COMMANDS, Source
 from advisor.host.versions import has_json_output, parse_zfs_version_command
-from advisor.logs import RateLimitedLog
+from advisor.process.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
 # a source failing the same way on every collection (every few seconds) logs once a minute

@@ -31,12 +31,12 @@ from typing import Awaitable, Callable
 
 from advisor.facts import Host, ZfsInfo
 from advisor.host.collect import CollectCache, Collection, CommandFacts, assemble, command_host, run_commands
-from advisor.memory import release_freed_memory
+from advisor.process.memory import release_freed_memory
 from advisor.host.snapshot import host_view
-from advisor.logs import RateLimitedLog
+from advisor.process.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
-# said again on every request while it lasts: once a minute, with a count (advisor/logs.py)
+# said again on every request while it lasts: once a minute, with a count (advisor/process/logs.py)
 _repeated = RateLimitedLog(log, interval=60.0)
 
 

@@ -17,7 +17,7 @@ import time
 import pytest
 
 from advisor.app import create_app
-from advisor.logs import RateLimitedLog
+from advisor.process.logs import RateLimitedLog
 from advisor.settings import Settings
 from support import HOSTS
 from support.rawhttp import serving

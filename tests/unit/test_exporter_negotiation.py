@@ -10,7 +10,7 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
 from advisor.app import create_app
-from advisor.logs import quiet_polls
+from advisor.process.logs import quiet_polls
 from advisor.settings import Settings
 from advisor.exporters.negotiation import response_headers, to_openmetrics, variant, wants_openmetrics
 

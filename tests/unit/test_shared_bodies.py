@@ -123,7 +123,7 @@ def test_the_service_favours_the_event_loop_for_the_gil():
     import sys
 
     from advisor.server.limits import LOOP_SWITCH_INTERVAL_SECONDS, favour_the_event_loop
-    from advisor.memory import keep_big_blocks_apart
+    from advisor.process.memory import keep_big_blocks_apart
 
     before = sys.getswitchinterval()
     try:
