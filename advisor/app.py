@@ -42,9 +42,9 @@ from advisor.probe.description import ProbeDescription
 from advisor.recognise.signature import signatures
 from advisor.recognise.window import Recogniser
 from advisor.runtime import Runtime, client_ca_digest
-from advisor.settings import Settings, SettingsError
+from advisor.config.settings import Settings, SettingsError
 from advisor.store.results import StoredResults
-from advisor.webconfig import check_exposure, load_web_config
+from advisor.config.webconfig import check_exposure, load_web_config
 
 ROUTES = (health.routes, facts.routes, recommend.routes, workloads.routes, pools.routes, probes.routes, openapi.routes,
           metrics.routes, plan.routes, page.routes, efficiency.routes, changes.routes)

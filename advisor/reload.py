@@ -25,9 +25,9 @@ from advisor.runtime import Runtime, client_ca_digest
 from advisor.engine.advice import Advice
 from advisor.exporters.base import ExportOptions
 from advisor.process.logs import setup_logging
-from advisor.settings import Settings, SettingsError
-from advisor.tlscheck import set_versions
-from advisor.webconfig import TLS_VERSIONS, WebConfig, check_exposure, load_web_config
+from advisor.config.settings import Settings, SettingsError
+from advisor.config.tlscheck import set_versions
+from advisor.config.webconfig import TLS_VERSIONS, WebConfig, check_exposure, load_web_config
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from advisor.engine.advice import Advice
 from advisor.exporters.base import ExportOptions
-from advisor.webconfig import WebConfig
+from advisor.config.webconfig import WebConfig
 
 
 @dataclass

@@ -7,7 +7,7 @@ import asyncio
 from advisor.facts import Host
 from advisor.host.snapshot import collect_from_root
 from advisor.process.logs import setup_logging
-from advisor.settings import Settings, load_settings
+from advisor.config.settings import Settings, load_settings
 
 QUIET_LEVELS = ("warning", "error")  # a configured level at least this quiet is kept without --verbose
 

@@ -27,7 +27,7 @@ from advisor.probe.safety import LockBusy, UnsafeToProbe
 from advisor.probe.scratch import ScratchError
 from advisor.probe.service import (EFFICIENCY_TESTS, PlanError, ProbeConfig, ProbeService, efficiency_seconds,
                                    parse_budget)
-from advisor.settings import CACHE_METHODS, load_settings
+from advisor.config.settings import CACHE_METHODS, load_settings
 from advisor.store.db import StoreError
 from advisor.store.probes import ProbeStore, RunRow, read_existing
 

@@ -28,7 +28,7 @@ from advisor.probe.candidates import Candidate
 from advisor.evidence.parameters import ParameterEvidence
 from advisor.probe.plan import Plan
 from advisor.probe.service import ProbeConfig, ProbeService
-from advisor.settings import Settings, SettingsError
+from advisor.config.settings import Settings, SettingsError
 from advisor.store.db import StoreError
 
 

@@ -25,8 +25,8 @@ from advisor.cli.common import add_subcommand, settings
 from advisor.process.logs import setup_logging
 from advisor.reload import CoalescedReloads, reload
 from advisor.store.statedir import report_state_dir
-from advisor.settings import DEFAULT_PORT
-from advisor.settings import Settings
+from advisor.config.settings import DEFAULT_PORT
+from advisor.config.settings import Settings
 
 log = logging.getLogger("advisor")
 

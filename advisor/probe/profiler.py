@@ -32,7 +32,7 @@ from advisor.probe.evidence import evidence
 from advisor.probe.plan import Budget, Plan
 from advisor.probe.safety import LockBusy, UnsafeToProbe
 from advisor.probe.service import PlanError, ProbeConfig, ProbeService
-from advisor.settings import ProfilerSettings
+from advisor.config.settings import ProfilerSettings
 from advisor.store.probes import RunRow
 
 log = logging.getLogger("advisor.probe.profiler")

@@ -30,7 +30,7 @@ from advisor.probe.foreground import foreground_rate, foreground_watch
 from advisor.probe.safety import ProbeLock, Thresholds, UnsafeToProbe, check_pool
 from advisor.probe.scratch import ScratchArea, ScratchError
 from advisor.store.db import connect
-from advisor.settings import CacheMethod
+from advisor.config.settings import CacheMethod
 from advisor.store.probes import ProbeStore, RunRow, RunStatus
 
 log = logging.getLogger("advisor.probe")

@@ -21,7 +21,7 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from advisor.app import create_app
-from advisor.settings import Settings
+from advisor.config.settings import Settings
 from advisor.store.db import connect
 from support import HOSTS, REPO
 from tests.fault.tally import FULL
@@ -411,7 +411,7 @@ async def test_an_unreadable_store_is_named_in_each_store_answer(tmp_path, tally
     from aiohttp.test_utils import TestClient, TestServer
 
     from advisor.app import create_app
-    from advisor.settings import Settings
+    from advisor.config.settings import Settings
     from advisor.store.db import DB_FILE
 
     state = tmp_path / "state"

@@ -22,7 +22,7 @@ from support import HOSTS, check_golden, recorded_snapshots, snapshot_id
 
 from advisor import __version__
 from advisor.app import create_app
-from advisor.settings import Settings
+from advisor.config.settings import Settings
 
 GOLDEN = Path(__file__).resolve().parent / "metrics"
 SNAPSHOTS = recorded_snapshots()

@@ -14,7 +14,7 @@ from support.metricnames import families_in, violations
 from support.service import Service
 
 from advisor.app import create_app
-from advisor.settings import Settings
+from advisor.config.settings import Settings
 
 from .promserver import PrometheusServer
 

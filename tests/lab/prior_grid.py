@@ -362,7 +362,7 @@ def snapshot_project(dest: Path) -> str:
 
 
 PROFILES_PY = (
-    "import json; from advisor.engine.loader import load_rulebook; from advisor.settings import load_settings; "
+    "import json; from advisor.engine.loader import load_rulebook; from advisor.config.settings import load_settings; "
     "b = load_rulebook(load_settings(None).rules_dir); "
     "print(json.dumps({n: {'pattern': w.io.pattern, 'block_size': w.io.block_size, "
     "'read_fraction': w.io.read_fraction} for n, w in b.workloads.items()}))")

@@ -23,7 +23,7 @@ from advisor.appkeys import CHANGES
 from advisor.engine.loader import load_rulebook
 from advisor.facts import Host, Property
 from advisor.host.snapshot import collect_from_root
-from advisor.settings import Settings
+from advisor.config.settings import Settings
 
 LOAD = HOSTS / "2.3.2" / "ssd-mirror2x2" / "load"
 TOKEN = "contract-test-token"

@@ -17,7 +17,7 @@ from advisor.engine.service import recommend
 from advisor.engine.text import recommend_text
 from advisor.host.collect import Collection
 from advisor.host.provider import FactsProvider
-from advisor.settings import Settings
+from advisor.config.settings import Settings
 
 
 class StaticFacts(FactsProvider):

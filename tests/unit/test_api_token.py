@@ -11,7 +11,7 @@ from support.remote import REMOTE, seen_from_remote
 
 from advisor.api.auth import is_loopback, token_matches
 from advisor.app import create_app
-from advisor.settings import Settings, SettingsError, load_settings
+from advisor.config.settings import Settings, SettingsError, load_settings
 
 async def remote_client(http_client, **settings):
     return await http_client(seen_from_remote(create_app(Settings(root=str(RECORDING), **settings))))

@@ -2,7 +2,7 @@
 import pytest
 
 from advisor.app import create_app
-from advisor.settings import Settings
+from advisor.config.settings import Settings
 
 
 @pytest.fixture

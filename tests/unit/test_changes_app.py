@@ -27,7 +27,7 @@ from advisor.app import create_app
 from advisor.appkeys import CHANGES, FACTS, RUNTIME
 from advisor.facts import Host
 from advisor.host.snapshot import collect_from_root
-from advisor.settings import Settings
+from advisor.config.settings import Settings
 from advisor.store.db import DB_FILE, connect
 from advisor.store.probes import ProbeStore
 

@@ -17,7 +17,7 @@ from support.probes import EFFICIENCY_MEASURED_AT, recorded_efficiency, seed_eff
 
 from advisor import cli
 from advisor.app import create_app
-from advisor.settings import Settings
+from advisor.config.settings import Settings
 from advisor.store.db import connect
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"

@@ -22,7 +22,7 @@ from advisor.exporters.exposition import RowsFamily, int_value, row_line, text
 from advisor.exporters.negotiation import to_openmetrics
 from advisor.facts import Property
 from advisor.host.snapshot import collect_from_root
-from advisor.settings import Settings
+from advisor.config.settings import Settings
 from support import HOSTS
 from support.reference import reference_text
 

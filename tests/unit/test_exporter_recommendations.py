@@ -8,7 +8,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from pydantic import ValidationError
 
 from advisor.app import create_app
-from advisor.settings import Settings, SettingsError
+from advisor.config.settings import Settings, SettingsError
 from support import HOSTS, RECORDING
 
 INFO = "zfs_advisor_recommendation_info"

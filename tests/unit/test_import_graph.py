@@ -27,7 +27,7 @@ LAYERS = {
                          "measurements as plain data, below the engine and the store"),
     "advisor.facts": (("advisor.host",), "the host's sources produce the facts; the facts know no source"),
     "advisor.exporters": (("advisor.host",), "exporters see the host through the facts alone"),
-    "advisor.settings": (("advisor.probe",), "settings are read by every part; they name no part's code"),
+    "advisor.config": (("advisor.probe",), "the configuration is read by every part; it names no part's code"),
     "advisor.model.provider": (("advisor.store", "sqlite3", "advisor.probe.candidates", "advisor.probe.fio_job",
                                 "advisor.probe.pooldesc"),
                                "the model is handed a store reader and a description of what a probe would run"),
@@ -78,7 +78,7 @@ def test_the_layer_check_names_what_a_layer_reaches(tmp_path):
 # (within the top floor, only parts after it). Parts not drawn there are not checked here.
 FLOORS = [["cli", "app", "api", "appkeys", "server"],
           ["page", "model", "probe", "exporters", "changes", "recognise"],
-          ["engine", "host", "settings", "layout"], ["facts", "evidence", "store"]]
+          ["engine", "host", "config", "layout"], ["facts", "evidence", "store"]]
 
 
 def _part(module: str) -> str | None:

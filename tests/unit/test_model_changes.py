@@ -14,7 +14,7 @@ from support import RECORDING
 from advisor.app import create_app
 from advisor.model.changes import change_observations, workload_of
 from advisor.model.features import Observation
-from advisor.settings import Settings
+from advisor.config.settings import Settings
 from advisor.store.changes import ChangeStore
 from advisor.store.db import connect
 

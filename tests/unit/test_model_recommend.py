@@ -24,7 +24,7 @@ from advisor.engine.decide import Ladder, decide
 from advisor.engine.predicted import CandidatePrediction, PairEffect, ParameterPrediction
 from advisor.evidence.parameters import CandidateEvidence, ParameterEvidence
 from advisor.model import MODEL_VERSION
-from advisor.settings import Settings
+from advisor.config.settings import Settings
 
 EFFECT = "zfs_advisor_recommendation_expected_effect_ratio"
 

@@ -22,7 +22,7 @@ from advisor.app import create_app
 from advisor.appkeys import LIMITER
 from advisor.page.markup import pool_href
 from advisor.probe.efficiency import Efficiency, diagnose, layout_rule
-from advisor.settings import Settings
+from advisor.config.settings import Settings
 from advisor.store.db import DB_FILE, connect
 from advisor.store.probes import ProbeStore
 

@@ -18,7 +18,7 @@ from support import HOSTS
 from support.probes import seed_recordsize_probe
 
 from advisor.app import create_app
-from advisor.settings import Settings
+from advisor.config.settings import Settings
 from advisor.store.db import connect
 from advisor.store.probes import ProbeStore
 

@@ -23,7 +23,7 @@ from advisor.evidence.parameters import summarize
 from advisor.probe.plan import Budget
 from advisor.probe.profiler import Profiler, choose_candidates, profiler_config
 from advisor.probe.service import ProbeConfig, ProbeService
-from advisor.settings import ProfilerSettings, Settings
+from advisor.config.settings import ProfilerSettings, Settings
 from advisor.store.db import connect
 from advisor.store.probes import QUEUE_SIGNAL, ProbeStore, ResultRow
 

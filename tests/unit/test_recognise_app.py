@@ -19,7 +19,7 @@ from advisor.facts import Host, KStat
 from advisor.host.snapshot import collect_from_root
 from advisor.recognise.recorded import read_job
 from advisor.recognise.traits import COUNTER_NAMES
-from advisor.settings import Settings
+from advisor.config.settings import Settings
 
 LOAD = HOSTS / "2.3.2" / "ssd-mirror2x2" / "load"
 RECORDED = FIXTURES / "recognition"

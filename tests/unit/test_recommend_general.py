@@ -12,7 +12,7 @@ from advisor.engine.loader import RulesError, load_rulebook
 from advisor.engine.models import GENERAL
 from advisor.engine.service import general_rules, recommend
 from advisor.engine.text import recommend_text
-from advisor.settings import Settings
+from advisor.config.settings import Settings
 
 BOOK = load_rulebook()
 

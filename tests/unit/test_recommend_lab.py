@@ -24,7 +24,7 @@ from advisor.engine.units import parse_size
 from advisor.host.snapshot import collect_from_root
 from advisor.model.provider import ModelProvider
 from advisor.probe.description import ProbeDescription
-from advisor.settings import Settings
+from advisor.config.settings import Settings
 from advisor.store.results import StoredResults
 
 SNAPSHOTS = recorded_snapshots()

@@ -13,7 +13,7 @@ import json
 from advisor.server.limits import HeapFreezer
 from advisor.app import create_app
 from advisor.appkeys import BODIES, LIMITER
-from advisor.settings import Settings
+from advisor.config.settings import Settings
 from support import RECORDING
 
 PROMETHEUS = {"Accept": "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5",

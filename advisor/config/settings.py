@@ -146,7 +146,7 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _token_beyond_loopback(self) -> "Settings":
         """/v1/facts names disks, datasets and mountpoints: beyond loopback, a token or TLS with basic
-        auth guards it (the web config file is read and checked by advisor.webconfig.check_exposure)."""
+        auth guards it (the web config file is read and checked by advisor.config.webconfig.check_exposure)."""
         if self.api_token is None and self.web_config_file is None and not self.loopback_only:
             raise ValueError(f"listen_address {self.listen_address!r} is not loopback: set api_token, or "
                              "web_config_file with TLS and basic_auth_users (docs/security.md)")
