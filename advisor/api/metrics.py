@@ -106,7 +106,7 @@ async def get_metrics(request: web.Request) -> web.Response:
 
 
 def _rendered(exporter: FactsCollector, scrape: Scrape, openmetrics: bool, gzip_it: bool) -> Body:
-    """The variant asked for: the text kept deflated (advisor/deflated.py), sent inflated a
+    """The variant asked for: the text kept deflated (advisor/server/deflated.py), sent inflated a
     segment at a time to a client that wants it plain, or as it is in one gzip member; the
     whole text is never held at once, and the segments of unchanged collectors are reused."""
     body = exporter.encoded(scrape, openmetrics)

@@ -24,7 +24,7 @@ from typing import Any, Awaitable, Callable, Hashable, Iterator
 
 from aiohttp import payload, web
 
-from advisor.deflated import RAW_DEFLATE, Deflated, inflate
+from advisor.server.deflated import RAW_DEFLATE, Deflated, inflate
 from advisor.server.facts_body import FactsJson
 from advisor.process.memory import release_freed_memory
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from advisor.app import create_app
 from advisor.appkeys import EXPORTER
-from advisor.deflated import Deflated, crc32_combine
+from advisor.server.deflated import Deflated, crc32_combine
 from advisor.exporters import datasets
 from advisor.exporters.base import ExportOptions, Scrape, go_float
 from advisor.exporters.collector import FactsCollector

@@ -58,7 +58,7 @@ async def test_concurrent_facts_requests_share_one_serialisation(http_client):
 
 
 async def test_uncompressed_bodies_are_cached_deflated_and_sent_plain(http_client):
-    from advisor.deflated import Deflated
+    from advisor.server.deflated import Deflated
 
     app, client = await _app_client(http_client)
     status, headers, plain = await _body(client, "/metrics", {"Accept-Encoding": "identity"})
