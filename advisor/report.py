@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from advisor.engine.units import format_size
-from advisor.facts import Disk, Host, Pool, Vdev
+from advisor.hostmodel.facts import Disk, Host, Pool, Vdev
 
 # The dataset properties worth a glance in a summary.
 SUMMARY_PROPERTIES = ("recordsize", "volblocksize", "compression", "atime", "sync", "logbias", "primarycache", "xattr")

@@ -24,7 +24,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 
 from advisor import __version__
 from advisor.server.deflated import LEVEL, Deflated
-from advisor.facts import SCHEMA_VERSION
+from advisor.hostmodel.facts import SCHEMA_VERSION
 from advisor.process.logs import RateLimitedLog
 from advisor.exporters import (arc, changes, datasets, disks, efficiency, histograms, kstats, params, pools, probes,
                                recommendations, tx_assign, txgs, vdevs, workloads)

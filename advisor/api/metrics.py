@@ -23,7 +23,7 @@ from advisor.appkeys import BODIES, CHANGES, EXPORTER, FACTS, RECOGNISER, RUNTIM
 from advisor.exporters.base import Scrape
 from advisor.exporters.collector import FactsCollector
 from advisor.exporters.negotiation import response_headers, variant
-from advisor.facts import Host
+from advisor.hostmodel.facts import Host
 from advisor.probe.stats import ProbeStats, probe_stats
 from advisor.store.db import StoreError
 from advisor.store.health import rows_skipped

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from advisor.facts import Host
+from advisor.hostmodel.facts import Host
 from advisor.host.snapshot import collect_from_root
 from advisor.process.logs import setup_logging
 from advisor.config.settings import Settings, load_settings

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from advisor.engine.loader import load_rulebook
 from advisor.engine.units import format_size, parse_size
-from advisor.names import InvalidName
+from advisor.hostmodel.names import InvalidName
 from advisor.probe.candidates import CandidateError, parse_candidate_spec
 from advisor.evidence.parameters import ParameterEvidence, summarize
 from advisor.probe.plan import Budget, Plan

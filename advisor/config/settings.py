@@ -15,7 +15,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
-from advisor.names import check_dataset_name, check_pool_name
+from advisor.hostmodel.names import check_dataset_name, check_pool_name
 
 DEFAULT_CONFIG_FILE = Path("/etc/zfs-advisor/config.toml")
 # Outside the Prometheus wiki's "Default port allocations" (9090-9999 is fully allocated and new

@@ -29,7 +29,7 @@ import time
 from datetime import datetime, timezone
 from typing import Awaitable, Callable
 
-from advisor.facts import Host, ZfsInfo
+from advisor.hostmodel.facts import Host, ZfsInfo
 from advisor.host.collect import CollectCache, Collection, CommandFacts, assemble, command_host, run_commands
 from advisor.process.memory import release_freed_memory
 from advisor.host.snapshot import host_view

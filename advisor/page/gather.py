@@ -15,7 +15,7 @@ from advisor.engine.loader import RuleBook
 from advisor.engine.models import ModelStatus, Recommendation, RecommendResponse
 from advisor.engine.predicted import PredictionLookup
 from advisor.engine.service import TargetError, recommend
-from advisor.facts import Host
+from advisor.hostmodel.facts import Host
 from advisor.evidence.parameters import ParameterEvidence, summarize
 from advisor.recognise.classify import Recognition
 from advisor.probe.evidence import stored_evidence

@@ -25,7 +25,7 @@ from typing import Awaitable, Callable, Literal
 
 from advisor.host.runner import CommandRunner
 from advisor.host.zfs_props import dataset_recordsize
-from advisor.names import InvalidName
+from advisor.hostmodel.names import InvalidName
 from advisor.probe.candidates import Candidate, CandidateError, parse_candidate_spec
 from advisor.evidence.parameters import ParameterEvidence
 from advisor.probe.evidence import evidence

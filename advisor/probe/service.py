@@ -17,7 +17,7 @@ from advisor.evidence.parameters import ParameterEvidence
 from advisor.host.files import HostFiles
 from advisor.host.kstat import read_named_kstat
 from advisor.host.runner import CommandRunner
-from advisor.names import SCRATCH_DATASET, check_pool_name
+from advisor.hostmodel.names import SCRATCH_DATASET, check_pool_name
 from advisor.probe.evidence import evidence
 from advisor.probe.candidates import Candidate, make_candidate, nearest_first, recordsize_grid
 from advisor.probe.fio_job import Hygiene, JobError, build_job

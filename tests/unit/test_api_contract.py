@@ -21,7 +21,7 @@ from advisor.api.openapi import build_openapi
 from advisor.app import create_app
 from advisor.appkeys import CHANGES
 from advisor.engine.loader import load_rulebook
-from advisor.facts import Host, Property
+from advisor.hostmodel.facts import Host, Property
 from advisor.host.snapshot import collect_from_root
 from advisor.config.settings import Settings
 

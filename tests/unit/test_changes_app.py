@@ -25,7 +25,7 @@ from support.remote import seen_from_remote
 
 from advisor.app import create_app
 from advisor.appkeys import CHANGES, FACTS, RUNTIME
-from advisor.facts import Host
+from advisor.hostmodel.facts import Host
 from advisor.host.snapshot import collect_from_root
 from advisor.config.settings import Settings
 from advisor.store.db import DB_FILE, connect

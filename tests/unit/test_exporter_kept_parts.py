@@ -20,7 +20,7 @@ from advisor.exporters.base import ExportOptions, Scrape, go_float
 from advisor.exporters.collector import FactsCollector
 from advisor.exporters.exposition import RowsFamily, int_value, row_line, text
 from advisor.exporters.negotiation import to_openmetrics
-from advisor.facts import Property
+from advisor.hostmodel.facts import Property
 from advisor.host.snapshot import collect_from_root
 from advisor.config.settings import Settings
 from support import HOSTS

@@ -77,7 +77,7 @@ def test_a_missing_dataset_is_logged_once_while_it_stays_missing(caplog):
 
     from advisor.engine.advice import Advice
     from advisor.engine.loader import load_rulebook
-    from advisor.facts import Dataset, SourceStatus
+    from advisor.hostmodel.facts import Dataset, SourceStatus
 
     advice = Advice(load_rulebook(), {"tank/pg": "postgres", "tank/new": "media"})
     host = synthetic_host()

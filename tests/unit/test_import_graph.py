@@ -25,7 +25,7 @@ LAYERS = {
                        "the engine decides over plain data: the app reads the store and hands the evidence in"),
     "advisor.evidence": (("advisor.store", "advisor.probe", "advisor.engine", "sqlite3"),
                          "measurements as plain data, below the engine and the store"),
-    "advisor.facts": (("advisor.host",), "the host's sources produce the facts; the facts know no source"),
+    "advisor.hostmodel.facts": (("advisor.host",), "the host's sources produce the facts; the facts know no source"),
     "advisor.exporters": (("advisor.host",), "exporters see the host through the facts alone"),
     "advisor.config": (("advisor.probe",), "the configuration is read by every part; it names no part's code"),
     "advisor.model.provider": (("advisor.store", "sqlite3", "advisor.probe.candidates", "advisor.probe.fio_job",
@@ -78,7 +78,7 @@ def test_the_layer_check_names_what_a_layer_reaches(tmp_path):
 # (within the top floor, only parts after it). Parts not drawn there are not checked here.
 FLOORS = [["cli", "app", "api", "appkeys"],
           ["page", "model", "probe", "exporters", "changes", "recognise"],
-          ["engine", "host", "config", "layout", "server"], ["facts", "evidence", "store"]]
+          ["engine", "host", "config", "layout", "server"], ["hostmodel", "evidence", "store"]]
 
 
 def _part(module: str) -> str | None:
@@ -100,7 +100,7 @@ def test_each_floor_imports_only_the_floors_below():
 
 
 def test_no_two_parts_import_each_other():
-    """A part is a subpackage (advisor.engine) or a module at the top (advisor.facts)."""
+    """A part is a subpackage (advisor.engine) or a module at the top (advisor.hostmodel.facts)."""
     assert package_pairs(GRAPH) == []
 
 

@@ -15,7 +15,7 @@ from support import FIXTURES, HOSTS
 
 from advisor.app import create_app
 from advisor.appkeys import RECOGNISER
-from advisor.facts import Host, KStat
+from advisor.hostmodel.facts import Host, KStat
 from advisor.host.snapshot import collect_from_root
 from advisor.recognise.recorded import read_job
 from advisor.recognise.traits import COUNTER_NAMES
