@@ -1,4 +1,4 @@
-"""Human-readable text of facts (for `zfs-advisor facts`)."""
+"""The host model as text, for `zfs-advisor facts` (advisor/cli/facts.py)."""
 from __future__ import annotations
 
 from advisor.engine.units import format_size
