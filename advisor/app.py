@@ -1,7 +1,7 @@
 """The aiohttp application factory: the one place services are wired together.
 
 It builds every resource (facts provider, rule book, advice, exporter), puts
-each on the app under its typed key (advisor.appkeys), adds every api
+each on the app under its typed key (advisor.api.appkeys), adds every api
 module's routes and starts the background work in cleanup contexts. Nothing
 else adds routes or resources, so nothing depends on an order of set-up calls.
 """
@@ -27,7 +27,7 @@ from advisor.server.bodies import Bodies
 from advisor.server.limits import HeapFreezer, WorkLimiter
 from advisor.process.memory import release_freed_memory
 from advisor.engine.answer_cache import AnswerCache
-from advisor.appkeys import (ANSWERS, BODIES, CHANGES, EXPORTER, FACTS, LIMITER, MODEL, OPENAPI_JSON, PASSWORDS, RECOGNISER,
+from advisor.api.appkeys import (ANSWERS, BODIES, CHANGES, EXPORTER, FACTS, LIMITER, MODEL, OPENAPI_JSON, PASSWORDS, RECOGNISER,
                              RULEBOOK, RUNTIME, SETTINGS, WEB_CONFIG)
 from advisor.changes.detect import tracked
 from advisor.changes.tracker import ChangeTracker
@@ -41,7 +41,7 @@ from advisor.model.provider import ModelProvider
 from advisor.probe.description import ProbeDescription
 from advisor.recognise.signature import signatures
 from advisor.recognise.window import Recogniser
-from advisor.runtime import Runtime, client_ca_digest
+from advisor.api.runtime import Runtime, client_ca_digest
 from advisor.config.settings import Settings, SettingsError
 from advisor.store.results import StoredResults
 from advisor.config.webconfig import check_exposure, load_web_config

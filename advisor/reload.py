@@ -20,8 +20,8 @@ from typing import Callable
 from aiohttp import web
 
 from advisor.app import check_workloads_setting
-from advisor.appkeys import EXPORTER, MODEL, RULEBOOK, RUNTIME, SETTINGS, WEB_CONFIG
-from advisor.runtime import Runtime, client_ca_digest
+from advisor.api.appkeys import EXPORTER, MODEL, RULEBOOK, RUNTIME, SETTINGS, WEB_CONFIG
+from advisor.api.runtime import Runtime, client_ca_digest
 from advisor.engine.advice import Advice
 from advisor.exporters.base import ExportOptions
 from advisor.process.logs import setup_logging

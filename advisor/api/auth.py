@@ -27,7 +27,7 @@ from typing import Awaitable, Callable
 from aiohttp import web
 
 from advisor.server.errors import json_error
-from advisor.appkeys import PASSWORDS, SETTINGS, WEB_CONFIG
+from advisor.api.appkeys import PASSWORDS, SETTINGS, WEB_CONFIG
 
 OPEN_PATHS = ("/healthz", "/metrics")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

@@ -11,7 +11,7 @@ from aiohttp import web
 
 from advisor.server.errors import json_error
 from advisor.server.numbers import whole_number
-from advisor.appkeys import CHANGES, FACTS
+from advisor.api.appkeys import CHANGES, FACTS
 from advisor.hostmodel.names import InvalidName, check_dataset_name, check_pool_name
 
 routes = web.RouteTableDef()

@@ -18,7 +18,7 @@ from aiohttp import web
 
 from advisor.server.deflated import Deflated
 from advisor.server.bodies import body_response
-from advisor.appkeys import BODIES, FACTS
+from advisor.api.appkeys import BODIES, FACTS
 from advisor.exporters.negotiation import accepts_gzip
 
 routes = web.RouteTableDef()

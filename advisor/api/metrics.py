@@ -19,7 +19,7 @@ import sqlite3
 from aiohttp import web
 
 from advisor.server.bodies import Body, body_response
-from advisor.appkeys import BODIES, CHANGES, EXPORTER, FACTS, RECOGNISER, RUNTIME, SETTINGS
+from advisor.api.appkeys import BODIES, CHANGES, EXPORTER, FACTS, RECOGNISER, RUNTIME, SETTINGS
 from advisor.exporters.base import Scrape
 from advisor.exporters.collector import FactsCollector
 from advisor.exporters.negotiation import response_headers, variant

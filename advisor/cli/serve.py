@@ -19,7 +19,7 @@ from advisor.server.errors import JsonErrorAppRunner, loop_exception_handler
 from advisor.server.limits import favour_the_event_loop
 from advisor.server.stopping import REQUESTS_GRACE_SECONDS, exit_by_deadline
 from advisor.process.memory import keep_big_blocks_apart
-from advisor.appkeys import WEB_CONFIG
+from advisor.api.appkeys import WEB_CONFIG
 from advisor.app import create_app
 from advisor.cli.common import add_subcommand, settings
 from advisor.process.logs import setup_logging

@@ -19,7 +19,7 @@ from support.probes import seed_efficiency_report, seed_recordsize_probe
 
 from advisor.api.openapi import build_openapi
 from advisor.app import create_app
-from advisor.appkeys import CHANGES
+from advisor.api.appkeys import CHANGES
 from advisor.engine.loader import load_rulebook
 from advisor.hostmodel.facts import Host, Property
 from advisor.host.snapshot import collect_from_root

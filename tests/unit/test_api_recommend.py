@@ -11,7 +11,7 @@ from support.hosts import synthetic_host
 
 from advisor.api.openapi import build_openapi
 from advisor.app import create_app
-from advisor.appkeys import FACTS
+from advisor.api.appkeys import FACTS
 from advisor.engine.loader import RulesError, load_rulebook
 from advisor.engine.service import recommend
 from advisor.engine.text import recommend_text

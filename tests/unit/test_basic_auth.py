@@ -15,7 +15,7 @@ from support.tls import bcrypt_hash
 
 from advisor.server.passwords import FailureLimiter, PasswordChecks
 from advisor.app import create_app
-from advisor.appkeys import PASSWORDS
+from advisor.api.appkeys import PASSWORDS
 from advisor.config.settings import Settings
 
 PASSWORD = "correct horse battery staple"

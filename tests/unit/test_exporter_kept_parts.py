@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor.app import create_app
-from advisor.appkeys import EXPORTER
+from advisor.api.appkeys import EXPORTER
 from advisor.server.deflated import Deflated, crc32_combine
 from advisor.exporters import datasets
 from advisor.exporters.base import ExportOptions, Scrape, go_float

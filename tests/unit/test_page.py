@@ -19,7 +19,7 @@ from support.remote import seen_from_remote
 
 from advisor.server.limits import WorkLimiter
 from advisor.app import create_app
-from advisor.appkeys import LIMITER
+from advisor.api.appkeys import LIMITER
 from advisor.page.markup import pool_href
 from advisor.probe.efficiency import Efficiency, diagnose, layout_rule
 from advisor.config.settings import Settings

@@ -14,7 +14,7 @@ import time
 from support import FIXTURES, HOSTS
 
 from advisor.app import create_app
-from advisor.appkeys import RECOGNISER
+from advisor.api.appkeys import RECOGNISER
 from advisor.hostmodel.facts import Host, KStat
 from advisor.host.snapshot import collect_from_root
 from advisor.recognise.recorded import read_job

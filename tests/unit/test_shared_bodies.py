@@ -12,7 +12,7 @@ import json
 
 from advisor.server.limits import HeapFreezer
 from advisor.app import create_app
-from advisor.appkeys import BODIES, LIMITER
+from advisor.api.appkeys import BODIES, LIMITER
 from advisor.config.settings import Settings
 from support import RECORDING
 

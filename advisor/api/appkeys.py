@@ -14,7 +14,7 @@ from advisor.host.provider import FactsProvider
 from advisor.model.provider import ModelProvider
 from advisor.recognise.window import Recogniser
 from advisor.config.settings import Settings
-from advisor.runtime import Runtime
+from advisor.api.runtime import Runtime
 from advisor.config.webconfig import WebConfig
 
 SETTINGS = web.AppKey("settings", Settings)
