@@ -1,4 +1,4 @@
-"""Typed keys for everything the app factory (advisor.app) puts on the aiohttp Application."""
+"""Typed keys for everything the app factory (advisor.service.app) puts on the aiohttp Application."""
 from __future__ import annotations
 
 from aiohttp import web

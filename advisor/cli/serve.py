@@ -1,5 +1,5 @@
 """`zfs-advisor serve`: the HTTP service until SIGTERM/SIGINT; READY=1 to systemd once bound;
-SIGHUP reloads the configuration (advisor/reload.py)."""
+SIGHUP reloads the configuration (advisor/service/reload.py)."""
 from __future__ import annotations
 
 import argparse
@@ -20,10 +20,10 @@ from advisor.server.limits import favour_the_event_loop
 from advisor.server.stopping import REQUESTS_GRACE_SECONDS, exit_by_deadline
 from advisor.process.memory import keep_big_blocks_apart
 from advisor.api.appkeys import WEB_CONFIG
-from advisor.app import create_app
+from advisor.service.app import create_app
 from advisor.cli.common import add_subcommand, settings
 from advisor.process.logs import setup_logging
-from advisor.reload import CoalescedReloads, reload
+from advisor.service.reload import CoalescedReloads, reload
 from advisor.store.statedir import report_state_dir
 from advisor.config.settings import DEFAULT_PORT
 from advisor.config.settings import Settings

@@ -17,7 +17,7 @@ so a file written for them works here for the keys below:
 The toolkit's other keys (inline `cert`/`key`/`client_ca`, cipher_suites, curve_preferences,
 client_allowed_sans, http_server_config, rate_limit) are refused with a message rather than
 ignored: a setting that silently does nothing is worse than none. The file is read and
-checked at start-up and again on SIGHUP (advisor/reload.py: users and the certificate change
+checked at start-up and again on SIGHUP (advisor/service/reload.py: users and the certificate change
 then; the client CA and TLS on/off need a restart), not on every request as the toolkit does.
 """
 from __future__ import annotations

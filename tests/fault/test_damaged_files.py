@@ -80,7 +80,7 @@ def _difference(before, after, where: str = "") -> str:
 async def test_a_damaged_rotational_is_said_not_served(http_client, tmp_path, kind):
     """The HDD advice hangs on /sys/block/<disk>/queue/rotational: a damaged one is no answer
     ("rotational unknown" would silently drop the HDD rules), the disks source says why."""
-    from advisor.app import create_app
+    from advisor.service.app import create_app
     from advisor.config.settings import Settings
 
     root = tmp_path / "host"

@@ -18,7 +18,7 @@ import pytest
 from support import HOSTS
 from support.rawhttp import exchange, get, judge, responses, serving
 
-from advisor.app import create_app
+from advisor.service.app import create_app
 from advisor.config.settings import Settings
 from tests.fault.tally import FULL
 

@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from advisor.app import create_app
+from advisor.service.app import create_app
 from advisor.server import errors
 from advisor.server.connections import ARRIVAL_SECONDS
 from advisor.config.settings import Settings

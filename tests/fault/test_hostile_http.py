@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from advisor.app import create_app
+from advisor.service.app import create_app
 from advisor.config.settings import Settings
 from support import HOSTS
 from support.rawhttp import exchange, get, judge, serving

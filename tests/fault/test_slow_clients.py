@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from advisor.app import create_app
+from advisor.service.app import create_app
 from advisor.process.logs import RateLimitedLog
 from advisor.config.settings import Settings
 from support import HOSTS

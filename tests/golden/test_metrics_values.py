@@ -14,7 +14,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from support import recorded_snapshots
 
-from advisor.app import create_app
+from advisor.service.app import create_app
 from advisor.config.settings import Settings
 
 SNAPSHOTS = recorded_snapshots()

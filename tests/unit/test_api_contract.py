@@ -18,7 +18,7 @@ from support.contract import mismatches, operation_path
 from support.probes import seed_efficiency_report, seed_recordsize_probe
 
 from advisor.api.openapi import build_openapi
-from advisor.app import create_app
+from advisor.service.app import create_app
 from advisor.api.appkeys import CHANGES
 from advisor.engine.loader import load_rulebook
 from advisor.hostmodel.facts import Host, Property

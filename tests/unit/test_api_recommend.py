@@ -10,7 +10,7 @@ import pytest
 from support.hosts import synthetic_host
 
 from advisor.api.openapi import build_openapi
-from advisor.app import create_app
+from advisor.service.app import create_app
 from advisor.api.appkeys import FACTS
 from advisor.engine.loader import RulesError, load_rulebook
 from advisor.engine.service import recommend

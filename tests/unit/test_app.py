@@ -1,7 +1,7 @@
 """The real app through aiohttp's test client."""
 import pytest
 
-from advisor.app import create_app
+from advisor.service.app import create_app
 from advisor.config.settings import Settings
 
 

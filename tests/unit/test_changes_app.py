@@ -23,7 +23,7 @@ from support import HOSTS
 from support.changes import STEP, Progression
 from support.remote import seen_from_remote
 
-from advisor.app import create_app
+from advisor.service.app import create_app
 from advisor.api.appkeys import CHANGES, FACTS, RUNTIME
 from advisor.hostmodel.facts import Host
 from advisor.host.snapshot import collect_from_root

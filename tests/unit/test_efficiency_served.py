@@ -16,7 +16,7 @@ from support import RECORDING
 from support.probes import EFFICIENCY_MEASURED_AT, recorded_efficiency, seed_efficiency_report
 
 from advisor import cli
-from advisor.app import create_app
+from advisor.service.app import create_app
 from advisor.config.settings import Settings
 from advisor.store.db import connect
 

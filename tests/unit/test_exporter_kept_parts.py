@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.app import create_app
+from advisor.service.app import create_app
 from advisor.api.appkeys import EXPORTER
 from advisor.server.deflated import Deflated, crc32_combine
 from advisor.exporters import datasets

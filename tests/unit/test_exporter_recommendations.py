@@ -7,7 +7,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import ValidationError
 
-from advisor.app import create_app
+from advisor.service.app import create_app
 from advisor.config.settings import Settings, SettingsError
 from support import HOSTS, RECORDING
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from advisor.app import create_app
+from advisor.service.app import create_app
 from advisor.cli import main
 from advisor.layout.candidates import Candidate, candidates
 from advisor.layout.inputs import PlanInputError, given_disks, measured_disks

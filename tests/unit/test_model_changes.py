@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from support import RECORDING
 
-from advisor.app import create_app
+from advisor.service.app import create_app
 from advisor.model.changes import change_observations, workload_of
 from advisor.model.features import Observation
 from advisor.config.settings import Settings

@@ -11,7 +11,7 @@ import time
 import pytest
 from support import FIXTURES, RECORDING
 
-from advisor.app import create_app
+from advisor.service.app import create_app
 from advisor.engine.loader import load_rulebook
 from advisor.engine.service import recommend
 from advisor.host.snapshot import collect_from_root

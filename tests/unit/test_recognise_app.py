@@ -13,7 +13,7 @@ import time
 
 from support import FIXTURES, HOSTS
 
-from advisor.app import create_app
+from advisor.service.app import create_app
 from advisor.api.appkeys import RECOGNISER
 from advisor.hostmodel.facts import Host, KStat
 from advisor.host.snapshot import collect_from_root

@@ -6,7 +6,7 @@ import pytest
 from support import RECORDING
 from support.hosts import synthetic_host
 
-from advisor.app import create_app
+from advisor.service.app import create_app
 from advisor.cli import main
 from advisor.engine.loader import RulesError, load_rulebook
 from advisor.engine.models import GENERAL

@@ -16,7 +16,7 @@ import pytest
 from support import recorded_snapshots, snapshot_id
 
 from advisor import cli
-from advisor.app import create_app
+from advisor.service.app import create_app
 from advisor.engine.loader import load_rulebook
 from advisor.engine.service import recommend
 from advisor.engine.text import recommend_text

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from support import RECORDING
 
-from advisor.app import create_app
+from advisor.service.app import create_app
 from advisor.engine.service import recommend
 from advisor.engine.loader import load_rulebook
 from advisor.host.snapshot import collect_from_root

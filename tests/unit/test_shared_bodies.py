@@ -11,7 +11,7 @@ import gzip
 import json
 
 from advisor.server.limits import HeapFreezer
-from advisor.app import create_app
+from advisor.service.app import create_app
 from advisor.api.appkeys import BODIES, LIMITER
 from advisor.config.settings import Settings
 from support import RECORDING

@@ -14,7 +14,7 @@ from support import REPO, RECORDING
 from support.service import Service
 from support.tls import bcrypt_hash, make_certs
 
-from advisor.app import create_app
+from advisor.service.app import create_app
 from advisor.cli import main
 from advisor.config.settings import Settings, SettingsError
 from advisor.config.webconfig import WebConfigError, load_web_config, parse_basic

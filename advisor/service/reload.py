@@ -19,7 +19,7 @@ from typing import Callable
 
 from aiohttp import web
 
-from advisor.app import check_workloads_setting
+from advisor.service.app import check_workloads_setting
 from advisor.api.appkeys import EXPORTER, MODEL, RULEBOOK, RUNTIME, SETTINGS, WEB_CONFIG
 from advisor.api.runtime import Runtime, client_ca_digest
 from advisor.engine.advice import Advice
