@@ -92,7 +92,7 @@ class FactsCollector:
         self.compressed: Counter[str] = Counter()  # kept texts compressed anew, per collector (tests)
 
     def forget(self) -> None:
-        """Drop the reused text (the settings it was rendered under changed: advisor/reload.py)."""
+        """Drop the reused text (the settings it was rendered under changed: advisor/service/reload.py)."""
         self._text_cache.clear()
         self._openmetrics_cache.clear()
         self._digests.clear()
