@@ -14,7 +14,8 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from advisor.hostmodel.facts import PARAMS_DIR, TUNING_PROPERTIES, Dataset, Disk, Host, KStat, Pool, SourceStatus, ZfsInfo, fields_set, parse_version
+from advisor.hostmodel.facts import (PARAMS_DIR, TUNING_PROPERTIES, Dataset, Disk, Host, KStat, Pool, SourceStatus, ZfsInfo,
+                                     fields_set, parse_version)
 from advisor.host import disks as disks_source
 from advisor.host import kstat as kstat_source
 from advisor.host import modparams, pool_kstats, system, tx_assign, txgs, zdb, zfs_props, zpool_props, zpool_status

@@ -27,8 +27,8 @@ from advisor.server.bodies import Bodies
 from advisor.server.limits import HeapFreezer, WorkLimiter
 from advisor.process.memory import release_freed_memory
 from advisor.engine.answer_cache import AnswerCache
-from advisor.api.appkeys import (ANSWERS, BODIES, CHANGES, EXPORTER, FACTS, LIMITER, MODEL, OPENAPI_JSON, PASSWORDS, RECOGNISER,
-                             RULEBOOK, RUNTIME, SETTINGS, WEB_CONFIG)
+from advisor.api.appkeys import (ANSWERS, BODIES, CHANGES, EXPORTER, FACTS, LIMITER, MODEL, OPENAPI_JSON, PASSWORDS,
+                                 RECOGNISER, RULEBOOK, RUNTIME, SETTINGS, WEB_CONFIG)
 from advisor.changes.detect import tracked
 from advisor.changes.tracker import ChangeTracker
 from advisor.engine.advice import Advice
