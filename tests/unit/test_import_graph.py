@@ -104,6 +104,12 @@ def test_the_layer_check_names_what_a_layer_reaches(tmp_path):
     assert "sqlite3" in outside_imports(reached, tmp_path)
 
 
+def test_the_package_root_holds_packages_and_its_two_entry_points():
+    """A module of advisor/ belongs to the package its floor and meaning say; the root keeps the
+    version (__init__.py) and `python -m advisor` (__main__.py)."""
+    assert sorted(p.name for p in (REPO / "advisor").glob("*.py")) == ["__init__.py", "__main__.py"]
+
+
 def test_every_part_is_on_a_floor():
     assert unplaced(GRAPH, FLOORS) == [], "a new part of advisor/ needs its floor in FLOORS and docs/architecture.md"
 
