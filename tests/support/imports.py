@@ -169,8 +169,5 @@ def floor_violations(graph: dict[str, set[str]], floors: list[list[str]],
 
 def package_pairs(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
     """Pairs of the package's parts (a subpackage, or a module at its top) that import each other."""
-    def part(module: str) -> str:
-        return ".".join(module.split(".")[:2])
-
     edges = {(part(a), part(b)) for a, targets in graph.items() for b in targets if part(a) != part(b)}
-    return sorted((a, b) for a, b in edges if (b, a) in edges and a < b)
+    return sorted((f"{PACKAGE}.{a}", f"{PACKAGE}.{b}") for a, b in edges if (b, a) in edges and a < b)
