@@ -78,7 +78,7 @@ release_build() {
 release_url() {
     local address port scheme
     read -r address port scheme < <(cd / && env -i "$1/bin/python" -c \
-        'from advisor.settings import load_settings as l; from advisor.webconfig import load_web_config as w
+        'from advisor.config.settings import load_settings as l; from advisor.config.webconfig import load_web_config as w
 s = l(); print(s.listen_address, s.port, "https" if w(s.web_config_file).tls else "http")') || return 1
     [ -n "$port" ] || return 1
     case "$address" in 0.0.0.0 | "") address=127.0.0.1 ;; :: | "[::]") address=::1 ;; esac

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable
 from prometheus_client.core import Metric
 from prometheus_client.samples import Sample
 
-from advisor.facts import Dataset, Host, Pool
+from advisor.hostmodel.facts import Dataset, Host, Pool
 
 Collect = Callable[["Scrape"], Iterable[Metric]]
 

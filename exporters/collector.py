@@ -9,7 +9,7 @@ tests/unit/test_exporter_render.py.
 
 A scrape costs what changed: the text of a collector whose source is unchanged is kept
 compressed, per format (0.0.4 text and OpenMetrics), and a scrape's body is those stored
-segments followed by the rest, compressed as it is rendered (advisor/deflated.py), which is
+segments followed by the rest, compressed as it is rendered (advisor/server/deflated.py), which is
 sent inflated or, with its CRC-32 known, as one gzip member.
 """
 from __future__ import annotations
@@ -23,9 +23,9 @@ from typing import Callable, Hashable, Iterable, Iterator, Mapping
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
 from advisor import __version__
-from advisor.deflated import LEVEL, Deflated
-from advisor.facts import SCHEMA_VERSION
-from advisor.logs import RateLimitedLog
+from advisor.server.deflated import LEVEL, Deflated
+from advisor.hostmodel.facts import SCHEMA_VERSION
+from advisor.process.logs import RateLimitedLog
 from advisor.exporters import (arc, changes, datasets, disks, efficiency, histograms, kstats, params, pools, probes,
                                recommendations, tx_assign, txgs, vdevs, workloads)
 from advisor.exporters.base import Collect, Scrape, SourceUnreadable
@@ -92,7 +92,7 @@ class FactsCollector:
         self.compressed: Counter[str] = Counter()  # kept texts compressed anew, per collector (tests)
 
     def forget(self) -> None:
-        """Drop the reused text (the settings it was rendered under changed: advisor/reload.py)."""
+        """Drop the reused text (the settings it was rendered under changed: advisor/service/reload.py)."""
         self._text_cache.clear()
         self._openmetrics_cache.clear()
         self._digests.clear()

@@ -24,7 +24,7 @@ from typing import Any, Iterable
 
 from prometheus_client.core import Metric
 
-from advisor.facts import TUNING_PROPERTIES, Dataset, KStat
+from advisor.hostmodel.facts import TUNING_PROPERTIES, Dataset, KStat
 from advisor.exporters.base import CACHED, Scrape
 from advisor.exporters.exposition import RowsFamily
 from advisor.exporters.kstats import ZIL_BYTES, zil_names

@@ -20,7 +20,7 @@ from typing import Iterable
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
-from advisor.facts import Disk
+from advisor.hostmodel.facts import Disk
 from advisor.exporters.base import CACHED, Scrape
 
 _STATS = "Source: /proc/diskstats."

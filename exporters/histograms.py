@@ -23,7 +23,7 @@ from typing import Iterable
 
 from prometheus_client.core import HistogramMetricFamily, Metric
 
-from advisor.facts import Histogram
+from advisor.hostmodel.facts import Histogram
 from advisor.exporters.base import CACHED, Scrape, le
 from advisor.exporters.ioclass import latency_labels, size_labels
 

@@ -24,7 +24,7 @@ from typing import Iterable, Iterator, Sequence
 
 from prometheus_client.core import Metric
 
-from advisor.facts import KStat
+from advisor.hostmodel.facts import KStat
 from advisor.exporters.exposition import RowsFamily, row_line
 
 

@@ -14,7 +14,8 @@ from typing import Iterable, Iterator, Mapping
 TEXT_0_0_4 = "text/plain; version=0.0.4; charset=utf-8"
 OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 GZIP_LEVEL = 6  # zlib's default: 183 KB -> 19 KB for a lab host (docs/metrics.md); the command-built text is kept
-# compressed at it (once per command run); what a scrape renders anew at zlib's fastest (advisor/deflated.py LEVEL)
+# compressed at it (once per command run); what a scrape renders anew at zlib's fastest
+# (advisor/server/deflated.py LEVEL)
 
 
 def _media_ranges(accept: str) -> list[tuple[str, dict[str, str]]]:

@@ -14,7 +14,7 @@ from typing import Iterable
 
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 
-from advisor.facts import Pool
+from advisor.hostmodel.facts import Pool
 from advisor.exporters.base import CACHED, Scrape
 from advisor.exporters.named import KStatFamilies, KStatSpec
 

@@ -14,7 +14,7 @@ from prometheus_client.core import HistogramMetricFamily, Metric
 
 from advisor.exporters.base import Scrape
 from advisor.exporters.histograms import buckets
-from advisor.facts import TX_ASSIGN_SERIES
+from advisor.hostmodel.facts import TX_ASSIGN_SERIES
 
 
 def collect(scrape: Scrape) -> Iterable[Metric]:

@@ -22,7 +22,7 @@ from typing import Iterable
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from advisor.facts import Txg
+from advisor.hostmodel.facts import Txg
 from advisor.exporters.base import Scrape
 
 _SRC = "Source: /proc/spl/kstat/zfs/<pool>/txgs."

@@ -19,7 +19,7 @@ from typing import Iterable
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
-from advisor.facts import Pool, Vdev, VdevIostat
+from advisor.hostmodel.facts import Pool, Vdev, VdevIostat
 from advisor.exporters.base import CACHED, Scrape
 from advisor.exporters.ioclass import queue_labels
 

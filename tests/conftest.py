@@ -16,7 +16,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(autouse=True)
 def _root_logging_restored():
     """A test that runs a CLI command sets the root logger's handler to its own captured stderr
-    (advisor/logs.py setup_logging); pytest closes that stream after the test, and a thread of a
+    (advisor/process/logs.py setup_logging); pytest closes that stream after the test, and a thread of a
     later test (the model fit) that logs would write to it ("--- Logging error ---").  So the
     root logger's handlers and level are put back after every test."""
     root = logging.getLogger()

@@ -15,7 +15,7 @@ An endpoint that starts work (`starts_work`) needs the token from every client, 
 its body is read.
 
 The settings refuse a non-loopback listen address without a token or TLS with basic auth
-(advisor/settings.py, advisor/webconfig.py), so this is always armed when it matters.
+(advisor/config/settings.py, advisor/config/webconfig.py), so this is always armed when it matters.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from typing import Awaitable, Callable
 from aiohttp import web
 
 from advisor.server.errors import json_error
-from advisor.appkeys import PASSWORDS, SETTINGS, WEB_CONFIG
+from advisor.api.appkeys import PASSWORDS, SETTINGS, WEB_CONFIG
 
 OPEN_PATHS = ("/healthz", "/metrics")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -45,7 +45,7 @@ def is_loopback(remote: str | None) -> bool:
 
 def token_matches(header: str | None, token: str) -> bool:
     """`Authorization: Bearer <token>`; an empty token or credentials never match (the settings
-    refuse an empty api_token, advisor/settings.py; this holds without them)."""
+    refuse an empty api_token, advisor/config/settings.py; this holds without them)."""
     scheme, _, given = (header or "").partition(" ")
     given = given.strip()
     return (scheme.lower() == "bearer" and bool(given) and bool(token)

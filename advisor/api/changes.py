@@ -11,8 +11,8 @@ from aiohttp import web
 
 from advisor.server.errors import json_error
 from advisor.server.numbers import whole_number
-from advisor.appkeys import CHANGES, FACTS
-from advisor.names import InvalidName, check_dataset_name, check_pool_name
+from advisor.api.appkeys import CHANGES, FACTS
+from advisor.hostmodel.names import InvalidName, check_dataset_name, check_pool_name
 
 routes = web.RouteTableDef()
 PARAMETERS = ("pool", "dataset", "limit")

@@ -17,8 +17,8 @@ from pydantic import BaseModel, Field
 
 from advisor.server.errors import json_error
 from advisor.api.probes import Unreadable, read_store
-from advisor.appkeys import FACTS
-from advisor.names import InvalidName, check_pool_name
+from advisor.api.appkeys import FACTS
+from advisor.hostmodel.names import InvalidName, check_pool_name
 from advisor.probe.efficiency_stored import efficiency_of
 from advisor.evidence.efficiency import PoolEfficiency, ResultView, measure_argv
 

@@ -1,7 +1,7 @@
 """GET /v1/facts: everything the advisor knows about the host, as typed JSON.
 
 At 10,000 datasets the document is about 20 MB. It is built once per collection, in a worker
-thread, as deflate segments that are never joined into one copy (advisor/deflated.py: a
+thread, as deflate segments that are never joined into one copy (advisor/server/deflated.py: a
 client that accepts gzip gets them as they are, any other client gets them inflated one segment
 at a time in a worker thread, advisor/server/bodies.py), and every request for that collection
 gets the same segments. The datasets are serialised 50 at a time, and a chunk whose 50 datasets
@@ -16,9 +16,9 @@ import asyncio
 
 from aiohttp import web
 
-from advisor.deflated import Deflated
+from advisor.server.deflated import Deflated
 from advisor.server.bodies import body_response
-from advisor.appkeys import BODIES, FACTS
+from advisor.api.appkeys import BODIES, FACTS
 from advisor.exporters.negotiation import accepts_gzip
 
 routes = web.RouteTableDef()

@@ -14,7 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from advisor import __version__
-from advisor.appkeys import FACTS, SETTINGS
+from advisor.api.appkeys import FACTS, SETTINGS
 from advisor.store.db import StoreError, store_stamp
 from advisor.store.health import rows_skipped, unreadable
 from advisor.store.probes import read_existing

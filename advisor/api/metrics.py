@@ -19,19 +19,19 @@ import sqlite3
 from aiohttp import web
 
 from advisor.server.bodies import Body, body_response
-from advisor.appkeys import BODIES, CHANGES, EXPORTER, FACTS, RECOGNISER, RUNTIME, SETTINGS
+from advisor.api.appkeys import BODIES, CHANGES, EXPORTER, FACTS, RECOGNISER, RUNTIME, SETTINGS
 from advisor.exporters.base import Scrape
 from advisor.exporters.collector import FactsCollector
 from advisor.exporters.negotiation import response_headers, variant
-from advisor.facts import Host
+from advisor.hostmodel.facts import Host
 from advisor.probe.stats import ProbeStats, probe_stats
 from advisor.store.db import StoreError
 from advisor.store.health import rows_skipped
 from advisor.store.probes import read_existing
-from advisor.logs import RateLimitedLog
+from advisor.process.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
-# said again on every request while it lasts: once a minute, with a count (advisor/logs.py)
+# said again on every request while it lasts: once a minute, with a count (advisor/process/logs.py)
 _repeated = RateLimitedLog(log, interval=60.0)
 routes = web.RouteTableDef()
 
@@ -106,7 +106,7 @@ async def get_metrics(request: web.Request) -> web.Response:
 
 
 def _rendered(exporter: FactsCollector, scrape: Scrape, openmetrics: bool, gzip_it: bool) -> Body:
-    """The variant asked for: the text kept deflated (advisor/deflated.py), sent inflated a
+    """The variant asked for: the text kept deflated (advisor/server/deflated.py), sent inflated a
     segment at a time to a client that wants it plain, or as it is in one gzip member; the
     whole text is never held at once, and the segments of unchanged collectors are reused."""
     body = exporter.encoded(scrape, openmetrics)

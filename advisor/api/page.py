@@ -13,9 +13,9 @@ from typing import Callable
 from aiohttp import web
 
 from advisor.server.bodies import body_response
-from advisor.appkeys import BODIES, CHANGES, FACTS, LIMITER, MODEL, RECOGNISER, RULEBOOK, RUNTIME, SETTINGS
-from advisor.facts import Host
-from advisor.names import InvalidName, check_pool_name
+from advisor.api.appkeys import BODIES, CHANGES, FACTS, LIMITER, MODEL, RECOGNISER, RULEBOOK, RUNTIME, SETTINGS
+from advisor.hostmodel.facts import Host
+from advisor.hostmodel.names import InvalidName, check_pool_name
 from advisor.page import build, gather, views
 from advisor.store.db import store_stamp
 

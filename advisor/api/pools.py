@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from advisor.appkeys import FACTS
+from advisor.api.appkeys import FACTS
 from advisor.engine.pools import pool_list
 
 routes = web.RouteTableDef()

@@ -24,9 +24,9 @@ from advisor.api.auth import starts_work
 from advisor.server.body import RAW_BODY
 from advisor.server.errors import json_error
 from advisor.server.numbers import whole_number
-from advisor.appkeys import FACTS, RULEBOOK, SETTINGS
+from advisor.api.appkeys import FACTS, RULEBOOK, SETTINGS
 from advisor.engine.service import TargetError, resolve_params
-from advisor.names import InvalidName, check_pool_name
+from advisor.hostmodel.names import InvalidName, check_pool_name
 from advisor.probe.candidates import PROBED, CandidateError, parse_candidate_spec
 from advisor.probe.evidence import evidence
 from advisor.probe.request import MIN_REQUEST_SECONDS, ProbeQueued, ProbeRequest

@@ -17,7 +17,7 @@ from aiohttp import web
 
 from advisor.server.errors import json_error
 from advisor.server.bodies import body_response
-from advisor.appkeys import ANSWERS, BODIES, FACTS, MODEL, RECOGNISER, RULEBOOK, SETTINGS
+from advisor.api.appkeys import ANSWERS, BODIES, FACTS, MODEL, RECOGNISER, RULEBOOK, SETTINGS
 from advisor.engine.service import TargetError, recommend
 from advisor.engine.text import recommend_text
 from advisor.probe.efficiency_stored import stored_efficiency

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from advisor.engine.loader import RuleBook
-from advisor.facts import TUNING_PROPERTIES, Host, Property
-from advisor.names import SCRATCH_DATASET
+from advisor.hostmodel.facts import TUNING_PROPERTIES, Host, Property
+from advisor.hostmodel.names import SCRATCH_DATASET
 
 MAX_PER_COLLECTION = 100  # a `zfs set` on a pool's root with thousands of local children is logged, not stored
 

@@ -17,7 +17,7 @@ from advisor.engine.advice import Advice
 from advisor.engine.measured import same_value
 from advisor.engine.models import Recommendation
 from advisor.engine.service import recommend
-from advisor.facts import Host
+from advisor.hostmodel.facts import Host
 
 log = logging.getLogger(__name__)
 

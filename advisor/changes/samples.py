@@ -15,7 +15,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Iterator
 
-from advisor.facts import Host, Pool
+from advisor.hostmodel.facts import Host, Pool
 
 Counters = tuple[int, int, int, int]  # reads, writes, bytes read, bytes written
 LATENCY_SERIES = ("total_wait_read", "total_wait_write")

@@ -21,7 +21,7 @@ from advisor.changes.measure import METRICS, window_values
 from advisor.changes.samples import Samples
 from advisor.engine.advice import Advice
 from advisor.engine.models import Recommendation
-from advisor.facts import Host
+from advisor.hostmodel.facts import Host
 from advisor.store.changes import MAX_LISTED, ChangeStore
 from advisor.store.db import DB_FILE, StoreError, connect, connect_to_read
 

@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from advisor.logs import setup_logging
+from advisor.process.logs import setup_logging
 from advisor.model import sklearn_missing
 from advisor.model.dataset import load_csv, prior_path, samples
 

@@ -5,7 +5,7 @@ import argparse
 import sys
 
 from advisor.cli.common import add_printing_subcommand, command_settings, read_host
-from advisor.report import facts_text
+from advisor.cli.facts_text import facts_text
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -7,7 +7,7 @@ import sys
 
 from advisor.engine.loader import load_rulebook
 from advisor.engine.workloads import workload_list
-from advisor.settings import load_settings
+from advisor.config.settings import load_settings
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from advisor.engine.loader import load_rulebook
 from advisor.engine.units import format_size, parse_size
-from advisor.names import InvalidName
+from advisor.hostmodel.names import InvalidName
 from advisor.probe.candidates import CandidateError, parse_candidate_spec
 from advisor.evidence.parameters import ParameterEvidence, summarize
 from advisor.probe.plan import Budget, Plan
@@ -27,7 +27,7 @@ from advisor.probe.safety import LockBusy, UnsafeToProbe
 from advisor.probe.scratch import ScratchError
 from advisor.probe.service import (EFFICIENCY_TESTS, PlanError, ProbeConfig, ProbeService, efficiency_seconds,
                                    parse_budget)
-from advisor.settings import CACHE_METHODS, load_settings
+from advisor.config.settings import CACHE_METHODS, load_settings
 from advisor.store.db import StoreError
 from advisor.store.probes import ProbeStore, RunRow, read_existing
 

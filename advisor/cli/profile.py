@@ -21,14 +21,14 @@ from pathlib import Path
 from advisor.cli.common import add_subcommand, settings
 from advisor.engine.loader import load_rulebook
 from advisor.engine.measured import same_value
-from advisor.logs import setup_logging
+from advisor.process.logs import setup_logging
 from advisor.probe.profiler import (CandidateChooser, Outcome, Profiler, choose_candidates, dataset_reference,
                                     profiler_config)
 from advisor.probe.candidates import Candidate
 from advisor.evidence.parameters import ParameterEvidence
 from advisor.probe.plan import Plan
 from advisor.probe.service import ProbeConfig, ProbeService
-from advisor.settings import Settings, SettingsError
+from advisor.config.settings import Settings, SettingsError
 from advisor.store.db import StoreError
 
 

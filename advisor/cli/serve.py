@@ -1,5 +1,5 @@
 """`zfs-advisor serve`: the HTTP service until SIGTERM/SIGINT; READY=1 to systemd once bound;
-SIGHUP reloads the configuration (advisor/reload.py)."""
+SIGHUP reloads the configuration (advisor/service/reload.py)."""
 from __future__ import annotations
 
 import argparse
@@ -12,20 +12,21 @@ from typing import Callable, Mapping
 
 from aiohttp import web
 
-from advisor import __version__, systemd
+from advisor import __version__
+from advisor.process import systemd
 from advisor.server.connections import GuardedSite
 from advisor.server.errors import JsonErrorAppRunner, loop_exception_handler
 from advisor.server.limits import favour_the_event_loop
 from advisor.server.stopping import REQUESTS_GRACE_SECONDS, exit_by_deadline
-from advisor.memory import keep_big_blocks_apart
-from advisor.appkeys import WEB_CONFIG
-from advisor.app import create_app
+from advisor.process.memory import keep_big_blocks_apart
+from advisor.api.appkeys import WEB_CONFIG
+from advisor.service.app import create_app
 from advisor.cli.common import add_subcommand, settings
-from advisor.logs import setup_logging
-from advisor.reload import CoalescedReloads, reload
+from advisor.process.logs import setup_logging
+from advisor.service.reload import CoalescedReloads, reload
 from advisor.store.statedir import report_state_dir
-from advisor.settings import DEFAULT_PORT
-from advisor.settings import Settings
+from advisor.config.settings import DEFAULT_PORT
+from advisor.config.settings import Settings
 
 log = logging.getLogger("advisor")
 

@@ -14,7 +14,7 @@ from advisor.engine.loader import RuleBook
 from advisor.engine.models import Recommendation
 from advisor.engine.predicted import PredictionLookup
 from advisor.engine.service import recommend
-from advisor.facts import Host
+from advisor.hostmodel.facts import Host
 
 log = logging.getLogger(__name__)
 DatasetAdvice = tuple[tuple[str, Recommendation], ...]  # (workload, recommendation)

@@ -12,7 +12,7 @@ from advisor.engine.predicted import PredictionLookup
 from advisor.engine.schema import Workload
 from advisor.evidence.lab_grid import LabMeasurement
 from advisor.evidence.parameters import ParameterEvidence
-from advisor.facts import DATASET_DEFAULTS, PROBED_MODULE_PARAMETERS
+from advisor.hostmodel.facts import DATASET_DEFAULTS, PROBED_MODULE_PARAMETERS
 
 
 def decide_all(recs: list[Recommendation], workload: Workload | None, params: dict[str, str], pools: list[str],

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from typing import Callable, Hashable
 
 from advisor.engine.models import RecommendResponse
-from advisor.facts import Host, dataset_reads
+from advisor.hostmodel.facts import Host, dataset_reads
 
 # Every field of Host an answer may read but the datasets (read by name) and the collection's time.
 HOST_WIDE_FIELDS = tuple(f for f in Host.model_fields if f not in ("datasets", "collected_at"))

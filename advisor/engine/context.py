@@ -10,7 +10,7 @@ from typing import Any
 
 from advisor.engine.catalogue import fact_def, render
 from advisor.engine.schema import Workload
-from advisor.facts import Dataset, Disk, Host, Pool, Vdev
+from advisor.hostmodel.facts import Dataset, Disk, Host, Pool, Vdev
 
 
 @dataclass

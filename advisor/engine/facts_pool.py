@@ -6,7 +6,7 @@ import re
 
 from advisor.engine.catalogue import fact
 from advisor.engine.context import Context
-from advisor.facts import Disk, Host, Pool, Vdev
+from advisor.hostmodel.facts import Disk, Host, Pool, Vdev
 
 # --- pool ---------------------------------------------------------------------
 

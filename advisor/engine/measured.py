@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from advisor.engine.models import Recommendation
 from advisor.engine.units import parse_size
-from advisor.facts import PARAMS_DIR
+from advisor.hostmodel.facts import PARAMS_DIR
 from advisor.evidence.parameters import CandidateEvidence, ParameterEvidence
 
 WRITE_P99_TOLERANCE = 1.5

@@ -4,7 +4,7 @@ from __future__ import annotations
 from advisor.engine import facts_catalogue  # noqa: F401  (the pool.* facts below)
 from advisor.engine.context import Context
 from advisor.engine.models import PoolInfo, PoolList
-from advisor.facts import Host
+from advisor.hostmodel.facts import Host
 
 
 def pool_list(host: Host) -> PoolList:

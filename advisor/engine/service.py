@@ -20,11 +20,11 @@ from advisor.engine.answer import decide_all, one_create
 from advisor.engine.models import GENERAL, ModelStatus, Recommendation, RecommendResponse, Summary, Target
 from advisor.engine.predicted import PredictionLookup
 from advisor.engine.schema import Rule, Workload
-from advisor.facts import Host
+from advisor.hostmodel.facts import Host
 from advisor.evidence.efficiency import PoolEfficiency
 from advisor.evidence.lab_grid import LabMeasurement
 from advisor.evidence.parameters import ParameterEvidence
-from advisor.names import InvalidName, check_dataset_name, check_pool_name
+from advisor.hostmodel.names import InvalidName, check_dataset_name, check_pool_name
 
 SCOPE_ORDER = {"pool-create": 0, "pool": 1, "dataset": 2, "module": 3}
 MAX_PARAMS = 16

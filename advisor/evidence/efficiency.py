@@ -23,10 +23,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from advisor.logs import RateLimitedLog
+from advisor.process.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
-# a damaged stored report is read again on every request: each line once a minute (advisor/logs.py)
+# a damaged stored report is read again on every request: each line once a minute (advisor/process/logs.py)
 _repeated = RateLimitedLog(log, interval=60.0)
 
 # a test name becomes a Prometheus label value and a word in /recommend's text: short and plain

@@ -14,7 +14,8 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from advisor.facts import PARAMS_DIR, TUNING_PROPERTIES, Dataset, Disk, Host, KStat, Pool, SourceStatus, ZfsInfo, fields_set, parse_version
+from advisor.hostmodel.facts import (PARAMS_DIR, TUNING_PROPERTIES, Dataset, Disk, Host, KStat, Pool, SourceStatus, ZfsInfo,
+                                     fields_set, parse_version)
 from advisor.host import disks as disks_source
 from advisor.host import kstat as kstat_source
 from advisor.host import modparams, pool_kstats, system, tx_assign, txgs, zdb, zfs_props, zpool_props, zpool_status
@@ -23,7 +24,7 @@ from advisor.host.parsing import ParseError
 from advisor.host.runner import CommandResult, CommandRunner
 from advisor.host.sources import POOL_COMMANDS, Source
 from advisor.host.versions import has_json_output, parse_zfs_version_command
-from advisor.logs import RateLimitedLog
+from advisor.process.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
 # a source failing the same way on every collection (every few seconds) logs once a minute

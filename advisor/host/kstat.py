@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from advisor.facts import KStat, fields_set
+from advisor.hostmodel.facts import KStat, fields_set
 from advisor.host.files import HostFiles
 from advisor.host.domains import unique
 from advisor.host.parsing import INT_MAX, INT_MIN, ParseError, interned, shown

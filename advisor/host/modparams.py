@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from advisor.facts import PARAMS_DIR
+from advisor.hostmodel.facts import PARAMS_DIR
 from advisor.host.files import HostFiles
 from advisor.host.modparam_types import SIGNED, UNSIGNED
 from advisor.host.parsing import ParseError, printable_text, shown, to_int

@@ -9,11 +9,11 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-from advisor.facts import KStat
+from advisor.hostmodel.facts import KStat
 from advisor.host.files import HostFiles
 from advisor.host.kstat import KSTAT_DIR, parse_named_kstat
 from advisor.host.parsing import ParseError, compact_dict, shown
-from advisor.names import InvalidName, check_dataset_name
+from advisor.hostmodel.names import InvalidName, check_dataset_name
 
 
 @dataclass
@@ -144,7 +144,7 @@ def _put(found: dict[str, KStat], name: str, kstat: KStat, twice: set[str]) -> N
 
 
 def objset_dataset(name: object, pool: str) -> str:
-    """An objset kstat's `dataset_name`: a dataset of `pool` (advisor/names.py), or a snapshot
+    """An objset kstat's `dataset_name`: a dataset of `pool` (advisor/hostmodel/names.py), or a snapshot
     of one while it is mounted; ParseError for anything else."""
     if not isinstance(name, str):
         raise ParseError("no dataset_name")

@@ -32,14 +32,14 @@ import time
 from datetime import datetime, timezone
 from typing import Awaitable, Callable
 
-from advisor.facts import Host, ZfsInfo
+from advisor.hostmodel.facts import Host, ZfsInfo
 from advisor.host.collect import CollectCache, Collection, CommandFacts, assemble, command_host, run_commands
-from advisor.memory import release_freed_memory
+from advisor.process.memory import release_freed_memory
 from advisor.host.snapshot import host_view
-from advisor.logs import RateLimitedLog
+from advisor.process.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
-# said again on every request while it lasts: once a minute, with a count (advisor/logs.py)
+# said again on every request while it lasts: once a minute, with a count (advisor/process/logs.py)
 _repeated = RateLimitedLog(log, interval=60.0)
 # for_answers(): the last collection answers while the next is collected, up to this many times
 # `max_age_seconds` old (0 keeps 0: every request waits for fresh facts)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from advisor.facts import PARAMS_DIR, Pool
+from advisor.hostmodel.facts import PARAMS_DIR, Pool
 from advisor.host import disks, system, zdb, zfs_props, zpool_iostat, zpool_props, zpool_status
 from advisor.host.kstat import GLOBAL_KSTATS, KSTAT_DIR
 

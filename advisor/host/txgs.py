@@ -6,7 +6,7 @@ many rows are kept is `zfs_txg_history` (zfs(4)); 0 means none.
 """
 from __future__ import annotations
 
-from advisor.facts import Txg
+from advisor.hostmodel.facts import Txg
 from advisor.host.files import HostFiles
 from advisor.host.kstat import KSTAT_DIR
 from advisor.host.domains import count

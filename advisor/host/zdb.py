@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from advisor.facts import Pool, VdevGroup
+from advisor.hostmodel.facts import Pool, VdevGroup
 from advisor.host.domains import ASHIFT_MAX, ASHIFT_MIN
 from advisor.host.parsing import ParseError, shown
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Literal, Sequence
 
-from advisor.facts import TUNING_PROPERTIES, Dataset, Property, fields_set
+from advisor.hostmodel.facts import TUNING_PROPERTIES, Dataset, Property, fields_set
 from advisor.host import property_domains
 from advisor.host.parsing import INT_MAX, ParseError, compact_dict, interned, lines_in_blocks, shown, whole_lines
 from advisor.host.runner import CommandRunner
-from advisor.names import InvalidName, check_dataset_name
+from advisor.hostmodel.names import InvalidName, check_dataset_name
 
 # the `type` values of the datasets advised on (Dataset.type)
 _DATASET_TYPES: dict[str, Literal["filesystem", "volume"]] = {"filesystem": "filesystem", "volume": "volume"}
@@ -26,7 +26,7 @@ def zfs_get_argv(properties: tuple[str, ...] = TUNING_PROPERTIES) -> tuple[str, 
 
 
 async def dataset_recordsize(runner: CommandRunner, name: str) -> int | None:
-    """One filesystem's recordsize in bytes (a validated name: advisor/names.py); None when `zfs get`
+    """One filesystem's recordsize in bytes (a validated name: advisor/hostmodel/names.py); None when `zfs get`
     fails or the dataset has none (a volume)."""
     out = await runner.run(["zfs", "get", "-Hp", "-o", "value", "recordsize", name])
     value = out.stdout.strip()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from advisor.facts import Histogram, Pool, VdevIostat
+from advisor.hostmodel.facts import Histogram, Pool, VdevIostat
 from advisor.host.domains import count, non_negative
 from advisor.host.parsing import INT_MAX, ParseError, shown, to_float, whole_lines
 

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from advisor.facts import ScanStatus, Vdev, VdevGroup
+from advisor.hostmodel.facts import ScanStatus, Vdev, VdevGroup
 from advisor.host.domains import VDEV_STATES, count, one_of
 from advisor.host.parsing import ParseError, shown
 

@@ -20,7 +20,7 @@ from typing import Any, Iterable
 from advisor.engine.measured import same_value
 from advisor.engine.predicted import PREDICTED_PARAMETERS
 from advisor.engine.units import format_size, parse_size
-from advisor.facts import DATASET_DEFAULTS
+from advisor.hostmodel.facts import DATASET_DEFAULTS
 from advisor.model.features import Observation, supported
 
 TOO_LITTLE = "not enough load"

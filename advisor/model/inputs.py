@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Hashable, Protocol, Sequence
 
-from advisor.facts import Disk, Pool
+from advisor.hostmodel.facts import Disk, Pool
 
 
 class ProbeResults(Protocol):

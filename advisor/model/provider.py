@@ -24,7 +24,7 @@ from advisor.engine.predicted import (PREDICTED_PARAMETERS, CandidatePrediction,
                                       PredictionLookup)
 from advisor.engine.units import format_size, parse_size
 from advisor.evidence.interval import Z90
-from advisor.facts import DATASET_DEFAULTS, Host
+from advisor.hostmodel.facts import DATASET_DEFAULTS, Host
 from advisor.model import MODEL_VERSION, numpy_missing, sklearn_missing
 from advisor.model.changes import change_observations
 from advisor.model.dataset import Sample, load_csv, prior_path, samples

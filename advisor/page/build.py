@@ -26,7 +26,7 @@ def overview(inputs: gather.Inputs) -> str:
 
 
 def pool(inputs: gather.Inputs, name: str) -> str:
-    """`name` is a valid pool name (advisor/names.py); 404 when it is not on the host."""
+    """`name` is a valid pool name (advisor/hostmodel/names.py); 404 when it is not on the host."""
     host = inputs.host
     facts = host.pool(name)
     if facts is None:

@@ -15,16 +15,16 @@ from advisor.engine.loader import RuleBook
 from advisor.engine.models import ModelStatus, Recommendation, RecommendResponse
 from advisor.engine.predicted import PredictionLookup
 from advisor.engine.service import TargetError, recommend
-from advisor.facts import Host
+from advisor.hostmodel.facts import Host
 from advisor.evidence.parameters import ParameterEvidence, summarize
 from advisor.recognise.classify import Recognition
 from advisor.probe.evidence import stored_evidence
 from advisor.store.db import StoreError
 from advisor.store.probes import ProbeStore, ResultRow, RunRow, read_existing
-from advisor.logs import RateLimitedLog
+from advisor.process.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
-# said again on every request while it lasts: once a minute, with a count (advisor/logs.py)
+# said again on every request while it lasts: once a minute, with a count (advisor/process/logs.py)
 _repeated = RateLimitedLog(log, interval=60.0)
 T = TypeVar("T")
 OPEN = ("change", "undecided")  # what the pages call open: a change to make, or one to measure

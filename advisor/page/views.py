@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from advisor.engine.models import PoolInfo
-from advisor.facts import Host, Pool
+from advisor.hostmodel.facts import Host, Pool
 from advisor.page.changes import changes_section
 from advisor.page.chart import candidates_svg
 from advisor.page.gather import DatasetAnswer, Answer, ProbeRun, Stored

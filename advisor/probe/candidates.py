@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.engine.units import format_size, parse_size
-from advisor.facts import DATASET_DEFAULTS, PROBED_MODULE_PARAMETERS
+from advisor.hostmodel.facts import DATASET_DEFAULTS, PROBED_MODULE_PARAMETERS
 
 # Dataset properties a candidate may set on its scratch child (zfsprops(7)).
 DATASET_PROPERTIES = {
@@ -28,7 +28,7 @@ DATASET_PROPERTIES = {
     "redundant_metadata": re.compile(r"^(all|most|some|none)$"),
 }
 # Every parameter a candidate may set, as error messages and the API list them: the dataset
-# properties above, and the module parameters of facts.py (only integers, set while the probe runs).
+# properties above, and the module parameters of hostmodel/facts.py (only integers, set while the probe runs).
 PROBED = sorted(DATASET_PROPERTIES) + sorted(PROBED_MODULE_PARAMETERS)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from advisor.facts import Disk, Pool
+from advisor.hostmodel.facts import Disk, Pool
 from advisor.probe.arc import disk_read_equivalent
 from advisor.probe.candidates import Candidate, make_candidate, recordsize_grid
 from advisor.probe.fio_job import Hygiene, JobError, build_job

@@ -30,7 +30,7 @@ import re
 
 from advisor.host.files import HostFiles
 from advisor.host.kstat import read_named_kstat
-from advisor.facts import PARAMS_DIR
+from advisor.hostmodel.facts import PARAMS_DIR
 from advisor.store.probes import ProbeStore
 
 log = logging.getLogger("advisor.probe")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.facts import Disk, Pool
+from advisor.hostmodel.facts import Disk, Pool
 from advisor.host import zdb
 from advisor.host.disks import disk_of_device, read_disks
 from advisor.host.files import HostFiles

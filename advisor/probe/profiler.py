@@ -25,14 +25,14 @@ from typing import Awaitable, Callable, Literal
 
 from advisor.host.runner import CommandRunner
 from advisor.host.zfs_props import dataset_recordsize
-from advisor.names import InvalidName
+from advisor.hostmodel.names import InvalidName
 from advisor.probe.candidates import Candidate, CandidateError, parse_candidate_spec
 from advisor.evidence.parameters import ParameterEvidence
 from advisor.probe.evidence import evidence
 from advisor.probe.plan import Budget, Plan
 from advisor.probe.safety import LockBusy, UnsafeToProbe
 from advisor.probe.service import PlanError, ProbeConfig, ProbeService
-from advisor.settings import ProfilerSettings
+from advisor.config.settings import ProfilerSettings
 from advisor.store.probes import RunRow
 
 log = logging.getLogger("advisor.probe.profiler")

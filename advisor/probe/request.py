@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from advisor.names import MAX_POOL_NAME_LEN
+from advisor.hostmodel.names import MAX_POOL_NAME_LEN
 
 
 MIN_REQUEST_SECONDS = 60  # the shortest run a request may ask for

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from advisor.facts import Pool
+from advisor.hostmodel.facts import Pool
 
 
 @dataclass(frozen=True)

@@ -2,13 +2,13 @@
 
 `<pool>/zfs-advisor-probe` (the name is configurable) holds one child per candidate,
 created with the candidate's properties and a quota, destroyed after its repeats.
-Every name is checked (advisor/names.py) before it reaches `zfs`, and destroy refuses
+Every name is checked (advisor/hostmodel/names.py) before it reaches `zfs`, and destroy refuses
 anything that is not the scratch root or below it.
 """
 from __future__ import annotations
 
 from advisor.host.runner import CommandError, CommandRunner
-from advisor.names import SCRATCH_DATASET, check_dataset_name, check_pool_name
+from advisor.hostmodel.names import SCRATCH_DATASET, check_dataset_name, check_pool_name
 
 
 class ScratchError(Exception):

@@ -17,7 +17,7 @@ from advisor.evidence.parameters import ParameterEvidence
 from advisor.host.files import HostFiles
 from advisor.host.kstat import read_named_kstat
 from advisor.host.runner import CommandRunner
-from advisor.names import SCRATCH_DATASET, check_pool_name
+from advisor.hostmodel.names import SCRATCH_DATASET, check_pool_name
 from advisor.probe.evidence import evidence
 from advisor.probe.candidates import Candidate, make_candidate, nearest_first, recordsize_grid
 from advisor.probe.fio_job import Hygiene, JobError, build_job
@@ -30,7 +30,7 @@ from advisor.probe.foreground import foreground_rate, foreground_watch
 from advisor.probe.safety import ProbeLock, Thresholds, UnsafeToProbe, check_pool
 from advisor.probe.scratch import ScratchArea, ScratchError
 from advisor.store.db import connect
-from advisor.settings import CacheMethod
+from advisor.config.settings import CacheMethod
 from advisor.store.probes import ProbeStore, RunRow, RunStatus
 
 log = logging.getLogger("advisor.probe")

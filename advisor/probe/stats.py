@@ -16,7 +16,7 @@ from advisor.probe.efficiency_stored import efficiency_of
 from advisor.evidence.efficiency import PoolEfficiency
 from advisor.probe.evidence import evidence
 from advisor.probe.plan import DAY_SECONDS
-from advisor.settings import ProfilerSettings
+from advisor.config.settings import ProfilerSettings
 from advisor.store.probes import ProbeStore
 
 

@@ -8,8 +8,8 @@ from typing import Any
 from advisor.engine.loader import RuleBook
 from advisor.engine.models import GENERAL, RecognisedWorkload, Recommendation, RecommendResponse, Summary
 from advisor.engine.service import TargetError, recommend
-from advisor.facts import Host
-from advisor.names import InvalidName, check_dataset_name
+from advisor.hostmodel.facts import Host
+from advisor.hostmodel.names import InvalidName, check_dataset_name
 from advisor.recognise.classify import UNKNOWN, Recognition
 
 AUTO = "auto"

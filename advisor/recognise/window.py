@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 
-from advisor.facts import Host, KStat
+from advisor.hostmodel.facts import Host, KStat
 from advisor.recognise.classify import MIN_OPERATIONS, UNKNOWN, Recognition, classify
 from advisor.recognise.signature import Signature
 from advisor.recognise.traits import Counters, counters, window_traits

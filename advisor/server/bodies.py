@@ -24,9 +24,9 @@ from typing import Any, Awaitable, Callable, Hashable, Iterator
 
 from aiohttp import payload, web
 
-from advisor.deflated import RAW_DEFLATE, Deflated, inflate
+from advisor.server.deflated import RAW_DEFLATE, Deflated, inflate
 from advisor.server.facts_body import FactsJson
-from advisor.memory import release_freed_memory
+from advisor.process.memory import release_freed_memory
 
 # 2,000 clients that never read held 1.2 GB with 256 KiB slices and whole 256 KiB segments
 # inflated per response (tests/bench/hostile.py, docs/reliability.md).

@@ -42,7 +42,7 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
-from advisor.logs import RateLimitedLog
+from advisor.process.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
 _refusals = RateLimitedLog(log, interval=60.0)

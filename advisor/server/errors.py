@@ -13,7 +13,7 @@ from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
 from advisor.server.connections import ConnectionGuard, default_max_connections
-from advisor.logs import RateLimitedLog
+from advisor.process.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
 

@@ -5,15 +5,15 @@ import weakref
 
 from pydantic import TypeAdapter
 
-from advisor.deflated import Deflated, deflate_segment
-from advisor.facts import Dataset, Host
+from advisor.server.deflated import Deflated, deflate_segment
+from advisor.hostmodel.facts import Dataset, Host
 
 _DATASETS = TypeAdapter(list[Dataset])
 CHUNK = 50  # about 105 KB of JSON: what each response sending it holds inflated at a time
 
 
 class FactsJson:
-    """`Host` -> its JSON as deflate segments (advisor/deflated.py), reusing the segments of
+    """`Host` -> its JSON as deflate segments (advisor/server/deflated.py), reusing the segments of
     datasets unchanged since the last build. It holds no dataset alive (weak references): the
     segments of the last build, which the shared bodies hold anyway, and no more."""
 

@@ -17,7 +17,7 @@ from typing import AsyncIterator, Awaitable, Callable
 
 from aiohttp import web
 
-from advisor.logs import RateLimitedLog
+from advisor.process.logs import RateLimitedLog
 from advisor.server.errors import json_error
 
 HEAVY_PATHS = ("/metrics", "/v1/facts", "/recommend", "/v1/pools", "/v1/probes", "/v1/plan")

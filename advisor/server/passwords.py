@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from advisor.server.errors import json_error
-from advisor.webconfig import parse_basic
+from advisor.config.webconfig import parse_basic
 
 _DUMMY_HASH = "$2b$10$" + "." * 53  # well-formed, matches no password
 

@@ -15,7 +15,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from advisor.logs import RateLimitedLog
+from advisor.process.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
 R = TypeVar("R", bound=BaseModel)

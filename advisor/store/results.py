@@ -12,10 +12,10 @@ from typing import Any
 from advisor.store.changes import ChangeStore
 from advisor.store.db import StoreError
 from advisor.store.probes import ProbeStore, ResultRow, read_existing
-from advisor.logs import RateLimitedLog
+from advisor.process.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
-# said again on every request while it lasts: once a minute, with a count (advisor/logs.py)
+# said again on every request while it lasts: once a minute, with a count (advisor/process/logs.py)
 _repeated = RateLimitedLog(log, interval=60.0)
 
 

@@ -28,7 +28,7 @@ from support import HOSTS  # noqa: E402 - after the sys.path line above
 from advisor.changes.detect import tracked  # noqa: E402 - after the sys.path line above
 from advisor.changes.tracker import ChangeTracker  # noqa: E402 - after the sys.path line above
 from advisor.engine.loader import load_rulebook  # noqa: E402 - after the sys.path line above
-from advisor.facts import KStat  # noqa: E402 - after the sys.path line above
+from advisor.hostmodel.facts import KStat  # noqa: E402 - after the sys.path line above
 from advisor.host.snapshot import collect_from_root  # noqa: E402 - after the sys.path line above
 
 RECORDING = HOSTS / "2.3.2" / "ssd-mirror2x2" / "idle"

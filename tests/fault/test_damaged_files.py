@@ -80,8 +80,8 @@ def _difference(before, after, where: str = "") -> str:
 async def test_a_damaged_rotational_is_said_not_served(http_client, tmp_path, kind):
     """The HDD advice hangs on /sys/block/<disk>/queue/rotational: a damaged one is no answer
     ("rotational unknown" would silently drop the HDD rules), the disks source says why."""
-    from advisor.app import create_app
-    from advisor.settings import Settings
+    from advisor.service.app import create_app
+    from advisor.config.settings import Settings
 
     root = tmp_path / "host"
     shutil.copytree(HOSTS / "2.1.11" / "hdd-raidz1x4" / "idle", root)

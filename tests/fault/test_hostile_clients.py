@@ -19,10 +19,10 @@ import time
 
 import pytest
 
-from advisor.app import create_app
+from advisor.service.app import create_app
 from advisor.server import errors
 from advisor.server.connections import ARRIVAL_SECONDS
-from advisor.settings import Settings
+from advisor.config.settings import Settings
 from support import HOSTS, REPO
 from support.hostile import (ATTACKS, HALF_CLIENT_HELLO, SLOW_READER, HealthPoller, RssSampler, hold, open_files,
                              slow_body)

@@ -11,8 +11,8 @@ import random
 
 import pytest
 
-from advisor.app import create_app
-from advisor.settings import Settings
+from advisor.service.app import create_app
+from advisor.config.settings import Settings
 from support import HOSTS
 from support.rawhttp import exchange, get, judge, serving
 from tests.fault.tally import FULL

@@ -78,8 +78,8 @@ MEMORY_PARAMETERS = ("zfs_arc_max", "zfs_dirty_data_max")
 
 @pytest.mark.parametrize("workload", ["general", "postgres"])
 async def test_no_advice_is_built_on_an_impossible_host(http_client, tmp_path, workload):
-    from advisor.app import create_app
-    from advisor.settings import Settings
+    from advisor.service.app import create_app
+    from advisor.config.settings import Settings
 
     root = tmp_path / "host"
     shutil.copytree(SNAPSHOT, root)

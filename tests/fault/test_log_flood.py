@@ -2,7 +2,7 @@
 replaying a lab recording, log level info, JSON lines) gets thousands of malformed and hostile
 requests, each different in its first 80 characters, from 20 clients at once for 5 s (15 s in
 a full run); the log must grow by less than 10 kB a second (every line a client can cause is
-rate-limited by its kind, advisor/logs.py), no answer may be a 5xx, and /healthz answers after."""
+rate-limited by its kind, advisor/process/logs.py), no answer may be a 5xx, and /healthz answers after."""
 from __future__ import annotations
 
 import asyncio

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from advisor.facts import parse_version
+from advisor.hostmodel.facts import parse_version
 from advisor.host import (disks, kstat, modparams, pool_kstats, system, txgs, versions, zdb, zfs_props, zpool_iostat,
                           zpool_status)
 from advisor.host.collect import _pools_from_properties

@@ -16,9 +16,9 @@ import time
 
 import pytest
 
-from advisor.app import create_app
-from advisor.logs import RateLimitedLog
-from advisor.settings import Settings
+from advisor.service.app import create_app
+from advisor.process.logs import RateLimitedLog
+from advisor.config.settings import Settings
 from support import HOSTS
 from support.rawhttp import serving
 from support.service import Service

@@ -20,8 +20,8 @@ import time
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from advisor.app import create_app
-from advisor.settings import Settings
+from advisor.service.app import create_app
+from advisor.config.settings import Settings
 from advisor.store.db import connect
 from support import HOSTS, REPO
 from tests.fault.tally import FULL
@@ -410,8 +410,8 @@ async def test_an_unreadable_store_is_named_in_each_store_answer(tmp_path, tally
     """The routes whose answer is the store: an empty list naming why, or a 404 naming why (not a 503)."""
     from aiohttp.test_utils import TestClient, TestServer
 
-    from advisor.app import create_app
-    from advisor.settings import Settings
+    from advisor.service.app import create_app
+    from advisor.config.settings import Settings
     from advisor.store.db import DB_FILE
 
     state = tmp_path / "state"

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Iterator
 
-from advisor.settings import DEFAULT_PORT
+from advisor.config.settings import DEFAULT_PORT
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "golden"))
 from promserver import free_port  # noqa: E402 - after the sys.path line above

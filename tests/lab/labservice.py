@@ -17,7 +17,7 @@ import pytest
 
 import labimage
 
-from advisor.settings import DEFAULT_PORT
+from advisor.config.settings import DEFAULT_PORT
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "golden"))
 from promserver import free_port  # noqa: E402 - after the sys.path line above

@@ -67,8 +67,8 @@ COLUMNS = (
 ).split(",")
 
 # The ZFS defaults a scratch child gets unless the candidate sets the property
-# (advisor/facts.py DATASET_DEFAULTS; this script runs without the package); the baseline row of a cell is the candidate
-# equal to them.
+# (advisor/hostmodel/facts.py DATASET_DEFAULTS; this script runs without the package); the baseline
+# row of a cell is the candidate equal to them.
 DEFAULTS = {"recordsize": "128K", "compression": "lz4", "logbias": "latency", "primarycache": "all",
             "sync": "standard", "atime": "on"}
 
@@ -362,7 +362,7 @@ def snapshot_project(dest: Path) -> str:
 
 
 PROFILES_PY = (
-    "import json; from advisor.engine.loader import load_rulebook; from advisor.settings import load_settings; "
+    "import json; from advisor.engine.loader import load_rulebook; from advisor.config.settings import load_settings; "
     "b = load_rulebook(load_settings(None).rules_dir); "
     "print(json.dumps({n: {'pattern': w.io.pattern, 'block_size': w.io.block_size, "
     "'read_fraction': w.io.read_fraction} for n, w in b.workloads.items()}))")

@@ -19,7 +19,7 @@ import pytest
 from labparams import lab_params
 from labservice import FIND_NAMED, SERVICE, build_wheels, existing, port_closed, show, tunnel, wait_running
 
-from advisor.settings import DEFAULT_PORT
+from advisor.config.settings import DEFAULT_PORT
 
 pytestmark = [
     pytest.mark.lab,

@@ -38,7 +38,7 @@ from labservice import REPO, SERVICE, existing, journal, now, port_closed, show,
 from advisor import __version__
 from advisor.cli.serve import WEDGE_AFTER, WEDGE_CONSENT, WEDGE_GUARD
 from advisor.model import MODEL_VERSION
-from advisor.settings import DEFAULT_PORT
+from advisor.config.settings import DEFAULT_PORT
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "golden"))
 from promserver import PrometheusServer  # noqa: E402 - after the sys.path line above

@@ -19,7 +19,7 @@ from typing import Any
 from advisor.changes.detect import tracked
 from advisor.changes.tracker import ChangeTracker
 from advisor.engine.loader import load_rulebook
-from advisor.facts import Histogram, Host, KStat, Property
+from advisor.hostmodel.facts import Histogram, Host, KStat, Property
 from advisor.host.snapshot import collect_from_root
 
 STEP = 15  # seconds between collections, the default commands_interval_seconds

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from advisor.facts import Dataset, Disk, DiskStats, Host, KStat, Pool, Property, Txg, Vdev, VdevIostat, ZfsInfo
+from advisor.hostmodel.facts import (Dataset, Disk, DiskStats, Host, KStat, Pool, Property, Txg, Vdev, VdevIostat,
+                                     ZfsInfo)
 from advisor.host import kstat, txgs, zpool_iostat
 
 MIB = 1 << 20

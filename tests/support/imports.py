@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import os
+from collections.abc import Collection
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -133,10 +134,40 @@ def outside_imports(modules: set[str], root: Path = REPO) -> set[str]:
     return found - {PACKAGE}
 
 
+def part(module: str) -> str:
+    """The part of the package a module belongs to: the subpackage or top module under advisor/
+    (advisor.engine.service -> engine, advisor.exporters.arc -> exporters, advisor.__main__ ->
+    __main__); the package's own advisor/__init__.py is the part "__init__"."""
+    names = module.split(".")
+    return names[1] if len(names) > 1 else "__init__"
+
+
+def unplaced(graph: dict[str, set[str]], floors: list[list[str]]) -> list[str]:
+    """The parts of the graph's modules that no floor names."""
+    placed = {p for parts in floors for p in parts}
+    return sorted({part(m) for m in graph} - placed)
+
+
+def floor_violations(graph: dict[str, set[str]], floors: list[list[str]],
+                     same_floor: Collection[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The imports (importer, imported) that break the floors (listed top down): an import between
+    two parts goes down to a lower floor, or to a part of its own floor only when `same_floor`
+    names the pair (importing part, imported part). An import from or to a part on no floor
+    breaks them too, so a new part cannot slip past unplaced. Within a part, anything goes."""
+    floor_of = {p: i for i, parts in enumerate(floors) for p in parts}
+    found = []
+    for importer, targets in graph.items():
+        for imported in targets:
+            a, b = part(importer), part(imported)
+            if a == b:
+                continue
+            if a not in floor_of or b not in floor_of or floor_of[b] < floor_of[a] or (
+                    floor_of[b] == floor_of[a] and (a, b) not in same_floor):
+                found.append((importer, imported))
+    return sorted(found)
+
+
 def package_pairs(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
     """Pairs of the package's parts (a subpackage, or a module at its top) that import each other."""
-    def part(module: str) -> str:
-        return ".".join(module.split(".")[:2])
-
     edges = {(part(a), part(b)) for a, targets in graph.items() for b in targets if part(a) != part(b)}
-    return sorted((a, b) for a, b in edges if (b, a) in edges and a < b)
+    return sorted((f"{PACKAGE}.{a}", f"{PACKAGE}.{b}") for a, b in edges if (b, a) in edges and a < b)

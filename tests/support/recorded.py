@@ -9,7 +9,7 @@ import asyncio
 from functools import lru_cache
 from pathlib import Path
 
-from advisor.facts import Host, Property
+from advisor.hostmodel.facts import Host, Property
 from advisor.host.snapshot import collect_from_root
 
 

@@ -11,9 +11,9 @@ from support.recorded import recorded_host, with_dataset_properties
 from advisor.engine.answer_cache import AnswerCache
 from advisor.engine.loader import load_rulebook
 from advisor.engine.service import TargetError, recommend
-from advisor.facts import Dataset, KStat, dataset_reads
+from advisor.hostmodel.facts import Dataset, KStat, dataset_reads
 from advisor.host.provider import FactsProvider
-from advisor.settings import Settings
+from advisor.config.settings import Settings
 
 BOOK = load_rulebook(Settings().rules_dir)
 

@@ -18,12 +18,12 @@ from support.contract import mismatches, operation_path
 from support.probes import seed_efficiency_report, seed_recordsize_probe
 
 from advisor.api.openapi import build_openapi
-from advisor.app import create_app
-from advisor.appkeys import CHANGES
+from advisor.service.app import create_app
+from advisor.api.appkeys import CHANGES
 from advisor.engine.loader import load_rulebook
-from advisor.facts import Host, Property
+from advisor.hostmodel.facts import Host, Property
 from advisor.host.snapshot import collect_from_root
-from advisor.settings import Settings
+from advisor.config.settings import Settings
 
 LOAD = HOSTS / "2.3.2" / "ssd-mirror2x2" / "load"
 TOKEN = "contract-test-token"

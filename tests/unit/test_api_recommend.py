@@ -10,14 +10,14 @@ import pytest
 from support.hosts import synthetic_host
 
 from advisor.api.openapi import build_openapi
-from advisor.app import create_app
-from advisor.appkeys import FACTS
+from advisor.service.app import create_app
+from advisor.api.appkeys import FACTS
 from advisor.engine.loader import RulesError, load_rulebook
 from advisor.engine.service import recommend
 from advisor.engine.text import recommend_text
 from advisor.host.collect import Collection
 from advisor.host.provider import FactsProvider
-from advisor.settings import Settings
+from advisor.config.settings import Settings
 
 
 class StaticFacts(FactsProvider):

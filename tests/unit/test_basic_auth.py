@@ -14,9 +14,9 @@ from support import RECORDING
 from support.tls import bcrypt_hash
 
 from advisor.server.passwords import FailureLimiter, PasswordChecks
-from advisor.app import create_app
-from advisor.appkeys import PASSWORDS
-from advisor.settings import Settings
+from advisor.service.app import create_app
+from advisor.api.appkeys import PASSWORDS
+from advisor.config.settings import Settings
 
 PASSWORD = "correct horse battery staple"
 

@@ -14,7 +14,7 @@ from support.recorded import recorded_host, with_dataset_properties
 from advisor.changes.detect import Change, detect, tracked, values
 from advisor.changes.samples import Samples
 from advisor.engine.loader import load_rulebook
-from advisor.facts import Dataset, KStat, Property, SourceStatus
+from advisor.hostmodel.facts import Dataset, KStat, Property, SourceStatus
 
 LOAD = HOSTS / "2.3.2" / "ssd-mirror2x2" / "load"
 WHAT = tracked(load_rulebook())

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.settings import Settings, load_settings
+from advisor.config.settings import Settings, load_settings
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "deploy" / "config.example.toml"
 # A commented-out setting: "# key = value", "# [table]" or '# "quoted key" = value'.

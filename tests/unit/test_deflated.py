@@ -1,4 +1,4 @@
-"""Bodies kept deflated (advisor/deflated.py): the same bytes out, as plain or as gzip, in bounded slices."""
+"""Bodies kept deflated (advisor/server/deflated.py): the same bytes out, as plain or as gzip, in bounded slices."""
 from __future__ import annotations
 
 import gzip
@@ -7,7 +7,7 @@ import zlib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.deflated import Deflated
+from advisor.server.deflated import Deflated
 from advisor.server.bodies import SLICE, SlicedBody
 
 PARTS = st.lists(st.binary(max_size=3000), max_size=8)

@@ -16,8 +16,8 @@ from support import RECORDING
 from support.probes import EFFICIENCY_MEASURED_AT, recorded_efficiency, seed_efficiency_report
 
 from advisor import cli
-from advisor.app import create_app
-from advisor.settings import Settings
+from advisor.service.app import create_app
+from advisor.config.settings import Settings
 from advisor.store.db import connect
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"

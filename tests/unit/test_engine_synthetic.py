@@ -12,7 +12,7 @@ from support.hosts import MIB, disk, leaf, props, synthetic_host
 from advisor.engine.context import Context
 from advisor.engine.loader import load_rulebook
 from advisor.engine.service import TargetError, recommend
-from advisor.facts import Dataset, Host, Property, Vdev, ZfsInfo
+from advisor.hostmodel.facts import Dataset, Host, Property, Vdev, ZfsInfo
 
 BOOK = load_rulebook()
 

@@ -8,9 +8,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from advisor.api.metrics import deadline_seconds
-from advisor.app import create_app
-from advisor.appkeys import FACTS
-from advisor.settings import Settings
+from advisor.service.app import create_app
+from advisor.api.appkeys import FACTS
+from advisor.config.settings import Settings
 from support import RECORDING, HangingRunner
 
 

@@ -7,7 +7,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from support.hosts import LATENCY_ROWS, LATENCY_TEXT, SIZE_TEXT, make_host
 
-from advisor.facts import Host, ZfsInfo
+from advisor.hostmodel.facts import Host, ZfsInfo
 from advisor.host import zpool_iostat
 from advisor.host.zpool_props import parse_zpool_get, pool_from_properties
 from advisor.exporters.base import ExportOptions, Scrape
@@ -187,7 +187,7 @@ def test_diskstats_are_off_by_default_and_what_only_zfs_knows_of_a_disk_stays():
 
 def test_indexed_and_kind_fields_are_labels_of_one_family():
     from advisor.exporters.named import KStatFamilies, KStatSpec
-    from advisor.facts import KStat
+    from advisor.hostmodel.facts import KStat
 
     spec = KStatSpec(prefix="zfs_x", path="/proc/x", gauges=r"order_\d+", split=((r"order_(?P<order>\d+)", "chunks"),))
     families = KStatFamilies(spec, ["pool"])

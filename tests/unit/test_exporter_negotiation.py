@@ -9,9 +9,9 @@ import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
-from advisor.app import create_app
-from advisor.logs import quiet_polls
-from advisor.settings import Settings
+from advisor.service.app import create_app
+from advisor.process.logs import quiet_polls
+from advisor.config.settings import Settings
 from advisor.exporters.negotiation import response_headers, to_openmetrics, variant, wants_openmetrics
 
 REPO = Path(__file__).resolve().parents[2]

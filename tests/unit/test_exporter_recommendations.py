@@ -7,8 +7,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import ValidationError
 
-from advisor.app import create_app
-from advisor.settings import Settings, SettingsError
+from advisor.service.app import create_app
+from advisor.config.settings import Settings, SettingsError
 from support import HOSTS, RECORDING
 
 INFO = "zfs_advisor_recommendation_info"
@@ -77,7 +77,7 @@ def test_a_missing_dataset_is_logged_once_while_it_stays_missing(caplog):
 
     from advisor.engine.advice import Advice
     from advisor.engine.loader import load_rulebook
-    from advisor.facts import Dataset, SourceStatus
+    from advisor.hostmodel.facts import Dataset, SourceStatus
 
     advice = Advice(load_rulebook(), {"tank/pg": "postgres", "tank/new": "media"})
     host = synthetic_host()

@@ -6,7 +6,7 @@ import asyncio
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from advisor.facts import KStat, Property
+from advisor.hostmodel.facts import KStat, Property
 from advisor.host.snapshot import collect_from_root
 from advisor.exporters.base import ExportOptions, Scrape
 from advisor.exporters.collector import FactsCollector

@@ -1,4 +1,5 @@
-"""The modules import one another in one direction: no cycle, the engine below the CLI and the API.
+"""The modules import one another in one direction: every part on a floor of docs/architecture.md,
+every import going down (or sideways where the contract says why), no cycle.
 
 Read from the source (tests/support/imports.py), imports inside functions
 included, so a cycle cannot hide in a function body.
@@ -6,42 +7,71 @@ included, so a cycle cannot hide in a function body.
 from __future__ import annotations
 
 import ast
+import re
+import shutil
 from pathlib import Path
 
 from support import REPO
 import pytest
 
-from support.imports import closure, cycles, import_graph, outside_imports, package_pairs, python_files, reaches
+from support.imports import (closure, cycles, floor_violations, import_graph, outside_imports, package_pairs, part,
+                             python_files, reaches, unplaced)
 
 GRAPH = import_graph()
 
-# What a part of the package must not reach, directly or through the modules it imports: a
-# project module (or package) by its dotted name, anything else by its top-level name.
+# The floors of docs/architecture.md, top down; a part is a subpackage of advisor/ (exporters/ and
+# rules/ are advisor.exporters and advisor.rules) or a module at its top. Every part is on a floor,
+# and an import between two parts goes down to a lower floor: to a part of its own floor only
+# where SAME_FLOOR names the pair.
+FLOORS = [
+    ["__main__"],  # python -m advisor
+    ["cli"],
+    ["service"],  # the wiring (app.py) and SIGHUP's reload
+    ["api"],  # the handlers, the app's typed keys they read
+    ["page", "model", "probe", "exporters", "changes", "recognise"],  # what the service offers
+    ["engine", "host", "layout", "server"],  # decisions, the host's sources, the planner, HTTP plumbing
+    ["config"],  # settings and the web config file
+    ["hostmodel", "evidence", "store"],  # the host model, measurements as plain data, the database
+    ["process", "rules", "__init__"],  # logs, memory and systemd; the rule files; the version
+]
+# Same-floor imports, (importing part, imported part): each one the contract allows, and why.
+SAME_FLOOR = {
+    ("layout", "engine"): "the planner reads sizes with the engine's units (layout/inputs.py: engine/units.py)",
+    ("model", "probe"): "a feature is the disk reads the ARC leaves (model/features.py: probe/arc.py), and the "
+                        "evaluation of the whole answer stores probe runs and reads them back as the service does "
+                        "(model/answers.py: probe/description.py, fio_job.py, pooldesc.py, evidence.py)",
+    ("page", "probe"): "the page shows the stored probe evidence through its reader "
+                       "(page/gather.py: probe/evidence.py)",
+    ("page", "recognise"): "the page shows each dataset's recognised workload (page/gather.py: recognise/classify.py)",
+    ("recognise", "probe"): "a workload's signature is the I/O of its probe job "
+                            "(recognise/signature.py: probe/fio_job.py)",
+}
+
+# What the floors allow but a part must still not reach, directly or through the modules it
+# imports: a project module (or package) by its dotted name, anything else by its top-level name.
 # The prober's stack (it creates datasets, runs fio, writes module parameters: root's work).
 RUNNER_STACK = ("advisor.probe.service", "advisor.probe.profiler", "advisor.probe.runner", "advisor.probe.foreground",
                 "advisor.probe.scratch", "advisor.probe.safety", "advisor.probe.modparams")
+# advisor/api/ less what its handlers read from the app: its typed keys and what a reload replaces.
+API_HANDLERS = tuple(m for m in GRAPH if m.startswith("advisor.api.")
+                     and m not in ("advisor.api.appkeys", "advisor.api.runtime"))
 LAYERS = {
-    "advisor.engine": (("advisor.store", "advisor.probe", "sqlite3"),
+    "advisor.engine": (("advisor.store", "sqlite3"),
                        "the engine decides over plain data: the app reads the store and hands the evidence in"),
-    "advisor.evidence": (("advisor.store", "advisor.probe", "advisor.engine", "sqlite3"),
-                         "measurements as plain data, below the engine and the store"),
-    "advisor.facts": (("advisor.host",), "the host's sources produce the facts; the facts know no source"),
+    "advisor.evidence": (("sqlite3",), "measurements as plain data: the store's readers build them"),
     "advisor.exporters": (("advisor.host",), "exporters see the host through the facts alone"),
-    "advisor.settings": (("advisor.probe",), "settings are read by every part; they name no part's code"),
     "advisor.model.provider": (("advisor.store", "sqlite3", "advisor.probe.candidates", "advisor.probe.fio_job",
                                 "advisor.probe.pooldesc"),
                                "the model is handed a store reader and a description of what a probe would run"),
-    "advisor.server": (("advisor.api", "advisor.appkeys", "advisor.app"),
-                       "the server's plumbing serves any handler; advisor/api/ holds the handlers"),
-    "advisor.appkeys": (("advisor.api",), "the app's typed keys name resources, not handlers"),
+    "advisor.api.appkeys": (API_HANDLERS, "the app's typed keys name resources, not handlers"),
     "advisor.api": (RUNNER_STACK, "the unprivileged API queues probes in the store; the prober runs them"),
-    "advisor.app": (RUNNER_STACK, "the unprivileged API queues probes in the store; the prober runs them"),
+    "advisor.service": (RUNNER_STACK, "the unprivileged API queues probes in the store; the prober runs them"),
 }
 ENGINE = sorted(m for m in GRAPH if m == "advisor.engine" or m.startswith("advisor.engine."))
 
 
 def test_the_graph_covers_the_whole_package():
-    assert {"advisor.app", "advisor.cli", "advisor.engine.service", "advisor.exporters.collector",
+    assert {"advisor.service.app", "advisor.cli", "advisor.engine.service", "advisor.exporters.collector",
             "advisor.rules"} <= GRAPH.keys()
     assert "advisor.engine.catalogue" in GRAPH["advisor.engine.facts_pool"]
 
@@ -51,13 +81,13 @@ def test_no_import_cycles():
     assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
 
 
-@pytest.mark.parametrize("part", sorted(LAYERS))
-def test_a_layer_reaches_nothing_above_it(part):
-    forbidden, why = LAYERS[part]
-    reached = closure(GRAPH, part)
+@pytest.mark.parametrize("layer", sorted(LAYERS))
+def test_a_layer_reaches_nothing_it_must_not(layer):
+    forbidden, why = LAYERS[layer]
+    reached = closure(GRAPH, layer)
     found = {m for m in reached for f in forbidden if m == f or m.startswith(f + ".")}
     found |= outside_imports(reached) & set(forbidden)
-    assert not found, f"{part} reaches {sorted(found)}: {why}"
+    assert not found, f"{layer} reaches {sorted(found)}: {why}"
 
 
 def test_the_layer_check_names_what_a_layer_reaches(tmp_path):
@@ -74,33 +104,97 @@ def test_the_layer_check_names_what_a_layer_reaches(tmp_path):
     assert "sqlite3" in outside_imports(reached, tmp_path)
 
 
-# docs/architecture.md's floors, top down: a part imports only parts of a floor below its own
-# (within the top floor, only parts after it). Parts not drawn there are not checked here.
-FLOORS = [["cli", "app", "api", "appkeys", "server"],
-          ["page", "model", "probe", "exporters", "changes", "recognise"],
-          ["engine", "host", "settings", "layout"], ["facts", "evidence", "store"]]
+def test_the_package_root_holds_packages_and_its_two_entry_points():
+    """A module of advisor/ belongs to the package its floor and meaning say; the root keeps the
+    version (__init__.py) and `python -m advisor` (__main__.py)."""
+    assert sorted(p.name for p in (REPO / "advisor").glob("*.py")) == ["__init__.py", "__main__.py"]
 
 
-def _part(module: str) -> str | None:
-    return module.split(".")[1] if module.count(".") else None
-
-
-def _rank(part: str) -> tuple[int, int]:
-    """(floor from the top, place within the top floor): lower ranks are higher up."""
-    floor = next(i for i, parts in enumerate(FLOORS) if part in parts)
-    return floor, FLOORS[0].index(part) if floor == 0 else 0
+def test_every_part_is_on_a_floor():
+    assert unplaced(GRAPH, FLOORS) == [], "a new part of advisor/ needs its floor in FLOORS and docs/architecture.md"
 
 
 def test_each_floor_imports_only_the_floors_below():
-    drawn = {p for parts in FLOORS for p in parts}
-    upward = sorted((a, b) for a, targets in GRAPH.items() for b in targets
-                    if _part(a) in drawn and _part(b) in drawn and _part(a) != _part(b)
-                    and _rank(_part(b)) < _rank(_part(a)))
-    assert not upward, upward
+    found = floor_violations(GRAPH, FLOORS, SAME_FLOOR)
+    assert not found, "imports up or sideways:\n" + "\n".join(f"{a} -> {b}" for a, b in found)
+
+
+def test_each_same_floor_import_the_contract_allows_is_made():
+    """An allowance no import uses any longer is taken out, so the list says what the code does."""
+    made = {(part(a), part(b)) for a, targets in GRAPH.items() for b in targets}
+    assert set(SAME_FLOOR) <= made, set(SAME_FLOOR) - made
+
+
+def _drawn_floors() -> list[list[str]]:
+    """docs/architecture.md's first picture: a row per part (` label  path  what it holds`), the
+    floors between lines of ─."""
+    picture = (REPO / "docs" / "architecture.md").read_text().split("```\n")[1]
+    floors: list[list[str]] = [[]]
+    for line in picture.splitlines():
+        if set(line.strip()) == {"─"}:
+            floors.append([])
+        elif row := re.match(r" \S+ +(advisor/\S+|exporters/|rules/) ", line):
+            floors[-1].append(row.group(1).removeprefix("advisor/").strip("/").removesuffix(".py"))
+    return floors
+
+
+def test_the_architecture_drawing_is_the_contract():
+    """docs/architecture.md draws FLOORS (a part per row, top down) and lists SAME_FLOOR's pairs."""
+    assert [sorted(parts) for parts in _drawn_floors()] == [sorted(parts) for parts in FLOORS]
+    listed = re.findall(r"^- `(\w+) -> (\w+)`", (REPO / "docs" / "architecture.md").read_text(), re.M)
+    assert sorted(listed) == sorted(SAME_FLOOR)
+
+
+# Imports the floors forbid, each as it would be added to a module of the tree: an engine or the
+# planner reading the host's sources, a source reading what a reload replaces, the logs the
+# facts command's text, the host model the database, the database the planner.
+FORBIDDEN = [("advisor/engine/evaluator.py", "advisor.host.collect"),
+             ("advisor/layout/space.py", "advisor.host.collect"),
+             ("advisor/host/kstat.py", "advisor.api.runtime"),
+             ("advisor/process/logs.py", "advisor.cli.facts_text"),
+             ("advisor/hostmodel/facts.py", "advisor.store.db"),
+             ("advisor/store/db.py", "advisor.layout")]
+
+
+def _copy_of_the_tree(to: Path) -> Path:
+    """advisor/ with exporters/ and rules/ beside it (advisor/exporters and advisor/rules link to
+    them), Python files only."""
+    def not_python(folder: str, names: list[str]) -> list[str]:
+        return [n for n in names if not n.endswith(".py") and not Path(folder, n).is_dir()]
+
+    for tree in ("advisor", "exporters", "rules"):
+        shutil.copytree(REPO / tree, to / tree, symlinks=True, ignore=not_python)
+    return to
+
+
+@pytest.mark.parametrize("path, target", FORBIDDEN)
+def test_the_floor_check_refuses_an_import_up_or_sideways(tmp_path, path, target):
+    """The check above, on a copy of the tree with one import added, names that import."""
+    root = _copy_of_the_tree(tmp_path)
+    module = root / path
+    module.write_text(module.read_text() + f"\nimport {target}  # added by the test\n")
+    importer = path.removesuffix(".py").replace("/", ".")
+    graph = import_graph(root)
+    assert graph.keys() == GRAPH.keys() and target in graph[importer]
+    found = floor_violations(graph, FLOORS, SAME_FLOOR)
+    # the module and the packages above it (importing a.b.c runs a/b/__init__ first), nothing else
+    assert (importer, target) in found and {a for a, _ in found} == {importer}, found
+
+
+def test_a_part_on_no_floor_is_named_and_so_are_its_imports(tmp_path):
+    package = tmp_path / "advisor"
+    (package / "store").mkdir(parents=True)
+    for name, text in {"__init__.py": "", "store/__init__.py": "", "store/db.py": "",
+                       "drawer.py": "import advisor.store.db\n"}.items():
+        (package / name).write_text(text)
+    graph = import_graph(tmp_path)
+    assert unplaced(graph, FLOORS) == ["drawer"]
+    assert floor_violations(graph, FLOORS, SAME_FLOOR) == [("advisor.drawer", "advisor.store"),
+                                                           ("advisor.drawer", "advisor.store.db")]
 
 
 def test_no_two_parts_import_each_other():
-    """A part is a subpackage (advisor.engine) or a module at the top (advisor.facts)."""
+    """A part is a subpackage (advisor.engine) or a module at the top (advisor.__main__)."""
     assert package_pairs(GRAPH) == []
 
 
@@ -108,10 +202,10 @@ def test_the_pair_finder_names_two_parts_that_import_each_other(tmp_path):
     package = tmp_path / "advisor"
     (package / "api").mkdir(parents=True)
     for name, text in {"__init__.py": "", "api/__init__.py": "", "api/shared.py": "",
-                       "api/health.py": "from advisor.appkeys import X\n",
-                       "appkeys.py": "from advisor.api.shared import Y\n"}.items():
+                       "api/health.py": "from advisor.keys import X\n",
+                       "keys.py": "from advisor.api.shared import Y\n"}.items():
         (package / name).write_text(text)
-    assert package_pairs(import_graph(tmp_path)) == [("advisor.api", "advisor.appkeys")]
+    assert package_pairs(import_graph(tmp_path)) == [("advisor.api", "advisor.keys")]
 
 
 def test_the_cycle_finder_names_a_cycle_through_a_function_body(tmp_path):
@@ -127,7 +221,7 @@ def test_the_cycle_finder_names_a_cycle_through_a_function_body(tmp_path):
 
 def test_the_engine_imports_neither_the_cli_nor_the_api_nor_aiohttp():
     below = {m for e in ENGINE for m in reaches(GRAPH, e)}
-    assert not {m for m in below if m.startswith(("advisor.cli", "advisor.api")) or m == "advisor.app"}
+    assert not {m for m in below if m.startswith(("advisor.cli", "advisor.api", "advisor.service"))}
     imported = {
         name
         for path in python_files()

@@ -5,14 +5,14 @@ import json
 
 import pytest
 
-from advisor.app import create_app
+from advisor.service.app import create_app
 from advisor.cli import main
 from advisor.layout.candidates import Candidate, candidates
 from advisor.layout.inputs import PlanInputError, given_disks, measured_disks
 from advisor.layout.predict import DiskSpec, plan, predict
 from advisor.layout.space import Vdev
 from advisor.probe.pooldesc import describe_pool
-from advisor.settings import Settings
+from advisor.config.settings import Settings
 from advisor.store.db import connect
 from advisor.store.probes import ProbeStore
 from support import HOSTS

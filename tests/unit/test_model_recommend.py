@@ -18,13 +18,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from support import RECORDING, REPO
 from support.probes import seed_recordsize_probe
 
-from advisor.app import create_app
+from advisor.service.app import create_app
 from advisor.engine.models import Recommendation
 from advisor.engine.decide import Ladder, decide
 from advisor.engine.predicted import CandidatePrediction, PairEffect, ParameterPrediction
 from advisor.evidence.parameters import CandidateEvidence, ParameterEvidence
 from advisor.model import MODEL_VERSION
-from advisor.settings import Settings
+from advisor.config.settings import Settings
 
 EFFECT = "zfs_advisor_recommendation_expected_effect_ratio"
 
@@ -293,7 +293,7 @@ async def test_a_stop_does_not_wait_for_an_unfinished_fit(monkeypatch, tmp_path)
 
     release = threading.Event()
     monkeypatch.setattr(ModelProvider, "_fit", lambda self: release.wait(60) and self)
-    monkeypatch.setattr("advisor.app.FIT_STOP_WAIT_SECONDS", 0.2)
+    monkeypatch.setattr("advisor.service.app.FIT_STOP_WAIT_SECONDS", 0.2)
     runner = web.AppRunner(create_app(Settings(root=str(RECORDING), state_dir=str(tmp_path / "state"))))
     await runner.setup()
     try:

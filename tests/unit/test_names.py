@@ -1,6 +1,6 @@
 import pytest
 
-from advisor.names import InvalidName, check_dataset_name, check_pool_name
+from advisor.hostmodel.names import InvalidName, check_dataset_name, check_pool_name
 
 
 @pytest.mark.parametrize("name", ["tank", "tank_2", "a", "pool.with:colon-and_dash", "T" * 239])

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from advisor.host import disks, kstat, txgs, zdb, zpool_iostat, zpool_status
-from advisor.facts import parse_version
+from advisor.hostmodel.facts import parse_version
 from advisor.host.versions import has_json_output, parse_zfs_version_command
 from advisor.host.parsing import ParseError
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.facts import DiskStats
+from advisor.hostmodel.facts import DiskStats
 from advisor.host.txgs import parse_txgs
 from advisor.probe.efficiency import (TxgsDuring, diagnose, disk_busy, expected_bandwidth, layout_rule, raw_read_argv,
                                       raw_read_rates, too_little_moved, txgs_during)

@@ -11,7 +11,7 @@ import time
 import pytest
 from support import FIXTURES, RECORDING
 
-from advisor.app import create_app
+from advisor.service.app import create_app
 from advisor.engine.loader import load_rulebook
 from advisor.engine.service import recommend
 from advisor.host.snapshot import collect_from_root
@@ -23,7 +23,7 @@ from advisor.evidence.parameters import summarize
 from advisor.probe.plan import Budget
 from advisor.probe.profiler import Profiler, choose_candidates, profiler_config
 from advisor.probe.service import ProbeConfig, ProbeService
-from advisor.settings import ProfilerSettings, Settings
+from advisor.config.settings import ProfilerSettings, Settings
 from advisor.store.db import connect
 from advisor.store.probes import QUEUE_SIGNAL, ProbeStore, ResultRow
 

@@ -1,6 +1,7 @@
 """The README's claims that a test can check: the try-it commands work as written (on the
 recording they name, with this checkout's `zfs-advisor`), the set-up is the two commands CI runs,
-and no dated timing diary is back in it (docs/lab.md, "Test run times", keeps that)."""
+the layout names every package of advisor/, and no dated timing diary is back in it (docs/lab.md,
+"Test run times", keeps that)."""
 from __future__ import annotations
 
 import re
@@ -68,3 +69,9 @@ def test_no_timing_diary_in_the_readme():
     """Dated run times belong in docs/lab.md; the README points there."""
     assert not re.search(r"\b\d{1,2},\d{3} s\b", README), re.findall(r".{40}\b\d{1,2},\d{3} s\b", README)[:3]
     assert "Test run times" in (REPO / "docs" / "lab.md").read_text()
+
+
+def test_the_layout_names_every_package_of_advisor():
+    layout = _section("Layout")
+    listed = set(re.findall(r"^  (\w+)/", layout, re.M)) | set(re.findall(r"(\w+)/ -> \.\./", layout))
+    assert listed == {p.name for p in (REPO / "advisor").iterdir() if (p / "__init__.py").is_file()}

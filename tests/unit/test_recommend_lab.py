@@ -16,7 +16,7 @@ import pytest
 from support import recorded_snapshots, snapshot_id
 
 from advisor import cli
-from advisor.app import create_app
+from advisor.service.app import create_app
 from advisor.engine.loader import load_rulebook
 from advisor.engine.service import recommend
 from advisor.engine.text import recommend_text
@@ -24,7 +24,7 @@ from advisor.engine.units import parse_size
 from advisor.host.snapshot import collect_from_root
 from advisor.model.provider import ModelProvider
 from advisor.probe.description import ProbeDescription
-from advisor.settings import Settings
+from advisor.config.settings import Settings
 from advisor.store.results import StoredResults
 
 SNAPSHOTS = recorded_snapshots()

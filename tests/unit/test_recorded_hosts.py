@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.facts import Host
+from advisor.hostmodel.facts import Host
 from advisor.host.kstat import GLOBAL_KSTATS
 from advisor.host.snapshot import collect_from_root, load_manifest
 from advisor.model.dataset import prior_path

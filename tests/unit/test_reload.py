@@ -1,4 +1,4 @@
-"""SIGHUP reloads the configuration of a running `zfs-advisor serve` (advisor/reload.py).
+"""SIGHUP reloads the configuration of a running `zfs-advisor serve` (advisor/service/reload.py).
 
 A real service process on a recorded lab host: the config file and the web config file are
 rewritten, the process gets SIGHUP, and what it then answers (over real HTTP and TLS) and logs

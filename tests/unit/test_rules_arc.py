@@ -8,7 +8,7 @@ from support.recorded import recorded_host
 from advisor.engine.facts_arc import innodb_dedicated_share
 from advisor.engine.loader import load_rulebook
 from advisor.engine.service import TargetError, recommend
-from advisor.facts import Host, Vdev
+from advisor.hostmodel.facts import Host, Vdev
 
 BOOK = load_rulebook()
 SNAPSHOTS = recorded_snapshots()

@@ -7,7 +7,7 @@ from support.recorded import recorded_host, with_dataset_properties
 
 from advisor.engine.loader import load_rulebook
 from advisor.engine.service import recommend
-from advisor.facts import Vdev
+from advisor.hostmodel.facts import Vdev
 
 BOOK = load_rulebook()
 SNAPSHOTS = recorded_snapshots("idle")

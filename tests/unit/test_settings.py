@@ -1,6 +1,6 @@
 import pytest
 
-from advisor.settings import SettingsError, load_settings
+from advisor.config.settings import SettingsError, load_settings
 
 
 @pytest.fixture(autouse=True)
@@ -10,7 +10,7 @@ def _clean_env(monkeypatch):
 
 
 def test_embedded_defaults_listen_on_loopback_21134(monkeypatch, tmp_path):
-    monkeypatch.setattr("advisor.settings.DEFAULT_CONFIG_FILE", tmp_path / "absent.toml")
+    monkeypatch.setattr("advisor.config.settings.DEFAULT_CONFIG_FILE", tmp_path / "absent.toml")
     s = load_settings()
     assert (s.listen_address, s.port, s.root) == ("127.0.0.1", 21134, "/")
     assert s.api_token is None
@@ -54,7 +54,7 @@ def test_missing_config_file_is_an_error(tmp_path):
 
 def test_unknown_environment_variable_is_an_error(monkeypatch, tmp_path):
     """A typo in the environment (ZFS_ADVISOR_API_TOKNE) must not leave the token unset silently."""
-    monkeypatch.setattr("advisor.settings.DEFAULT_CONFIG_FILE", tmp_path / "absent.toml")
+    monkeypatch.setattr("advisor.config.settings.DEFAULT_CONFIG_FILE", tmp_path / "absent.toml")
     monkeypatch.setenv("ZFS_ADVISOR_API_TOKNE", "s3cret")
     with pytest.raises(SettingsError, match="ZFS_ADVISOR_API_TOKNE.*ZFS_ADVISOR_API_TOKEN"):
         load_settings()

@@ -11,9 +11,9 @@ import gzip
 import json
 
 from advisor.server.limits import HeapFreezer
-from advisor.app import create_app
-from advisor.appkeys import BODIES, LIMITER
-from advisor.settings import Settings
+from advisor.service.app import create_app
+from advisor.api.appkeys import BODIES, LIMITER
+from advisor.config.settings import Settings
 from support import RECORDING
 
 PROMETHEUS = {"Accept": "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5",
@@ -58,7 +58,7 @@ async def test_concurrent_facts_requests_share_one_serialisation(http_client):
 
 
 async def test_uncompressed_bodies_are_cached_deflated_and_sent_plain(http_client):
-    from advisor.deflated import Deflated
+    from advisor.server.deflated import Deflated
 
     app, client = await _app_client(http_client)
     status, headers, plain = await _body(client, "/metrics", {"Accept-Encoding": "identity"})
@@ -123,7 +123,7 @@ def test_the_service_favours_the_event_loop_for_the_gil():
     import sys
 
     from advisor.server.limits import LOOP_SWITCH_INTERVAL_SECONDS, favour_the_event_loop
-    from advisor.memory import keep_big_blocks_apart
+    from advisor.process.memory import keep_big_blocks_apart
 
     before = sys.getswitchinterval()
     try:

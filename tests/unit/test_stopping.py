@@ -14,7 +14,7 @@ from support import REPO
 # returns from main as `serve` does after SIGTERM.
 SCRIPT = """
 import asyncio, sys, threading, time
-from advisor.logs import setup_logging
+from advisor.process.logs import setup_logging
 from advisor.server.stopping import exit_by_deadline
 
 def stuck_in_a_worker():

@@ -13,7 +13,7 @@ from advisor.exporters.collector import FactsCollector
 from advisor.host.kstat import parse_named_kstat
 from advisor.host.parsing import ParseError
 from advisor.host.snapshot import collect_from_root
-from advisor.facts import TX_ASSIGN_SERIES as SERIES
+from advisor.hostmodel.facts import TX_ASSIGN_SERIES as SERIES
 from advisor.host.tx_assign import parse_tx_assign
 
 HERE = FIXTURES / "tx_assign"

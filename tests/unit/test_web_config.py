@@ -14,10 +14,10 @@ from support import REPO, RECORDING
 from support.service import Service
 from support.tls import bcrypt_hash, make_certs
 
-from advisor.app import create_app
+from advisor.service.app import create_app
 from advisor.cli import main
-from advisor.settings import Settings, SettingsError
-from advisor.webconfig import WebConfigError, load_web_config, parse_basic
+from advisor.config.settings import Settings, SettingsError
+from advisor.config.webconfig import WebConfigError, load_web_config, parse_basic
 
 PASSWORD = "correct horse battery staple"
 

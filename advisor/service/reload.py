@@ -19,15 +19,15 @@ from typing import Callable
 
 from aiohttp import web
 
-from advisor.app import check_workloads_setting
-from advisor.appkeys import EXPORTER, MODEL, RULEBOOK, RUNTIME, SETTINGS, WEB_CONFIG
-from advisor.runtime import Runtime, client_ca_digest
+from advisor.service.app import check_workloads_setting
+from advisor.api.appkeys import EXPORTER, MODEL, RULEBOOK, RUNTIME, SETTINGS, WEB_CONFIG
+from advisor.api.runtime import Runtime, client_ca_digest
 from advisor.engine.advice import Advice
 from advisor.exporters.base import ExportOptions
-from advisor.logs import setup_logging
-from advisor.settings import Settings, SettingsError
-from advisor.tlscheck import set_versions
-from advisor.webconfig import TLS_VERSIONS, WebConfig, check_exposure, load_web_config
+from advisor.process.logs import setup_logging
+from advisor.config.settings import Settings, SettingsError
+from advisor.config.tlscheck import set_versions
+from advisor.config.webconfig import TLS_VERSIONS, WebConfig, check_exposure, load_web_config
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ client that accepts whatever the server offers.
 OpenSSL's security level can refuse versions a context was told to allow: Debian 12's OpenSSL 3
 (security level 2, `/etc/ssl/openssl.cnf`) negotiates no TLS below 1.2, so `min_version: TLS10`
 with `max_version: TLS11` starts a server that fails every handshake. Checked once at start-up
-and on reload, it is refused with a reason instead (advisor/webconfig.py).
+and on reload, it is refused with a reason instead (advisor/config/webconfig.py).
 """
 from __future__ import annotations
 

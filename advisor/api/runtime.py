@@ -1,4 +1,4 @@
-"""The parts of the running service that SIGHUP replaces (advisor/reload.py), kept apart from the
+"""The parts of the running service that SIGHUP replaces (advisor/service/reload.py), kept apart from the
 app's own keys, which are fixed once it runs."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from advisor.engine.advice import Advice
 from advisor.exporters.base import ExportOptions
-from advisor.webconfig import WebConfig
+from advisor.config.webconfig import WebConfig
 
 
 @dataclass

@@ -15,7 +15,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
-from advisor.names import check_dataset_name, check_pool_name
+from advisor.hostmodel.names import check_dataset_name, check_pool_name
 
 DEFAULT_CONFIG_FILE = Path("/etc/zfs-advisor/config.toml")
 # Outside the Prometheus wiki's "Default port allocations" (9090-9999 is fully allocated and new
@@ -146,7 +146,7 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _token_beyond_loopback(self) -> "Settings":
         """/v1/facts names disks, datasets and mountpoints: beyond loopback, a token or TLS with basic
-        auth guards it (the web config file is read and checked by advisor.webconfig.check_exposure)."""
+        auth guards it (the web config file is read and checked by advisor.config.webconfig.check_exposure)."""
         if self.api_token is None and self.web_config_file is None and not self.loopback_only:
             raise ValueError(f"listen_address {self.listen_address!r} is not loopback: set api_token, or "
                              "web_config_file with TLS and basic_auth_users (docs/security.md)")

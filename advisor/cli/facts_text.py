@@ -1,8 +1,8 @@
-"""Human-readable text of facts (for `zfs-advisor facts`)."""
+"""The host model as text, for `zfs-advisor facts` (advisor/cli/facts.py)."""
 from __future__ import annotations
 
 from advisor.engine.units import format_size
-from advisor.facts import Disk, Host, Pool, Vdev
+from advisor.hostmodel.facts import Disk, Host, Pool, Vdev
 
 # The dataset properties worth a glance in a summary.
 SUMMARY_PROPERTIES = ("recordsize", "volblocksize", "compression", "atime", "sync", "logbias", "primarycache", "xattr")

@@ -1,7 +1,7 @@
 """The aiohttp application factory: the one place services are wired together.
 
 It builds every resource (facts provider, rule book, advice, exporter), puts
-each on the app under its typed key (advisor.appkeys), adds every api
+each on the app under its typed key (advisor.api.appkeys), adds every api
 module's routes and starts the background work in cleanup contexts. Nothing
 else adds routes or resources, so nothing depends on an order of set-up calls.
 """
@@ -16,7 +16,7 @@ from typing import AsyncIterator
 
 from aiohttp import web
 
-from advisor import systemd
+from advisor.process import systemd
 from advisor.api import (changes, efficiency, facts, health, metrics, openapi, page, plan, pools, probes, recommend,
                         workloads)
 from advisor.api.auth import auth_middleware
@@ -25,10 +25,10 @@ from advisor.server.errors import error_middleware
 from advisor.server.passwords import PasswordChecks
 from advisor.server.bodies import Bodies
 from advisor.server.limits import HeapFreezer, WorkLimiter
-from advisor.memory import release_freed_memory
+from advisor.process.memory import release_freed_memory
 from advisor.engine.answer_cache import AnswerCache
-from advisor.appkeys import (ANSWERS, BODIES, CHANGES, EXPORTER, FACTS, LIMITER, MODEL, OPENAPI_JSON, PASSWORDS, RECOGNISER,
-                             RULEBOOK, RUNTIME, SETTINGS, WEB_CONFIG)
+from advisor.api.appkeys import (ANSWERS, BODIES, CHANGES, EXPORTER, FACTS, LIMITER, MODEL, OPENAPI_JSON, PASSWORDS,
+                                 RECOGNISER, RULEBOOK, RUNTIME, SETTINGS, WEB_CONFIG)
 from advisor.changes.detect import tracked
 from advisor.changes.tracker import ChangeTracker
 from advisor.engine.advice import Advice
@@ -41,10 +41,10 @@ from advisor.model.provider import ModelProvider
 from advisor.probe.description import ProbeDescription
 from advisor.recognise.signature import signatures
 from advisor.recognise.window import Recogniser
-from advisor.runtime import Runtime, client_ca_digest
-from advisor.settings import Settings, SettingsError
+from advisor.api.runtime import Runtime, client_ca_digest
+from advisor.config.settings import Settings, SettingsError
 from advisor.store.results import StoredResults
-from advisor.webconfig import check_exposure, load_web_config
+from advisor.config.webconfig import check_exposure, load_web_config
 
 ROUTES = (health.routes, facts.routes, recommend.routes, workloads.routes, pools.routes, probes.routes, openapi.routes,
           metrics.routes, plan.routes, page.routes, efficiency.routes, changes.routes)

@@ -17,7 +17,7 @@ so a file written for them works here for the keys below:
 The toolkit's other keys (inline `cert`/`key`/`client_ca`, cipher_suites, curve_preferences,
 client_allowed_sans, http_server_config, rate_limit) are refused with a message rather than
 ignored: a setting that silently does nothing is worse than none. The file is read and
-checked at start-up and again on SIGHUP (advisor/reload.py: users and the certificate change
+checked at start-up and again on SIGHUP (advisor/service/reload.py: users and the certificate change
 then; the client CA and TLS on/off need a restart), not on every request as the toolkit does.
 """
 from __future__ import annotations
@@ -32,8 +32,8 @@ from typing import Any
 
 import yaml
 
-from advisor.settings import SettingsError
-from advisor.tlscheck import handshake_failure, set_versions
+from advisor.config.settings import SettingsError
+from advisor.config.tlscheck import handshake_failure, set_versions
 
 TLS_KEYS = ("cert_file", "key_file", "client_auth_type", "client_ca_file", "min_version", "max_version")
 TOP_KEYS = ("tls_server_config", "basic_auth_users")
@@ -238,7 +238,7 @@ def _users(where: str, data: Any) -> dict[str, str]:
 
 def check_exposure(settings: Any, web: WebConfig) -> None:
     """Beyond loopback, someone must authenticate: an api_token, or TLS with basic auth (passwords
-    never cross the network in clear). `settings` is an advisor.settings.Settings."""
+    never cross the network in clear). `settings` is an advisor.config.settings.Settings."""
     if settings.loopback_only or settings.api_token is not None:
         return
     if web.tls is None or not web.basic_auth:

@@ -1,4 +1,4 @@
-"""Typed keys for everything the app factory (advisor.app) puts on the aiohttp Application."""
+"""Typed keys for everything the app factory (advisor.service.app) puts on the aiohttp Application."""
 from __future__ import annotations
 
 from aiohttp import web
@@ -13,9 +13,9 @@ from advisor.exporters.collector import FactsCollector
 from advisor.host.provider import FactsProvider
 from advisor.model.provider import ModelProvider
 from advisor.recognise.window import Recogniser
-from advisor.settings import Settings
-from advisor.runtime import Runtime
-from advisor.webconfig import WebConfig
+from advisor.config.settings import Settings
+from advisor.api.runtime import Runtime
+from advisor.config.webconfig import WebConfig
 
 SETTINGS = web.AppKey("settings", Settings)
 FACTS = web.AppKey("facts", FactsProvider)
