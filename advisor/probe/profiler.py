@@ -11,8 +11,9 @@ and when POST /v1/probes queues a run; docs/architecture.md, "Who probes"). A pa
    the default measures what this pool has not measured yet for the workload).
 
 Every probe goes through `ProbeService.run`: healthy pool, free space, the daily budget
-accounted from the store over the last 24 h, an idle window of `idle_window_seconds`, one
-probe per pool (the flock), abort on foreground I/O. At most one probe per pool per pass.
+accounted from the store over the last 24 h, an idle window of `idle_window_seconds` (no
+foreground I/O, and the host's CPU less busy than `idle_max_cpu_busy`), one probe per pool (the
+flock), abort on foreground I/O. At most one probe per pool per pass.
 Skips are stored (`profiler_skips`) with their kind and reason.
 """
 from __future__ import annotations
@@ -90,7 +91,7 @@ class Outcome:
     action: Literal["ran", "skipped", "failed"]
     run_id: int | None = None
     status: str | None = None  # the run's status when it ran
-    kind: str | None = None  # why it was skipped or failed: busy, budget, locked, unsafe, measured, plan, expired
+    kind: str | None = None  # why it was skipped or failed: busy, cpu, budget, locked, unsafe, measured, plan, expired
     reason: str | None = None
 
 
