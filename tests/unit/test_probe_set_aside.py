@@ -134,3 +134,7 @@ async def test_v1_probes_shows_each_runs_verdict(http_client, tmp_path):
     answer = await (await client.get("/recommend", params={"workload": "postgres", "pool": "tank"})).json()
     rec = next(r for r in answer["recommendations"] if r["parameter"] == "recordsize")
     assert f"Probe run {cpu} on this pool was set aside" in rec["explanation"]
+    page = await (await client.get(f"/probes/{cpu}")).text()
+    assert "<td>Pace set by</td><td>cpu</td>" in page
+    assert "Set aside as evidence about the storage (recordsize, 4 repeats CPU-bound): the host&#x27;s CPU" in page
+    assert "<td>Pace set by</td><td>storage</td>" in await (await client.get(f"/probes/{storage}")).text()
