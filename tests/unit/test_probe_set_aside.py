@@ -100,6 +100,30 @@ def test_an_unclear_run_is_still_evidence(host, tmp_path):
     assert recordsize_item(host, tmp_path).recommended == "8K"
 
 
+def test_a_module_parameter_measured_only_beside_a_cpu_hog_keeps_the_rules_answer(host, tmp_path):
+    """zfs_txg_timeout 1 measured well above the default 5, in a run set aside: the answer is the
+    one without it, and names the pool the run was on."""
+    store = ProbeStore(connect(tmp_path))
+    run = store.start_run("tank", "postgres", None, {}, [], None)
+    for value, repeats in (("5", (1000.0, 1020.0)), ("1", (1600.0, 1620.0))):
+        for repeat, iops in enumerate(repeats, 1):
+            store.add_result(ResultRow(
+                run_id=run, parameter="zfs_txg_timeout", value=value, scope="module", baseline=value == "5",
+                repeat=repeat, started_at=0.0, iops=iops, read_iops=0, write_iops=iops, read_bw=0, write_bw=0,
+                write_p99=0.01, runtime_seconds=10, written_bytes=1 << 20, pool={}, job="", bound="cpu",
+                bound_reason=CPU_REASON))
+    store.end_run(run, "completed")
+    store.conn.close()
+
+    def item(measured):
+        answer = recommend(host, BOOK, "postgres", pool="tank", measured=measured)
+        return next(r for r in answer.recommendations if r.parameter == "zfs_txg_timeout")
+
+    alone, rec = item(None), item(stored_evidence(tmp_path))
+    assert decision(rec) == decision(alone) and rec.recommended == "5"
+    assert f"Probe run {run} on pool tank (set only while the probe ran) was set aside" in rec.explanation
+
+
 def test_a_cpu_bound_run_is_no_observation_for_the_model(tmp_path):
     pytest.importorskip("sklearn")
     from advisor.model.provider import ModelProvider
