@@ -36,7 +36,9 @@ Thresholds, and why:
   (https://www.brendangregg.com/usemethod.html).
 * CONTENDED 0.25: a quarter of every CPU's time spent on others' work (steal: a hypervisor ran
   another guest, proc(5); or programs other than the probe) is more than scheduling noise on a
-  host running only the probe, and it is what the lab's neighbour took.
+  host running only the probe.
+
+None of the three is calibrated in the lab yet (docs/probes.md, "Not yet").
 """
 from __future__ import annotations
 
