@@ -195,6 +195,8 @@ def _progress(plan: Plan):
             p99 = m.write.latency.p99_seconds
             detail = f"repeat {p.repeat}: {m.iops:,.0f} IOPS, write p99 {p99 * 1000:.1f} ms" if p99 else \
                 f"repeat {p.repeat}: {m.iops:,.0f} IOPS"
+            if p.bound == "cpu":
+                detail += " (CPU-bound: set aside as evidence)"
         else:
             detail = {"candidate": "creating scratch dataset", "layout": "laying out files"}.get(p.event, p.event)
         print(f"[{bar}] {p.elapsed_seconds:5.0f} s  {p.index}/{p.total} {what}: {detail}", file=sys.stderr, flush=True)

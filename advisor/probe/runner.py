@@ -59,6 +59,7 @@ class Progress:
     repeat: int = 0
     metrics: FioMetrics | None = None
     elapsed_seconds: float = 0.0
+    bound: str | None = None  # "result": what set the repeat's pace (advisor/evidence/bound.py)
 
 
 ProgressCallback = Callable[[Progress], None]
@@ -108,10 +109,11 @@ class PlanRunner:
         self.written = 0
         self.watch = foreground_watch(self.files, self.plan.pool, self.scratch.root, self.plan.changes_host)
 
-    def _emit(self, event: str, cand: Candidate, index: int, repeat: int = 0, metrics: FioMetrics | None = None) -> None:
+    def _emit(self, event: str, cand: Candidate, index: int, repeat: int = 0, metrics: FioMetrics | None = None,
+              bound: str | None = None) -> None:
         if self.progress:
             self.progress(Progress(event, cand, index, len(self.plan.candidates), repeat, metrics,
-                                   time.monotonic() - self.started))
+                                   time.monotonic() - self.started, bound))
 
     async def run(self) -> None:
         self.guard.cap_arc(self.plan.arc_min_bytes, self.plan.arc_max_bytes)
@@ -247,7 +249,7 @@ class PlanRunner:
             scratch_primarycache=self._measure_primarycache(cand),
             pool=self.pool_descriptor, job=job.text, fio_version=metrics.fio_version,
             bound=judged.verdict, bound_reason=judged.reason, load=load.model_dump()))
-        self._emit("result", cand, index, repeat, metrics)
+        self._emit("result", cand, index, repeat, metrics, judged.verdict)
         self._count_written(written)
 
     async def _fio(self, jobfile: Path) -> str:

@@ -80,3 +80,21 @@ def test_list_and_show_only_read(tmp_path, capsys):
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     assert main(["probe", "--state-dir", str(tmp_path), "--list"]) == 0
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_a_cpu_bound_repeat_says_so_as_it_is_measured(capsys):
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from advisor.cli.probe import _progress
+    from advisor.probe.candidates import make_candidate
+    from advisor.probe.fio_result import parse_fio_json
+    from advisor.probe.runner import Progress
+
+    fio = Path(__file__).parents[1] / "fixtures" / "fio" / "host-ext4" / "random-read-4jobs.json"
+    metrics = parse_fio_json(fio.read_text())
+    show = _progress(SimpleNamespace(estimated_seconds=100.0))
+    for bound in ("cpu", "storage"):
+        show(Progress("result", make_candidate("recordsize", "8K"), 1, 2, 1, metrics, 10.0, bound))
+    cpu, storage = capsys.readouterr().err.splitlines()
+    assert cpu.endswith("IOPS (CPU-bound: set aside as evidence)") and storage.endswith("IOPS")
