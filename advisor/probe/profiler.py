@@ -76,7 +76,8 @@ def profiler_config(settings: ProfilerSettings, base: ProbeConfig) -> ProbeConfi
     """The probe configuration the profiler runs with: its idle window, thresholds and file sizes."""
     thresholds = replace(base.thresholds, idle_window_seconds=settings.idle_window_seconds,
                          idle_max_ops_per_second=settings.idle_max_ops_per_second,
-                         idle_max_bytes_per_second=settings.idle_max_bytes_per_second)
+                         idle_max_bytes_per_second=settings.idle_max_bytes_per_second,
+                         idle_max_cpu_busy=settings.idle_max_cpu_busy)
     return replace(base, thresholds=thresholds, max_file_bytes=settings.max_file_bytes,
                    ramp_seconds=settings.ramp_seconds, layout_bytes_per_second=settings.layout_bytes_per_second,
                    cache=settings.cache)

@@ -241,10 +241,10 @@ async def test_the_profiler_skips_a_busy_pool_and_leaves_the_request_queued(tmp_
     assert service.store.run(queued).status == "queued"
 
 
-async def _pass_beside_a_cpu(tmp_path, busy_share: float) -> tuple[ProbeService, int, object]:
+async def _pass_beside_a_cpu(tmp_path, busy_share: float, **settings_given) -> tuple[ProbeService, int, object]:
     """A profiler pass over a queued run while the host's /proc/stat (written in proc(5)'s format,
     two CPUs at 100 ticks a second: the recording has none) counts `busy_share` of the time busy."""
-    settings = ProfilerSettings(idle_window_seconds=1.0)
+    settings = ProfilerSettings(idle_window_seconds=1.0, **settings_given)
     service = _service(tmp_path, settings)
     queued = _queue(service, BODY)
     stat = tmp_path / "root" / "proc" / "stat"
@@ -276,9 +276,11 @@ async def test_the_profiler_does_not_start_a_probe_while_the_hosts_cpu_is_busy(t
     assert [(s.kind, s.run_id) for s in service.store.skips()] == [("cpu", queued)]
 
 
-async def test_a_quiet_cpu_lets_the_probe_start(tmp_path):
-    """10 % busy: past the gate, the run starts (and fails here, where no zfs command was recorded)."""
-    service, queued, outcome = await _pass_beside_a_cpu(tmp_path, 0.1)
+@pytest.mark.parametrize("busy_share, settings_given", [(0.1, {}), (0.9, {"idle_max_cpu_busy": 0.95})])
+async def test_a_quiet_cpu_lets_the_probe_start(tmp_path, busy_share, settings_given):
+    """Under the threshold (the default 0.5, or `idle_max_cpu_busy`): past the gate, the run starts
+    (and fails here, where no zfs command was recorded)."""
+    service, queued, outcome = await _pass_beside_a_cpu(tmp_path, busy_share, **settings_given)
     assert (outcome.action, outcome.run_id) == ("ran", queued) and outcome.kind is None
     assert service.store.skips() == []
 
