@@ -5,7 +5,7 @@
 
 in USER_HZ ticks since boot, summed over every CPU.  `guest` and `guest_nice` are already
 counted in `user` and `nice` (proc(5): "Time spent running a virtual CPU for guest operating
-systems"; the kernel adds it to both), so the total leaves them out.  `iowait` is idle time
+systems"; the kernel counts that time in both fields), so the total leaves them out.  `iowait` is idle time
 (proc(5): "Time waiting for I/O to complete. This value is not reliable"): a CPU waiting for a
 disk is free for other work.  `steal` (since Linux 2.6.11) is time a hypervisor ran someone
 else while this guest wanted the CPU: busy for the guest, and none of its own work.
@@ -40,7 +40,7 @@ def parse_cpu_times(text: str) -> CpuTimes:
     if not head or head[0] != "cpu" or len(head) < 5:
         raise ParseError(f"{PROC_STAT}: the first line is no cpu line: {shown(lines[0] if lines else '')}")
     ticks = [to_int(v, f"{PROC_STAT} cpu") for v in head[1:9]]
-    ticks += [0] * (8 - len(ticks))  # iowait, irq, softirq, steal: absent on kernels older than 2.6.11
+    ticks += [0] * (8 - len(ticks))  # what older kernels lack: steal before 2.6.11, iowait, irq, softirq before 2.6
     user, nice, system, idle, iowait, irq, softirq, steal = ticks
     cpus = sum(1 for line in lines[1:] if line.startswith("cpu") and line[3:4].isdigit())
     return CpuTimes(total=user + nice + system + idle + iowait + irq + softirq + steal, idle=idle + iowait,
