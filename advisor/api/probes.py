@@ -28,6 +28,7 @@ from advisor.api.appkeys import FACTS, RULEBOOK, SETTINGS
 from advisor.engine.service import TargetError, resolve_params
 from advisor.hostmodel.names import InvalidName, check_pool_name
 from advisor.probe.candidates import PROBED, CandidateError, parse_candidate_spec
+from advisor.evidence.bound import run_bound
 from advisor.probe.evidence import evidence
 from advisor.probe.request import MIN_REQUEST_SECONDS, ProbeQueued, ProbeRequest
 from advisor.store.db import StoreError, connect
@@ -89,8 +90,9 @@ async def get_probe(request: web.Request) -> web.Response:
             return [str(r.id) for r in store.runs(limit=IDS_LISTED)] if store is not None else []
         ev = [e.model_dump(mode="json") for e in evidence(store, run.pool, run.workload)
               if e.run_id == run_id] if run.status == "completed" else []
-        return {"run": run.model_dump(mode="json"),
-                "results": [r.model_dump(mode="json") for r in store.results(run_id)], "evidence": ev}
+        results = store.results(run_id)
+        return {"run": run.model_dump(mode="json"), "results": [r.model_dump(mode="json") for r in results],
+                "bound": run_bound(results).model_dump(mode="json"), "evidence": ev}
 
     found = await read_store(request, one)
     if isinstance(found, Unreadable):

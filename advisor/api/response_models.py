@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import Field
 
 from advisor.engine.models import ExpectedEffect, Out
+from advisor.evidence.bound import RunBound
 from advisor.evidence.parameters import ParameterEvidence
 from advisor.store.probes import ResultRow, RunRow
 
@@ -50,7 +51,10 @@ class ProbeRunList(Out):
 
 class ProbeRunDetail(Out):
     run: RunRow
-    results: list[ResultRow] = Field(description="one per candidate value and repeat")
+    results: list[ResultRow] = Field(description="one per candidate value and repeat, each with `bound`: what set "
+                                                 "its pace (storage, cpu, unclear; docs/probes.md)")
+    bound: RunBound = Field(description="what set the run's pace: `cpu` when a repeat was CPU-bound, and the "
+                                        "parameters whose measurement was set aside as evidence")
     evidence: list[ParameterEvidence] = Field(description="what the run's results say per parameter (completed "
                                                           "runs only)")
 

@@ -19,6 +19,7 @@ from advisor.engine.loader import load_rulebook
 from advisor.engine.units import format_size, parse_size
 from advisor.hostmodel.names import InvalidName
 from advisor.probe.candidates import CandidateError, parse_candidate_spec
+from advisor.evidence.bound import run_bound
 from advisor.evidence.parameters import ParameterEvidence, summarize
 from advisor.probe.plan import Budget, Plan
 from advisor.probe.modparams import ModuleParamError
@@ -194,6 +195,8 @@ def _progress(plan: Plan):
             p99 = m.write.latency.p99_seconds
             detail = f"repeat {p.repeat}: {m.iops:,.0f} IOPS, write p99 {p99 * 1000:.1f} ms" if p99 else \
                 f"repeat {p.repeat}: {m.iops:,.0f} IOPS"
+            if p.bound == "cpu":
+                detail += " (CPU-bound: set aside as evidence)"
         else:
             detail = {"candidate": "creating scratch dataset", "layout": "laying out files"}.get(p.event, p.event)
         print(f"[{bar}] {p.elapsed_seconds:5.0f} s  {p.index}/{p.total} {what}: {detail}", file=sys.stderr, flush=True)
@@ -283,11 +286,15 @@ def _show(store: ProbeStore | None, run_id: int, as_json: bool) -> int:
     for r in results:
         by_param.setdefault(r.parameter, []).append(r)
     evidence = [summarize(p, rows) for p, rows in by_param.items()]
+    bound = run_bound(results)
     if as_json:
         print(json.dumps({"run": run_row.model_dump(), "evidence": [e.model_dump() for e in evidence],
-                          "results": [r.model_dump() for r in results]}, indent=2))
+                          "results": [r.model_dump() for r in results], "bound": bound.model_dump()}, indent=2))
     else:
         print(f"run {run_row.id}: {run_row.status}" + (f" ({run_row.reason})" if run_row.reason else ""))
+        for aside in bound.set_aside:
+            print(f"set aside as evidence about the storage ({aside.parameter}, {aside.repeats} repeats CPU-bound): "
+                  f"{aside.reason}")
         for ev in evidence:
             print(_table(ev))
     return 0 if run_row.status == "completed" else 1

@@ -46,6 +46,8 @@ class ProfilerSettings(BaseModel):
     idle_window_seconds: float = Field(30.0, ge=1, le=600, description="Foreground I/O is watched this long first.")
     idle_max_ops_per_second: float = Field(5.0, ge=0, description="More foreground operations than this: not idle.")
     idle_max_bytes_per_second: float = Field(256 << 10, ge=0, description="More foreground bytes than this: not idle.")
+    idle_max_cpu_busy: float = Field(0.5, gt=0, le=1, description="The host's CPU busy (steal included) this share "
+                                     "of the idle window or more: not idle (a probe would measure the CPU left over).")
     max_file_bytes: int = Field(256 << 20, ge=16 << 20, description="Largest file per fio job of a probe.")
     ramp_seconds: int = Field(5, ge=0, le=60, description="Warm-up discarded per fio run.")
     cache: CacheMethod = Field(

@@ -111,6 +111,25 @@ class Ladder:
 def decide(rec: Recommendation, ladder: Ladder, setter: Setter, measurer: Measurer) -> Recommendation:
     if rec.kind != "setting" or rec.status == "skipped":
         return rec
+    return _set_aside_noted(_decide(rec, ladder, setter, measurer), ladder)
+
+
+def _set_aside_noted(rec: Recommendation, ladder: Ladder) -> Recommendation:
+    """The probe runs of this setting set aside as evidence (the host's CPU set their pace,
+    advisor/evidence/bound.py), named with why: the answer above was decided without them."""
+    runs = ladder.probe.set_aside if ladder.probe is not None else []
+    if not runs:
+        return rec
+    notes = [f"Probe run {a.run_id} on {ladder.probe_where} was set aside ({a.repeats} "
+             f"repeat{'s' if a.repeats != 1 else ''} CPU-bound): {a.reason}. It is no evidence about the storage "
+             "and moves nothing here; probe again when the host's CPU is not busy." for a in runs]
+    facts = [Evidence(fact=f"probe.{a.parameter}.set_aside", value=a.run_id,
+                      display=f"run {a.run_id} set aside: CPU-bound", description=a.reason) for a in runs]
+    return rec.model_copy(update={"evidence": rec.evidence + facts,
+                                  "explanation": " ".join(p for p in [rec.explanation, *notes] if p)})
+
+
+def _decide(rec: Recommendation, ladder: Ladder, setter: Setter, measurer: Measurer) -> Recommendation:
     probe = ladder.probe if ladder.probe is not None and ladder.probe.candidates else None
     pred = ladder.prediction if ladder.prediction is not None and ladder.prediction.candidates else None
     current = rec.current

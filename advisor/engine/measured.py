@@ -69,4 +69,8 @@ def latest_module_evidence(measured: dict[str, list[ParameterEvidence]]) -> dict
         for ev in evidence:
             if ev.candidates and (ev.parameter not in latest or ev.run_id > latest[ev.parameter][1].run_id):
                 latest[ev.parameter] = (pool, ev)
+    for pool, evidence in sorted(measured.items()):  # runs all set aside: said, where nothing was measured
+        for ev in evidence:
+            if not ev.candidates and ev.parameter not in latest:
+                latest[ev.parameter] = (pool, ev)
     return latest

@@ -18,6 +18,7 @@ from typing import Protocol, Sequence
 
 from pydantic import BaseModel
 
+from advisor.evidence.bound import SetAside
 from advisor.evidence.interval import pooled_log_sd, ratio_interval, run_interval
 
 
@@ -75,6 +76,9 @@ class CandidateEvidence(BaseModel):
 
 
 class ParameterEvidence(BaseModel):
+    """The latest run that measured a parameter as evidence about the storage; `set_aside`: later
+    runs that were not (advisor/evidence/bound.py).  With no such run at all, `candidates` is
+    empty and `best` is "": only `set_aside` says anything (see `set_aside_only`)."""
     parameter: str
     run_id: int
     baseline: str | None
@@ -83,6 +87,7 @@ class ParameterEvidence(BaseModel):
     candidates: list[CandidateEvidence]
     repeat_log_sd: float | None = None  # sd of log IOPS between repeats, pooled over the candidates
     degrees_of_freedom: int = 0  # of repeat_log_sd: repeats beyond each candidate's first
+    set_aside: list[SetAside] = []  # newer runs of it the host's CPU bound, oldest first
 
     def candidate(self, value: str) -> CandidateEvidence | None:
         return next((c for c in self.candidates if c.value == value), None)
@@ -149,3 +154,9 @@ def summarize(parameter: str, rows: Sequence[MeasuredRow]) -> ParameterEvidence:
                 c.effect_ratio, c.effect_interval = found
                 c.distinguishable = ev.separated(c, base)
     return ev
+
+
+def set_aside_only(parameter: str, runs: list[SetAside]) -> ParameterEvidence:
+    """A parameter every run of which was set aside: no candidate to go by, only why."""
+    return ParameterEvidence(parameter=parameter, run_id=runs[-1].run_id, baseline=None, best="", pool={},
+                             candidates=[], set_aside=runs)

@@ -126,3 +126,14 @@ def thread_cpu(before: dict[int, ThreadTicks], after: dict[int, ThreadTicks], se
     summary = [ThreadGroup(name=n, threads=len(r), busy_ratio=sum(r), busiest_ratio=max(r)) for n, r in groups.items()]
     summary.sort(key=lambda g: (-g.busy_ratio, g.name))
     return ThreadCpu(seconds=seconds, busiest=busy[:top], groups=[g for g in summary[:top] if g.busy_ratio > 0])
+
+
+def zfs_thread_cores(before: dict[int, ThreadTicks], after: dict[int, ThreadTicks], seconds: float,
+                     ticks_per_second: int) -> float:
+    """CPUs' worth every ZFS kernel thread used between two readings, all together (`thread_cpu`
+    names the busiest; this is their sum, to set against the host's CPU time)."""
+    if seconds <= 0:
+        return 0.0
+    ticks = sum(max(0, a.ticks - b.ticks) for tid, a in after.items()
+                if (b := before.get(tid)) is not None and b.comm == a.comm and is_zfs_thread(a))
+    return ticks / ticks_per_second / seconds

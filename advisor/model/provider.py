@@ -23,6 +23,7 @@ from advisor.engine.models import ModelStatus
 from advisor.engine.predicted import (PREDICTED_PARAMETERS, CandidatePrediction, PairEffect, ParameterPrediction,
                                       PredictionLookup)
 from advisor.engine.units import format_size, parse_size
+from advisor.evidence.bound import storage_rows
 from advisor.evidence.interval import Z90
 from advisor.hostmodel.facts import DATASET_DEFAULTS, Host
 from advisor.model import MODEL_VERSION, numpy_missing, sklearn_missing
@@ -160,9 +161,10 @@ class ModelProvider:
         return self.results.generation()
 
     def local_samples(self, pool: str, workload: Any) -> list[Sample]:
-        """This pool's probe results of the workload (dataset candidates the model knows) as samples."""
+        """This pool's probe results of the workload (dataset candidates the model knows) as samples;
+        runs the host's CPU bound are no observation of the storage (advisor/evidence/bound.py)."""
         shape = WorkloadShape.of(workload)
-        rows = self.results.results_for(pool, workload.name)
+        rows, _ = storage_rows(list(self.results.results_for(pool, workload.name)))
         obs = [from_result(r, shape, pool) for r in rows
                if r.scope == "dataset" and r.parameter in PREDICTED_PARAMETERS]
         return [s for s in samples(o for o in obs if supported(o))]

@@ -16,6 +16,7 @@ from advisor.engine.models import ModelStatus, Recommendation, RecommendResponse
 from advisor.engine.predicted import PredictionLookup
 from advisor.engine.service import TargetError, recommend
 from advisor.hostmodel.facts import Host
+from advisor.evidence.bound import RunBound, run_bound
 from advisor.evidence.parameters import ParameterEvidence, summarize
 from advisor.recognise.classify import Recognition
 from advisor.probe.evidence import stored_evidence
@@ -128,6 +129,7 @@ class ProbeRun:
     run: RunRow
     parameters: list[ParameterEvidence]  # one per parameter probed, candidates ranked by IOPS
     jobs: list[str]  # the fio jobs its results ran (one per distinct job)
+    bound: RunBound  # what set its pace, and the parameters set aside as evidence
 
 
 def probe_run(state_dir: Path, run_id: int) -> ProbeRun | None | str:
@@ -137,10 +139,12 @@ def probe_run(state_dir: Path, run_id: int) -> ProbeRun | None | str:
         if run is None or store is None:
             return None
         by_parameter: dict[str, list[ResultRow]] = defaultdict(list)
-        for row in store.results(run_id):
+        results = store.results(run_id)
+        for row in results:
             by_parameter[row.parameter].append(row)
         jobs = list(dict.fromkeys(r.job for rows in by_parameter.values() for r in rows))
-        return ProbeRun(run, [summarize(p, rows) for p, rows in sorted(by_parameter.items())], jobs)
+        return ProbeRun(run, [summarize(p, rows) for p, rows in sorted(by_parameter.items())], jobs,
+                        run_bound(results))
 
     return _read(state_dir, read)
 

@@ -189,8 +189,11 @@ def probe_page(host: Host, found: ProbeRun) -> str:
              ("Status", esc(run.status)), ("Reason", esc(run.reason or "-")), ("Started", esc(when(run.started_at))),
              ("Ended", esc(when(run.ended_at))), ("Host", esc(run.host or "-")),
              ("Written", esc(size(run.written_bytes) if run.written_bytes is not None else "-")),
-             ("Budget", esc(", ".join(f"{k} {v}" for k, v in sorted(run.budget.items())) or "-"))]
+             ("Budget", esc(", ".join(f"{k} {v}" for k, v in sorted(run.budget.items())) or "-")),
+             ("Pace set by", esc(found.bound.verdict or "not judged"))]
     body = [f"<h1>Probe run {esc(run.id)}</h1>", table(["", ""], facts)]
+    body += [f"<p>Set aside as evidence about the storage ({esc(a.parameter)}, {esc(a.repeats)} repeats CPU-bound): "
+             f"{esc(a.reason)}. No answer goes by this run's {esc(a.parameter)}.</p>" for a in found.bound.set_aside]
     body += [_parameter(ev) for ev in found.parameters] or ["<p>No results are stored for this run.</p>"]
     body += [f"<details><summary>fio job</summary><pre>{esc(job)}</pre></details>" for job in found.jobs]
     return document(f"probe run {run.id}", "".join(body))

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from advisor.host.cpustat import read_cpu_times
 from advisor.host.disks import DISKSTATS, parse_diskstats
 from advisor.host.files import HostFiles
 from advisor.host.runner import CommandRunner
@@ -59,10 +60,9 @@ class EfficiencyReport(BaseModel):
 
 
 def cpu_times(files: HostFiles) -> tuple[float, float]:
-    fields = files.read_text("/proc/stat").splitlines()[0].split()[1:]
-    values = [float(v) for v in fields]
-    idle = values[3] + (values[4] if len(values) > 4 else 0.0)
-    return sum(values), idle
+    """(all CPU ticks, idle ticks) from /proc/stat (advisor/host/cpustat.py: guest time counted once)."""
+    times = read_cpu_times(files)
+    return float(times.total), float(times.idle)
 
 
 def efficiency_job(directory: str, rw: str, size: int, numjobs: int, seconds: int, create_only: bool = False,

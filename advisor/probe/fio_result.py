@@ -48,6 +48,9 @@ class FioMetrics(BaseModel):
     runtime_seconds: float
     cpu_user_ratio: float  # fio's usr_cpu / 100: share of one CPU per job, averaged over the jobs
     cpu_system_ratio: float
+    # CPUs' worth fio used over its runtime: each job's share of one CPU times its numjobs (a group's
+    # usr_cpu and sys_cpu are per job: fio sums the jobs' CPU time and their run time alike)
+    cpu_cores: float = 0.0
 
     @property
     def iops(self) -> float:
@@ -108,7 +111,7 @@ def load_fio_json(text: str) -> dict:
 def parse_fio_json(text: str) -> FioMetrics:
     doc = load_fio_json(text)
     read, write, sync = Direction(), Direction(), Latency()
-    runtime = usr = sys_ = 0.0
+    runtime = usr = sys_ = cores = 0.0
     for job in doc["jobs"]:
         if job.get("error"):
             raise FioParseError(f"fio job {job.get('jobname')!r} failed with error {job['error']}")
@@ -120,6 +123,16 @@ def parse_fio_json(text: str) -> FioMetrics:
         runtime = max(runtime, float(job.get("job_runtime", 0)) / 1000)
         usr += float(job.get("usr_cpu", 0.0)) / 100
         sys_ += float(job.get("sys_cpu", 0.0)) / 100
+        cores += (float(job.get("usr_cpu", 0.0)) + float(job.get("sys_cpu", 0.0))) / 100 * _numjobs(doc, job)
     n = len(doc["jobs"])
     return FioMetrics(fio_version=str(doc.get("fio version", "?")), read=read, write=write, sync_latency=sync,
-                      runtime_seconds=runtime, cpu_user_ratio=usr / n, cpu_system_ratio=sys_ / n)
+                      runtime_seconds=runtime, cpu_user_ratio=usr / n, cpu_system_ratio=sys_ / n,
+                      cpu_cores=cores)
+
+
+def _numjobs(doc: dict, job: dict) -> int:
+    """The jobs a reported group stands for: its own numjobs, else the global one, else 1."""
+    for options in (job.get("job options"), doc.get("global options")):
+        if isinstance(options, dict) and str(options.get("numjobs", "")).isdigit():
+            return max(1, int(options["numjobs"]))
+    return 1

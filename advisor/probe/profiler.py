@@ -11,8 +11,9 @@ and when POST /v1/probes queues a run; docs/architecture.md, "Who probes"). A pa
    the default measures what this pool has not measured yet for the workload).
 
 Every probe goes through `ProbeService.run`: healthy pool, free space, the daily budget
-accounted from the store over the last 24 h, an idle window of `idle_window_seconds`, one
-probe per pool (the flock), abort on foreground I/O. At most one probe per pool per pass.
+accounted from the store over the last 24 h, an idle window of `idle_window_seconds` (no
+foreground I/O, and the host's CPU less busy than `idle_max_cpu_busy`), one probe per pool (the
+flock), abort on foreground I/O. At most one probe per pool per pass.
 Skips are stored (`profiler_skips`) with their kind and reason.
 """
 from __future__ import annotations
@@ -75,7 +76,8 @@ def profiler_config(settings: ProfilerSettings, base: ProbeConfig) -> ProbeConfi
     """The probe configuration the profiler runs with: its idle window, thresholds and file sizes."""
     thresholds = replace(base.thresholds, idle_window_seconds=settings.idle_window_seconds,
                          idle_max_ops_per_second=settings.idle_max_ops_per_second,
-                         idle_max_bytes_per_second=settings.idle_max_bytes_per_second)
+                         idle_max_bytes_per_second=settings.idle_max_bytes_per_second,
+                         idle_max_cpu_busy=settings.idle_max_cpu_busy)
     return replace(base, thresholds=thresholds, max_file_bytes=settings.max_file_bytes,
                    ramp_seconds=settings.ramp_seconds, layout_bytes_per_second=settings.layout_bytes_per_second,
                    cache=settings.cache)
@@ -90,7 +92,7 @@ class Outcome:
     action: Literal["ran", "skipped", "failed"]
     run_id: int | None = None
     status: str | None = None  # the run's status when it ran
-    kind: str | None = None  # why it was skipped or failed: busy, budget, locked, unsafe, measured, plan, expired
+    kind: str | None = None  # why it was skipped or failed: busy, cpu, budget, locked, unsafe, measured, plan, expired
     reason: str | None = None
 
 

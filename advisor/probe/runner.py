@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -15,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from advisor.engine.schema import Workload
+from advisor.evidence.bound import judge
 from advisor.host.files import HostFiles
 from advisor.host.kstat import read_named_kstat
 from advisor.host.runner import CommandRunner
+from advisor.probe.bound import io_window, pool_disks, run_load, sample_load
 from advisor.probe.candidates import Candidate
 from advisor.probe.fio_job import FioJob, Hygiene, build_job
 from advisor.probe.fio_result import FioMetrics, FioParseError, parse_fio_json
@@ -28,6 +31,7 @@ from advisor.probe.safety import Thresholds
 from advisor.probe.scratch import ScratchArea
 from advisor.store.probes import ProbeStore, ResultRow
 
+log = logging.getLogger(__name__)
 ARCSTATS = "/proc/spl/kstat/zfs/arcstats"
 # fio dies with the process that started it (an abort, or a SIGKILL of the advisor),
 # instead of writing on in a scratch dataset that recovery wants to destroy.
@@ -55,6 +59,7 @@ class Progress:
     repeat: int = 0
     metrics: FioMetrics | None = None
     elapsed_seconds: float = 0.0
+    bound: str | None = None  # "result": what set the repeat's pace (advisor/evidence/bound.py)
 
 
 ProgressCallback = Callable[[Progress], None]
@@ -104,10 +109,11 @@ class PlanRunner:
         self.written = 0
         self.watch = foreground_watch(self.files, self.plan.pool, self.scratch.root, self.plan.changes_host)
 
-    def _emit(self, event: str, cand: Candidate, index: int, repeat: int = 0, metrics: FioMetrics | None = None) -> None:
+    def _emit(self, event: str, cand: Candidate, index: int, repeat: int = 0, metrics: FioMetrics | None = None,
+              bound: str | None = None) -> None:
         if self.progress:
             self.progress(Progress(event, cand, index, len(self.plan.candidates), repeat, metrics,
-                                   time.monotonic() - self.started))
+                                   time.monotonic() - self.started, bound))
 
     async def run(self) -> None:
         self.guard.cap_arc(self.plan.arc_min_bytes, self.plan.arc_max_bytes)
@@ -208,16 +214,25 @@ class PlanRunner:
                       layout_bytes: int) -> None:
         if time.monotonic() + job.seconds > self.deadline:
             raise ProbeAborted(f"time budget of {self.plan.budget.seconds:g} s spent before {cand.key} repeat {repeat}")
+        disks = pool_disks(self.pool_descriptor)
         async with self._writes_counted_if_cut_short() as written_before:
             arc_before = arc_hit_counters(self.files)
+            load_before = await asyncio.to_thread(sample_load, self.files, disks)
             started = time.time()
             output = await self._fio(jobfile)
+        load_after = await asyncio.to_thread(sample_load, self.files, disks)
         try:
             metrics = parse_fio_json(output)
         except FioParseError as exc:
             raise ProbeFailed(str(exc)) from None
         written = await self._written_since(written_before)
         hit_ratio = arc_hit_ratio(arc_before, arc_hit_counters(self.files))
+        window = io_window(load_after.at - load_before.at, metrics.runtime_seconds, job.ramp_seconds)
+        load = run_load(load_before, load_after, window, metrics.cpu_cores)
+        judged = judge(load)
+        if judged.verdict == "cpu":
+            log.warning("probe run %d, %s repeat %d set aside as evidence: %s", self.run_id, cand.key, repeat,
+                        judged.reason)
         self.store.add_result(ResultRow(
             run_id=self.run_id, parameter=cand.parameter, value=cand.value, scope=cand.scope, baseline=cand.baseline,
             repeat=repeat, started_at=started, iops=metrics.iops, read_iops=metrics.read.iops,
@@ -232,8 +247,9 @@ class PlanRunner:
             compress_percentage=job.compress_percentage, compress_ratio=await self.scratch.compress_ratio(dataset),
             working_set_bytes=job.working_set_bytes, arc_max_bytes=self.plan.arc_max_bytes, arc_hit_ratio=hit_ratio,
             scratch_primarycache=self._measure_primarycache(cand),
-            pool=self.pool_descriptor, job=job.text, fio_version=metrics.fio_version))
-        self._emit("result", cand, index, repeat, metrics)
+            pool=self.pool_descriptor, job=job.text, fio_version=metrics.fio_version,
+            bound=judged.verdict, bound_reason=judged.reason, load=load.model_dump()))
+        self._emit("result", cand, index, repeat, metrics, judged.verdict)
         self._count_written(written)
 
     async def _fio(self, jobfile: Path) -> str:

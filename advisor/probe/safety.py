@@ -2,6 +2,7 @@
 
 * `check_pool`: healthy (ONLINE), no scrub or resilver, free space above a threshold;
 * foreground I/O (anything but the probe's own) is watched by `advisor.probe.foreground`;
+* the host's CPU is idle enough before a probe starts (`Thresholds.idle_max_cpu_busy`);
 * `ProbeLock`: one probe per pool (and module parameters are host-wide: one probe
   that changes them at a time), with flock(2) locks released by the kernel when the
   process dies, so a killed run never leaves a stale lock behind.
@@ -22,6 +23,10 @@ class Thresholds:
     idle_window_seconds: float = 3.0
     idle_max_ops_per_second: float = 5.0
     idle_max_bytes_per_second: float = 256 << 10
+    # Not started when the host's CPU (steal included) was busy this share of the idle window or more:
+    # a probe that then needs the other half to drive the disks saturates the CPU with others' work
+    # in it, and such a run is set aside as evidence (advisor/evidence/bound.py), its budget spent.
+    idle_max_cpu_busy: float = 0.5
     # Abort: foreground I/O seen in one poll interval above these.
     abort_poll_seconds: float = 0.2
     abort_min_ops: int = 4
@@ -30,7 +35,8 @@ class Thresholds:
 
 class UnsafeToProbe(Exception):
     """The pool is not in a state to be probed; the message says why, `kind` in a word
-    ("busy": foreground I/O, "budget": the daily budget is spent, "unsafe": anything else)."""
+    ("busy": foreground I/O, "cpu": the host's CPU is busy, "budget": the daily budget is spent,
+    "unsafe": anything else)."""
 
     def __init__(self, reason: str, kind: str = "unsafe"):
         super().__init__(reason)

@@ -57,6 +57,8 @@ def probe_stats(store: ProbeStore, profiler: ProfilerSettings, now: float | None
     measured = []
     for pool, workload in store.pool_workloads():
         for ev in evidence(store, pool, workload):
+            if not ev.candidates:  # every run of it set aside: nothing measured to show
+                continue
             picks = [("best", ev.candidates[0])]
             base = next((c for c in ev.candidates if c.baseline), None)
             if base is not None:

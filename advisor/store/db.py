@@ -159,6 +159,14 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX setting_changes_detected ON setting_changes (detected_at);
     """,
+    # 8: what set each repeat's pace (advisor/evidence/bound.py): 'storage', 'cpu' or 'unclear', why,
+    # and the host's counters over the run it was judged on (CPU, steal, ZFS's threads, the pool's
+    # disks' busy time). NULL for results stored before: not judged, and kept as evidence as before.
+    """
+    ALTER TABLE probe_results ADD COLUMN bound TEXT CHECK (bound IN ('storage', 'cpu', 'unclear'));
+    ALTER TABLE probe_results ADD COLUMN bound_reason TEXT;
+    ALTER TABLE probe_results ADD COLUMN load_json TEXT;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -11,6 +11,7 @@ from typing import Any, Callable, Literal, TypeVar
 
 from pydantic import BaseModel
 
+from advisor.evidence.bound import Verdict
 from advisor.store import health
 from advisor.store.db import DB_FILE, StoreError, connect_to_read
 from advisor.store.rows import flag, json_column, one, parsed, plausible
@@ -61,6 +62,9 @@ class ResultRow(BaseModel):
     pool: dict[str, Any]
     job: str
     fio_version: str | None = None
+    bound: Verdict | None = None  # what set the run's pace (None: stored before runs were judged)
+    bound_reason: str | None = None
+    load: dict[str, Any] | None = None  # the host over the run (advisor/evidence/bound.py RunLoad)
 
 
 class RunRow(BaseModel):
@@ -92,7 +96,7 @@ class SkipRow(BaseModel):
     reason: str
 
 
-_RESULT_COLUMNS = [f for f in ResultRow.model_fields if f != "pool"]
+_RESULT_COLUMNS = [f for f in ResultRow.model_fields if f not in ("pool", "load")]
 
 
 class ProbeStore:
@@ -209,8 +213,10 @@ class ProbeStore:
     # --- results ------------------------------------------------------------------------
     def add_result(self, result: ResultRow) -> None:
         values = result.model_dump()
-        cols = [*_RESULT_COLUMNS, "pool_json"]
+        cols = [*_RESULT_COLUMNS, "pool_json", "load_json"]
         values["pool_json"] = json.dumps(values.pop("pool"))
+        load = values.pop("load")
+        values["load_json"] = json.dumps(load) if load is not None else None
         self.conn.execute(f"INSERT INTO probe_results ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
                           [values[c] for c in cols])
 
@@ -296,7 +302,8 @@ def _run(row: sqlite3.Row) -> RunRow:
 def _result(row: sqlite3.Row) -> ResultRow:
     data = {c: row[c] for c in _RESULT_COLUMNS}
     data["baseline"] = flag(data["baseline"])
-    result = ResultRow(pool=json_column(row["pool_json"]), **data)
+    load = json_column(row["load_json"]) if row["load_json"] is not None else None
+    result = ResultRow(pool=json_column(row["pool_json"]), load=load, **data)
     plausible(result.model_dump(exclude={"pool"}))
     return result
 

@@ -241,6 +241,50 @@ async def test_the_profiler_skips_a_busy_pool_and_leaves_the_request_queued(tmp_
     assert service.store.run(queued).status == "queued"
 
 
+async def _pass_beside_a_cpu(tmp_path, busy_share: float, **settings_given) -> tuple[ProbeService, int, object]:
+    """A profiler pass over a queued run while the host's /proc/stat (written in proc(5)'s format,
+    two CPUs at 100 ticks a second: the recording has none) counts `busy_share` of the time busy."""
+    settings = ProfilerSettings(idle_window_seconds=1.0, **settings_given)
+    service = _service(tmp_path, settings)
+    queued = _queue(service, BODY)
+    stat = tmp_path / "root" / "proc" / "stat"
+    ticks = {"busy": 100_000, "idle": 400_000}
+
+    def write() -> None:
+        stat.write_text(f"cpu  {ticks['busy']} 0 0 {ticks['idle']} 0 0 0 0 0 0\ncpu0 0 0 0 0 0 0 0 0 0 0\n"
+                        "cpu1 0 0 0 0 0 0 0 0 0 0\nbtime 1795000000\n")
+
+    async def tick():  # 0.1 s of two CPUs is 20 ticks
+        while True:
+            await asyncio.sleep(0.1)
+            ticks["busy"] += round(20 * busy_share)
+            ticks["idle"] += 20 - round(20 * busy_share)
+            write()
+
+    write()
+    clock = asyncio.create_task(tick())
+    [outcome] = await Profiler(service, settings).run_once()
+    clock.cancel()
+    return service, queued, outcome
+
+
+async def test_the_profiler_does_not_start_a_probe_while_the_hosts_cpu_is_busy(tmp_path):
+    service, queued, outcome = await _pass_beside_a_cpu(tmp_path, 0.9)
+    assert (outcome.action, outcome.kind, outcome.run_id) == ("skipped", "cpu", queued), outcome
+    assert outcome.reason.startswith("the host's CPU is busy: 90% of 2 CPUs' time over 1 s (threshold 50%)")
+    assert service.store.run(queued).status == "queued"  # tried again at the next pass
+    assert [(s.kind, s.run_id) for s in service.store.skips()] == [("cpu", queued)]
+
+
+@pytest.mark.parametrize("busy_share, settings_given", [(0.1, {}), (0.9, {"idle_max_cpu_busy": 0.95})])
+async def test_a_quiet_cpu_lets_the_probe_start(tmp_path, busy_share, settings_given):
+    """Under the threshold (the default 0.5, or `idle_max_cpu_busy`): past the gate, the run starts
+    (and fails here, where no zfs command was recorded)."""
+    service, queued, outcome = await _pass_beside_a_cpu(tmp_path, busy_share, **settings_given)
+    assert (outcome.action, outcome.run_id) == ("ran", queued) and outcome.kind is None
+    assert service.store.skips() == []
+
+
 def test_usage_counts_probing_not_waiting_in_the_queue(tmp_path):
     store = ProbeStore(connect(tmp_path))
     run_id = store.queue_run("tank", "postgres", None, {}, BODY)

@@ -116,6 +116,34 @@ def test_a_version_3_database_keeps_its_results_and_gains_the_layout_column(tmp_
     assert store.usage_since("tank", 0)[1] == 4096
 
 
+def test_a_version_7_database_keeps_its_results_as_evidence_and_gains_the_runs_verdict(tmp_path):
+    """Results stored before runs were judged read as not judged (bound None) and stay evidence; a
+    judged result keeps its verdict, reason and the host's counters; a verdict no code writes is refused."""
+    conn = sqlite3.connect(tmp_path / DB_FILE, isolation_level=None)
+    migrate_to(conn, 7)
+    conn.execute("INSERT INTO probe_runs (pool, workload, status, started_at, budget_json, plan_json)"
+                 " VALUES ('tank', 'postgres', 'completed', 1.0, '{}', '[]')")
+    for value, baseline, iops in (("128K", 1, 700), ("8K", 0, 1800)):
+        conn.execute("INSERT INTO probe_results (run_id, parameter, value, scope, baseline, repeat, started_at, iops,"
+                     " read_iops, write_iops, read_bw, write_bw, runtime_seconds, written_bytes, pool_json, job)"
+                     f" VALUES (1, 'recordsize', '{value}', 'dataset', {baseline}, 1, 1.0, {iops}, 0, 0, 0, 0, 10,"
+                     " 4096, '{}', '')")
+    conn.close()
+    store = ProbeStore(connect(tmp_path))
+    assert [(r.value, r.bound, r.bound_reason, r.load) for r in store.results(1)] == [
+        ("128K", None, None, None), ("8K", None, None, None)]
+    [ev] = evidence(store, "tank", "postgres")
+    assert ev.best == "8K"
+    run = store.start_run("tank", "postgres", None, {}, [], POOL)
+    load = {"seconds": 30.0, "cpu_busy_ratio": 0.98, "disks_busy": {"sdb": 0.3}}
+    store.add_result(result(run, "8K", 1, 436, 0.01).model_copy(
+        update={"bound": "cpu", "bound_reason": "the host's CPU set the pace", "load": load}))
+    [judged] = store.results(run)
+    assert (judged.bound, judged.bound_reason, judged.load) == ("cpu", "the host's CPU set the pace", load)
+    with pytest.raises(sqlite3.IntegrityError):
+        store.conn.execute("UPDATE probe_results SET bound = 'disk' WHERE run_id = ?", (run,))
+
+
 def test_aborted_runs_give_no_evidence(store):
     run = store.start_run("tank", "postgres", None, {}, [], POOL)
     store.add_result(result(run, "128K", 1, 1000, 0.03, baseline=True))
