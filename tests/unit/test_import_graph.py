@@ -31,7 +31,8 @@ FLOORS = [
     ["page", "model", "probe", "exporters", "changes", "recognise"],  # what the service offers
     ["engine", "host", "layout", "server"],  # decisions, the host's sources, the planner, HTTP plumbing
     ["config"],  # settings and the web config file
-    ["hostmodel", "evidence", "store"],  # the host model, measurements as plain data, the database
+    ["hostmodel", "store"],  # the host model, the database
+    ["evidence"],  # measurements as plain data and what a probe run was bound by: the store keeps them
     ["process", "rules", "__init__"],  # logs, memory and systemd; the rule files; the version
 ]
 # Same-floor imports, (importing part, imported part): each one the contract allows, and why.
