@@ -333,18 +333,19 @@ class ProbeService:
         await asyncio.sleep(t.idle_window_seconds)
         after, _ = await asyncio.to_thread(watch.counters)
         cpu_after = self._cpu_times()
-        share = cpu_share(cpu_before, cpu_after) if cpu_before and cpu_after else None
-        if share is not None and share.busy >= t.idle_max_cpu_busy:
-            stolen = f", {share.steal:.0%} stolen by the hypervisor" if share.steal else ""
-            raise UnsafeToProbe(f"the host's CPU is busy: {share.busy:.0%} of {share.cpus} CPUs' time over "
-                                f"{t.idle_window_seconds:g} s{stolen} (threshold {t.idle_max_cpu_busy:.0%}); a probe "
-                                "now would measure the CPU left over, not the storage", "cpu")
+        # the pool's own foreground I/O first: it is the more specific reason (a writer busies the CPU too)
         ops, nbytes = foreground_rate(before, after)
         if ops > t.idle_max_ops_per_second or nbytes > t.idle_max_bytes_per_second:
             where = "the host's pools are" if host_wide else f"pool {pool} is"
             raise UnsafeToProbe(f"{where} not idle: {ops:.0f} ops/s, {nbytes / 1024:.0f} KiB/s of foreground "
                                 f"I/O over {t.idle_window_seconds:g} s (thresholds {t.idle_max_ops_per_second:g} ops/s, "
                                 f"{t.idle_max_bytes_per_second / 1024:.0f} KiB/s)", "busy")
+        share = cpu_share(cpu_before, cpu_after) if cpu_before and cpu_after else None
+        if share is not None and share.busy >= t.idle_max_cpu_busy:
+            stolen = f", {share.steal:.0%} stolen by the hypervisor" if share.steal else ""
+            raise UnsafeToProbe(f"the host's CPU is busy: {share.busy:.0%} of {share.cpus} CPUs' time over "
+                                f"{t.idle_window_seconds:g} s{stolen} (threshold {t.idle_max_cpu_busy:.0%}); a probe "
+                                "now would measure the CPU left over, not the storage", "cpu")
 
     def _cpu_times(self) -> CpuTimes | None:
         """/proc/stat's CPU ticks, or None when it cannot be read (the gate is then not applied)."""

@@ -218,22 +218,23 @@ async def test_the_profiler_skips_when_the_daily_budget_is_spent(tmp_path):
     assert [s.kind for s in service.store.skips()] == ["budget", "budget"]
 
 
+async def _user_writes(tmp_path) -> None:
+    """Another program writes 1 MiB to tank/pg every 0.1 s (its objset kstat's nwritten grows)."""
+    objset = next(p for p in (tmp_path / "root/proc/spl/kstat/zfs/tank").glob("objset-*")
+                  if "tank/pg" in p.read_text().split("dataset_name", 1)[1].split("\n", 1)[0])
+    while True:
+        await asyncio.sleep(0.1)
+        lines = objset.read_text().splitlines()
+        lines = [f"nwritten 4 {int(line.split()[2]) + (1 << 20)}" if line.startswith("nwritten ") else line
+                 for line in lines]
+        objset.write_text("\n".join(lines) + "\n")
+
+
 async def test_the_profiler_skips_a_busy_pool_and_leaves_the_request_queued(tmp_path):
     settings = ProfilerSettings(idle_window_seconds=1.0)
     service = _service(tmp_path, settings)
     queued = _queue(service, BODY)
-    objset = next(p for p in (tmp_path / "root/proc/spl/kstat/zfs/tank").glob("objset-*")
-                  if "tank/pg" in p.read_text().split("dataset_name", 1)[1].split("\n", 1)[0])
-
-    async def user_writes():  # another program writes 1 MiB to tank/pg every 0.1 s while the profiler watches
-        while True:
-            await asyncio.sleep(0.1)
-            lines = objset.read_text().splitlines()
-            lines = [f"nwritten 4 {int(line.split()[2]) + (1 << 20)}" if line.startswith("nwritten ") else line
-                     for line in lines]
-            objset.write_text("\n".join(lines) + "\n")
-
-    writer = asyncio.create_task(user_writes())
+    writer = asyncio.create_task(_user_writes(tmp_path))
     [outcome] = await Profiler(service, settings).run_once()
     writer.cancel()
     assert (outcome.action, outcome.kind, outcome.run_id) == ("skipped", "busy", queued), outcome
@@ -241,7 +242,8 @@ async def test_the_profiler_skips_a_busy_pool_and_leaves_the_request_queued(tmp_
     assert service.store.run(queued).status == "queued"
 
 
-async def _pass_beside_a_cpu(tmp_path, busy_share: float, **settings_given) -> tuple[ProbeService, int, object]:
+async def _pass_beside_a_cpu(tmp_path, busy_share: float, writer: bool = False,
+                            **settings_given) -> tuple[ProbeService, int, object]:
     """A profiler pass over a queued run while the host's /proc/stat (written in proc(5)'s format,
     two CPUs at 100 ticks a second: the recording has none) counts `busy_share` of the time busy."""
     settings = ProfilerSettings(idle_window_seconds=1.0, **settings_given)
@@ -262,9 +264,10 @@ async def _pass_beside_a_cpu(tmp_path, busy_share: float, **settings_given) -> t
             write()
 
     write()
-    clock = asyncio.create_task(tick())
+    busy = [asyncio.create_task(tick())] + ([asyncio.create_task(_user_writes(tmp_path))] if writer else [])
     [outcome] = await Profiler(service, settings).run_once()
-    clock.cancel()
+    for task in busy:
+        task.cancel()
     return service, queued, outcome
 
 
@@ -274,6 +277,12 @@ async def test_the_profiler_does_not_start_a_probe_while_the_hosts_cpu_is_busy(t
     assert outcome.reason.startswith("the host's CPU is busy: 90% of 2 CPUs' time over 1 s (threshold 50%)")
     assert service.store.run(queued).status == "queued"  # tried again at the next pass
     assert [(s.kind, s.run_id) for s in service.store.skips()] == [("cpu", queued)]
+
+
+async def test_a_pool_written_to_is_the_reason_given_when_the_cpu_is_busy_too(tmp_path):
+    """The pool's own foreground I/O is the more specific reason (a writer busies the CPU as well)."""
+    service, queued, outcome = await _pass_beside_a_cpu(tmp_path, 0.9, writer=True)
+    assert (outcome.action, outcome.kind, outcome.run_id) == ("skipped", "busy", queued), outcome
 
 
 @pytest.mark.parametrize("busy_share, settings_given", [(0.1, {}), (0.9, {"idle_max_cpu_busy": 0.95})])
