@@ -123,8 +123,8 @@ def log_likelihood(f: Any, y: Any) -> float:
     maximises; Rasmussen & Williams, Gaussian Processes for Machine Learning, eq. 2.30)."""
     import numpy as np
 
-    alpha = np.linalg.solve(f._L.T, np.linalg.solve(f._L, y))
-    return float(-0.5 * y @ alpha - np.log(np.diag(f._L)).sum() - 0.5 * len(y) * np.log(2 * np.pi))
+    alpha = np.linalg.solve(f.factor().T, np.linalg.solve(f.factor(), y))
+    return float(-0.5 * y @ alpha - np.log(np.diag(f.factor())).sum() - 0.5 * len(y) * np.log(2 * np.pi))
 
 
 def _disagreement(stored: dict[str, Any], refit: dict[str, Any], csv_path: Path, nats: float) -> str | None:

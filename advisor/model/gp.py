@@ -92,15 +92,24 @@ class FittedGP:
         return X @ self.linear if self.linear is not None else np.zeros(len(X))
 
     def __post_init__(self) -> None:
-        K = self._k(self.X_train, self.X_train) + (self.noise + JITTER) * np.eye(len(self.X_train))
-        self._L = np.linalg.cholesky(K)
-        self._L_inv: np.ndarray | None = None  # L⁻¹, at the first prediction (`predict`)
+        # L⁻¹ of the training covariance's Cholesky factor, at this GP's first prediction: the
+        # shipped model holds 12 GPs and an answer about one workload uses 2 of them, so
+        # factorising all at load was most of the model's start-up time (docs/performance.md)
+        self._L: np.ndarray | None = None
+        self._L_inv: np.ndarray | None = None
+
+    def factor(self) -> np.ndarray:
+        """L, the Cholesky factor of the training rows' covariance (noise included), computed once."""
+        if self._L is None:
+            K = self._k(self.X_train, self.X_train) + (self.noise + JITTER) * np.eye(len(self.X_train))
+            self._L = np.linalg.cholesky(K)
+        return self._L
 
     def _inverse_factor(self) -> np.ndarray:
         """L⁻¹, computed once: a prediction is then a product, O(n²) per query point, where a
         solve against L factorised L again, O(n³) per prediction (588 lab rows: 16 % of an answer)."""
         if self._L_inv is None:
-            self._L_inv = np.linalg.inv(self._L)
+            self._L_inv = np.linalg.inv(self.factor())
         return self._L_inv
 
     def _k(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:

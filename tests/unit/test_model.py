@@ -361,7 +361,7 @@ def test_the_check_refuses_other_data_less_likely_hyperparameters_and_stale_work
         f = FittedGP.from_json(doc)
         y = fitted._targets(f)
         g = FittedGP(f.constant, f.length_scales, f.noise * scale, f.keep, f.X_train, np.zeros(len(y)))
-        return dict(doc, noise=g.noise, alpha=np.linalg.solve(g._L.T, np.linalg.solve(g._L, y)).tolist())
+        return dict(doc, noise=g.noise, alpha=np.linalg.solve(g.factor().T, np.linalg.solve(g.factor(), y)).tolist())
 
     worse = dict(shipped, write_p99=refitted_at(shipped["write_p99"], 10.0))
     assert "nats less likely" in fitted._disagreement(worse, shipped, prior_path(), 0.5)
