@@ -20,8 +20,8 @@ from advisor.server.bodies import body_response
 from advisor.api.appkeys import ANSWERS, BODIES, FACTS, MODEL, RECOGNISER, RULEBOOK, SETTINGS
 from advisor.engine.service import TargetError, recommend
 from advisor.engine.text import recommend_text
-from advisor.probe.efficiency_stored import stored_efficiency
-from advisor.probe.evidence import stored_evidence
+from advisor.store.efficiency_reports import stored_efficiency
+from advisor.store.probe_evidence import stored_evidence
 from advisor.recognise.answer import recommend_auto, wants_auto, with_auto
 from advisor.store.db import store_stamp
 from advisor.store.health import with_store_state

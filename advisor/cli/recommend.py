@@ -16,8 +16,8 @@ from advisor.engine.script import recommend_script
 from advisor.engine.text import recommend_text
 from advisor.model.provider import ModelProvider
 from advisor.probe.description import ProbeDescription
-from advisor.probe.efficiency_stored import stored_efficiency
-from advisor.probe.evidence import stored_evidence
+from advisor.store.efficiency_reports import stored_efficiency
+from advisor.store.probe_evidence import stored_evidence
 from advisor.recognise.answer import recommend_auto, wants_auto, with_auto
 from advisor.store.health import with_store_state
 from advisor.store.results import StoredResults

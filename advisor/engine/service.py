@@ -95,7 +95,7 @@ def recommend(
     model_status: ModelStatus | None = None,
     efficiency: Callable[[str], PoolEfficiency | None] | None = None,
 ) -> RecommendResponse:
-    """`measured(pool, workload)`: the probe evidence of a pool (advisor/evidence/parameters.py, read from the store by advisor/probe/evidence.py), if any;
+    """`measured(pool, workload)`: the probe evidence of a pool (advisor/evidence/parameters.py, read from the store by advisor/store/probe_evidence.py), if any;
     `predicted`: the regression model's predictions (advisor/engine/predicted.py), if any;
     `efficiency(pool)`: the pool's latest stored efficiency report, if any (advisor/engine/efficiency.py).
 

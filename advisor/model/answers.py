@@ -43,7 +43,7 @@ from advisor.model.dataset import Sample, cells
 from advisor.model.evaluation import (_fit, _grid, _label, _mean_ratio, _worst_p99_ratio, oracle, probe_in_order,
                                       twins)
 from advisor.model.provider import ModelProvider
-from advisor.probe.evidence import stored_evidence
+from advisor.store.probe_evidence import stored_evidence
 from advisor.probe.description import ProbeDescription
 from advisor.probe.fio_job import Hygiene, build_job
 from advisor.evidence.interval import pooled_log_sd, ratio_interval

@@ -19,7 +19,7 @@ from advisor.hostmodel.facts import Host
 from advisor.evidence.bound import RunBound, run_bound
 from advisor.evidence.parameters import ParameterEvidence, summarize
 from advisor.recognise.classify import Recognition
-from advisor.probe.evidence import stored_evidence
+from advisor.store.probe_evidence import stored_evidence
 from advisor.store.db import StoreError
 from advisor.store.probes import ProbeStore, ResultRow, RunRow, read_existing
 from advisor.process.logs import RateLimitedLog

@@ -39,10 +39,8 @@ FLOORS = [
 SAME_FLOOR = {
     ("layout", "engine"): "the planner reads sizes with the engine's units (layout/inputs.py: engine/units.py)",
     ("model", "probe"): "a feature is the disk reads the ARC leaves (model/features.py: probe/arc.py), and the "
-                        "evaluation of the whole answer stores probe runs and reads them back as the service does "
-                        "(model/answers.py: probe/description.py, fio_job.py, pooldesc.py, evidence.py)",
-    ("page", "probe"): "the page shows the stored probe evidence through its reader "
-                       "(page/gather.py: probe/evidence.py)",
+                        "evaluation of the whole answer stores probe runs as a probe would "
+                        "(model/answers.py: probe/description.py, fio_job.py, pooldesc.py)",
     ("page", "recognise"): "the page shows each dataset's recognised workload (page/gather.py: recognise/classify.py)",
     ("recognise", "probe"): "a workload's signature is the I/O of its probe job "
                             "(recognise/signature.py: probe/fio_job.py)",
