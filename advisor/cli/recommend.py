@@ -14,13 +14,11 @@ from advisor.engine.models import RecommendResponse
 from advisor.engine.service import TargetError, recommend
 from advisor.engine.script import recommend_script
 from advisor.engine.text import recommend_text
-from advisor.model.provider import ModelProvider
-from advisor.probe.description import ProbeDescription
 from advisor.store.efficiency_reports import stored_efficiency
 from advisor.store.probe_evidence import stored_evidence
 from advisor.recognise.answer import recommend_auto, wants_auto, with_auto
+from advisor.service.regression_model import build_model
 from advisor.store.health import with_store_state
-from advisor.store.results import StoredResults
 
 # Recognition reads a dataset's I/O counters over a window (the service's last 5 minutes,
 # docs/recognition.md); a command reads the host once, so it recognises nothing.
@@ -70,7 +68,7 @@ def compute(args: argparse.Namespace) -> RecommendResponse | None:
     if args.role:
         params["role"] = args.role
     host = read_host(config)
-    model = ModelProvider(StoredResults(config.state_dir), ProbeDescription(), book, enabled=config.model).fit()
+    model = build_model(config.state_dir, book, enabled=config.model).fit()
     engine: dict[str, Any] = dict(measured=stored_evidence(config.state_dir), predicted=model.lookup(host, params),
                   model_status=model.status(), efficiency=stored_efficiency(config.state_dir))
     try:

@@ -171,3 +171,12 @@ def package_pairs(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
     """Pairs of the package's parts (a subpackage, or a module at its top) that import each other."""
     edges = {(part(a), part(b)) for a, targets in graph.items() for b in targets if part(a) != part(b)}
     return sorted((f"{PACKAGE}.{a}", f"{PACKAGE}.{b}") for a, b in edges if (b, a) in edges and a < b)
+
+
+def callers_of(name: str, root: Path = REPO) -> list[str]:
+    """The modules that call something named `name` (`name(...)` or `x.name(...)`)."""
+    def called(node: ast.AST) -> bool:
+        return isinstance(node, ast.Call) and name in (getattr(node.func, "id", None), getattr(node.func, "attr", None))
+
+    return sorted(m for m, path in project_modules(root).items()
+                  if any(map(called, ast.walk(ast.parse(path.read_text())))))

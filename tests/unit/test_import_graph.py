@@ -14,8 +14,8 @@ from pathlib import Path
 from support import REPO
 import pytest
 
-from support.imports import (closure, cycles, floor_violations, import_graph, outside_imports, package_pairs, part,
-                             python_files, reaches, unplaced)
+from support.imports import (callers_of, closure, cycles, floor_violations, import_graph, outside_imports,
+                             package_pairs, part, python_files, reaches, unplaced)
 
 GRAPH = import_graph()
 
@@ -250,3 +250,16 @@ def test_the_api_reads_the_host_through_the_facts_provider_alone():
     direct = {(m, t) for m in GRAPH if m == "advisor.api" or m.startswith("advisor.api.")
               for t in GRAPH[m] if t.startswith("advisor.host.") and t != "advisor.host.provider"}
     assert not direct, sorted(direct)
+
+
+def test_the_model_is_built_in_one_place():
+    """The service and every command that consults the model build it with
+    advisor/service/regression_model.py (the evaluation's held-out model is a subclass of its own)."""
+    assert callers_of("ModelProvider") == ["advisor.service.regression_model"]
+
+
+def test_a_second_place_that_builds_the_model_is_named(tmp_path):
+    root = _copy_of_the_tree(tmp_path)
+    module = root / "advisor/cli/plan.py"
+    module.write_text(module.read_text() + "\nMODEL = ModelProvider(None, None, None)  # added by the test\n")
+    assert callers_of("ModelProvider", root) == ["advisor.cli.plan", "advisor.service.regression_model"]
