@@ -14,8 +14,8 @@ from pathlib import Path
 from support import REPO
 import pytest
 
-from support.imports import (callers_of, closure, cycles, floor_violations, import_graph, outside_imports,
-                             package_pairs, part, python_files, reaches, unplaced)
+from support.imports import (callers_of, closure, cycles, floor_violations, import_graph, importers_of,
+                             outside_imports, package_pairs, part, python_files, reaches, unplaced)
 
 GRAPH = import_graph()
 
@@ -29,6 +29,7 @@ FLOORS = [
     ["service"],  # the wiring (app.py) and SIGHUP's reload
     ["api"],  # the handlers, the app's typed keys they read
     ["page", "model", "probe", "exporters", "changes", "recognise"],  # what the service offers
+    ["answering"],  # the one way into the answer: the store's evidence, the model's predictions, the engine
     ["engine", "host", "layout", "server"],  # decisions, the host's sources, the planner, HTTP plumbing
     ["config"],  # settings and the web config file
     ["hostmodel", "store"],  # the host model, the database
@@ -263,3 +264,29 @@ def test_a_second_place_that_builds_the_model_is_named(tmp_path):
     module = root / "advisor/cli/plan.py"
     module.write_text(module.read_text() + "\nMODEL = ModelProvider(None, None, None)  # added by the test\n")
     assert callers_of("ModelProvider", root) == ["advisor.cli.plan", "advisor.service.regression_model"]
+
+
+# The engine's entry point, and who may call it: the one way into the answer (advisor/answering/),
+# which hands it the store's evidence and reports and the model's predictions, so that no caller
+# hands it less; inside the engine, the exporter's advice (engine/advice.py: the rules and the
+# model's predictions for the `workloads` setting, computed once per command output).
+ENTRY = ("advisor.engine.service", "recommend")
+MAY_CALL_THE_ENGINE = ["advisor.answering.answerer", "advisor.engine.advice"]
+
+
+def test_the_answer_is_assembled_in_one_place():
+    assert importers_of(*ENTRY) == MAY_CALL_THE_ENGINE
+
+
+@pytest.mark.parametrize("path, added", [
+    ("advisor/cli/verify.py", "from advisor.engine.service import recommend"),
+    ("advisor/page/build.py", "from advisor.engine import service\nANSWER = service.recommend"),
+    ("advisor/engine/text.py", "from .service import recommend"),
+])
+def test_a_second_way_into_the_answer_is_refused(tmp_path, path, added):
+    """The check above, on a copy of the tree with the engine called from one more module, names it."""
+    root = _copy_of_the_tree(tmp_path)
+    module = root / path
+    module.write_text(module.read_text() + f"\n{added}  # added by the test\n")
+    importer = path.removesuffix(".py").replace("/", ".")
+    assert importers_of(*ENTRY, root) == sorted([*MAY_CALL_THE_ENGINE, importer])
