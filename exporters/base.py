@@ -92,7 +92,7 @@ class Scrape:
     # (dataset, workload, exists) for each entry of the `workloads` setting; () while unknown.
     workload_datasets: tuple[tuple[str, str, bool], ...] = ()
     source_durations: dict[str, float] = field(default_factory=dict)
-    # What the probe store says (advisor/probe/stats.py ProbeStats), None when there is no store.
+    # What the probe store says (advisor/store/probe_stats.py ProbeStats), None when there is no store.
     probes: Any = None
     # The latest recorded change of each pool/dataset/parameter (advisor/changes/tracker.py exported()).
     changes: tuple[dict[str, Any], ...] = ()

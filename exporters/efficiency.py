@@ -1,7 +1,7 @@
 """Pool efficiency: each pool's latest `probe --efficiency` report (advisor/evidence/efficiency.py).
 
 Source: the probe store under `state_dir`, read with the probe families once per scrape in a
-worker thread (advisor/probe/stats.py), only when it exists. Nothing here for a pool never
+worker thread (advisor/store/probe_stats.py), only when it exists. Nothing here for a pool never
 measured; a report the service cannot read is left out, and the service log says why.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Probe runs and their last results, from the probe store (advisor/probe/stats.py).
+"""Probe runs and their last results, from the probe store (advisor/store/probe_stats.py).
 
 Source: the SQLite database under `state_dir` that the prober (zfs-advisor profile, root)
 writes and POST /v1/probes queues into; read once per scrape, in a worker thread, only when

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from advisor.answering.answerer import Answerer
 from advisor.server.passwords import PasswordChecks
 from advisor.server.bodies import Bodies
 from advisor.server.limits import WorkLimiter
@@ -21,6 +22,8 @@ SETTINGS = web.AppKey("settings", Settings)
 FACTS = web.AppKey("facts", FactsProvider)
 RULEBOOK = web.AppKey("rulebook", RuleBook)
 MODEL = web.AppKey("model", ModelProvider)  # the regression model (advisor/model/)
+# the one way into the answer: the store's evidence and reports, the model (advisor/answering/)
+ANSWERER = web.AppKey("answerer", Answerer)
 EXPORTER = web.AppKey("exporter", FactsCollector)
 RUNTIME = web.AppKey("runtime", Runtime)  # what SIGHUP replaces: export options, the workloads' advice
 WEB_CONFIG = web.AppKey("web_config", WebConfig)  # TLS and basic auth (--web.config.file)

@@ -19,7 +19,7 @@ from advisor.server.errors import json_error
 from advisor.api.probes import Unreadable, read_store
 from advisor.api.appkeys import FACTS
 from advisor.hostmodel.names import InvalidName, check_pool_name
-from advisor.probe.efficiency_stored import efficiency_of
+from advisor.store.efficiency_reports import efficiency_of
 from advisor.evidence.efficiency import PoolEfficiency, ResultView, measure_argv
 
 routes = web.RouteTableDef()

@@ -24,7 +24,7 @@ from advisor.exporters.base import Scrape
 from advisor.exporters.collector import FactsCollector
 from advisor.exporters.negotiation import response_headers, variant
 from advisor.hostmodel.facts import Host
-from advisor.probe.stats import ProbeStats, probe_stats
+from advisor.store.probe_stats import ProbeStats, probe_stats
 from advisor.store.db import StoreError
 from advisor.store.health import rows_skipped
 from advisor.store.probes import read_existing

@@ -13,7 +13,7 @@ from typing import Callable
 from aiohttp import web
 
 from advisor.server.bodies import body_response
-from advisor.api.appkeys import BODIES, CHANGES, FACTS, LIMITER, MODEL, RECOGNISER, RULEBOOK, RUNTIME, SETTINGS
+from advisor.api.appkeys import ANSWERER, BODIES, CHANGES, FACTS, LIMITER, RECOGNISER, RULEBOOK, RUNTIME, SETTINGS
 from advisor.hostmodel.facts import Host
 from advisor.hostmodel.names import InvalidName, check_pool_name
 from advisor.page import build, gather, views
@@ -29,23 +29,20 @@ def html_error(status: int, reason: str, valid: list[tuple[str, str]] | None = N
                         charset="utf-8")
 
 
-def _inputs(app: web.Application, host: Host, with_model: bool) -> gather.Inputs:
-    model = app[MODEL]
+def _inputs(app: web.Application, host: Host) -> gather.Inputs:
     return gather.Inputs(host=host, book=app[RULEBOOK], workloads=app[RUNTIME].advice.workloads,
-                         state_dir=app[SETTINGS].state_dir,
-                         predicted=model.lookup(host, {}) if with_model else None,  # waits for a fit under way
-                         model_status=model.status() if with_model else None,
+                         state_dir=app[SETTINGS].state_dir, answerer=app[ANSWERER],
                          changes=tuple(app[CHANGES].records()), recognised=app[RECOGNISER].recognised())
 
 
-async def _serve(request: web.Request, variant: tuple, render: Callable[[gather.Inputs], str],
-                 with_model: bool = True) -> web.Response:
+async def _serve(request: web.Request, variant: tuple, render: Callable[[gather.Inputs], str]) -> web.Response:
     app = request.app
     async with app[LIMITER].slot():
         collection = await app[FACTS].get()
 
         async def build_body() -> bytes:
-            return (await asyncio.to_thread(lambda: render(_inputs(app, collection.host, with_model)))).encode()
+            # an answer's lookup of the model waits for a fit under way: in the worker thread
+            return (await asyncio.to_thread(lambda: render(_inputs(app, collection.host)))).encode()
 
         runtime = app[RUNTIME]
         key = (variant, store_stamp(app[SETTINGS].state_dir), runtime.generation, id(runtime.advice),
@@ -78,4 +75,4 @@ async def probe_run(request: web.Request) -> web.Response:
     if not (text.isascii() and text.isdigit()) or len(text) > 18:  # as GET /v1/probes/{id}
         return html_error(400, f"a probe run's id is a whole number, not {text[:32]!r}", [("/", "the overview")])
     run_id = int(text)
-    return await _serve(request, ("probe", run_id), lambda inputs: build.probe_run(inputs, run_id), with_model=False)
+    return await _serve(request, ("probe", run_id), lambda inputs: build.probe_run(inputs, run_id))

@@ -29,7 +29,7 @@ from advisor.engine.service import TargetError, resolve_params
 from advisor.hostmodel.names import InvalidName, check_pool_name
 from advisor.probe.candidates import PROBED, CandidateError, parse_candidate_spec
 from advisor.evidence.bound import run_bound
-from advisor.probe.evidence import evidence
+from advisor.store.probe_evidence import evidence
 from advisor.probe.request import MIN_REQUEST_SECONDS, ProbeQueued, ProbeRequest
 from advisor.store.db import StoreError, connect
 from advisor.store.probes import ProbeStore, read_existing, signal_queue

@@ -17,11 +17,10 @@ from aiohttp import web
 
 from advisor.server.errors import json_error
 from advisor.server.bodies import body_response
-from advisor.api.appkeys import ANSWERS, BODIES, FACTS, MODEL, RECOGNISER, RULEBOOK, SETTINGS
-from advisor.engine.service import TargetError, recommend
+from advisor.answering.answerer import Query
+from advisor.api.appkeys import ANSWERER, ANSWERS, BODIES, FACTS, MODEL, RECOGNISER, SETTINGS
+from advisor.engine.service import TargetError
 from advisor.engine.text import recommend_text
-from advisor.probe.efficiency_stored import stored_efficiency
-from advisor.probe.evidence import stored_evidence
 from advisor.recognise.answer import recommend_auto, wants_auto, with_auto
 from advisor.store.db import store_stamp
 from advisor.store.health import with_store_state
@@ -71,16 +70,10 @@ async def get_recommend(request: web.Request) -> web.Response:
                                 state_dir)
 
     def answer_alone():
-        host = collection.host
+        asked = Query(args.get("workload"), params, args.get("pool"), args.get("dataset"))
         if auto:
-            return recommend_auto(host, request.app[RULEBOOK], recognised, params, args.get("pool"),
-                                  args.get("dataset"), measured=stored_evidence(state_dir),
-                                  predicted=model.lookup(host, params), model_status=model.status(),
-                                  efficiency=stored_efficiency(state_dir))
-        return recommend(host, request.app[RULEBOOK], args.get("workload"), params=params, pool=args.get("pool"),
-                         dataset=args.get("dataset"), measured=stored_evidence(state_dir),
-                         predicted=model.lookup(host, params), model_status=model.status(),
-                         efficiency=stored_efficiency(state_dir))
+            return recommend_auto(request.app[ANSWERER], collection.host, recognised, asked)
+        return request.app[ANSWERER].answer(collection.host, asked)
 
     async def build() -> bytes:
         # the engine (and the model's lookup of this host's probes, which waits for a fit under way)

@@ -12,11 +12,11 @@ from __future__ import annotations
 import logging
 from typing import Any, Iterable
 
+from advisor.answering.answerer import Answerer, Query
 from advisor.changes.detect import Change
 from advisor.engine.advice import Advice
 from advisor.engine.measured import same_value
 from advisor.engine.models import Recommendation
-from advisor.engine.service import recommend
 from advisor.hostmodel.facts import Host
 
 log = logging.getLogger(__name__)
@@ -28,7 +28,8 @@ def open_recommendations(host: Host, advice: Advice, generation: float) -> list[
     and the general answer. Plain and synchronous: the caller runs it in a worker thread."""
     found = [(w, r) for w, r in advice.for_host(host, generation) if r.status == "change"]
     try:
-        general = recommend(host, advice.book, None, now=host.collected_at)
+        # the general answer reads neither probe evidence nor predictions: an answerer of the rules alone
+        general = Answerer(advice.book).answer(host, Query(now=host.collected_at))
         found += [("general", r) for r in general.recommendations if r.status == "change"]
     except Exception:  # the change is still recorded, without the general advice; the log says why
         log.exception("the general recommendations failed")

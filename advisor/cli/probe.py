@@ -141,11 +141,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _chosen_by_model(service: ProbeService, args: argparse.Namespace, given: list | None,
                      params: dict[str, str]) -> list:
-    from advisor.model.provider import ModelProvider
-    from advisor.probe.description import ProbeDescription
     from advisor.probe.pooldesc import PoolUnavailable, read_pool_descriptor
     from advisor.probe.profiler import dataset_reference
-    from advisor.store.results import StoredResults
+    from advisor.service.regression_model import build_model
 
     if given:
         raise PlanError("--budget-probes chooses the candidates itself: give it or --param, not both")
@@ -160,8 +158,7 @@ def _chosen_by_model(service: ProbeService, args: argparse.Namespace, given: lis
     config = load_settings(args.config)
     # as the profiler chooses: from the recordsize of the workload's dataset that [workloads] names
     reference = asyncio.run(dataset_reference(service.runner, config.workloads, args.pool, args.workload))
-    model = ModelProvider(StoredResults(service.config.state_dir), ProbeDescription(), service.rulebook,
-                          enabled=config.model).fit()
+    model = build_model(service.config.state_dir, service.rulebook, enabled=config.model).fit()
     chosen = model.next_probe_candidates(args.pool, args.workload, args.budget_probes, params, descriptor=descriptor,
                                          reference=reference)
     status = model.status()

@@ -107,12 +107,10 @@ def model_chooser(service: ProbeService, config: Settings) -> CandidateChooser:
     already is not measured again. Without numpy the model answers in grid order."""
     if config.profiler.budget_probes < 1 or not config.model:
         return choose_candidates
-    from advisor.model.provider import ModelProvider
-    from advisor.probe.description import ProbeDescription
     from advisor.probe.pooldesc import PoolUnavailable, read_pool_descriptor
-    from advisor.store.results import StoredResults
+    from advisor.service.regression_model import build_model
 
-    model = ModelProvider(StoredResults(service.config.state_dir), ProbeDescription(), service.rulebook).fit()
+    model = build_model(service.config.state_dir, service.rulebook).fit()
 
     async def choose(plan: Plan, history: list[ParameterEvidence]) -> list[Candidate]:
         if not choose_candidates(plan, history):

@@ -6,21 +6,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
+from advisor.answering.answerer import Answerer, Query
 from advisor.cli.common import add_printing_subcommand, command_settings, read_host
 from advisor.engine.loader import load_rulebook
 from advisor.engine.models import RecommendResponse
-from advisor.engine.service import TargetError, recommend
+from advisor.engine.service import TargetError
 from advisor.engine.script import recommend_script
 from advisor.engine.text import recommend_text
-from advisor.model.provider import ModelProvider
-from advisor.probe.description import ProbeDescription
-from advisor.probe.efficiency_stored import stored_efficiency
-from advisor.probe.evidence import stored_evidence
 from advisor.recognise.answer import recommend_auto, wants_auto, with_auto
+from advisor.service.regression_model import build_model
 from advisor.store.health import with_store_state
-from advisor.store.results import StoredResults
 
 # Recognition reads a dataset's I/O counters over a window (the service's last 5 minutes,
 # docs/recognition.md); a command reads the host once, so it recognises nothing.
@@ -70,16 +66,14 @@ def compute(args: argparse.Namespace) -> RecommendResponse | None:
     if args.role:
         params["role"] = args.role
     host = read_host(config)
-    model = ModelProvider(StoredResults(config.state_dir), ProbeDescription(), book, enabled=config.model).fit()
-    engine: dict[str, Any] = dict(measured=stored_evidence(config.state_dir), predicted=model.lookup(host, params),
-                  model_status=model.status(), efficiency=stored_efficiency(config.state_dir))
+    answerer = Answerer(book, config.state_dir, build_model(config.state_dir, book, enabled=config.model).fit())
+    asked = Query(args.workload, params, args.pool, args.dataset)
     try:
         if wants_auto(args.workload, args.dataset):  # the API's code path, with no window of observations
-            answer = recommend_auto(host, book, {}, params, args.pool, args.dataset, **engine)
+            answer = recommend_auto(answerer, host, {}, asked)
             print(NO_WINDOW, file=sys.stderr)
         else:
-            answer = recommend(host, book, args.workload, params=params, pool=args.pool, dataset=args.dataset,
-                               **engine)
+            answer = answerer.answer(host, asked)
         return with_store_state(answer, config.state_dir)
     except TargetError as exc:
         valid = f" (valid: {', '.join(with_auto(exc.valid) or [])})" if exc.valid else ""

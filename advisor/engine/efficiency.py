@@ -6,7 +6,7 @@ should give from its disks' own (read-only) rate, and says where the rest went
 about, with its date and the command that measures it again, as an item of status `info`: it sets
 nothing, and it is no verdict on a rule.  A pool never measured gets no item.
 
-Pure: the caller reads the store and hands the report in (advisor/probe/efficiency_stored.py).
+Pure: the caller reads the store and hands the report in (advisor/store/efficiency_reports.py).
 """
 from __future__ import annotations
 

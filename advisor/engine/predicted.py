@@ -1,8 +1,8 @@
 """The regression model's predictions as the engine reads them: per setting, each candidate's
 predicted effect against the ZFS default and every pair's effect, with 90 % intervals.
 
-Pure: the caller (advisor/api/recommend.py, advisor/cli/recommend.py) builds the predictions
-outside the engine (advisor/model/provider.py) and passes a lookup in, as it passes probe
+Pure: the caller (advisor/answering/answerer.py) asks the model (advisor/model/provider.py) for
+the predictions outside the engine and passes a lookup in, as it passes probe
 evidence (`measured=`); advisor/engine/decide.py weighs them with the probe and the rule.
 """
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Recommend for a workload on a host: resolve the target, evaluate every rule, merge.
 
-`recommend()` is what /recommend, `zfs-advisor recommend` and `verify` call;
+`recommend()` is what /recommend, `zfs-advisor recommend`, `verify` and the page ask through
+advisor/answering/answerer.py, which hands it the store's evidence and the model's predictions;
 they differ only in how they print the `RecommendResponse`. Bad input
 (unknown workload, parameter value, pool or dataset) raises `TargetError`
 carrying the valid choices, which the API turns into a 400/404.
@@ -95,7 +96,7 @@ def recommend(
     model_status: ModelStatus | None = None,
     efficiency: Callable[[str], PoolEfficiency | None] | None = None,
 ) -> RecommendResponse:
-    """`measured(pool, workload)`: the probe evidence of a pool (advisor/evidence/parameters.py, read from the store by advisor/probe/evidence.py), if any;
+    """`measured(pool, workload)`: the probe evidence of a pool (advisor/evidence/parameters.py, read from the store by advisor/store/probe_evidence.py), if any;
     `predicted`: the regression model's predictions (advisor/engine/predicted.py), if any;
     `efficiency(pool)`: the pool's latest stored efficiency report, if any (advisor/engine/efficiency.py).
 

@@ -7,7 +7,7 @@ effect's is a 90 % interval of the ratio of two candidates' mean IOPS, a candida
 where one more run of its job should land (90 %).
 
 Pure over result rows (the store's, advisor/store/probes.py ResultRow, read by
-advisor/probe/evidence.py); the recommendation engine turns this into `source: probe` and
+advisor/store/probe_evidence.py); the recommendation engine turns this into `source: probe` and
 `expected_effect`.  Candidates are compared only within one run (same pool state, same job).
 """
 from __future__ import annotations

@@ -33,17 +33,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from advisor.answering.answerer import Answerer, Query
 from advisor.engine.loader import RuleBook
 from advisor.engine.measured import WRITE_P99_TOLERANCE, same_value
 from advisor.engine.models import Recommendation
-from advisor.engine.service import recommend
 from advisor.engine.units import format_size, parse_size
 from advisor.hostmodel.facts import DATASET_DEFAULTS, Dataset, Host, Property
 from advisor.model.dataset import Sample, cells
 from advisor.model.evaluation import (_fit, _grid, _label, _mean_ratio, _worst_p99_ratio, oracle, probe_in_order,
                                       twins)
 from advisor.model.provider import ModelProvider
-from advisor.probe.evidence import stored_evidence
 from advisor.probe.description import ProbeDescription
 from advisor.probe.fio_job import Hygiene, build_job
 from advisor.evidence.interval import pooled_log_sd, ratio_interval
@@ -263,8 +262,9 @@ def evaluate_answers(model_factory: Callable[[], Any], prior: list[Sample], rows
                     if runs:
                         _store_rows(state, host, workload, runs, rows)
                     provider = _HeldOutProvider(state, book, model, training, f"held-out {held}")
-                    answer = recommend(asked, book, workload_name, measured=stored_evidence(state),
-                                       predicted=provider.lookup(asked), pool=pool, dataset=named)
+                    # the service's way into the answer, on the held-out model and this cell's store
+                    answer = Answerer(book, state, provider).answer(asked, Query(workload_name, pool=pool,
+                                                                                 dataset=named))
                 if budget == 0:
                     unprobed = answer.recommendations
                     if 0 not in budgets:

@@ -3,7 +3,6 @@ thread): the rule book's answers for each pool and for each dataset that has a w
 probe store's runs, results and efficiency reports. The store is only read, never created."""
 from __future__ import annotations
 
-import functools
 import logging
 import sqlite3
 from collections import defaultdict
@@ -11,15 +10,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
+from advisor.answering.answerer import Answerer, Query
 from advisor.engine.loader import RuleBook
-from advisor.engine.models import ModelStatus, Recommendation, RecommendResponse
-from advisor.engine.predicted import PredictionLookup
-from advisor.engine.service import TargetError, recommend
+from advisor.engine.models import Recommendation, RecommendResponse
+from advisor.engine.service import TargetError
 from advisor.hostmodel.facts import Host
 from advisor.evidence.bound import RunBound, run_bound
 from advisor.evidence.parameters import ParameterEvidence, summarize
 from advisor.recognise.classify import Recognition
-from advisor.probe.evidence import stored_evidence
 from advisor.store.db import StoreError
 from advisor.store.probes import ProbeStore, ResultRow, RunRow, read_existing
 from advisor.process.logs import RateLimitedLog
@@ -38,8 +36,7 @@ class Inputs:
     book: RuleBook
     workloads: dict[str, str]  # dataset -> workload, the `workloads` setting
     state_dir: Path
-    predicted: PredictionLookup | None = None
-    model_status: ModelStatus | None = None
+    answerer: Answerer | None = None  # the service's (None: the store under state_dir, no model)
     changes: tuple[dict[str, Any], ...] = ()  # the recorded setting changes, newest first (advisor/changes/)
     # dataset -> the workload its I/O was recognised as (advisor/recognise/); the setting wins
     recognised: dict[str, Recognition] = field(default_factory=dict)
@@ -80,13 +77,13 @@ class Stored:
 
 def general_answer(inputs: Inputs, pool: str) -> Answer:
     """/recommend?pool=P: the pool-level and module advice for any workload."""
-    return _answer(lambda: recommend(inputs.host, inputs.book, None, pool=pool, now=inputs.host.collected_at))
+    return _answer(lambda: _answerer(inputs).answer(inputs.host, _query(inputs, pool=pool)))
 
 
 def dataset_answers(inputs: Inputs, pool: str | None = None) -> list[DatasetAnswer]:
     """/recommend?workload=W&dataset=D for each dataset of the setting on the host (in `pool`), and
     for each dataset whose I/O was recognised as a workload (/recommend?workload=auto&dataset=D)."""
-    measured = functools.cache(stored_evidence(inputs.state_dir))  # one read per pool and workload, not per dataset
+    answerer = _answerer(inputs).reading_once()  # one read per pool and workload, not per dataset
     named: dict[str, tuple[str, Recognition | None]] = {
         d: (found.workload, found) for d, found in inputs.recognised.items()
         if found.known and found.workload in inputs.book.workloads}
@@ -96,10 +93,18 @@ def dataset_answers(inputs: Inputs, pool: str | None = None) -> list[DatasetAnsw
         if (pool is not None and dataset.split("/", 1)[0] != pool) or inputs.host.dataset(dataset) is None:
             continue
         params = {"role": found.role} if found is not None and found.role else {}
-        out.append(DatasetAnswer(dataset, workload, _answer(lambda: recommend(
-            inputs.host, inputs.book, workload, params=params, dataset=dataset, now=inputs.host.collected_at,
-            measured=measured, predicted=inputs.predicted, model_status=inputs.model_status)), found))
+        asked = _query(inputs, workload=workload, params=params, dataset=dataset)
+        out.append(DatasetAnswer(dataset, workload, _answer(lambda: answerer.answer(inputs.host, asked)), found))
     return out
+
+
+def _answerer(inputs: Inputs) -> Answerer:
+    return inputs.answerer or Answerer(inputs.book, inputs.state_dir)
+
+
+def _query(inputs: Inputs, **asked: Any) -> Query:
+    """An answer of the page: at the collection's time, without the efficiency report (the page shows it on its own)."""
+    return Query(now=inputs.host.collected_at, with_efficiency=False, **asked)
 
 
 def _answer(compute: Callable[[], RecommendResponse]) -> Answer:

@@ -11,7 +11,6 @@ MAX_RUNTIME_SECONDS = 60
 # lab under emulation: 3-8 s); layout time comes on top (see `layout_seconds`).
 OVERHEAD_SECONDS = 8.0
 ASSUMED_LAYOUT_BYTES_PER_SECOND = 50e6
-DAY_SECONDS = 86400.0  # the window of the daily budgets
 
 
 class Budget(BaseModel):

@@ -29,7 +29,7 @@ from advisor.host.zfs_props import dataset_recordsize
 from advisor.hostmodel.names import InvalidName
 from advisor.probe.candidates import Candidate, CandidateError, parse_candidate_spec
 from advisor.evidence.parameters import ParameterEvidence
-from advisor.probe.evidence import evidence
+from advisor.store.probe_evidence import evidence
 from advisor.probe.plan import Budget, Plan
 from advisor.probe.safety import LockBusy, UnsafeToProbe
 from advisor.probe.service import PlanError, ProbeConfig, ProbeService

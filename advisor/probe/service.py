@@ -20,11 +20,11 @@ from advisor.host.kstat import read_named_kstat
 from advisor.host.parsing import ParseError
 from advisor.host.runner import CommandRunner
 from advisor.hostmodel.names import SCRATCH_DATASET, check_pool_name
-from advisor.probe.evidence import evidence
+from advisor.store.probe_evidence import evidence
 from advisor.probe.candidates import Candidate, make_candidate, nearest_first, recordsize_grid
 from advisor.probe.fio_job import Hygiene, JobError, build_job
 from advisor.probe.modparams import ModuleParamError, ModuleParams, ParamGuard, restore_leftovers
-from advisor.probe.plan import DAY_SECONDS, Budget, Plan, estimate_seconds, fit_runtime
+from advisor.probe.plan import Budget, Plan, estimate_seconds, fit_runtime
 from advisor.probe.pooldesc import PoolUnavailable, read_pool_descriptor
 from advisor.probe.arc import ARC_SHARE, arc_limits, stored_bytes
 from advisor.probe.runner import ARCSTATS, PlanRunner, ProbeAborted, ProbeFailed, ProgressCallback
@@ -33,7 +33,7 @@ from advisor.probe.safety import ProbeLock, Thresholds, UnsafeToProbe, check_poo
 from advisor.probe.scratch import ScratchArea, ScratchError
 from advisor.store.db import connect
 from advisor.config.settings import CacheMethod
-from advisor.store.probes import ProbeStore, RunRow, RunStatus
+from advisor.store.probes import DAY_SECONDS, ProbeStore, RunRow, RunStatus
 
 log = logging.getLogger("advisor.probe")
 QUOTA_HEADROOM = 4  # quota >= 4 x the working set

@@ -3,11 +3,11 @@ dataset's I/O was recognised as; when it was not recognised with enough confiden
 the pool-level advice that holds for any workload, and says why."""
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
 
-from advisor.engine.loader import RuleBook
+from advisor.answering.answerer import Answerer, Query
 from advisor.engine.models import GENERAL, RecognisedWorkload, Recommendation, RecommendResponse, Summary
-from advisor.engine.service import TargetError, recommend
+from advisor.engine.service import TargetError
 from advisor.hostmodel.facts import Host
 from advisor.hostmodel.names import InvalidName, check_dataset_name
 from advisor.recognise.classify import UNKNOWN, Recognition
@@ -29,14 +29,16 @@ def recognised_item(dataset: str, found: Recognition, used: bool) -> RecognisedW
     return RecognisedWorkload(dataset=dataset, used=used, **found.shown())
 
 
-def recommend_auto(host: Host, book: RuleBook, recognised: dict[str, Recognition], params: dict[str, str],
-                   pool: str | None, dataset: str | None, **engine: Any) -> RecommendResponse:
-    """`engine`: what else `recommend()` takes (measured, predicted, efficiency, ...)."""
-    if params:
-        raise TargetError(400, f"parameter {sorted(params)[0][:64]!r} belongs to a workload: name the workload, "
-                          "it cannot go with workload=auto", [*sorted(book.workloads), GENERAL])
+def recommend_auto(answerer: Answerer, host: Host, recognised: dict[str, Recognition], query: Query
+                   ) -> RecommendResponse:
+    """The answer to `query` (workload `auto`, or none with a dataset): each answer it is made of
+    asked of `answerer` with the recognised workload."""
+    book, pool, dataset = answerer.book, query.pool, query.dataset
+    if query.params:
+        raise TargetError(400, f"parameter {sorted(query.params)[0][:64]!r} belongs to a workload: name the "
+                          "workload, it cannot go with workload=auto", [*sorted(book.workloads), GENERAL])
     if not dataset:
-        return _every_dataset(host, book, recognised, pool, engine)
+        return _every_dataset(answerer, host, recognised, query)
     try:
         check_dataset_name(dataset)
     except InvalidName as exc:
@@ -50,20 +52,24 @@ def recommend_auto(host: Host, book: RuleBook, recognised: dict[str, Recognition
                           [d.name for d in host.datasets if d.pool == pool])
     found = recognised.get(dataset) or Recognition(UNKNOWN, None, 0.0, None, reason="no window of I/O observed yet")
     if found.known and found.workload in book.workloads:
-        answer = recommend(host, book, found.workload, params={"role": found.role or ""} if found.role else {},
-                           pool=pool, dataset=dataset, **engine)
+        answer = answerer.answer(host, replace(query, workload=found.workload, params=_role(found)))
         return answer.model_copy(update={"recognised": [recognised_item(dataset, found, True)]})
-    answer = recommend(host, book, None, pool=ds.pool, **engine)
+    answer = answerer.answer(host, replace(query, workload=None, pool=ds.pool, dataset=None))
     return answer.model_copy(update={"recognised": [recognised_item(dataset, found, False)]})
 
 
+def _role(found: Recognition) -> dict[str, str]:
+    """The workload parameters of a recognised dataset: its role, when one was recognised."""
+    return {"role": found.role} if found.role else {}
 
-def _every_dataset(host: Host, book: RuleBook, recognised: dict[str, Recognition], pool: str | None,
-                   engine: dict[str, Any]) -> RecommendResponse:
+
+def _every_dataset(answerer: Answerer, host: Host, recognised: dict[str, Recognition], query: Query
+                   ) -> RecommendResponse:
     """The pools' general answer, plus each recognised dataset's own advice (its dataset-scope
     items, for the workload it was recognised as; the busiest MAX_DATASETS), and every active
     dataset's recognition."""
-    answer = recommend(host, book, None, pool=pool, **engine)
+    book, pool = answerer.book, query.pool
+    answer = answerer.answer(host, replace(query, workload=None))
     chosen = {pool} if pool else {p.name for p in host.pools}
     active = sorted(((name, found) for name, found in recognised.items()
                      if found.traits is not None and found.traits.operations and name.split("/", 1)[0] in chosen),
@@ -72,8 +78,8 @@ def _every_dataset(host: Host, book: RuleBook, recognised: dict[str, Recognition
             and host.dataset(name) is not None][:MAX_DATASETS]
     items: list[Recommendation] = list(answer.recommendations)
     for name, found in used:
-        own = recommend(host, book, found.workload, params={"role": found.role} if found.role else {},
-                        dataset=name, **engine)
+        own = answerer.answer(host, replace(query, workload=found.workload, params=_role(found), pool=None,
+                                            dataset=name))
         items += [r for r in own.recommendations if r.scope == "dataset" and r.dataset == name]
     named = {name for name, _ in used}
     shown = [recognised_item(name, found, name in named) for name, found in sorted(active)]

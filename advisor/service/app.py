@@ -27,8 +27,8 @@ from advisor.server.bodies import Bodies
 from advisor.server.limits import HeapFreezer, WorkLimiter
 from advisor.process.memory import release_freed_memory
 from advisor.engine.answer_cache import AnswerCache
-from advisor.api.appkeys import (ANSWERS, BODIES, CHANGES, EXPORTER, FACTS, LIMITER, MODEL, OPENAPI_JSON, PASSWORDS,
-                                 RECOGNISER, RULEBOOK, RUNTIME, SETTINGS, WEB_CONFIG)
+from advisor.api.appkeys import (ANSWERER, ANSWERS, BODIES, CHANGES, EXPORTER, FACTS, LIMITER, MODEL, OPENAPI_JSON,
+                                 PASSWORDS, RECOGNISER, RULEBOOK, RUNTIME, SETTINGS, WEB_CONFIG)
 from advisor.changes.detect import tracked
 from advisor.changes.tracker import ChangeTracker
 from advisor.engine.advice import Advice
@@ -37,14 +37,13 @@ from advisor.exporters.base import ExportOptions
 from advisor.exporters.collector import FactsCollector
 from advisor.host.collect import CommandFacts
 from advisor.host.provider import FactsProvider
-from advisor.model.provider import ModelProvider
-from advisor.probe.description import ProbeDescription
+from advisor.answering.answerer import Answerer
 from advisor.recognise.signature import signatures
 from advisor.recognise.window import Recogniser
 from advisor.api.runtime import Runtime, client_ca_digest
 from advisor.config.settings import Settings, SettingsError
-from advisor.store.results import StoredResults
 from advisor.config.webconfig import check_exposure, load_web_config
+from advisor.service.regression_model import build_model
 
 ROUTES = (health.routes, facts.routes, recommend.routes, workloads.routes, pools.routes, probes.routes, openapi.routes,
           metrics.routes, plan.routes, page.routes, efficiency.routes, changes.routes)
@@ -73,7 +72,8 @@ def create_app(settings: Settings) -> web.Application:
         settings.commands_interval_seconds,
     )
     app[RULEBOOK] = book
-    app[MODEL] = ModelProvider(StoredResults(settings.state_dir), ProbeDescription(), book, enabled=settings.model)
+    app[MODEL] = build_model(settings.state_dir, book, enabled=settings.model)
+    app[ANSWERER] = Answerer(book, settings.state_dir, app[MODEL])
     app[EXPORTER] = FactsCollector()
     app[CHANGES] = ChangeTracker(tracked(book), settings.state_dir, settings.changes_window_seconds)
     app[RECOGNISER] = Recogniser(signatures(book.workloads))

@@ -17,6 +17,7 @@ from advisor.store.db import DB_FILE, StoreError, connect_to_read
 from advisor.store.rows import flag, json_column, one, parsed, plausible
 
 T = TypeVar("T")
+DAY_SECONDS = 86400.0  # the window of the daily budgets (usage_since)
 
 RunStatus = Literal["queued", "running", "completed", "aborted", "failed"]
 SKIPS_KEPT_SECONDS = 30 * 86400

@@ -171,3 +171,33 @@ def package_pairs(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
     """Pairs of the package's parts (a subpackage, or a module at its top) that import each other."""
     edges = {(part(a), part(b)) for a, targets in graph.items() for b in targets if part(a) != part(b)}
     return sorted((f"{PACKAGE}.{a}", f"{PACKAGE}.{b}") for a, b in edges if (b, a) in edges and a < b)
+
+
+def importers_of(module: str, name: str, root: Path = REPO) -> list[str]:
+    """The modules that take `name` from `module`: `from module import name` (also relative), or
+    the module itself imported (`import module`, `from parent import module`) and `.name` read."""
+    parent, _, last = module.rpartition(".")
+    found = []
+    for importer, path in project_modules(root).items():
+        tree = ast.parse(path.read_text())
+        by_name = whole = False
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                whole |= any(a.name == module for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = _imported(node, importer, path.name == "__init__.py")[0]
+                by_name |= base == module and any(a.name == name for a in node.names)
+                whole |= base == parent and any(a.name == last for a in node.names)
+        reads = whole and any(isinstance(n, ast.Attribute) and n.attr == name for n in ast.walk(tree))
+        if (by_name or reads) and importer != module:
+            found.append(importer)
+    return sorted(found)
+
+
+def callers_of(name: str, root: Path = REPO) -> list[str]:
+    """The modules that call something named `name` (`name(...)` or `x.name(...)`)."""
+    def called(node: ast.AST) -> bool:
+        return isinstance(node, ast.Call) and name in (getattr(node.func, "id", None), getattr(node.func, "attr", None))
+
+    return sorted(m for m, path in project_modules(root).items()
+                  if any(map(called, ast.walk(ast.parse(path.read_text())))))

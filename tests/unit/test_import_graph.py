@@ -14,8 +14,8 @@ from pathlib import Path
 from support import REPO
 import pytest
 
-from support.imports import (closure, cycles, floor_violations, import_graph, outside_imports, package_pairs, part,
-                             python_files, reaches, unplaced)
+from support.imports import (callers_of, closure, cycles, floor_violations, import_graph, importers_of,
+                             outside_imports, package_pairs, part, python_files, reaches, unplaced)
 
 GRAPH = import_graph()
 
@@ -29,6 +29,7 @@ FLOORS = [
     ["service"],  # the wiring (app.py) and SIGHUP's reload
     ["api"],  # the handlers, the app's typed keys they read
     ["page", "model", "probe", "exporters", "changes", "recognise"],  # what the service offers
+    ["answering"],  # the one way into the answer: the store's evidence, the model's predictions, the engine
     ["engine", "host", "layout", "server"],  # decisions, the host's sources, the planner, HTTP plumbing
     ["config"],  # settings and the web config file
     ["hostmodel", "store"],  # the host model, the database
@@ -39,10 +40,8 @@ FLOORS = [
 SAME_FLOOR = {
     ("layout", "engine"): "the planner reads sizes with the engine's units (layout/inputs.py: engine/units.py)",
     ("model", "probe"): "a feature is the disk reads the ARC leaves (model/features.py: probe/arc.py), and the "
-                        "evaluation of the whole answer stores probe runs and reads them back as the service does "
-                        "(model/answers.py: probe/description.py, fio_job.py, pooldesc.py, evidence.py)",
-    ("page", "probe"): "the page shows the stored probe evidence through its reader "
-                       "(page/gather.py: probe/evidence.py)",
+                        "evaluation of the whole answer stores probe runs as a probe would "
+                        "(model/answers.py: probe/description.py, fio_job.py, pooldesc.py)",
     ("page", "recognise"): "the page shows each dataset's recognised workload (page/gather.py: recognise/classify.py)",
     ("recognise", "probe"): "a workload's signature is the I/O of its probe job "
                             "(recognise/signature.py: probe/fio_job.py)",
@@ -252,3 +251,42 @@ def test_the_api_reads_the_host_through_the_facts_provider_alone():
     direct = {(m, t) for m in GRAPH if m == "advisor.api" or m.startswith("advisor.api.")
               for t in GRAPH[m] if t.startswith("advisor.host.") and t != "advisor.host.provider"}
     assert not direct, sorted(direct)
+
+
+def test_the_model_is_built_in_one_place():
+    """The service and every command that consults the model build it with
+    advisor/service/regression_model.py (the evaluation's held-out model is a subclass of its own)."""
+    assert callers_of("ModelProvider") == ["advisor.service.regression_model"]
+
+
+def test_a_second_place_that_builds_the_model_is_named(tmp_path):
+    root = _copy_of_the_tree(tmp_path)
+    module = root / "advisor/cli/plan.py"
+    module.write_text(module.read_text() + "\nMODEL = ModelProvider(None, None, None)  # added by the test\n")
+    assert callers_of("ModelProvider", root) == ["advisor.cli.plan", "advisor.service.regression_model"]
+
+
+# The engine's entry point, and who may call it: the one way into the answer (advisor/answering/),
+# which hands it the store's evidence and reports and the model's predictions, so that no caller
+# hands it less; inside the engine, the exporter's advice (engine/advice.py: the rules and the
+# model's predictions for the `workloads` setting, computed once per command output).
+ENTRY = ("advisor.engine.service", "recommend")
+MAY_CALL_THE_ENGINE = ["advisor.answering.answerer", "advisor.engine.advice"]
+
+
+def test_the_answer_is_assembled_in_one_place():
+    assert importers_of(*ENTRY) == MAY_CALL_THE_ENGINE
+
+
+@pytest.mark.parametrize("path, added", [
+    ("advisor/cli/verify.py", "from advisor.engine.service import recommend"),
+    ("advisor/page/build.py", "from advisor.engine import service\nANSWER = service.recommend"),
+    ("advisor/engine/text.py", "from .service import recommend"),
+])
+def test_a_second_way_into_the_answer_is_refused(tmp_path, path, added):
+    """The check above, on a copy of the tree with the engine called from one more module, names it."""
+    root = _copy_of_the_tree(tmp_path)
+    module = root / path
+    module.write_text(module.read_text() + f"\n{added}  # added by the test\n")
+    importer = path.removesuffix(".py").replace("/", ".")
+    assert importers_of(*ENTRY, root) == sorted([*MAY_CALL_THE_ENGINE, importer])

@@ -20,7 +20,7 @@ from advisor.engine.loader import load_rulebook
 from advisor.host.files import HostFiles
 from advisor.host.runner import CommandResult, CommandRunner
 from advisor.probe.candidates import make_candidate
-from advisor.probe.evidence import evidence
+from advisor.store.probe_evidence import evidence
 from advisor.probe.modparams import ModuleParams, ParamGuard
 from advisor.probe.plan import Budget
 from advisor.probe.runner import FIO_ARGV, PlanRunner

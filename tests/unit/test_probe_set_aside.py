@@ -15,7 +15,7 @@ from advisor.service.app import create_app
 from advisor.engine.loader import load_rulebook
 from advisor.engine.service import recommend
 from advisor.host.snapshot import collect_from_root
-from advisor.probe.evidence import evidence, stored_evidence
+from advisor.store.probe_evidence import evidence, stored_evidence
 from advisor.config.settings import Settings
 from advisor.store.db import connect
 from advisor.store.probes import ProbeStore, ResultRow

@@ -12,7 +12,7 @@ import pytest
 from advisor.host.files import HostFiles
 from advisor.hostmodel.facts import DATASET_DEFAULTS
 from advisor.probe.candidates import DATASET_PROPERTIES, CandidateError, parse_candidate_spec, recordsize_grid
-from advisor.probe.evidence import evidence
+from advisor.store.probe_evidence import evidence
 from advisor.probe.modparams import ModuleParamError, ModuleParams, ParamGuard, restore_leftovers
 from advisor.probe.safety import LockBusy, ProbeLock
 from advisor.probe.service import EFFICIENCY_RUN_ID

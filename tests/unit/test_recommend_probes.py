@@ -16,7 +16,7 @@ from advisor.engine.service import recommend
 from advisor.engine.loader import load_rulebook
 from advisor.host.snapshot import collect_from_root
 from advisor.evidence.parameters import summarize
-from advisor.probe.evidence import stored_evidence
+from advisor.store.probe_evidence import stored_evidence
 from advisor.config.settings import Settings
 from advisor.store.db import connect
 from advisor.store.probes import ProbeStore, ResultRow

@@ -2,7 +2,7 @@
 
 Runs by outcome are counts of finished runs in the store, so they only grow while the
 database is kept (a counter); the last results are the latest completed run per pool,
-workload and parameter (advisor/probe/evidence.py): its best candidate (most IOPS, as
+workload and parameter (advisor/store/probe_evidence.py): its best candidate (most IOPS, as
 ranked there) and its baseline. The budget used is what `ProbeService` accounts against
 `[profiler] daily_seconds` / `daily_bytes`: probe time and bytes in the last 24 hours. Each
 pool's latest `probe --efficiency` report is read on the same pass (exporters/efficiency.py).
@@ -11,13 +11,23 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Protocol, Sequence
 
-from advisor.probe.efficiency_stored import efficiency_of
 from advisor.evidence.efficiency import PoolEfficiency
-from advisor.probe.evidence import evidence
-from advisor.probe.plan import DAY_SECONDS
-from advisor.config.settings import ProfilerSettings
-from advisor.store.probes import ProbeStore
+from advisor.store.efficiency_reports import efficiency_of
+from advisor.store.probe_evidence import evidence
+from advisor.store.probes import DAY_SECONDS, ProbeStore
+
+
+class DailyBudget(Protocol):
+    """What the budgets are measured against: the `[profiler]` settings (advisor/config/settings.py)."""
+
+    @property
+    def pools(self) -> Sequence[str]: ...
+    @property
+    def daily_seconds(self) -> float: ...
+    @property
+    def daily_bytes(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -52,7 +62,7 @@ class ProbeStats:
     unreadable: str | None = None  # why the store could not be read: nothing above is known
 
 
-def probe_stats(store: ProbeStore, profiler: ProfilerSettings, now: float | None = None) -> ProbeStats:
+def probe_stats(store: ProbeStore, profiler: DailyBudget, now: float | None = None) -> ProbeStats:
     now = time.time() if now is None else now
     measured = []
     for pool, workload in store.pool_workloads():

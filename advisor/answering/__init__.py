@@ -1,0 +1,3 @@
+"""One way into the answer (answerer.py): what every caller of the engine's `recommend` hands it,
+gathered in one place: the probe evidence and efficiency reports the store keeps, and the
+model's predictions for this host."""
