@@ -109,20 +109,26 @@ def restarted(tmp_path):
 async def test_strangers_on_the_scrapers_address_do_not_lock_out_its_first_login(restarted, tally):
     """50 strangers guessing the scraper's own user's password from 127.0.0.1, its address; its
     first login, 1 s into their flood, waits for the checks ahead of it (about 50 x 60-100 ms of
-    bcrypt on 2 cores), not for them to stop."""
+    bcrypt on 2 cores), not for them to stop: wrong passwords are still being answered after it.
+    (Judged by that order, not by a time bound: on a loaded machine the checks ahead of it take
+    longer, and a lock-out would still show as the login answered only after the flood.)"""
     until = time.monotonic() + 12
     answers: list[str | None] = []
     flood = [asyncio.create_task(_stranger(restarted, "127.0.0.1", until, answers)) for _ in range(STRANGERS)]
     await asyncio.sleep(1)
     started = time.monotonic()
     async with aiohttp.ClientSession() as prometheus:
+        # a longer wait than Prometheus' 10 s: the order below is the test, and on a loaded
+        # machine the bcrypt checks ahead of the login took longer than 10 s (an idle one: 2-5 s)
         async with prometheus.get(restarted, headers=_authorization(PASSWORD),
-                                  timeout=aiohttp.ClientTimeout(total=10)) as resp:  # Prometheus' default
+                                  timeout=aiohttp.ClientTimeout(total=30)) as resp:
             status, took = resp.status, time.monotonic() - started
+            answered_before = len(answers)
     await asyncio.gather(*flood)
+    answered_after = len(answers) - answered_before
     tally.cases()
-    tally.fault(status == 200 and took < 8)
+    tally.fault(status == 200 and answered_after > 0)
     print(f"first login among {STRANGERS} strangers on its address: HTTP {status} in {took:.2f} s; "
-          f"{len(answers)} wrong passwords answered")
-    assert status == 200 and took < 8, (status, took)
+          f"{len(answers)} wrong passwords answered, {answered_after} of them after it")
+    assert status == 200 and answered_after > 0, (status, took, answered_after)
     assert not [p for p in answers if p], [p for p in answers if p][:5]
