@@ -24,7 +24,8 @@ from typing import Any, Iterable
 
 from prometheus_client.core import Metric
 
-from advisor.hostmodel.facts import TUNING_PROPERTIES, Dataset, KStat
+from advisor.hostmodel.facts import Dataset, KStat
+from advisor.hostmodel.tunables import TUNING_PROPERTIES
 from advisor.exporters.base import CACHED, Scrape
 from advisor.exporters.exposition import RowsFamily
 from advisor.exporters.kstats import ZIL_BYTES, zil_names

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from advisor.hostmodel.facts import (PARAMS_DIR, TUNING_PROPERTIES, Dataset, Disk, Host, KStat, Pool, SourceStatus, ZfsInfo,
+from advisor.hostmodel.facts import (PARAMS_DIR, Dataset, Disk, Host, KStat, Pool, SourceStatus, ZfsInfo,
                                      fields_set, parse_version)
 from advisor.host import disks as disks_source
 from advisor.host import kstat as kstat_source
@@ -24,6 +24,7 @@ from advisor.host.parsing import ParseError
 from advisor.host.runner import CommandResult, CommandRunner
 from advisor.host.sources import POOL_COMMANDS, Source
 from advisor.host.versions import has_json_output, parse_zfs_version_command
+from advisor.hostmodel.tunables import TUNING_PROPERTIES
 from advisor.process.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
