@@ -400,8 +400,17 @@ def _attach_pool_file(source: Source, files: HostFiles, pool: Pool, rec: _Record
     """A per-pool file of the sources' table: read for `pool` and put on it (a copy: see _attach_pool_kstats)."""
     assert source.read is not None and source.attach is not None  # POOL_FILES have both
     read, attach, name = source.read, source.attach, source.name.replace(POOL, pool.name)
-    part = rec.read(name, lambda: read(files, pool.name), source.paths[0].replace(POOL, pool.name))
-    rec.step(name, lambda: attach(pool, part))
+
+    def part():
+        try:
+            return read(files, pool.name)
+        except FileNotFoundError:
+            if source.absent is None:
+                raise
+            return None  # a file that may be missing (Source.absent says why): no part, no failure
+
+    found = rec.read(name, part, source.paths[0].replace(POOL, pool.name))
+    rec.step(name, lambda: attach(pool, found))
 
 
 async def _attach_ashift(pools: list[Pool], runner: CommandRunner, rec: _Recorder, cache: CollectCache | None) -> None:

@@ -35,6 +35,7 @@ class Source:
     parse: Callable[[str], dict[str, Any]] | None = None
     read: Callable[[HostFiles, str], Any] | None = None
     attach: Callable[[Pool, Any], None] | None = None
+    absent: str | None = None  # why a per-pool file may not be there: its part is then None, the source up
     only_failures: bool = False  # reported only when it fails (a host's sources stay the same set)
 
     def names(self) -> tuple[str, ...]:
@@ -73,7 +74,8 @@ SOURCES: tuple[Source, ...] = (
     Source(f"txgs:{POOL}", "Pool.txgs: the last transaction groups", paths=(txgs.txgs_path(POOL),),
            read=txgs.txgs_of, attach=txgs.attach_txgs),
     Source(f"tx_assign:{POOL}", "Pool.tx_assign: how long writes waited for a txg",
-           paths=(tx_assign.tx_assign_path(POOL),), read=tx_assign.read_tx_assign, attach=tx_assign.attach_tx_assign),
+           paths=(tx_assign.tx_assign_path(POOL),), read=tx_assign.read_tx_assign, attach=tx_assign.attach_tx_assign,
+           absent="the recordings made before the advisor read it"),
     Source(f"pool_kstats:{POOL}", "Pool.kstat_state, Pool.iostats, Dataset.io",
            paths=(f"{KSTAT_DIR}/{POOL}/state", f"{KSTAT_DIR}/{POOL}/iostats", f"{KSTAT_DIR}/{POOL}/objset-*")),
 )

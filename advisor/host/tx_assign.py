@@ -48,13 +48,8 @@ def parse_tx_assign(text: str) -> Histogram:
     return Histogram(unit="seconds", bounds=bounds, counts={SERIES: counts})
 
 
-def read_tx_assign(files: HostFiles, pool: str) -> Histogram | None:
-    """The pool's histogram; None when the file is not there (a recording made before the advisor read it)."""
-    try:
-        text = files.read_text(tx_assign_path(pool))
-    except FileNotFoundError:
-        return None
-    return parse_tx_assign(text)
+def read_tx_assign(files: HostFiles, pool: str) -> Histogram:
+    return parse_tx_assign(files.read_text(tx_assign_path(pool)))
 
 
 def attach_tx_assign(pool: Pool, histogram: Histogram | None) -> None:
