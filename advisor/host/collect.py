@@ -456,7 +456,7 @@ def _attach_pool_kstats(
         if kstats.errors:  # the files understood are served, the source says which were not
             name = f"pool_kstats:{pool.name}"
             rec.fail(name, _summary(kstats.errors), rec.durations.get(name, 0.0))
-        fresh = pool.model_copy(update={"kstat_state": kstats.state, "iostats": kstats.iostats})
+        fresh = pool.model_copy(update={"kstat_state": kstats.state})
         for source in POOL_FILES:
             _attach_pool_file(source, files, fresh, rec)
         fresh_pools.append(fresh)

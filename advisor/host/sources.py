@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from advisor.hostmodel.facts import PARAMS_DIR, Pool
-from advisor.host import disks, system, tx_assign, txgs, zdb, zfs_props, zpool_iostat, zpool_props, zpool_status
+from advisor.host import disks, pool_iostats, system, tx_assign, txgs, zdb, zfs_props, zpool_iostat, zpool_props, zpool_status
 from advisor.host.files import HostFiles
 from advisor.host.kstat import GLOBAL_KSTATS, KSTAT_DIR
 
@@ -76,8 +76,11 @@ SOURCES: tuple[Source, ...] = (
     Source(f"tx_assign:{POOL}", "Pool.tx_assign: how long writes waited for a txg",
            paths=(tx_assign.tx_assign_path(POOL),), read=tx_assign.read_tx_assign, attach=tx_assign.attach_tx_assign,
            absent="the recordings made before the advisor read it"),
-    Source(f"pool_kstats:{POOL}", "Pool.kstat_state, Pool.iostats, Dataset.io",
-           paths=(f"{KSTAT_DIR}/{POOL}/state", f"{KSTAT_DIR}/{POOL}/iostats", f"{KSTAT_DIR}/{POOL}/objset-*")),
+    Source(f"pool_iostats:{POOL}", "Pool.iostats, Pool.import_age_seconds: I/O counters since import, and how long ago",
+           paths=(pool_iostats.iostats_path(POOL),), read=pool_iostats.read_iostats, attach=pool_iostats.attach_iostats,
+           absent="OpenZFS before 2.1 has no iostats kstat"),
+    Source(f"pool_kstats:{POOL}", "Pool.kstat_state, Dataset.io",
+           paths=(f"{KSTAT_DIR}/{POOL}/state", f"{KSTAT_DIR}/{POOL}/objset-*")),
 )
 POOL_COMMANDS: tuple[Source, ...] = tuple(s for s in SOURCES if s.parse is not None)
 POOL_FILES: tuple[Source, ...] = tuple(s for s in SOURCES if s.read is not None)

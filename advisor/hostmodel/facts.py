@@ -210,6 +210,7 @@ class Pool(Model):
     tx_assign: Histogram | None = None
     kstat_state: str | None = None  # /proc/spl/kstat/zfs/<pool>/state
     iostats: KStat | None = None  # /proc/spl/kstat/zfs/<pool>/iostats (>= 2.1)
+    import_age_seconds: float | None = None  # since the pool was imported: the age of the iostats kstat (>= 2.1)
     # zpool iostat -w / -r, by vdev name (the pool itself under its own name).
     latency_histograms: dict[str, Histogram] = Field(default_factory=dict)
     size_histograms: dict[str, Histogram] = Field(default_factory=dict)
