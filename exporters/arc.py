@@ -13,6 +13,7 @@ from prometheus_client.core import Metric
 
 from advisor.exporters.base import Scrape
 from advisor.exporters.named import KStatSpec, kstat_families
+from advisor.exporters.registry import collector
 
 _SIZES = (
     r"size|c|c_min|c_max|p|.*_size|.*_asize|.*_(data|metadata)"
@@ -80,5 +81,6 @@ SPEC = KStatSpec(
 )
 
 
+@collector("arc", order=10)
 def collect(scrape: Scrape) -> Iterable[Metric]:
     return kstat_families(SPEC, scrape.host.arc)

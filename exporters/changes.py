@@ -11,11 +11,13 @@ from typing import Iterable
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from advisor.exporters.base import Scrape, append
+from advisor.exporters.registry import collector
 
 WHEN_LABELS = ("pool", "dataset", "parameter", "old", "new", "verdict")
 EFFECT_LABELS = ("pool", "dataset", "parameter", "metric")
 
 
+@collector("changes", order=150)
 def collect(scrape: Scrape) -> Iterable[Metric]:
     when = GaugeMetricFamily(
         "zfs_advisor_change_timestamp_seconds",

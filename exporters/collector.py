@@ -26,45 +26,21 @@ from advisor import __version__
 from advisor.server.deflated import LEVEL, Deflated
 from advisor.hostmodel.facts import SCHEMA_VERSION
 from advisor.process.logs import RateLimitedLog
-from advisor.exporters import (arc, changes, datasets, disks, efficiency, histograms, kstats, params, pools, probes,
-                               recommendations, tx_assign, txgs, vdevs, workloads)
 from advisor.exporters.base import Collect, Scrape, SourceUnreadable
 from advisor.exporters.exposition import has_samples, text, text_parts
 from advisor.exporters.negotiation import GZIP_LEVEL, openmetrics_end, openmetrics_parts
+from advisor.exporters.registry import registered
 
 log = logging.getLogger(__name__)
 _unreadable_log = RateLimitedLog(log)  # a source that stays unreadable is said once a minute, not per scrape
 
-# name -> collector; adding a source = one module and one line here.
-COLLECTORS: dict[str, Collect] = {
-    "arc": arc.collect,
-    "kstats": kstats.collect,
-    "pools": pools.collect,
-    "vdevs": vdevs.collect,
-    "histograms": histograms.collect,
-    "txgs": txgs.collect,
-    "tx_assign": tx_assign.collect,
-    "datasets": datasets.collect,
-    "dataset_io": datasets.collect_io,
-    "disks": disks.collect,
-    "module": params.collect,
-    "recommendations": recommendations.collect,
-    "probes": probes.collect,
-    "efficiency": efficiency.collect,
-    "changes": changes.collect,
-    "workloads": workloads.collect,
-}
-
-
-# Collectors built from zpool/zfs output alone (and module parameters, read with
-# it, and the advice computed from it once per command run): their text changes only when the commands run again
-# (every commands_interval_seconds), so render() reuses it between runs. At
-# 10,000 datasets that is most of a scrape's series.
-COMMAND_OUTPUT_ONLY = frozenset({"vdevs", "histograms", "datasets", "module", "recommendations"})
-
-# Collectors that say cheaply what their text depends on: while it is equal, the text is too
-# (the objset kstats of 10,000 datasets, most of them idle, are a third of the exposition).
-SOURCES: dict[str, Callable[[Scrape], Hashable]] = {"dataset_io": datasets.io_source}
+# name -> collector, in order: each module of the package registers its own (registry.py).
+REGISTERED = registered()
+COLLECTORS: dict[str, Collect] = {r.name: r.collect for r in REGISTERED}
+# Collectors built from zpool/zfs output alone: render() reuses their text between command runs.
+COMMAND_OUTPUT_ONLY = frozenset(r.name for r in REGISTERED if r.command_output_only)
+# Collectors that say cheaply what their text depends on: while it is equal, the text is too.
+SOURCES: dict[str, Callable[[Scrape], Hashable]] = {r.name: r.source for r in REGISTERED if r.source is not None}
 
 
 def _deflated(parts: Iterable[bytes | memoryview], level: int) -> Deflated:

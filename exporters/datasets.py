@@ -24,11 +24,13 @@ from typing import Any, Iterable
 
 from prometheus_client.core import Metric
 
-from advisor.hostmodel.facts import TUNING_PROPERTIES, Dataset, KStat
+from advisor.hostmodel.facts import Dataset, KStat
+from advisor.hostmodel.tunables import TUNING_PROPERTIES
 from advisor.exporters.base import CACHED, Scrape
 from advisor.exporters.exposition import RowsFamily
 from advisor.exporters.kstats import ZIL_BYTES, zil_names
 from advisor.exporters.named import KStatFamilies, KStatSpec, Written
+from advisor.exporters.registry import collector
 
 # (property, metric, description): numeric space properties. Limits that are
 # not set (0) get no series: most datasets have none, and each costs a series.
@@ -80,6 +82,7 @@ def _compress_ratio(ds: Dataset) -> float | None:
         return None
 
 
+@collector("datasets", order=80, command_output_only=True)
 def collect(scrape: Scrape) -> Iterable[Metric]:
     """Properties and space, from `zfs get` alone."""
     src = f"Source: zfs get -Hp.{CACHED}"
@@ -120,28 +123,6 @@ _IoWritten = tuple[KStat, "tuple[str, ...] | None", tuple[str, str, str], Writte
 _IO_WRITTEN: dict[str, _IoWritten] = {}
 
 
-def collect_io(scrape: Scrape) -> Iterable[Metric]:
-    """Logical I/O counters, from the objset kstats read for this scrape; a dataset's rows are
-    written again only when its kstat changed (and an idle one costs no new object: the
-    collector runs on every scrape)."""
-    global _IO_WRITTEN
-    io = KStatFamilies(OBJSET, ["name", "pool", "type"])
-    only = None if scrape.options.per_dataset else CORE_IO
-    last = _IO_WRITTEN
-    kept: dict[str, _IoWritten] = {}
-    for ds in scrape.datasets:
-        if (kstat := ds.io) is None:
-            continue
-        known = last.get(ds.name)
-        if known is None or known[0] is not kstat or known[1] != only or known[2][2] != ds.type:
-            labels: tuple[str, str, str] = (ds.name, ds.pool, ds.type)
-            known = (kstat, only, labels, io.written(kstat, labels, only))
-        kept[ds.name] = known
-    io.add_written([k[3] for k in kept.values()])
-    _IO_WRITTEN = kept  # one assignment: a scrape rendering in another thread sees the old or the new
-    yield from io
-
-
 class SameObjects:
     """Equal to another only when both hold the very same objects in order (`is`, not ==)."""
 
@@ -163,3 +144,26 @@ def io_source(scrape: Scrape) -> tuple:
     chosen = scrape.datasets
     return (scrape.options.per_dataset, [ds.name for ds in chosen], [ds.type for ds in chosen],
             SameObjects([ds.io for ds in chosen]))
+
+
+@collector("dataset_io", order=90, source=io_source)
+def collect_io(scrape: Scrape) -> Iterable[Metric]:
+    """Logical I/O counters, from the objset kstats read for this scrape; a dataset's rows are
+    written again only when its kstat changed (and an idle one costs no new object: the
+    collector runs on every scrape)."""
+    global _IO_WRITTEN
+    io = KStatFamilies(OBJSET, ["name", "pool", "type"])
+    only = None if scrape.options.per_dataset else CORE_IO
+    last = _IO_WRITTEN
+    kept: dict[str, _IoWritten] = {}
+    for ds in scrape.datasets:
+        if (kstat := ds.io) is None:
+            continue
+        known = last.get(ds.name)
+        if known is None or known[0] is not kstat or known[1] != only or known[2][2] != ds.type:
+            labels: tuple[str, str, str] = (ds.name, ds.pool, ds.type)
+            known = (kstat, only, labels, io.written(kstat, labels, only))
+        kept[ds.name] = known
+    io.add_written([k[3] for k in kept.values()])
+    _IO_WRITTEN = kept  # one assignment: a scrape rendering in another thread sees the old or the new
+    yield from io

@@ -22,6 +22,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 
 from advisor.hostmodel.facts import Disk
 from advisor.exporters.base import CACHED, Scrape
+from advisor.exporters.registry import collector
 
 _STATS = "Source: /proc/diskstats."
 _SYS = "/sys/block/<device>"
@@ -56,6 +57,7 @@ def _selected(scrape: Scrape) -> list[Disk]:
     return [d for n in dict.fromkeys(names) if (d := scrape.host.disk(n))]
 
 
+@collector("disks", order=100)
 def collect(scrape: Scrape) -> Iterable[Metric]:
     disks = _selected(scrape)
     families: list[Metric] = []

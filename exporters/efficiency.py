@@ -11,8 +11,10 @@ from typing import Iterable
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from advisor.exporters.base import Scrape, SourceUnreadable, append
+from advisor.exporters.registry import collector
 
 
+@collector("efficiency", order=140)
 def collect(scrape: Scrape) -> Iterable[Metric]:
     stats = scrape.probes
     if stats is None:

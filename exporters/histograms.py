@@ -26,6 +26,7 @@ from prometheus_client.core import HistogramMetricFamily, Metric
 from advisor.hostmodel.facts import Histogram
 from advisor.exporters.base import CACHED, Scrape, le
 from advisor.exporters.ioclass import latency_labels, size_labels
+from advisor.exporters.registry import collector
 
 MIN_LATENCY_LE_SECONDS = 1e-6  # first latency bucket emitted: 2^10-1 ns (1.023 us)
 
@@ -86,6 +87,7 @@ def _add(latency: HistogramMetricFamily, size: HistogramMetricFamily, labels: li
             size.add_metric([*labels, *size_labels(series)], points, total)
 
 
+@collector("histograms", order=50, command_output_only=True)
 def collect(scrape: Scrape) -> Iterable[Metric]:
     pool_latency, pool_size = _families("pool")
     vdev_latency, vdev_size = _families("vdev")

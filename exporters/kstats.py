@@ -13,6 +13,7 @@ from prometheus_client.core import Metric
 
 from advisor.exporters.base import Scrape
 from advisor.exporters.named import KStatSpec, kstat_families
+from advisor.exporters.registry import collector
 
 _DIR = "/proc/spl/kstat/zfs"
 # ZIL fields in bytes: *_bytes, and (OpenZFS >= 2.2) the bytes of log blocks written and allocated,
@@ -122,6 +123,7 @@ SPECS = {
 }
 
 
+@collector("kstats", order=20)
 def collect(scrape: Scrape) -> Iterable[Metric]:
     for name, spec in SPECS.items():
         yield from kstat_families(spec, scrape.host.kstats.get(name))

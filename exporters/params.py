@@ -13,6 +13,7 @@ from typing import Iterable
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 
 from advisor.exporters.base import CACHED, Scrape
+from advisor.exporters.registry import collector
 
 _Q = ("sync_read", "sync_write", "async_read", "async_write", "scrub", "trim", "rebuild", "initializing", "removal")
 # parameter -> unit: "bytes", "seconds", "percent" or "" (a count, a flag, a scale).
@@ -85,6 +86,7 @@ def metric_name(parameter: str, unit: str) -> str:
     return f"zfs_param_{base}{_SUFFIX[unit]}"
 
 
+@collector("module", order=110, command_output_only=True)
 def collect(scrape: Scrape) -> Iterable[Metric]:
     yield from _version(scrape)
     params = scrape.host.module_params

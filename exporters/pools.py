@@ -17,6 +17,7 @@ from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 from advisor.hostmodel.facts import Pool
 from advisor.exporters.base import CACHED, Scrape
 from advisor.exporters.named import KStatFamilies, KStatSpec
+from advisor.exporters.registry import collector
 
 # zpool_state_to_name() / vdev_state_t: every health a pool can report, in the order of
 # pdf/zfs_exporter's zfs_pool_health codes (0 ONLINE .. 6 SUSPENDED), which this family keeps.
@@ -127,6 +128,7 @@ def _bytes(pool: Pool, prop: str) -> int | None:
     return int(value) if value is not None and value.isdigit() else None
 
 
+@collector("pools", order=30)
 def collect(scrape: Scrape) -> Iterable[Metric]:
     pools = scrape.pools
     src = f"Source: zpool get -Hp all.{CACHED}"

@@ -11,10 +11,12 @@ from typing import Iterable
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from advisor.exporters.base import Scrape, SourceUnreadable, append
+from advisor.exporters.registry import collector
 
 RESULT_LABELS = ["pool", "workload", "parameter", "value", "candidate"]
 
 
+@collector("probes", order=130)
 def collect(scrape: Scrape) -> Iterable[Metric]:
     stats = scrape.probes
     if stats is None:

@@ -16,6 +16,7 @@ from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 
 from advisor.engine.models import Recommendation
 from advisor.exporters.base import CACHED, Scrape, append
+from advisor.exporters.registry import collector
 
 LABELS = ("workload", "pool", "dataset", "scope", "parameter", "current", "recommended", "rule", "confidence")
 EFFECT_LABELS = ("workload", "pool", "dataset", "parameter", "metric", "source", "bound")
@@ -30,6 +31,7 @@ def _where(rec: Recommendation) -> tuple[str, str]:
     return rec.pool or "", rec.dataset or ""
 
 
+@collector("recommendations", order=120, command_output_only=True)
 def collect(scrape: Scrape) -> Iterable[Metric]:
     info = InfoMetricFamily(
         "zfs_advisor_recommendation",

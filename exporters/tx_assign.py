@@ -14,9 +14,11 @@ from prometheus_client.core import HistogramMetricFamily, Metric
 
 from advisor.exporters.base import Scrape
 from advisor.exporters.histograms import buckets
+from advisor.exporters.registry import collector
 from advisor.hostmodel.facts import TX_ASSIGN_SERIES
 
 
+@collector("tx_assign", order=70)
 def collect(scrape: Scrape) -> Iterable[Metric]:
     family = HistogramMetricFamily(
         "zfs_pool_tx_assign_seconds",

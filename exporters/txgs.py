@@ -24,6 +24,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 from advisor.hostmodel.facts import Txg
 from advisor.exporters.base import Scrape
+from advisor.exporters.registry import collector
 
 _SRC = "Source: /proc/spl/kstat/zfs/<pool>/txgs."
 PHASES = ("open", "quiesce", "wait", "sync")
@@ -33,6 +34,7 @@ def _phase(txg: Txg, phase: str) -> float:
     return getattr(txg, f"{phase}_seconds")
 
 
+@collector("txgs", order=60)
 def collect(scrape: Scrape) -> Iterable[Metric]:
     total = CounterMetricFamily(
         "zfs_pool_txgs",

@@ -22,6 +22,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from advisor.hostmodel.facts import Pool, Vdev, VdevIostat
 from advisor.exporters.base import CACHED, Scrape
 from advisor.exporters.ioclass import queue_labels
+from advisor.exporters.registry import collector
 
 _IOSTAT = f"Source: zpool iostat -vlq -Hp.{CACHED}"
 _STATUS = f"Source: zpool status.{CACHED}"
@@ -66,6 +67,7 @@ class _IoFamilies:
         return iter((self.pending, self.active))
 
 
+@collector("vdevs", order=40, command_output_only=True)
 def collect(scrape: Scrape) -> Iterable[Metric]:
     per_vdev = scrape.options.per_vdev
     pool_io = _IoFamilies("pool", ["pool"])

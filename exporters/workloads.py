@@ -11,8 +11,10 @@ from typing import Iterable
 from prometheus_client.core import InfoMetricFamily, Metric
 
 from advisor.exporters.base import Scrape, append
+from advisor.exporters.registry import collector
 
 
+@collector("workloads", order=160)
 def collect(scrape: Scrape) -> Iterable[Metric]:
     info = InfoMetricFamily(
         "zfs_advisor_dataset_workload",

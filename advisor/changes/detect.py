@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from advisor.engine.loader import RuleBook
-from advisor.hostmodel.facts import TUNING_PROPERTIES, Host, Property
+from advisor.hostmodel.facts import Host, Property
+from advisor.hostmodel.tunables import TUNING_PROPERTIES
 from advisor.hostmodel.names import SCRATCH_DATASET
 
 MAX_PER_COLLECTION = 100  # a `zfs set` on a pool's root with thousands of local children is logged, not stored

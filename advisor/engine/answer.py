@@ -12,7 +12,7 @@ from advisor.engine.predicted import PredictionLookup
 from advisor.engine.schema import Workload
 from advisor.evidence.lab_grid import LabMeasurement
 from advisor.evidence.parameters import ParameterEvidence
-from advisor.hostmodel.facts import DATASET_DEFAULTS, PROBED_MODULE_PARAMETERS
+from advisor.hostmodel.tunables import PROBED_PARAMETERS
 
 
 def decide_all(recs: list[Recommendation], workload: Workload | None, params: dict[str, str], pools: list[str],
@@ -80,5 +80,5 @@ def one_create(target: Target, recs: list[Recommendation], new_datasets: frozens
 
 
 def probed(parameter: str | None) -> bool:
-    """Whether `zfs-advisor probe --param` can measure this parameter (advisor/probe/candidates.py)."""
-    return parameter in DATASET_DEFAULTS or parameter in PROBED_MODULE_PARAMETERS
+    """Whether `zfs-advisor probe --param` can measure this parameter (rules/tunables.yaml `probed`)."""
+    return parameter in PROBED_PARAMETERS

@@ -41,10 +41,11 @@ from typing import Callable, Sequence
 from advisor.engine.measured import WRITE_P99_TOLERANCE, candidate_display, find, measured_best, same_value
 from advisor.engine.units import parse_size, shown_value
 from advisor.engine.models import Evidence, ExpectedEffect, Recommendation
-from advisor.engine.predicted import PREDICTED_PARAMETERS, ParameterPrediction, pct, span
+from advisor.engine.predicted import ParameterPrediction, pct, span
 from advisor.evidence.interval import Z90
 from advisor.evidence.lab_grid import LabMeasurement
 from advisor.evidence.parameters import CandidateEvidence, ParameterEvidence
+from advisor.hostmodel.tunables import PREDICTED_PARAMETERS
 
 # (recommendation, value) -> the command that sets it (argv, or a shell line for module parameters)
 Setter = Callable[[Recommendation, str], "list[str] | str | None"]

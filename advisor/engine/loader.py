@@ -18,6 +18,7 @@ from advisor.engine import facts_catalogue  # noqa: F401  (rules are validated a
 from advisor.engine.models import GENERAL
 from advisor.engine.schema import Rule, Workload
 from advisor.evidence.lab_grid import LabMeasurement, read_module_grid
+from advisor.hostmodel.tunables import TUNABLES_FILE
 from advisor.rules import RULES_DIR
 
 log = logging.getLogger(__name__)
@@ -85,6 +86,8 @@ def load_rules(directory: Path, workloads: dict[str, Workload]) -> list[Rule]:
     rules: list[Rule] = []
     seen: dict[str, Path] = {}
     for path in sorted(directory.glob("*.yaml")):
+        if path.name == TUNABLES_FILE.name:  # the tunables, not rules (advisor/hostmodel/tunables.py)
+            continue
         data = _read_yaml(path)
         if not isinstance(data, dict) or not isinstance(data.get("rules"), list):
             raise RulesError(f"{path}: expected a mapping with a `rules:` list")

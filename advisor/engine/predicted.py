@@ -13,8 +13,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.engine.measured import same_value
 
-PREDICTED_PARAMETERS = ("recordsize", "compression")
-
 
 class CandidatePrediction(BaseModel):
     value: str

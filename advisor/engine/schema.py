@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator, mod
 from advisor.engine.catalogue import FactType, coerce, fact_def
 from advisor.engine.models import Effect, Scope
 from advisor.engine.units import parse_size
+from advisor.hostmodel.tunables import REFERENCE_HOSTS
 
 SLUG = r"^[a-z0-9][a-z0-9-]{1,62}$"
 Op = Literal["eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "known", "unknown"]
@@ -34,15 +35,6 @@ Compare = Literal["equal", "at_least", "at_most", "within_factor"]
 # probe command; WORKLOAD in a general answer).
 TEMPLATE_EXTRAS = ("current", "recommended", "workload.title", "probe_workload")
 _FORMATS = ("", "raw")
-_ALLOWED_REFERENCE_HOSTS = (
-    "openzfs.github.io",
-    "github.com",
-    "www.postgresql.org",
-    "www.sqlite.org",
-    "kafka.apache.org",
-    "dev.mysql.com",
-    "www.bittorrent.org",  # the BitTorrent protocol's specifications (BEP 3: the 16 KiB block)
-)
 
 
 class Strict(BaseModel):
@@ -235,8 +227,9 @@ class Rule(Strict):
     @classmethod
     def _https_known(cls, refs: list[HttpUrl]) -> list[HttpUrl]:
         for ref in refs:
-            if ref.scheme != "https" or ref.host not in _ALLOWED_REFERENCE_HOSTS:
-                raise ValueError(f"reference {ref} must be https on one of {', '.join(_ALLOWED_REFERENCE_HOSTS)}")
+            if ref.scheme != "https" or ref.host not in REFERENCE_HOSTS:
+                raise ValueError(f"reference {ref} must be https on one of {', '.join(REFERENCE_HOSTS)} "
+                                 "(rules/tunables.yaml `references`)")
         return refs
 
     @field_validator("evidence")

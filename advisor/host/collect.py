@@ -14,16 +14,17 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from advisor.hostmodel.facts import (PARAMS_DIR, TUNING_PROPERTIES, Dataset, Disk, Host, KStat, Pool, SourceStatus, ZfsInfo,
+from advisor.hostmodel.facts import (PARAMS_DIR, Dataset, Disk, Host, KStat, Pool, SourceStatus, ZfsInfo,
                                      fields_set, parse_version)
 from advisor.host import disks as disks_source
 from advisor.host import kstat as kstat_source
-from advisor.host import modparams, pool_kstats, system, tx_assign, txgs, zdb, zfs_props, zpool_props, zpool_status
+from advisor.host import modparams, pool_kstats, system, zdb, zfs_props, zpool_props, zpool_status
 from advisor.host.files import HostFiles
 from advisor.host.parsing import ParseError
 from advisor.host.runner import CommandResult, CommandRunner
-from advisor.host.sources import POOL_COMMANDS, Source
+from advisor.host.sources import POOL, POOL_COMMANDS, POOL_FILES, Source
 from advisor.host.versions import has_json_output, parse_zfs_version_command
+from advisor.hostmodel.tunables import TUNING_PROPERTIES
 from advisor.process.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
@@ -395,6 +396,23 @@ def _attach_pool_command(source: Source, out: CommandResult, pools: list[Pool], 
         rec.step(source.name, lambda: attach(pool, by_pool.get(pool.name)))
 
 
+def _attach_pool_file(source: Source, files: HostFiles, pool: Pool, rec: _Recorder) -> None:
+    """A per-pool file of the sources' table: read for `pool` and put on it (a copy: see _attach_pool_kstats)."""
+    assert source.read is not None and source.attach is not None  # POOL_FILES have both
+    read, attach, name = source.read, source.attach, source.name.replace(POOL, pool.name)
+
+    def part():
+        try:
+            return read(files, pool.name)
+        except FileNotFoundError:
+            if source.absent is None:
+                raise
+            return None  # a file that may be missing (Source.absent says why): no part, no failure
+
+    found = rec.read(name, part, source.paths[0].replace(POOL, pool.name))
+    rec.step(name, lambda: attach(pool, found))
+
+
 async def _attach_ashift(pools: list[Pool], runner: CommandRunner, rec: _Recorder, cache: CollectCache | None) -> None:
     cache = cache if cache is not None else CollectCache()  # a throwaway one: one code path
 
@@ -432,20 +450,16 @@ def _attach_pool_kstats(
         for path in [p for p in objsets if not p.startswith(live)]:
             del objsets[path]
     for pool in pools:
-        path = txgs.txgs_path(pool.name)
         kstats = rec.read(f"pool_kstats:{pool.name}",
                           lambda: pool_kstats.read_pool_kstats(files, pool.name, objsets, with_objsets),
                           f"{kstat_source.KSTAT_DIR}/{pool.name}") or pool_kstats.PoolKStats()
         if kstats.errors:  # the files understood are served, the source says which were not
             name = f"pool_kstats:{pool.name}"
             rec.fail(name, _summary(kstats.errors), rec.durations.get(name, 0.0))
-        fresh_pools.append(pool.model_copy(update={
-            "kstat_state": kstats.state,
-            "iostats": kstats.iostats,
-            "txgs": rec.read(f"txgs:{pool.name}", lambda: txgs.parse_txgs(files.read_text(path)), path) or [],
-            "tx_assign": rec.read(f"tx_assign:{pool.name}", lambda: tx_assign.read_tx_assign(files.read_text, pool.name),
-                                  tx_assign.tx_assign_path(pool.name)),
-        }))
+        fresh = pool.model_copy(update={"kstat_state": kstats.state})
+        for source in POOL_FILES:
+            _attach_pool_file(source, files, fresh, rec)
+        fresh_pools.append(fresh)
         io_by_dataset.update(kstats.objsets)
     if not with_objsets:
         return fresh_pools, datasets

@@ -1,7 +1,7 @@
-"""Per-pool kstats under /proc/spl/kstat/zfs/<pool>/: state, txgs, iostats, objset-*.
+"""Per-pool kstats under /proc/spl/kstat/zfs/<pool>/: state and objset-* (the others are sources
+of their own, in host/sources.py).
 
-`iostats` exists from OpenZFS 2.1 (trim, ARC and direct I/O counters);
-each `objset-0x<id>` is one dataset's logical I/O counters (reads, nread,
+Each `objset-0x<id>` is one dataset's logical I/O counters (reads, nread,
 writes, nwritten, nunlinks, nunlinked) with its name in `dataset_name`.
 """
 from __future__ import annotations
@@ -19,24 +19,19 @@ from advisor.hostmodel.names import InvalidName, check_dataset_name
 @dataclass
 class PoolKStats:
     state: str | None = None
-    iostats: KStat | None = None
     objsets: dict[str, KStat] = field(default_factory=dict)  # dataset name -> its I/O counters
     # Files that were there but not understood: the rest is kept, the source reports these.
     errors: list[str] = field(default_factory=list)
 
 
 def read_pool_kstats(files: HostFiles, pool: str, cache: ObjsetCache | None = None, objsets: bool = True) -> PoolKStats:
-    """Everything under /proc/spl/kstat/zfs/<pool>/ but txgs and dmu_tx_assign (sources of their own);
-    without `objsets`, not the datasets' objset kstats either (one file per dataset)."""
+    """The pool's state and its datasets' objset kstats (without `objsets`, only the state: one
+    file per dataset)."""
     found = PoolKStats()
     try:
         found.state = read_state(files, pool)
     except ParseError as exc:
         found.errors.append(f"state: {exc}")
-    try:
-        found.iostats = read_iostats(files, pool)
-    except ParseError as exc:
-        found.errors.append(f"iostats: {exc}")
     if objsets:
         found.objsets = read_objsets(files, pool, cache, found.errors)
     return found
@@ -61,14 +56,6 @@ def read_state(files: HostFiles, pool: str) -> str | None:
     except OSError:
         return None
     return parse_state(text)
-
-
-def read_iostats(files: HostFiles, pool: str) -> KStat | None:
-    try:
-        text = files.read_text(f"{KSTAT_DIR}/{pool}/iostats")
-    except OSError:
-        return None  # OpenZFS < 2.1 has no iostats kstat
-    return parse_named_kstat(text)
 
 
 # path -> (digest of the file's bytes, dataset name, parsed counters) as last read; a digest, not

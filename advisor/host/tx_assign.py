@@ -12,7 +12,8 @@ zfs_dirty_data_max): the latency the throttle adds to writes, per pool.
 from __future__ import annotations
 
 from advisor.hostmodel.facts import TX_ASSIGN_SERIES as SERIES
-from advisor.hostmodel.facts import Histogram
+from advisor.hostmodel.facts import Histogram, Pool
+from advisor.host.files import HostFiles
 from advisor.host.kstat import KSTAT_DIR
 from advisor.host.parsing import ParseError, shown
 
@@ -47,10 +48,9 @@ def parse_tx_assign(text: str) -> Histogram:
     return Histogram(unit="seconds", bounds=bounds, counts={SERIES: counts})
 
 
-def read_tx_assign(read_text, pool: str) -> Histogram | None:
-    """The pool's histogram; None when the file is not there (a recording made before the advisor read it)."""
-    try:
-        text = read_text(tx_assign_path(pool))
-    except FileNotFoundError:
-        return None
-    return parse_tx_assign(text)
+def read_tx_assign(files: HostFiles, pool: str) -> Histogram:
+    return parse_tx_assign(files.read_text(tx_assign_path(pool)))
+
+
+def attach_tx_assign(pool: Pool, histogram: Histogram | None) -> None:
+    pool.tx_assign = histogram

@@ -6,7 +6,7 @@ many rows are kept is `zfs_txg_history` (zfs(4)); 0 means none.
 """
 from __future__ import annotations
 
-from advisor.hostmodel.facts import Txg
+from advisor.hostmodel.facts import Pool, Txg
 from advisor.host.files import HostFiles
 from advisor.host.kstat import KSTAT_DIR
 from advisor.host.domains import count
@@ -23,9 +23,18 @@ def txgs_path(pool: str) -> str:
 def read_txgs(files: HostFiles, pool: str) -> list[Txg]:
     """The pool's txg history, or [] when it cannot be read or parsed (a pool gone, no history)."""
     try:
-        return parse_txgs(files.read_text(txgs_path(pool)))
+        return txgs_of(files, pool)
     except (OSError, ParseError):
         return []
+
+
+def txgs_of(files: HostFiles, pool: str) -> list[Txg]:
+    """The pool's txg history; OSError or ParseError when it cannot be read or understood (the sources' table)."""
+    return parse_txgs(files.read_text(txgs_path(pool)))
+
+
+def attach_txgs(pool: Pool, txgs: list[Txg] | None) -> None:
+    pool.txgs = txgs or []
 
 
 def parse_txgs(text: str) -> list[Txg]:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Literal, Sequence
 
-from advisor.hostmodel.facts import TUNING_PROPERTIES, Dataset, Property, fields_set
+from advisor.hostmodel.facts import Dataset, Property, fields_set
+from advisor.hostmodel.tunables import TUNING_PROPERTIES
 from advisor.host import property_domains
 from advisor.host.parsing import INT_MAX, ParseError, compact_dict, interned, lines_in_blocks, shown, whole_lines
 from advisor.host.runner import CommandRunner

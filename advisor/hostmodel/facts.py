@@ -210,6 +210,7 @@ class Pool(Model):
     tx_assign: Histogram | None = None
     kstat_state: str | None = None  # /proc/spl/kstat/zfs/<pool>/state
     iostats: KStat | None = None  # /proc/spl/kstat/zfs/<pool>/iostats (>= 2.1)
+    import_age_seconds: float | None = None  # since the pool was imported: the age of the iostats kstat (>= 2.1)
     # zpool iostat -w / -r, by vdev name (the pool itself under its own name).
     latency_histograms: dict[str, Histogram] = Field(default_factory=dict)
     size_histograms: dict[str, Histogram] = Field(default_factory=dict)
@@ -232,53 +233,6 @@ TX_ASSIGN_SERIES = "assign"  # the one series of Pool.tx_assign
 class Property(Model):
     value: str
     source: str  # local, default, inherited from X, temporary, received, -
-
-
-# The OpenZFS defaults (zfsprops(7)) of the dataset properties a probe sets: what its scratch
-# datasets get when a candidate does not set one (advisor/probe/candidates.py), and the model's
-# baseline settings (advisor/model/features.py).
-DATASET_DEFAULTS = {"recordsize": "128K", "compression": "lz4", "logbias": "latency", "primarycache": "all",
-                    "sync": "standard", "atime": "on", "redundant_metadata": "all"}
-# The module parameters (zfs(4)) a probe may set while it runs. With DATASET_DEFAULTS, what a probe
-# can measure: an answer offers a probe command for these parameters only.
-PROBED_MODULE_PARAMETERS = frozenset({
-    "zfs_txg_timeout", "zfs_dirty_data_max", "zfs_dirty_data_max_percent", "zfs_dirty_data_sync_percent",
-    "zfs_vdev_async_write_max_active", "zfs_vdev_async_write_min_active", "zfs_vdev_sync_write_max_active",
-    "zfs_vdev_sync_read_max_active", "zfs_vdev_async_read_max_active", "zfs_vdev_max_active",
-})
-
-# The properties a Dataset carries (`zfs get`, advisor/host/zfs_props.py); zfsprops(7).
-# Present in every OpenZFS >= 2.1 (an unknown name fails the whole call).
-TUNING_PROPERTIES = (
-    "type",
-    "recordsize",
-    "volblocksize",
-    "volsize",
-    "compression",
-    "compressratio",
-    "logbias",
-    "primarycache",
-    "secondarycache",
-    "sync",
-    "atime",
-    "relatime",
-    "xattr",
-    "dnodesize",
-    "redundant_metadata",
-    "special_small_blocks",
-    "dedup",
-    "checksum",
-    "copies",
-    "used",
-    "available",
-    "referenced",
-    "logicalused",
-    "quota",
-    "refquota",
-    "reservation",
-    "refreservation",
-    "mountpoint",
-)
 
 
 class Dataset(Model):

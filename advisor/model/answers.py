@@ -38,7 +38,8 @@ from advisor.engine.loader import RuleBook
 from advisor.engine.measured import WRITE_P99_TOLERANCE, same_value
 from advisor.engine.models import Recommendation
 from advisor.engine.units import format_size, parse_size
-from advisor.hostmodel.facts import DATASET_DEFAULTS, Dataset, Host, Property
+from advisor.hostmodel.facts import Dataset, Host, Property
+from advisor.hostmodel.tunables import DATASET_DEFAULTS
 from advisor.model.dataset import Sample, cells
 from advisor.model.evaluation import (_fit, _grid, _label, _mean_ratio, _worst_p99_ratio, oracle, probe_in_order,
                                       twins)

@@ -18,9 +18,8 @@ from dataclasses import replace
 from typing import Any, Iterable
 
 from advisor.engine.measured import same_value
-from advisor.engine.predicted import PREDICTED_PARAMETERS
 from advisor.engine.units import format_size, parse_size
-from advisor.hostmodel.facts import DATASET_DEFAULTS
+from advisor.hostmodel.tunables import DATASET_DEFAULTS, PREDICTED_PARAMETERS
 from advisor.model.features import Observation, supported
 
 TOO_LITTLE = "not enough load"

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, TypedDict
 
 from advisor.engine.units import parse_size
-from advisor.hostmodel.facts import DATASET_DEFAULTS
+from advisor.hostmodel.tunables import DATASET_DEFAULTS
 from advisor.layout.raidz_reads import busiest_share, sectors
 from advisor.probe.arc import disk_read_equivalent
 

@@ -20,12 +20,13 @@ from typing import Any, Hashable, Sequence
 from advisor.engine.loader import RuleBook
 from advisor.engine.measured import same_value
 from advisor.engine.models import ModelStatus
-from advisor.engine.predicted import (PREDICTED_PARAMETERS, CandidatePrediction, PairEffect, ParameterPrediction,
+from advisor.engine.predicted import (CandidatePrediction, PairEffect, ParameterPrediction,
                                       PredictionLookup)
 from advisor.engine.units import format_size, parse_size
 from advisor.evidence.bound import storage_rows
 from advisor.evidence.interval import Z90
-from advisor.hostmodel.facts import DATASET_DEFAULTS, Host
+from advisor.hostmodel.facts import Host
+from advisor.hostmodel.tunables import DATASET_DEFAULTS, PREDICTED_PARAMETERS
 from advisor.model import MODEL_VERSION, numpy_missing, sklearn_missing
 from advisor.model.changes import change_observations
 from advisor.model.dataset import Sample, load_csv, prior_path, samples

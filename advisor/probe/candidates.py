@@ -7,29 +7,19 @@ parameter is always part of the plan: effects are ratios against it.
 from __future__ import annotations
 
 import math
-
-import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.engine.units import format_size, parse_size
-from advisor.hostmodel.facts import DATASET_DEFAULTS, PROBED_MODULE_PARAMETERS
+from advisor.hostmodel.tunables import DATASET_DEFAULTS, probed
 
-# Dataset properties a candidate may set on its scratch child (zfsprops(7)).
-DATASET_PROPERTIES = {
-    "recordsize": re.compile(r"^(512|[1-9][0-9]*[KM])$"),
-    "compression": re.compile(r"^(off|on|lz4|zle|gzip(-[1-9])?|zstd(-[0-9]+)?|zstd-fast(-[0-9]+)?)$"),
-    "logbias": re.compile(r"^(latency|throughput)$"),
-    "primarycache": re.compile(r"^(all|metadata|none)$"),
-    "sync": re.compile(r"^(standard|always|disabled)$"),
-    "atime": re.compile(r"^(on|off)$"),
-    # some and none since OpenZFS 2.2 (zfsprops(7)); a 2.1 pool refuses them when the probe creates the dataset
-    "redundant_metadata": re.compile(r"^(all|most|some|none)$"),
-}
-# Every parameter a candidate may set, as error messages and the API list them: the dataset
-# properties above, and the module parameters of hostmodel/facts.py (only integers, set while the probe runs).
-PROBED = sorted(DATASET_PROPERTIES) + sorted(PROBED_MODULE_PARAMETERS)
+# What a candidate may set (rules/tunables.yaml, `probed: true`): a dataset property on its scratch
+# child, or a module parameter while the probe runs.
+DATASET_PROPERTIES = probed("dataset")
+MODULE_PARAMETERS = probed("module")
+# Every parameter a candidate may set, as error messages and the API list them.
+PROBED = sorted(DATASET_PROPERTIES) + sorted(MODULE_PARAMETERS)
 
 
 class Candidate(BaseModel):
@@ -63,15 +53,15 @@ class CandidateError(ValueError):
 
 def make_candidate(parameter: str, value: str, baseline: bool = False) -> Candidate:
     if parameter in DATASET_PROPERTIES:
-        if not DATASET_PROPERTIES[parameter].match(value):
+        if not DATASET_PROPERTIES[parameter].accepts(value):
             raise CandidateError(f"{parameter}={value!r} is not a value this runner sets")
         if parameter == "recordsize":
             size = parse_size(value)
             if size < 512 or size > 16 << 20 or size & (size - 1):
                 raise CandidateError(f"recordsize={value!r} must be a power of two from 512 to 16M")
         return Candidate(parameter=parameter, value=value, scope="dataset", baseline=baseline)
-    if parameter in PROBED_MODULE_PARAMETERS:
-        if not re.fullmatch(r"[0-9]{1,19}", value):
+    if parameter in MODULE_PARAMETERS:
+        if not MODULE_PARAMETERS[parameter].accepts(value):
             raise CandidateError(f"{parameter}={value!r}: module parameters here are non-negative integers")
         return Candidate(parameter=parameter, value=value, scope="module", baseline=baseline)
     raise CandidateError(

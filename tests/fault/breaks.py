@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from advisor.host.runner import EXIT_TIMEOUT
-from advisor.host.sources import POOL, SOURCES, source_of_command
+from advisor.host.sources import POOL, SOURCES, source_of_command, source_of_path
 
 # Bytes no parser can take for its format: binary noise, invalid UTF-8, a NUL.
 GARBAGE = b"\x00\xff\xfe garbage \x80\x81 {\"pools\": [\n\tnot\tthis\n" * 3
@@ -169,8 +169,7 @@ def file_source(host_path: str) -> str | None:
     if host_path.startswith("/sys/module/zfs/parameters/"):
         return "module_params"
     if host_path.startswith("/proc/spl/kstat/zfs/") and len(parts) == 6:  # a pool's own kstats
-        own = {"txgs": "txgs", "dmu_tx_assign": "tx_assign"}.get(parts[5], "pool_kstats")
-        return f"{own}:{parts[4]}"
+        return source_of_path(host_path)
     for source, pattern in FILE_SOURCES.items():
         if Path(host_path.lstrip("/")).match(pattern):
             return source

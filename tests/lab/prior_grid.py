@@ -67,7 +67,7 @@ COLUMNS = (
 ).split(",")
 
 # The ZFS defaults a scratch child gets unless the candidate sets the property
-# (advisor/hostmodel/facts.py DATASET_DEFAULTS; this script runs without the package); the baseline
+# (rules/tunables.yaml, the probed defaults; this script runs without the package); the baseline
 # row of a cell is the candidate equal to them.
 DEFAULTS = {"recordsize": "128K", "compression": "lz4", "logbias": "latency", "primarycache": "all",
             "sync": "standard", "atime": "on"}

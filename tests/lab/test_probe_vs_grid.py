@@ -1,7 +1,7 @@
 """The probe plan ranks like a cold-cache grid: PostgreSQL's data job on the SSD mirror, recordsize
 8K / 16K / 32K / 128K, first by the probe (4 x 48 MiB files, 2 s warm-up, 8 s measured, 2 repeats,
 the ARC capped as the probe caps it: 64 MiB since dbd3806, 96 MiB before), then by an independent grid: for
-each recordsize a fresh dataset made like the candidate's (advisor/hostmodel/facts.py DATASET_DEFAULTS,
+each recordsize a fresh dataset made like the candidate's (rules/tunables.yaml: DATASET_DEFAULTS,
 the probe's quota), its files laid out and committed, and plain fio of the job the probe stored,
 2 runs each, every run started with a cold cache: the pool exported and imported (export drops
 the pool's buffers from the ARC; the test prints the ARC's data size before and after) under the
@@ -37,7 +37,7 @@ import pytest
 
 import prior_grid
 from labchecks import check_decided_from_the_probe
-from advisor.hostmodel.facts import DATASET_DEFAULTS
+from advisor.hostmodel.tunables import DATASET_DEFAULTS
 from labparams import lab_params
 
 pytestmark = [

@@ -155,7 +155,7 @@ async def test_a_huge_request_line_is_refused_before_the_handler(client):
 async def test_workloads_lists_every_profile_with_descriptions(client):
     body = await (await client.get("/v1/workloads")).json()
     names = [w["name"] for w in body["workloads"]]
-    assert set(names) == {"postgres", "mysql", "sqlite", "vm", "media", "backup", "fileserver", "kafka", "torrent"}
+    assert sorted(names) == sorted(load_rulebook().workloads) and "postgres" in names
     pg = next(w for w in body["workloads"] if w["name"] == "postgres")
     assert pg["description"] and pg["io"]["block_size"] == "8K" and pg["io"]["sync"] == "heavy"
     assert pg["parameters"]["page_size"]["default"] == "8K" and pg["parameters"]["role"]["values"] == ["data", "wal"]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from advisor.host.snapshot import collect_from_root
-from advisor.host.sources import POOL, SOURCES, source_names, source_of_command
+from advisor.host.sources import POOL, SOURCES, source_names, source_of_command, source_of_path
 from support import recorded_snapshots, snapshot_id
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,3 +52,25 @@ def test_a_pool_command_is_one_line_of_the_table():
     pool_commands = [s for s in SOURCES if s.parse is not None]
     assert {s.name for s in pool_commands} == {"zpool_iostat", "zpool_iostat_latency", "zpool_iostat_size"}
     assert all(s.attach is not None and len(s.commands) == 1 for s in pool_commands)
+
+
+def test_a_pool_file_is_one_line_of_the_table():
+    """The per-pool files are read from the table too: each has its one path, its reader and what
+    puts its part on a pool (no step of its own in host/collect.py)."""
+    pool_files = [s for s in SOURCES if s.read is not None]
+    assert {"txgs:{pool}", "tx_assign:{pool}"} <= {s.name for s in pool_files}
+    assert all(s.attach is not None and s.parse is None and len(s.paths) == 1 and POOL in s.paths[0]
+               for s in pool_files)
+
+
+@pytest.mark.parametrize("snapshot", SNAPSHOTS[:1] + SNAPSHOTS[-1:], ids=snapshot_id)
+def test_every_recorded_kstat_is_a_sources(snapshot):
+    """Each file a recording holds under /proc/spl/kstat is read by a source the host reports (the fault
+    suite breaks it in that source's name)."""
+    host = asyncio.run(collect_from_root(snapshot)).host
+    files = [f for f in json.loads((snapshot / "manifest.json").read_text())["files"] if f.startswith("/proc/spl/kstat/")]
+    assert files and {f: source_of_path(f) in host.sources for f in files} == dict.fromkeys(files, True)
+    assert source_of_path("/proc/spl/kstat/zfs/tank/txgs") == "txgs:tank"
+    assert source_of_path("/proc/spl/kstat/zfs/tank/objset-0x36") == "pool_kstats:tank"
+    assert source_of_path("/proc/spl/kstat/zfs/zil") == "kstat:zil"
+    assert source_of_path("/proc/spl/kstat/zfs/tank/objset-0x36/x") is None

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from advisor.host.files import HostFiles
-from advisor.hostmodel.facts import DATASET_DEFAULTS
+from advisor.hostmodel.tunables import DATASET_DEFAULTS
 from advisor.probe.candidates import DATASET_PROPERTIES, CandidateError, parse_candidate_spec, recordsize_grid
 from advisor.store.probe_evidence import evidence
 from advisor.probe.modparams import ModuleParamError, ModuleParams, ParamGuard, restore_leftovers

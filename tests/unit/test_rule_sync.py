@@ -22,10 +22,11 @@ def verdict(host, workload: str, dataset: str):
     return next((r for r in recs if r.rule == "sync-not-disabled"), None)
 
 
-def test_the_profiles_that_sync_are_the_ones_expected():
-    # A profile changing its io.sync changes who hears about sync=disabled: make that a decision.
-    assert SYNCING == ["fileserver", "mysql", "postgres", "sqlite", "vm"]
-    assert NOT_SYNCING == ["backup", "kafka", "media", "torrent"]
+def test_the_rule_speaks_to_the_profiles_that_sync_and_only_to_them():
+    # A profile's io.sync decides who hears about sync=disabled (the rule selects by it), read from the book.
+    rule = BOOK.rule("sync-not-disabled")
+    assert rule is not None and SYNCING and NOT_SYNCING and "postgres" in SYNCING
+    assert sorted(name for name, w in BOOK.workloads.items() if rule.selects(w)) == SYNCING
 
 
 @pytest.mark.parametrize("snap", SNAPSHOTS, ids=snapshot_id)
