@@ -26,6 +26,7 @@ from advisor import __version__
 from advisor.server.deflated import LEVEL, Deflated
 from advisor.hostmodel.facts import SCHEMA_VERSION
 from advisor.process.logs import RateLimitedLog
+from advisor.exporters import fleet_status
 from advisor.exporters import (arc, changes, datasets, disks, efficiency, histograms, kstats, params, pools, probes,
                                recommendations, tx_assign, txgs, vdevs, workloads)
 from advisor.exporters.base import Collect, Scrape, SourceUnreadable
@@ -287,6 +288,8 @@ def self_metrics(scrape: Scrape) -> Iterable[Metric]:
         for table, count in scrape.store_rows_skipped:
             skipped.add_metric([table], count)
         out.append(skipped)
+    if scrape.fleet is not None:
+        out += fleet_status.families(scrape.fleet)
     if scrape.age_seconds is not None:
         age = GaugeMetricFamily(
             "zfs_advisor_facts_age_seconds",

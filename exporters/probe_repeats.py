@@ -17,20 +17,11 @@ from typing import Iterable
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 
 from advisor.exporters.base import Scrape, append
+from advisor.hostmodel.pool_labels import SIBLING_LABELS, pool_labels
 
 REPEAT_LABELS = ["pool", "workload", "parameter", "value", "repeat"]
 RUN_LABELS = ["pool", "workload", "parameter"]
-POOL_INFO_LABELS = ["pool", "media", "vdev_type", "top_vdevs", "vdev_width", "ashift", "disks", "disk_model", "openzfs"]
-
-
-def _disk_model(scrape: Scrape, names: list[str]) -> str:
-    models = {d.model.strip() for d in scrape.host.disks if d.name in names and d.model and d.model.strip()}
-    return models.pop() if len(models) == 1 else ("mixed" if models else "unknown")
-
-
-def _openzfs(scrape: Scrape) -> str:
-    version = scrape.host.zfs.version_tuple
-    return ".".join(str(v) for v in version) if version else "unknown"
+POOL_INFO_LABELS = ["pool", *SIBLING_LABELS]
 
 
 def collect(scrape: Scrape) -> Iterable[Metric]:
@@ -59,7 +50,7 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
     info = InfoMetricFamily(
         "zfs_advisor_probe_pool",
         "The shape of the pool as its latest probe run described it (the model's pool descriptor), with the data "
-        "disks' count and model and the loaded OpenZFS version: which pools are siblings.", labels=POOL_INFO_LABELS)
+        "disks' count and model and the loaded OpenZFS series (major.minor): which pools are siblings.", labels=POOL_INFO_LABELS)
     described: dict[str, dict[str, str]] = {}
     for run in runs:
         run_labels = {"pool": run.pool, "workload": run.workload, "parameter": run.parameter}
@@ -71,12 +62,8 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
             append(bandwidth, labels, r.bandwidth)
             if r.write_p99_seconds is not None:
                 append(p99, labels, r.write_p99_seconds)
-        shape = run.shape
-        described.setdefault(run.pool, {
-            "pool": run.pool, "media": str(shape["media"]), "vdev_type": str(shape["vdev_type"]),
-            "top_vdevs": str(shape["top_vdevs"]), "vdev_width": str(shape["vdev_width"]),
-            "ashift": str(shape["ashift"] or "unknown"), "disks": str(len(run.disks)),
-            "disk_model": _disk_model(scrape, run.disks), "openzfs": _openzfs(scrape)})
+        if run.pool not in described:
+            described[run.pool] = pool_labels(run.pool, run.shape, run.disks, scrape.host)
     for labels in described.values():
         append(info, labels, 1.0)
     yield from (iops, bandwidth, p99, working_set, arc_max, info)

@@ -28,6 +28,7 @@ FLOORS = [
     ["cli"],
     ["service"],  # the wiring (app.py) and SIGHUP's reload
     ["api"],  # the handlers, the app's typed keys they read
+    ["fleet"],  # sibling pools' probes from Prometheus, for the model (docs/fleet.md)
     ["page", "model", "probe", "exporters", "changes", "recognise"],  # what the service offers
     ["engine", "host", "layout", "server"],  # decisions, the host's sources, the planner, HTTP plumbing
     ["config"],  # settings and the web config file
