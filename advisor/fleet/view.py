@@ -68,20 +68,24 @@ def _observations(run: SiblingRun, base: Observation) -> list[Observation]:
 
 
 def _disagreeing(by_pool: dict[str, list[Sample]]) -> list[str]:
-    """Siblings whose mean effect of a candidate is outside the 90 % band of two hosts' difference
-    from the mean of at least two others'."""
-    effect: dict[str, dict[str, float]] = {
-        pool: {f"{s.obs.parameter}={s.obs.value}": statistics.fmean(t.y_perf for t in rows if t.obs.value == s.obs.value
-                                                                    and t.obs.parameter == s.obs.parameter)
-               for s in rows if not s.obs.baseline} for pool, rows in by_pool.items()}
+    """Siblings whose mean effect of a candidate lies outside the 90 % band of two hosts'
+    difference around the median of every sibling's (three at least: of two, neither is the odd one)."""
+    effect: dict[str, dict[str, float]] = defaultdict(dict)
+    for pool, rows in by_pool.items():
+        by_candidate: dict[str, list[float]] = defaultdict(list)
+        for s in rows:
+            if not s.obs.baseline:
+                by_candidate[f"{s.obs.parameter}={s.obs.value}"].append(s.y_perf)
+        effect[pool] = {c: statistics.fmean(ys) for c, ys in by_candidate.items()}
     band = Z90 * math.sqrt(2 * BETWEEN_HOST_VARIANCE)
     found = []
     for pool, mine in sorted(effect.items()):
         for candidate, y in sorted(mine.items()):
-            others = [e[candidate] for p, e in effect.items() if p != pool and candidate in e]
-            if len(others) >= 2 and abs(y - statistics.fmean(others)) > band:
-                found.append(f"{pool}: {candidate} measured {math.exp(y):.2f}x the default, the other siblings "
-                             f"{math.exp(statistics.fmean(others)):.2f}x")
+            every = [e[candidate] for e in effect.values() if candidate in e]
+            middle = statistics.median(every)
+            if len(every) >= 3 and abs(y - middle) > band:
+                found.append(f"{pool}: {candidate} measured {math.exp(y):.2f}x the default, the siblings' median "
+                             f"{math.exp(middle):.2f}x")
                 break
     return found
 
