@@ -8,6 +8,7 @@ import asyncio
 import json
 
 import aiohttp
+import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 from support import RECORDING
@@ -114,36 +115,36 @@ def _answer(body: dict) -> list:
     return [(r["parameter"], r["status"], r.get("recommended"), r.get("current")) for r in body["recommendations"]]
 
 
-async def test_recommend_answers_as_without_a_fleet_whatever_prometheus_does(http_client, tmp_path):
+JUNK_JSON = json.dumps({"status": "success", "data": {"resultType": "vector", "result": [{"metric": 1}]}})
+
+
+@pytest.mark.parametrize("prometheus", ["down", "hung", "junk"])
+async def test_recommend_answers_as_without_a_fleet(http_client, tmp_path, prometheus):
     """Down, hung past any deadline (the reader waits on it all along: timeout_seconds 60), or junk:
     /recommend answers at once (well before the fleet's timeout), 200, as the daemon without [fleet]."""
     alone = await http_client(create_app(Settings(root=str(RECORDING), state_dir=str(tmp_path))))
     params = {"workload": "postgres", "pool": "tank"}
     expected = await alone.get("/recommend", params=params)
     assert expected.status == 200
-    expected_answer = _answer(await expected.json())
     released = asyncio.Event()
-    hung = await _served(_prometheus(ANSWERS, hang=released))
-    junk = await _served(_prometheus(body=json.dumps({"status": "success", "data": {"resultType": "vector",
-                                                                                     "result": [{"metric": 1}]}})))
-    down = await _served(web.Application())
-    down_port = down.port
-    await down.close()
+    server = await _served({"down": web.Application(), "hung": _prometheus(ANSWERS, hang=released),
+                            "junk": _prometheus(body=JUNK_JSON)}[prometheus])
+    if prometheus == "down":
+        await server.close()  # nothing listens on its port any more
     try:
-        for port, refused in ((down_port, False), (hung.port, False), (junk.port, True)):
-            fleet = {"prometheus_url": f"http://127.0.0.1:{port}", "timeout_seconds": 60, "instance": "me:1"}
-            app = create_app(Settings(root=str(RECORDING), state_dir=str(tmp_path), fleet=fleet))
-            client = await http_client(app)
-            response = await asyncio.wait_for(client.get("/recommend", params=params), timeout=30)
-            assert response.status == 200 and _answer(await response.json()) == expected_answer
-            view = app[FLEET].current()
-            assert view is None or not view.runs  # nothing good read: the answer is as today's
-            metrics = await (await client.get("/metrics")).text()
-            assert "zfs_advisor_fleet_query_failures_total" in metrics
-            # junk that is JSON reads as a view with every series refused; down and hung read nothing
-            assert ('zfs_advisor_fleet_series_refused_total{reason="labels"}' in metrics) is refused
-            assert ("zfs_advisor_fleet_view_age_seconds " in metrics) is refused
+        fleet = {"prometheus_url": f"http://127.0.0.1:{server.port}", "timeout_seconds": 60, "instance": "me:1"}
+        app = create_app(Settings(root=str(RECORDING), state_dir=str(tmp_path), fleet=fleet))
+        client = await http_client(app)
+        response = await asyncio.wait_for(client.get("/recommend", params=params), timeout=30)
+        assert response.status == 200 and _answer(await response.json()) == _answer(await expected.json())
+        view = app[FLEET].current()
+        assert view is None or not view.runs  # nothing good read: the answer is as today's
+        metrics = await (await client.get("/metrics")).text()
+        assert "zfs_advisor_fleet_query_failures_total" in metrics
+        # junk that is JSON reads as a view with every series refused; down and hung read nothing
+        refused = prometheus == "junk"
+        assert ('zfs_advisor_fleet_series_refused_total{reason="labels"}' in metrics) is refused
+        assert ("zfs_advisor_fleet_view_age_seconds " in metrics) is refused
     finally:
         released.set()
-        await hung.close()
-        await junk.close()
+        await server.close()
