@@ -100,6 +100,8 @@ class Scrape:
     recognised: tuple[tuple[str, str, str | None, float], ...] = ()
     # (table, rows skipped since start) of the probe store's reader (advisor/store/health.py).
     store_rows_skipped: tuple[tuple[str, int], ...] = ()
+    # The fleet reader's status (advisor/fleet/reader.py FleetStatus); None when [fleet] is off.
+    fleet: Any = None
 
     @cached_property
     def pools(self) -> list[Pool]:

@@ -26,6 +26,7 @@ from advisor import __version__
 from advisor.server.deflated import LEVEL, Deflated
 from advisor.hostmodel.facts import SCHEMA_VERSION
 from advisor.process.logs import RateLimitedLog
+from advisor.exporters import fleet_status
 from advisor.exporters.base import Collect, Scrape, SourceUnreadable
 from advisor.exporters.exposition import has_samples, text, text_parts
 from advisor.exporters.negotiation import GZIP_LEVEL, openmetrics_end, openmetrics_parts
@@ -263,6 +264,8 @@ def self_metrics(scrape: Scrape) -> Iterable[Metric]:
         for table, count in scrape.store_rows_skipped:
             skipped.add_metric([table], count)
         out.append(skipped)
+    if scrape.fleet is not None:
+        out += fleet_status.families(scrape.fleet)
     if scrape.age_seconds is not None:
         age = GaugeMetricFamily(
             "zfs_advisor_facts_age_seconds",

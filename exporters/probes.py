@@ -10,6 +10,7 @@ from typing import Iterable
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from advisor.exporters import probe_repeats
 from advisor.exporters.base import Scrape, SourceUnreadable, append
 from advisor.exporters.registry import collector
 
@@ -56,6 +57,7 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
             append(p99, labels, m.write_p99_seconds)
     yield iops
     yield p99
+    yield from probe_repeats.collect(scrape)
     queued = GaugeMetricFamily("zfs_advisor_probe_queued_runs",
                                "Probe runs queued by POST /v1/probes that the prober has not started yet.")
     queued.add_metric([], float(stats.queued))

@@ -12,6 +12,7 @@ from advisor.engine.answer_cache import AnswerCache
 from advisor.engine.loader import RuleBook
 from advisor.exporters.collector import FactsCollector
 from advisor.host.provider import FactsProvider
+from advisor.fleet.reader import FleetReader
 from advisor.model.provider import ModelProvider
 from advisor.recognise.window import Recogniser
 from advisor.config.settings import Settings
@@ -33,4 +34,5 @@ BODIES = web.AppKey("bodies", Bodies)  # /metrics and /v1/facts bodies, built on
 LIMITER = web.AppKey("limiter", WorkLimiter)  # bounds the heavy requests in work at once
 CHANGES = web.AppKey("changes", ChangeTracker)  # tracked settings that changed, and their verdicts (docs/changes.md)
 OPENAPI_JSON = web.AppKey("openapi_json", bytes)  # GET /openapi.json's body: constant per app, built once
+FLEET = web.AppKey("fleet", FleetReader)  # sibling pools' probes from Prometheus, when [fleet] is on (docs/fleet.md)
 RECOGNISER = web.AppKey("recogniser", Recogniser)  # the workload each dataset's I/O looks like (docs/recognition.md)

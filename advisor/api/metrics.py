@@ -19,7 +19,7 @@ import sqlite3
 from aiohttp import web
 
 from advisor.server.bodies import Body, body_response
-from advisor.api.appkeys import BODIES, CHANGES, EXPORTER, FACTS, RECOGNISER, RUNTIME, SETTINGS
+from advisor.api.appkeys import BODIES, CHANGES, EXPORTER, FACTS, FLEET, RECOGNISER, RUNTIME, SETTINGS
 from advisor.exporters.base import Scrape
 from advisor.exporters.collector import FactsCollector
 from advisor.exporters.negotiation import response_headers, variant
@@ -77,6 +77,7 @@ async def get_metrics(request: web.Request) -> web.Response:
     runtime = app[RUNTIME]  # as it is now: a reload while this renders applies from the next scrape
     changes = app[CHANGES]
     recognised = app[RECOGNISER].exported()  # the body's key and its content: one reading
+    fleet = app[FLEET].status() if FLEET in app else None  # the same
 
     async def encoded() -> Body:  # only the variant asked for is kept: text and OpenMetrics are 16 MB each
         scrape = Scrape(
@@ -96,11 +97,12 @@ async def get_metrics(request: web.Request) -> web.Response:
             changes=tuple(changes.exported()),
             recognised=recognised,
             store_rows_skipped=tuple(rows_skipped().items()),
+            fleet=fleet,
         )
         return await asyncio.to_thread(_rendered, app[EXPORTER], scrape, openmetrics, gzip_it)
 
     body = await bodies.get(collection, (stale, openmetrics, gzip_it, runtime.generation, changes.generation,
-                                          recognised),
+                                          recognised, fleet),
                              encoded)
     return body_response(body, response_headers(openmetrics, gzip_it))
 

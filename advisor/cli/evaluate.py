@@ -16,6 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from advisor.cli import evaluate_fleet
 from advisor.process.logs import setup_logging
 from advisor.model import sklearn_missing
 from advisor.model.dataset import load_csv, prior_path, samples
@@ -70,6 +71,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--change-probability", metavar="P[,P...]",
                    help="--answers: decide with these CHANGE_PROBABILITY values instead of the shipped one (how sure "
                         "a prediction must be of a gain to advise a change; one table each)")
+    evaluate_fleet.add_arguments(p)
     p.add_argument("--json", action="store_true", help="the per-cell results and summaries as JSON")
     p.set_defaults(func=run)
 
@@ -113,6 +115,8 @@ def run(args: argparse.Namespace) -> int:
     if args.test and not args.answers:
         print("zfs-advisor evaluate: --test scores answers: give --answers with it", file=sys.stderr)
         return 2
+    if args.fleet:
+        return evaluate_fleet.run_fleet(args, _held_out_setup)
     if args.answers:
         return _answers(args, budgets)
     if args.pairs:
@@ -262,11 +266,37 @@ def _pairs(args: argparse.Namespace, budgets: list[int]) -> int:
     """`--pairs`: the model's probability of a gain against what the held-out cells measured
     (advisor/model/calibration.py)."""
     from advisor.model import calibration
-    from advisor.model.regress import MODELS
 
     if not budgets or min(budgets) < 0:
         print("zfs-advisor evaluate: --pairs takes budgets >= 0, e.g. 0,1", file=sys.stderr)
         return 2
+    setup = _held_out_setup(args, "--pairs")
+    if isinstance(setup, int):
+        return setup
+    prior, factory = setup
+    cache: dict = {}
+    report = []
+    for budget in budgets:
+        results = calibration.held_out_calibration(calibration.evaluate_pairs(factory, prior, budget, args.cells, cache))
+        report.append({"budget": budget, "summary": calibration.summary(results),
+                       "calibrated": calibration.summary(results, calibrated=True),
+                       "scale": calibration.scale_for(results),
+                       "pairs": [r.__dict__ for r in results]})
+        if not args.json:
+            print(f"\n{budget} probe(s) per held-out cell, {len(results)} predicted pairs (scale on all of them: "
+                  f"{calibration.scale_for(results):.2f}):")
+            print(calibration.table(results))
+    if args.json:
+        print(json.dumps(report, indent=2))
+    return 0
+
+
+def _held_out_setup(args: argparse.Namespace, flag: str) -> tuple[list, Callable[[], Any]] | int:
+    """The prior and a factory of the model fitted without each held-out cell (--shipped-fit: the
+    shipped fit conditioned without it, seconds; else a refit of the first model of --models), or
+    the exit code after saying why not."""
+    from advisor.model.regress import MODELS
+
     prior = _lab_rows(args.prior, "--prior")
     if prior is None:
         return 2
@@ -287,25 +317,11 @@ def _pairs(args: argparse.Namespace, budgets: list[int]) -> int:
             return 1
         factory = partial(ShippedFit, predictor, prior)
     else:  # a refit per held-out cell, of the first model named
-        name = _first_model(args, "--pairs")
+        name = _first_model(args, flag)
         if name is None:
             return 2
         factory = partial(MODELS[name], seed=args.seed)
-    cache: dict = {}
-    report = []
-    for budget in budgets:
-        results = calibration.held_out_calibration(calibration.evaluate_pairs(factory, prior, budget, args.cells, cache))
-        report.append({"budget": budget, "summary": calibration.summary(results),
-                       "calibrated": calibration.summary(results, calibrated=True),
-                       "scale": calibration.scale_for(results),
-                       "pairs": [r.__dict__ for r in results]})
-        if not args.json:
-            print(f"\n{budget} probe(s) per held-out cell, {len(results)} predicted pairs (scale on all of them: "
-                  f"{calibration.scale_for(results):.2f}):")
-            print(calibration.table(results))
-    if args.json:
-        print(json.dumps(report, indent=2))
-    return 0
+    return prior, factory
 
 
 def _lab_rows(path: str | None, flag: str) -> list | None:

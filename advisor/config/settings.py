@@ -72,6 +72,44 @@ class ProfilerSettings(BaseModel):
         return value
 
 
+class FleetSettings(BaseModel):
+    """The fleet's probes read back from Prometheus (docs/fleet.md): off until `prometheus_url` is
+    set. Read on a slow schedule in the background, never while an answer is made."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prometheus_url: str | None = Field(
+        None, description="Base URL of a Prometheus HTTP API that scrapes the fleet's daemons (Thanos Query and "
+        "Mimir's Prometheus-compatible prefix speak the same /api/v1/query); unset: no fleet.")
+    timeout_seconds: float = Field(10.0, gt=0, le=120, description="Deadline of one query.")
+    interval_seconds: float = Field(900.0, ge=30, le=86400, description="Read the fleet's probes this often.")
+    max_age_seconds: float = Field(
+        7 * 86400.0, gt=0, description="A fleet view older than this (Prometheus unreachable since) is no longer used.")
+    ca_file: Path | None = Field(None, description="PEM CA bundle the Prometheus server's certificate is checked with.")
+    insecure_skip_verify: bool = Field(False, description="Do not check the server's certificate (tests only).")
+    basic_auth_username: str | None = Field(None, description="Basic auth user (with basic_auth_password_file).")
+    basic_auth_password_file: Path | None = Field(None, description="File holding the basic auth password.")
+    bearer_token_file: Path | None = Field(None, description="File holding a bearer token (Mimir, a proxy).")
+    instance: str | None = Field(
+        None, description="This daemon's `instance` label in that Prometheus, whose series are its own pools' and "
+        "not siblings' (default: any instance on this host's name).")
+
+    @field_validator("prometheus_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"https?://[^/\s]+", value):
+            raise ValueError(f"{value!r} is not an http:// or https:// URL")
+        return value.rstrip("/") if value is not None else None
+
+    @model_validator(mode="after")
+    def _one_authentication(self) -> "FleetSettings":
+        if self.bearer_token_file is not None and self.basic_auth_username is not None:
+            raise ValueError("give basic_auth_username or bearer_token_file, not both")
+        if (self.basic_auth_username is None) != (self.basic_auth_password_file is None):
+            raise ValueError("basic_auth_username and basic_auth_password_file go together")
+        return self
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="ZFS_ADVISOR_", extra="forbid", validate_default=True)
 
@@ -175,6 +213,8 @@ class Settings(BaseSettings):
         return value
     profiler: ProfilerSettings = Field(default_factory=ProfilerSettings,
                                        description="[profiler] table: the background profiler (docs/probes.md).")
+    fleet: FleetSettings = Field(default_factory=FleetSettings,
+                                 description="[fleet] table: sibling pools' probes from Prometheus (docs/fleet.md).")
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["json", "text"] = "json"
 

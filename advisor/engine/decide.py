@@ -546,8 +546,8 @@ def _listings(ladder: Ladder, probe: ParameterEvidence | None, pred: ParameterPr
         listing = "; ".join(f"{c.value}: {pct(c.ratio)} ({span(c.interval)}){_tail(c)}"
                             for c in pred.candidates if not c.baseline)
         default = next((c.value for c in pred.candidates if c.baseline), "the default")
-        out.append(f"Predicted {metric} against the ZFS default ({default}), from {_local(pred)} on this pool and "
-                   f"{pred.lab_runs} lab runs (model {pred.model_version}): {listing}.")
+        out.append(f"Predicted {metric} against the ZFS default ({default}), {_sources(pred)} "
+                   f"(model {pred.model_version}): {listing}.")
     return out
 
 
@@ -561,6 +561,18 @@ def _local(pred: ParameterPrediction) -> str:
     return said
 
 
+def _sources(pred: ParameterPrediction) -> str:
+    """What the prediction read: this pool's probes, its siblings' in the fleet (docs/fleet.md)
+    with any that disagrees named, and the lab's runs."""
+    sib = pred.siblings
+    if sib is None:
+        return f"from {_local(pred)} on this pool and {pred.lab_runs} lab runs"
+    said = (f"from {_local(pred)} on this pool, {sib.probes} on {len(sib.pools)} sibling "
+            f"pool{'s' if len(sib.pools) != 1 else ''} (instances {', '.join(sib.pools)}; fleet view "
+            f"{sib.age_seconds:.0f} s old), {pred.lab_runs} lab runs")
+    return said + "".join(f"; a sibling disagrees, {d}" for d in sib.disagreeing)
+
+
 def _evidence(rec: Recommendation, ladder: Ladder, probe: ParameterEvidence | None,
               pred: ParameterPrediction | None) -> list[Evidence]:
     out = []
@@ -570,7 +582,7 @@ def _evidence(rec: Recommendation, ladder: Ladder, probe: ParameterEvidence | No
                          description=f"measured by probe run {probe.run_id} on {ladder.probe_where}")
                 for c in probe.candidates]
     if pred is not None:
-        where = f"from {_local(pred)} on this pool and {pred.lab_runs} lab runs (model {pred.model_version})"
+        where = f"{_sources(pred)} (model {pred.model_version})"
         out += [Evidence(fact=f"model.{pred.parameter}.{c.value}.ratio", value=round(c.ratio, 3),
                          display=f"{pct(c.ratio)} {_metric(pred)} ({span(c.interval)})",
                          description=f"predicted by the regression model {where}")

@@ -32,6 +32,14 @@ class PairEffect(BaseModel):
     interval: tuple[float, float]
 
 
+class SiblingsUsed(BaseModel):
+    """The sibling pools' probes a prediction read (advisor/fleet/, docs/fleet.md)."""
+    probes: int  # candidates they measured, summed over the pools
+    pools: list[str]  # "instance pool" of each
+    age_seconds: float  # of the fleet view they come from
+    disagreeing: list[str] = []  # a sibling whose measurement lies outside the others' band, and what it measured
+
+
 class ParameterPrediction(BaseModel):
     # pydantic < 2.10 reserves every model_* field name and warns about model_version
     model_config = ConfigDict(protected_namespaces=())
@@ -44,6 +52,7 @@ class ParameterPrediction(BaseModel):
     local_probes: int
     lab_runs: int
     verified_changes: int = 0  # changes applied on this pool whose measured effect the model read
+    siblings: SiblingsUsed | None = None  # sibling pools' probes read beside this pool's (None: no fleet)
     model_version: str
 
     def candidate(self, value: str | None) -> CandidatePrediction | None:

@@ -16,7 +16,8 @@ from typing import Any, Mapping, TypedDict
 from advisor.engine.units import parse_size
 from advisor.hostmodel.tunables import DATASET_DEFAULTS
 from advisor.layout.raidz_reads import busiest_share, sectors
-from advisor.probe.arc import disk_read_equivalent
+from advisor.evidence.arc import described_arc_max
+from advisor.evidence.pool_shape import pool_shape
 
 DEFAULT_RECORDSIZE = parse_size(DATASET_DEFAULTS["recordsize"])
 # Settings the model knows: a candidate with any other value is outside its support.
@@ -288,19 +289,6 @@ def job_shape(job: str) -> JobShape:
     return {"fsync_every": min(fsync) if fsync else 0, "iodepth": depth, "numjobs": jobs}
 
 
-def pool_shape(descriptor: Mapping[str, Any]) -> dict[str, Any]:
-    """The pool part of a probe's pool descriptor (advisor/probe/pooldesc.py describe_pool)."""
-    vdevs = descriptor.get("vdevs") or []
-    first = vdevs[0] if vdevs else {}
-    kind = first.get("type", "") or "unknown"
-    if kind == "disk":
-        kind = "stripe"
-    elif kind.startswith("raidz") and not kind[-1].isdigit():
-        kind = f"raidz{first.get('nparity') or 1}"
-    return {"media": descriptor.get("media") or "unknown", "vdev_type": kind, "top_vdevs": max(1, len(vdevs)),
-            "vdev_width": first.get("width") or 1, "ashift": descriptor.get("ashift")}
-
-
 @dataclass(frozen=True)
 class WorkloadShape:
     """What the model needs of a workload profile (rules/workloads/*.yaml `io:`)."""
@@ -314,14 +302,6 @@ class WorkloadShape:
         return cls(workload.name, workload.io.pattern, parse_size(workload.io.block_size), workload.io.read_fraction)
 
 
-def _arc_max_of(row: Any) -> int | None:
-    """The ARC cap a stored result is described by: its own, or for a probe that kept its data
-    out of the ARC (scratch primarycache=metadata), the cap a capped probe would have set."""
-    if row.arc_max_bytes or getattr(row, "scratch_primarycache", None) != "metadata" or not row.working_set_bytes:
-        return row.arc_max_bytes
-    return disk_read_equivalent(row.working_set_bytes, row.compress_percentage or 0)
-
-
 def from_result(row: Any, workload: WorkloadShape, pool_name: str) -> Observation:
     """A stored probe result (advisor/store/probes.py ResultRow) of `pool_name`."""
     settings = dict(DATASET_DEFAULTS)
@@ -331,7 +311,7 @@ def from_result(row: Any, workload: WorkloadShape, pool_name: str) -> Observatio
     return Observation(
         workload=workload.name, pattern=workload.pattern, block_size_bytes=workload.block_size_bytes,
         read_fraction=workload.read_fraction, **job_shape(row.job),
-        working_set_bytes=row.working_set_bytes, arc_max_bytes=_arc_max_of(row), **pool_shape(row.pool),
+        working_set_bytes=row.working_set_bytes, arc_max_bytes=described_arc_max(row), **pool_shape(row.pool),
         # The model's baseline is the ZFS default, not the run's first value: a run of
         # `--param recordsize=8K,4K` stores 8K as its baseline, and its ratios are to 8K.
         parameter=row.parameter, value=row.value, baseline=settings == normalized(DATASET_DEFAULTS), settings=settings,

@@ -15,13 +15,13 @@ import logging
 import math
 import threading
 from pathlib import Path
-from typing import Any, Hashable, Sequence
+from typing import Any, Callable, Hashable, Sequence
 
 from advisor.engine.loader import RuleBook
 from advisor.engine.measured import same_value
 from advisor.engine.models import ModelStatus
 from advisor.engine.predicted import (CandidatePrediction, PairEffect, ParameterPrediction,
-                                      PredictionLookup)
+                                      PredictionLookup, SiblingsUsed)
 from advisor.engine.units import format_size, parse_size
 from advisor.evidence.bound import storage_rows
 from advisor.evidence.interval import Z90
@@ -70,6 +70,14 @@ def _reference(base: Observation, grid_obs: list[Observation], recordsize: str |
     return found
 
 
+def _used(fleet: Any) -> SiblingsUsed | None:
+    """What an answer says of the siblings it read (advisor/fleet/view.py Siblings)."""
+    if fleet is None or not fleet.samples:
+        return None
+    return SiblingsUsed(probes=fleet.probes, pools=fleet.pools, age_seconds=round(fleet.age_seconds, 1),
+                        disagreeing=fleet.disagreeing)
+
+
 class ModelProvider:
     """`results`: this host's probes (advisor/store/results.py); `probes`: what a probe would run
     (advisor/probe/description.py)."""
@@ -91,6 +99,10 @@ class ModelProvider:
         self._generation: Hashable = None
         self._done = threading.Event()  # cleared while a fit is under way (`begin`)
         self._done.set()
+        # Sibling pools' probes (advisor/fleet/, set by the app when [fleet] is on): (pool, workload,
+        # the pool's default candidate, host) -> what the fleet's last good view has of its siblings
+        self.siblings: Callable[[str, str, Observation, Host | None], Any] | None = None
+        self.fleet_generation: Callable[[], Hashable] = lambda: None  # the view's: answers follow a new one
 
     # --- fitting ------------------------------------------------------------------------------
     def begin(self) -> None:
@@ -217,7 +229,7 @@ class ModelProvider:
         def predict(pool: str, workload_name: str, parameter: str, extra: list[str]) -> ParameterPrediction | None:
             facts = host.pool(pool)
             shape = json.dumps(self.probes.pool(facts, host.disks), sort_keys=True, default=str) if facts else None
-            key = (generation, pool, shape, workload_name, parameter, tuple(extra),
+            key = (generation, self.fleet_generation(), pool, shape, workload_name, parameter, tuple(extra),
                    tuple(sorted((params or {}).items())))
             with self._lock:
                 if key in self._cache:
@@ -251,7 +263,13 @@ class ModelProvider:
         queries = [q for q in (base.with_candidate(parameter, v) for v in values.values()) if supported(q)]
         if len(queries) < 2:
             return None
-        prediction = self._model.predict(local, queries)
+        fleet = self.siblings(pool, workload.name, base, host) if self.siblings is not None else None
+        model = self._model
+        if fleet is not None and fleet.samples:
+            from advisor.model.siblings import WithSiblings  # numpy: only with the model
+
+            model = WithSiblings(model, fleet.samples)
+        prediction = model.predict(local, queries)
         perf, p99 = prediction.perf, prediction.p99
         # Against the default as predicted for this pool (its ratio is 1 by definition): the
         # difference of the two, their covariance counted.
@@ -282,7 +300,8 @@ class ModelProvider:
         return ParameterPrediction(parameter=parameter, metric=base.metric, best=cands[best].value, candidates=cands,
                                    effects=effects, local_probes=sum(c.probes for c in cands),
                                    lab_runs=len(self._prior), model_version=self._version or "",
-                                   verified_changes=len({s.obs.run for s in changed}))
+                                   verified_changes=len({s.obs.run for s in changed}),
+                                   siblings=_used(fleet))
 
     # --- probe selection ----------------------------------------------------------------------
     def next_probe_candidates(self, pool: str, workload_name: str, budget: int, params: dict[str, str] | None = None,

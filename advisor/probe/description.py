@@ -1,6 +1,6 @@
 """What a probe of a workload would run, described without running it (the model's
 ProbeDescription, advisor/model/inputs.py): the fio job it would build, the ARC cap a probe
-reading from the disks sets (advisor/probe/arc.py), the pool's descriptor, the recordsize grid
+reading from the disks sets (advisor/evidence/arc.py), the pool's descriptor, the recordsize grid
 and its candidates.  Pure: nothing here runs a command or reads the host."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor.hostmodel.facts import Disk, Pool
-from advisor.probe.arc import disk_read_equivalent
+from advisor.evidence.arc import disk_read_equivalent
 from advisor.probe.candidates import Candidate, make_candidate, recordsize_grid
 from advisor.probe.fio_job import Hygiene, JobError, build_job
 from advisor.probe.pooldesc import describe_pool

@@ -26,7 +26,7 @@ from advisor.probe.fio_job import Hygiene, JobError, build_job
 from advisor.probe.modparams import ModuleParamError, ModuleParams, ParamGuard, restore_leftovers
 from advisor.probe.plan import Budget, Plan, estimate_seconds, fit_runtime
 from advisor.probe.pooldesc import PoolUnavailable, read_pool_descriptor
-from advisor.probe.arc import ARC_SHARE, arc_limits, stored_bytes
+from advisor.evidence.arc import ARC_SHARE, arc_limits, stored_bytes
 from advisor.probe.runner import ARCSTATS, PlanRunner, ProbeAborted, ProbeFailed, ProgressCallback
 from advisor.probe.foreground import foreground_rate, foreground_watch
 from advisor.probe.safety import ProbeLock, Thresholds, UnsafeToProbe, check_pool
@@ -191,7 +191,7 @@ class ProbeService:
     def _arc_limits(self, stored: int) -> tuple[int | None, int | None]:
         """(zfs_arc_min to set while probing, or None; zfs_arc_max to set, or None when the
         ARC's limits cannot be read): a quarter of the working set as the ARC stores it
-        (advisor/probe/arc.py)."""
+        (advisor/evidence/arc.py)."""
         try:
             c_min = int(read_named_kstat(self.files, ARCSTATS).values["c_min"])
         except (OSError, ValueError, KeyError):

@@ -17,6 +17,7 @@ from typing import AsyncIterator
 from aiohttp import web
 
 from advisor.process import systemd
+from advisor.service import fleet
 from advisor.api import (changes, efficiency, facts, health, metrics, openapi, page, plan, pools, probes, recommend,
                         workloads)
 from advisor.api.auth import auth_middleware
@@ -87,6 +88,7 @@ def create_app(settings: Settings) -> web.Application:
     app.cleanup_ctx.append(_password_checks)
     app.cleanup_ctx.append(_background_refresh)
     app.cleanup_ctx.append(_fit_model)
+    fleet.install(app, settings)
     return app
 
 

@@ -28,6 +28,7 @@ FLOORS = [
     ["cli"],
     ["service"],  # the wiring (app.py) and SIGHUP's reload
     ["api"],  # the handlers, the app's typed keys they read
+    ["fleet"],  # sibling pools' probes from Prometheus, for the model (docs/fleet.md)
     ["page", "model", "probe", "exporters", "changes", "recognise"],  # what the service offers
     ["answering"],  # the one way into the answer: the store's evidence, the model's predictions, the engine
     ["engine", "host", "layout", "server"],  # decisions, the host's sources, the planner, HTTP plumbing
@@ -39,8 +40,7 @@ FLOORS = [
 # Same-floor imports, (importing part, imported part): each one the contract allows, and why.
 SAME_FLOOR = {
     ("layout", "engine"): "the planner reads sizes with the engine's units (layout/inputs.py: engine/units.py)",
-    ("model", "probe"): "a feature is the disk reads the ARC leaves (model/features.py: probe/arc.py), and the "
-                        "evaluation of the whole answer stores probe runs as a probe would "
+    ("model", "probe"): "the evaluation of the whole answer stores probe runs as a probe would "
                         "(model/answers.py: probe/description.py, fio_job.py, pooldesc.py)",
     ("page", "recognise"): "the page shows each dataset's recognised workload (page/gather.py: recognise/classify.py)",
     ("recognise", "probe"): "a workload's signature is the I/O of its probe job "

@@ -8,6 +8,8 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 from support import RECORDING
 
+from advisor.host.snapshot import collect_from_root
+from advisor.probe.pooldesc import describe_pool
 from advisor.service.app import create_app
 from advisor.config.settings import Settings
 from advisor.store.db import connect
@@ -57,7 +59,40 @@ async def test_probe_families_from_the_store(http_client, tmp_path):
     assert 0 <= got[("zfs_advisor_profiler_budget_used_seconds", (("pool", "tank"),))] < 60
     doc = DOC.read_text()
     families = set(re.findall(r"^# TYPE (zfs_advisor_(?:probe|profiler)_\S+) ", text, re.MULTILINE))
-    assert len(families) == 9 and not [f for f in families if f"`{f}`" not in doc]
+    assert len(families) == 15 and not [f for f in families if f"`{f}`" not in doc]
+
+
+async def test_the_latest_runs_are_exported_whole_with_the_pool_they_measured(http_client, tmp_path):
+    """Every repeat of every candidate, the run's working set and ARC cap, and the pool's shape with
+    its disks' model and the OpenZFS series (the recording's): what a fleet's model reads back."""
+    host = (await collect_from_root(str(RECORDING), 30.0)).host
+    descriptor = describe_pool(host.pools[0], host.disks)
+    store = ProbeStore(connect(tmp_path))
+    older = store.start_run("tank", "postgres", None, {}, [], descriptor)
+    store.add_result(_row(older, "128K", 999.0, 0.05, True).model_copy(update={"run_id": older, "pool": descriptor}))
+    store.end_run(older, "completed")
+    run = store.start_run("tank", "postgres", None, {}, [], descriptor)
+    for value, repeat, iops, bw, base in (("128K", 1, 450.0, 3.0e6, True), ("128K", 2, 470.0, 3.2e6, True),
+                                          ("8K", 1, 1160.0, 9.0e6, False), ("8K", 2, 1100.0, 8.8e6, False)):
+        store.add_result(_row(run, value, iops, 0.01, base).model_copy(update={
+            "repeat": repeat, "read_bw": bw, "write_bw": 1e5, "pool": descriptor, "working_set_bytes": 512 << 20,
+            "arc_max_bytes": 64 << 20}))
+    store.end_run(run, "completed")
+    store.conn.close()
+    client = await http_client(create_app(Settings(root=str(RECORDING), state_dir=str(tmp_path))))
+    got = _samples(await (await client.get("/metrics")).text())
+    repeats = {(dict(k)["value"], dict(k)["repeat"]): v for (name, k), v in got.items()
+               if name == "zfs_advisor_probe_repeat_iops"}
+    assert repeats == {("128K", "1"): 450.0, ("128K", "2"): 470.0, ("8K", "1"): 1160.0, ("8K", "2"): 1100.0}
+    eight = (("parameter", "recordsize"), ("pool", "tank"), ("repeat", "2"), ("value", "8K"), ("workload", "postgres"))
+    assert got[("zfs_advisor_probe_repeat_bandwidth_bytes_per_second", eight)] == 8.8e6 + 1e5
+    assert got[("zfs_advisor_probe_repeat_write_latency_p99_seconds", eight)] == 0.01
+    run_labels = (("parameter", "recordsize"), ("pool", "tank"), ("workload", "postgres"))
+    assert got[("zfs_advisor_probe_run_working_set_bytes", run_labels)] == 512 << 20
+    assert got[("zfs_advisor_probe_run_arc_max_bytes", run_labels)] == 64 << 20
+    info = [dict(k) for (name, k), v in got.items() if name == "zfs_advisor_probe_pool_info" and v == 1]
+    assert info == [{"pool": "tank", "media": "ssd", "vdev_type": "mirror", "top_vdevs": "2", "vdev_width": "2",
+                     "ashift": "12", "disks": "4", "disk_model": "QEMU HARDDISK", "openzfs": "2.3"}]
 
 
 async def test_no_store_no_probe_families_and_none_created(http_client, tmp_path):

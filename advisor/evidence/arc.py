@@ -7,6 +7,8 @@ dataset uncached (the default), is predicted as the prior's probes measured.
 """
 from __future__ import annotations
 
+from typing import Any
+
 # zfs(4) and arc_tuning_update(): a zfs_arc_max below 64 MiB, or not above the ARC's floor
 # (arc_c_min), is ignored; the floor (zfs_arc_min) may go down to 32 MiB at run time.
 MIN_ARC_MAX = 64 << 20
@@ -45,3 +47,12 @@ def disk_read_equivalent(working_set: int, compress_percentage: int) -> int:
     """The ARC cap that describes a probe reading `working_set` from the disks: what a capped
     probe sets; an uncached one (primarycache=metadata) keeps even less of it in memory."""
     return arc_cap(stored_bytes(working_set, compress_percentage))
+
+
+def described_arc_max(row: Any) -> int | None:
+    """The ARC cap a stored result (advisor/store/probes.py ResultRow) is described by: its own,
+    or for a probe that kept its data out of the ARC (scratch primarycache=metadata), the cap a
+    capped probe would have set."""
+    if row.arc_max_bytes or getattr(row, "scratch_primarycache", None) != "metadata" or not row.working_set_bytes:
+        return row.arc_max_bytes
+    return disk_read_equivalent(row.working_set_bytes, row.compress_percentage or 0)
