@@ -6,7 +6,7 @@ change; a module parameter's change has no dataset, its effect one series per po
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 

@@ -20,15 +20,16 @@ datasets by name.
 from __future__ import annotations
 
 import operator
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from prometheus_client.core import Metric
 
-from advisor.hostmodel.facts import TUNING_PROPERTIES, Dataset, KStat
 from advisor.exporters.base import CACHED, Scrape
 from advisor.exporters.exposition import RowsFamily
 from advisor.exporters.kstats import ZIL_BYTES, zil_names
 from advisor.exporters.named import KStatFamilies, KStatSpec, Written
+from advisor.hostmodel.facts import TUNING_PROPERTIES, Dataset, KStat
 
 # (property, metric, description): numeric space properties. Limits that are
 # not set (0) get no series: most datasets have none, and each costs a series.

@@ -9,8 +9,8 @@ so rendering costs a few microseconds per sample.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
-from typing import Iterable, Iterator, Sequence
 
 from prometheus_client.core import Metric
 from prometheus_client.openmetrics.exposition import escape_label_name, escape_metric_name
@@ -100,7 +100,7 @@ class RowsFamily(Metric):
         self.keep_label_text = keep_label_text
 
     @classmethod
-    def unchecked(cls, name: str, documentation: str, typ: str, labelnames: Sequence[str]) -> "RowsFamily":
+    def unchecked(cls, name: str, documentation: str, typ: str, labelnames: Sequence[str]) -> RowsFamily:
         """A family whose name and type were validated before (KStatFamilies makes ~300 a scrape)."""
         family = cls.__new__(cls)
         family.name, family.documentation, family.unit, family.type = name, documentation, "", typ

@@ -9,7 +9,7 @@ compressed: the gzip body is its segments in one member). Runs in a worker threa
 """
 from __future__ import annotations
 
-from typing import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 TEXT_0_0_4 = "text/plain; version=0.0.4; charset=utf-8"
 OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"

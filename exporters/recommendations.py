@@ -10,7 +10,7 @@ is the number of open suggestions, and GET /recommend explains each of them.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 

@@ -10,7 +10,8 @@ workload). Advice asked of /recommend for another dataset is not remembered.
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from advisor.changes.detect import Change
 from advisor.engine.advice import Advice

@@ -6,8 +6,8 @@ rows). For a pool (a module parameter changed): the sum of its datasets' counter
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from advisor.changes.samples import Counters, PoolSample, Samples
 from advisor.changes.stats import percentile, rates

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from advisor.hostmodel.facts import Host, Pool
 

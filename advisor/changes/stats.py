@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Literal, Sequence
+from typing import Literal
 
 Verdict = Literal["better", "worse", "no measurable effect", "not enough load"]
 MIN_INTERVALS = 3  # per window: fewer give no spread worth the name

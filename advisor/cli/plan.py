@@ -11,10 +11,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from advisor.config.settings import load_settings
 from advisor.engine.units import format_size
 from advisor.layout.inputs import PlanInputError, given_disks, measured_disks, parse_block
 from advisor.layout.predict import LayoutPrediction, PlanResponse, plan
-from advisor.config.settings import load_settings
 from advisor.store.probes import read_existing
 
 

@@ -14,8 +14,9 @@ imports it sees the whole catalogue.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from advisor.engine.units import format_size, parse_size
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 
-from advisor.hostmodel.facts import KStat, fields_set
-from advisor.host.files import HostFiles
 from advisor.host.domains import unique
+from advisor.host.files import HostFiles
 from advisor.host.parsing import INT_MAX, INT_MIN, ParseError, interned, shown
+from advisor.hostmodel.facts import KStat, fields_set
 
 KSTAT_DIR = "/proc/spl/kstat/zfs"
 _STRING_TYPES = {"0", "7"}

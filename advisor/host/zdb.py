@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import re
 
-from advisor.hostmodel.facts import Pool, VdevGroup
 from advisor.host.domains import ASHIFT_MAX, ASHIFT_MIN
 from advisor.host.parsing import ParseError, shown
-
+from advisor.hostmodel.facts import Pool, VdevGroup
 
 MIN_TIMEOUT_SECONDS = 60.0
 

@@ -5,12 +5,13 @@ One call for every filesystem and volume, a fixed property list (asking for
 """
 from __future__ import annotations
 
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
-from advisor.hostmodel.facts import TUNING_PROPERTIES, Dataset, Property, fields_set
 from advisor.host import property_domains
 from advisor.host.parsing import INT_MAX, ParseError, compact_dict, interned, lines_in_blocks, shown, whole_lines
 from advisor.host.runner import CommandRunner
+from advisor.hostmodel.facts import TUNING_PROPERTIES, Dataset, Property, fields_set
 from advisor.hostmodel.names import InvalidName, check_dataset_name
 
 # the `type` values of the datasets advised on (Dataset.type)

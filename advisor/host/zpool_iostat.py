@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 
-from advisor.hostmodel.facts import Histogram, Pool, VdevIostat
 from advisor.host.domains import count, non_negative
 from advisor.host.parsing import INT_MAX, ParseError, shown, to_float, whole_lines
+from advisor.hostmodel.facts import Histogram, Pool, VdevIostat
 
 # -P full paths and -L resolved links: leaf names match `zpool status -pPL`.
 IOSTAT_ARGV = ("zpool", "iostat", "-vlq", "-HpPL")

@@ -10,8 +10,9 @@ Pure and numpy-free: the rules and the exporter import it without numpy.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, TypedDict
+from typing import Any, TypedDict
 
 from advisor.engine.units import parse_size
 from advisor.hostmodel.facts import DATASET_DEFAULTS

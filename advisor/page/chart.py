@@ -3,8 +3,8 @@ repeats, and the worst write p99, each bar labelled with its value (the numbers 
 SVG and in the table beside it, so the chart is readable without the picture)."""
 from __future__ import annotations
 
-from advisor.page.markup import esc
 from advisor.evidence.parameters import CandidateEvidence, ParameterEvidence
+from advisor.page.markup import esc
 
 ROW = 26  # px per candidate
 LABEL = 130  # px for the candidate's value on the left

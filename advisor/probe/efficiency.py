@@ -34,8 +34,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, model_validator
 
-from advisor.hostmodel.facts import DiskStats, Txg
 from advisor.host.threads import ThreadCpu, group_name
+from advisor.hostmodel.facts import DiskStats, Txg
 from advisor.layout.predict import random_read_disks, random_write_disks
 from advisor.layout.space import Vdev
 

@@ -7,9 +7,10 @@ import logging
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Literal, get_args
 from pathlib import Path
+from typing import Literal, get_args
 
+from advisor.config.settings import CacheMethod
 from advisor.engine.loader import RuleBook
 from advisor.engine.service import TargetError, resolve_params
 from advisor.engine.units import format_size
@@ -20,19 +21,18 @@ from advisor.host.kstat import read_named_kstat
 from advisor.host.parsing import ParseError
 from advisor.host.runner import CommandRunner
 from advisor.hostmodel.names import SCRATCH_DATASET, check_pool_name
-from advisor.probe.evidence import evidence
+from advisor.probe.arc import ARC_SHARE, arc_limits, stored_bytes
 from advisor.probe.candidates import Candidate, make_candidate, nearest_first, recordsize_grid
+from advisor.probe.evidence import evidence
 from advisor.probe.fio_job import Hygiene, JobError, build_job
+from advisor.probe.foreground import foreground_rate, foreground_watch
 from advisor.probe.modparams import ModuleParamError, ModuleParams, ParamGuard, restore_leftovers
 from advisor.probe.plan import DAY_SECONDS, Budget, Plan, estimate_seconds, fit_runtime
 from advisor.probe.pooldesc import PoolUnavailable, read_pool_descriptor
-from advisor.probe.arc import ARC_SHARE, arc_limits, stored_bytes
 from advisor.probe.runner import ARCSTATS, PlanRunner, ProbeAborted, ProbeFailed, ProgressCallback
-from advisor.probe.foreground import foreground_rate, foreground_watch
 from advisor.probe.safety import ProbeLock, Thresholds, UnsafeToProbe, check_pool
 from advisor.probe.scratch import ScratchArea, ScratchError
 from advisor.store.db import connect
-from advisor.config.settings import CacheMethod
 from advisor.store.probes import ProbeStore, RunRow, RunStatus
 
 log = logging.getLogger("advisor.probe")

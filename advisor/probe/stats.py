@@ -12,11 +12,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from advisor.probe.efficiency_stored import efficiency_of
+from advisor.config.settings import ProfilerSettings
 from advisor.evidence.efficiency import PoolEfficiency
+from advisor.probe.efficiency_stored import efficiency_of
 from advisor.probe.evidence import evidence
 from advisor.probe.plan import DAY_SECONDS
-from advisor.config.settings import ProfilerSettings
 from advisor.store.probes import ProbeStore
 
 

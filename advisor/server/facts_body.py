@@ -5,8 +5,8 @@ import weakref
 
 from pydantic import TypeAdapter
 
-from advisor.server.deflated import Deflated, deflate_segment
 from advisor.hostmodel.facts import Dataset, Host
+from advisor.server.deflated import Deflated, deflate_segment
 
 _DATASETS = TypeAdapter(list[Dataset])
 CHUNK = 50  # about 105 KB of JSON: what each response sending it holds inflated at a time

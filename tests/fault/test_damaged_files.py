@@ -14,9 +14,9 @@ import asyncio
 import shutil
 
 import pytest
+from support import HOSTS
 
 from advisor.host.snapshot import collect_from_root
-from support import HOSTS
 from tests.fault.breaks import FileDamage, all_file_damage, damage_file
 from tests.fault.tally import FULL
 
@@ -80,8 +80,8 @@ def _difference(before, after, where: str = "") -> str:
 async def test_a_damaged_rotational_is_said_not_served(http_client, tmp_path, kind):
     """The HDD advice hangs on /sys/block/<disk>/queue/rotational: a damaged one is no answer
     ("rotational unknown" would silently drop the HDD rules), the disks source says why."""
-    from advisor.service.app import create_app
     from advisor.config.settings import Settings
+    from advisor.service.app import create_app
 
     root = tmp_path / "host"
     shutil.copytree(HOSTS / "2.1.11" / "hdd-raidz1x4" / "idle", root)

@@ -18,8 +18,8 @@ import pytest
 from support import HOSTS
 from support.rawhttp import exchange, get, judge, responses, serving
 
-from advisor.service.app import create_app
 from advisor.config.settings import Settings
+from advisor.service.app import create_app
 from tests.fault.tally import FULL
 
 SNAPSHOT = HOSTS / "2.3.2" / "ssd-mirror2x2" / "idle"

@@ -18,17 +18,25 @@ import sys
 import time
 
 import pytest
-
-from advisor.service.app import create_app
-from advisor.server import errors
-from advisor.server.connections import ARRIVAL_SECONDS
-from advisor.config.settings import Settings
 from support import HOSTS, REPO
-from support.hostile import (ATTACKS, HALF_CLIENT_HELLO, SLOW_READER, HealthPoller, RssSampler, hold, open_files,
-                             slow_body)
+from support.hostile import (
+    ATTACKS,
+    HALF_CLIENT_HELLO,
+    SLOW_READER,
+    HealthPoller,
+    RssSampler,
+    hold,
+    open_files,
+    slow_body,
+)
 from support.rawhttp import get, responses, serving
 from support.service import Service
 from support.tls import make_certs
+
+from advisor.config.settings import Settings
+from advisor.server import errors
+from advisor.server.connections import ARRIVAL_SECONDS
+from advisor.service.app import create_app
 
 sys.path.insert(0, str(REPO / "tests" / "bench"))
 import scale_snapshot  # noqa: E402 - after the sys.path line above

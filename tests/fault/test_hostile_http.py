@@ -10,11 +10,11 @@ from __future__ import annotations
 import random
 
 import pytest
-
-from advisor.service.app import create_app
-from advisor.config.settings import Settings
 from support import HOSTS
 from support.rawhttp import exchange, get, judge, serving
+
+from advisor.config.settings import Settings
+from advisor.service.app import create_app
 from tests.fault.tally import FULL
 
 SNAPSHOT = HOSTS / "2.1.11" / "ssd-mirror2x2" / "idle"

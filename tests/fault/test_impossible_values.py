@@ -10,9 +10,9 @@ import asyncio
 import shutil
 
 import pytest
+from support import HOSTS
 
 from advisor.host.snapshot import collect_from_root
-from support import HOSTS
 from tests.fault.impossible import CASES, Impossible, make_impossible
 
 SNAPSHOT = HOSTS / "2.1.11" / "ssd-mirror2x2" / "idle"
@@ -78,8 +78,8 @@ MEMORY_PARAMETERS = ("zfs_arc_max", "zfs_dirty_data_max")
 
 @pytest.mark.parametrize("workload", ["general", "postgres"])
 async def test_no_advice_is_built_on_an_impossible_host(http_client, tmp_path, workload):
-    from advisor.service.app import create_app
     from advisor.config.settings import Settings
+    from advisor.service.app import create_app
 
     root = tmp_path / "host"
     shutil.copytree(SNAPSHOT, root)

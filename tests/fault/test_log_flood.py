@@ -13,6 +13,7 @@ import time
 from support import HOSTS
 from support.rawhttp import exchange, get, judge
 from support.service import Service
+
 from tests.fault.tally import FULL
 
 SNAPSHOT = HOSTS / "2.3.2" / "ssd-mirror2x2" / "idle"

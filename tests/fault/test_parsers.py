@@ -11,19 +11,31 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import FIXTURES, HOSTS
 
-from advisor.hostmodel.facts import parse_version
-from advisor.host import (disks, kstat, modparams, pool_kstats, system, txgs, versions, zdb, zfs_props, zpool_iostat,
-                          zpool_status)
+from advisor.host import (
+    disks,
+    kstat,
+    modparams,
+    pool_kstats,
+    system,
+    txgs,
+    versions,
+    zdb,
+    zfs_props,
+    zpool_iostat,
+    zpool_status,
+)
 from advisor.host.collect import _pools_from_properties
 from advisor.host.parsing import ParseError
-from support import FIXTURES, HOSTS
+from advisor.hostmodel.facts import parse_version
 from tests.fault.tally import FULL, Tally
 
 EXAMPLES = int(os.environ.get("PARSER_EXAMPLES", 0)) or (150 if FULL else 25)

@@ -20,8 +20,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from support import HOSTS
+
 from tests.fault.tally import FULL
 
 SNAPSHOT = HOSTS / "2.1.11" / "ssd-mirror2x2" / "idle"

@@ -15,13 +15,13 @@ import socket
 import time
 
 import pytest
-
-from advisor.service.app import create_app
-from advisor.process.logs import RateLimitedLog
-from advisor.config.settings import Settings
 from support import HOSTS
 from support.rawhttp import serving
 from support.service import Service
+
+from advisor.config.settings import Settings
+from advisor.process.logs import RateLimitedLog
+from advisor.service.app import create_app
 
 SNAPSHOT = HOSTS / "2.1.11" / "ssd-mirror2x2" / "idle"
 HALF = b"GET /healthz HTTP/1.1\r\nHost:"

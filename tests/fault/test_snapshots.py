@@ -12,14 +12,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
+from support import HOSTS
 
 from advisor.cli import main
 from advisor.host.files import HostFiles
-from support import HOSTS
 
 SNAPSHOT = HOSTS / "2.1.11" / "ssd-mirror2x2" / "idle"
 SECRET = "outside-the-snapshot-7f3a"

@@ -15,10 +15,10 @@ import re
 import shutil
 
 import pytest
-
-from advisor.service.app import create_app
-from advisor.config.settings import Settings
 from support import recorded_snapshots, snapshot_id
+
+from advisor.config.settings import Settings
+from advisor.service.app import create_app
 from tests.fault.breaks import Fault, all_faults, broken_copy
 from tests.fault.tally import FULL
 

@@ -19,11 +19,11 @@ import time
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
-
-from advisor.service.app import create_app
-from advisor.config.settings import Settings
-from advisor.store.db import connect
 from support import HOSTS, REPO
+
+from advisor.config.settings import Settings
+from advisor.service.app import create_app
+from advisor.store.db import connect
 from tests.fault.tally import FULL
 
 SNAPSHOT = HOSTS / "2.1.11" / "ssd-mirror2x2" / "idle"
@@ -251,8 +251,9 @@ def test_cli_on_a_damaged_database_says_one_line(command, damage, tmp_path, tall
 def _seeded_state(tmp_path):
     """A state directory as a probe and the change tracker leave it: one completed recordsize run of
     postgres on tank, an efficiency report, a verified setting change (the real store code)."""
-    from advisor.store.changes import ChangeStore
     from support.probes import seed_efficiency_report, seed_recordsize_probe
+
+    from advisor.store.changes import ChangeStore
 
     state = tmp_path / "state"
     seed_recordsize_probe(state)
@@ -410,8 +411,8 @@ async def test_an_unreadable_store_is_named_in_each_store_answer(tmp_path, tally
     """The routes whose answer is the store: an empty list naming why, or a 404 naming why (not a 503)."""
     from aiohttp.test_utils import TestClient, TestServer
 
-    from advisor.service.app import create_app
     from advisor.config.settings import Settings
+    from advisor.service.app import create_app
     from advisor.store.db import DB_FILE
 
     state = tmp_path / "state"

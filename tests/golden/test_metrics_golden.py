@@ -21,8 +21,8 @@ import pytest
 from support import HOSTS, check_golden, recorded_snapshots, snapshot_id
 
 from advisor import __version__
-from advisor.service.app import create_app
 from advisor.config.settings import Settings
+from advisor.service.app import create_app
 
 GOLDEN = Path(__file__).resolve().parent / "metrics"
 SNAPSHOTS = recorded_snapshots()

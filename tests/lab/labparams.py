@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
 import labimage
 import lablayouts
+import pytest
 
 
 def selected_lines() -> list[str]:

@@ -13,9 +13,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-import pytest
-
 import labimage
+import pytest
 
 from advisor.config.settings import DEFAULT_PORT
 

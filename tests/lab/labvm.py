@@ -26,9 +26,9 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import labimage
 import lablayouts as layouts_mod
@@ -44,7 +44,7 @@ BOOT_MASKED_UNITS = ("systemd-udev-settle.service", "zfs-load-module.service",
 KERNEL_CMDLINE = " ".join(["root=/dev/vda", "rw", "console=ttyS0", "quiet",
                            "systemd.show_status=false"]
                           + [f"systemd.mask={u}" for u in BOOT_MASKED_UNITS])
-_LIVE: set["LabVM"] = set()
+_LIVE: set[LabVM] = set()
 
 
 @atexit.register
@@ -66,7 +66,7 @@ class Result:
     def __iter__(self):  # rc, out, err = vm.exec(...)
         return iter((self.rc, self.stdout, self.stderr))
 
-    def check(self, what: str = "") -> "Result":
+    def check(self, what: str = "") -> Result:
         if self.rc != 0:
             raise LabError(f"{what or 'command'} failed with rc={self.rc}\n"
                            f"stdout:\n{self.stdout}\nstderr:\n{self.stderr}")
@@ -108,7 +108,7 @@ class LabVM:
 
     # -- lifecycle ---------------------------------------------------------
 
-    def __enter__(self) -> "LabVM":
+    def __enter__(self) -> LabVM:
         try:
             self.start()
         except BaseException:

@@ -19,10 +19,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
+from support.labplan import LabLayout, disks_of, lab_layouts, recorded_space  # noqa: E402 - after the sys.path line above
+
 from advisor.layout.candidates import Candidate  # noqa: E402 - after the sys.path line above
 from advisor.layout.predict import LayoutPrediction, predict  # noqa: E402 - after the sys.path line above
 from advisor.layout.space import pool_space  # noqa: E402 - after the sys.path line above
-from support.labplan import LabLayout, disks_of, lab_layouts, recorded_space  # noqa: E402 - after the sys.path line above
 
 # docs/probes.md, "Pool efficiency": probe --efficiency on disks throttled to 10 MB/s, 2026-11-26
 # (pool rate, MB/s: the writers' for writes, the disks' for reads)

@@ -38,18 +38,18 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parents[2]))  # the repository: `advisor` without PYTHONPATH
 import labimage  # noqa: E402 - after the sys.path line above
 import lablayouts  # noqa: E402 - after the sys.path line above
+from labvm import LabError, LabVM  # noqa: E402 - after the sys.path line above
 
 from advisor.model.features import job_shape  # noqa: E402,F401  (also used by tests/unit/test_prior_grid.py)
 from advisor.model.features import pool_shape as model_pool_shape  # noqa: E402 - after the sys.path line above
 from advisor.probe.candidates import CandidateError, parse_candidate_spec  # noqa: E402 - after the sys.path line above
-from labvm import LabError, LabVM  # noqa: E402 - after the sys.path line above
 
 REPO = labimage.REPO_ROOT
 DATA_DIR = REPO / "advisor" / "model" / "data"
@@ -119,7 +119,7 @@ class Settings:
 
 
 def log(msg: str) -> None:
-    print(f"[prior-grid {datetime.now(timezone.utc):%H:%M:%S}] {msg}", flush=True)
+    print(f"[prior-grid {datetime.now(UTC):%H:%M:%S}] {msg}", flush=True)
 
 
 # --- what the probe is asked for ----------------------------------------------------------
@@ -250,7 +250,7 @@ def rows_of(output: dict, *, zfs_version: str, layout: str, profile: dict, arc_m
             "write_p50_us": _us(r["write_p50"], r["write_iops"]), "write_p99_us": _us(r["write_p99"], r["write_iops"]),
             "compress_ratio": _num(r["compress_ratio"], 2),
             "run_id": f"zfs{zfs_version}-{layout}-{run['workload']}-{run['id']}-{int(run['started_at'])}",
-            "started_at": datetime.fromtimestamp(r["started_at"], timezone.utc).isoformat(timespec="seconds"),
+            "started_at": datetime.fromtimestamp(r["started_at"], UTC).isoformat(timespec="seconds"),
             "arc_hit_ratio": _num(r["arc_hit_ratio"], 4),
             "read_p999_us": _us(r["read_p999"], r["read_iops"]), "write_p999_us": _us(r["write_p999"], r["write_iops"]),
             "sync_p99_us": _us(r["sync_p99"], 1), "cpu_user": _num(r["cpu_user"], 4),
@@ -462,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
     per_candidate: list[float] = []  # measured wall seconds per candidate, incl. the probe's own overhead
     boot_cost = 150.0
     skipped: list[str] = []
-    run_meta = {"started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "commit": commit,
+    run_meta = {"started_at": datetime.now(UTC).isoformat(timespec="seconds"), "commit": commit,
                 "command": shlex.join(["tests/lab/prior-grid", *(argv if argv is not None else sys.argv[1:])]),
                 "settings": s.__dict__, "cells": []}
     meta["runs"].append(run_meta)
@@ -533,7 +533,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         run_meta["wall_s"] = round(time.monotonic() - t_start, 1)
         run_meta["skipped"] = skipped
-        run_meta["ended_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        run_meta["ended_at"] = datetime.now(UTC).isoformat(timespec="seconds")
         meta_path.write_text(json.dumps(meta, indent=2) + "\n")
         subprocess.run(["rm", "-rf", str(tmp)])
     write_provenance(out, meta)

@@ -20,7 +20,6 @@ import os
 import time
 
 import pytest
-
 from labexporter import PORT, PY, exporter_in_vm
 from labparams import lab_params
 

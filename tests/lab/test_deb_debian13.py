@@ -14,7 +14,6 @@ import json
 import time
 
 import pytest
-
 from labdeb import SYSTEMD_MADE, UPGRADE, Steps, apt_get, footprint, left_after_purge, packages, release, serving
 from labimage import DEBIAN13
 from labparams import lab_params

@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from labexporter import PORT, PY, exporter_in_vm
 from labparams import lab_params
 

@@ -15,7 +15,6 @@ import os
 import time
 
 import pytest
-
 from labparams import lab_params
 from labservice import FIND_NAMED, SERVICE, build_wheels, existing, port_closed, show, tunnel, wait_running
 

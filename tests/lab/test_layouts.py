@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from labparams import lab_params
 
 pytestmark = [pytest.mark.lab,

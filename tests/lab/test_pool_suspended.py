@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from labexporter import exporter_in_vm
 from labparams import lab_params
 

@@ -8,12 +8,11 @@ import os
 import statistics
 import time
 
-import pytest
-
 import prior_grid
+import pytest
 from labchecks import check_decided_from_the_probe
-from labprobe import PARAMS, PROBE, SMALL, STATE, abort_by_a_writer, arc_demand_data, params, wait_for
 from labparams import lab_params
+from labprobe import PARAMS, PROBE, SMALL, STATE, abort_by_a_writer, arc_demand_data, params, wait_for
 
 from advisor.evidence.interval import run_interval
 

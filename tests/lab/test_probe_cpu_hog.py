@@ -13,7 +13,6 @@ import json
 import os
 
 import pytest
-
 from labchecks import check_decided_from_the_probe
 from labparams import lab_params
 from labprobe import SMALL, wait_for

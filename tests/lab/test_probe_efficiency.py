@@ -7,11 +7,11 @@ import json
 import os
 
 import pytest
+from labefficiency import RANDOM_PROBE, disk_share, random_lines
+from labparams import lab_params
 
 from advisor.probe.efficiency import IDLE_DISKS
 from advisor.probe.random_efficiency import ABOVE_LAYOUT, DISK_IOPS_REACHED
-from labefficiency import RANDOM_PROBE, disk_share, random_lines
-from labparams import lab_params
 
 pytestmark = pytest.mark.lab
 

@@ -19,7 +19,6 @@ import os
 import time
 
 import pytest
-
 from labparams import lab_params
 from labprobe import PARAMS, PROBE, SMALL, STATE, abort_by_a_writer, arc_demand_data, params
 

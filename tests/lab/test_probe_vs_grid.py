@@ -33,12 +33,12 @@ import os
 import statistics
 import time
 
-import pytest
-
 import prior_grid
+import pytest
 from labchecks import check_decided_from_the_probe
-from advisor.hostmodel.facts import DATASET_DEFAULTS
 from labparams import lab_params
+
+from advisor.hostmodel.facts import DATASET_DEFAULTS
 
 pytestmark = [
     pytest.mark.lab,

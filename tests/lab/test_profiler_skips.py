@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from labparams import lab_params
 
 pytestmark = pytest.mark.lab

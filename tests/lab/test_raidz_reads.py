@@ -15,15 +15,15 @@ import io
 import json
 
 import pytest
+from labefficiency import RANDOM_PROBE
+from labparams import long_jobs
+from labvm import LabVM
+from support.labplan import GRID_COLUMNS, disks_of, disks_that_read, lab_layouts
 
 from advisor.layout.candidates import Candidate
 from advisor.layout.predict import LayoutPrediction, predict
 from advisor.layout.raidz_reads import read_shares
 from advisor.layout.space import Vdev
-from labefficiency import RANDOM_PROBE
-from labparams import long_jobs
-from labvm import LabVM
-from support.labplan import GRID_COLUMNS, disks_of, disks_that_read, lab_layouts
 
 pytestmark = [pytest.mark.lab,
               pytest.mark.skipif(not long_jobs(), reason="a long lab job: set ZFS_ADVISOR_LAB_LONG=1 (docs/lab.md)")]

@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from advisor.probe.random_efficiency import RAW_QUEUE_DEPTH
 from labefficiency import RANDOM_PROBE, disk_share, random_lines
 from labparams import long_jobs
 from labvm import LabVM
+
+from advisor.probe.random_efficiency import RAW_QUEUE_DEPTH
 
 pytestmark = [pytest.mark.lab,
               pytest.mark.skipif(not long_jobs(), reason="a long lab job: set ZFS_ADVISOR_LAB_LONG=1 (docs/lab.md)")]

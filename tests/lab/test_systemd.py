@@ -28,17 +28,31 @@ from pathlib import Path
 
 import pytest
 import yaml
-
+from labdeb import (
+    BROKEN,
+    CONFIG,
+    PATHS,
+    SYSTEMD_MADE,
+    UNIT_DIR,
+    UNITS,
+    UPGRADE,
+    Steps,
+    dpkg,
+    footprint,
+    left_after_purge,
+    packages,
+    release,
+    running_version,
+    serving,
+    status,
+)
 from labparams import lab_params, long_jobs
-
-from labdeb import (BROKEN, CONFIG, PATHS, SYSTEMD_MADE, UNIT_DIR, UNITS, UPGRADE, Steps, dpkg, footprint,
-                    left_after_purge, packages, release, running_version, serving, status)
 from labservice import REPO, SERVICE, existing, journal, now, port_closed, show, tunnel, wait_running
 
 from advisor import __version__
 from advisor.cli.serve import WEDGE_AFTER, WEDGE_CONSENT, WEDGE_GUARD
-from advisor.model import MODEL_VERSION
 from advisor.config.settings import DEFAULT_PORT
+from advisor.model import MODEL_VERSION
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "golden"))
 from promserver import PrometheusServer  # noqa: E402 - after the sys.path line above

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from labparams import lab_params
 
 pytestmark = pytest.mark.lab

@@ -10,8 +10,9 @@ from support import RECORDING
 from support.remote import REMOTE, seen_from_remote
 
 from advisor.api.auth import is_loopback, token_matches
-from advisor.service.app import create_app
 from advisor.config.settings import Settings, SettingsError, load_settings
+from advisor.service.app import create_app
+
 
 async def remote_client(http_client, **settings):
     return await http_client(seen_from_remote(create_app(Settings(root=str(RECORDING), **settings))))

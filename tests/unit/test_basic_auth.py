@@ -13,10 +13,10 @@ from aiohttp import web
 from support import RECORDING
 from support.tls import bcrypt_hash
 
-from advisor.server.passwords import FailureLimiter, PasswordChecks
-from advisor.service.app import create_app
 from advisor.api.appkeys import PASSWORDS
 from advisor.config.settings import Settings
+from advisor.server.passwords import FailureLimiter, PasswordChecks
+from advisor.service.app import create_app
 
 PASSWORD = "correct horse battery staple"
 

@@ -23,11 +23,11 @@ from support import HOSTS
 from support.changes import STEP, Progression
 from support.remote import seen_from_remote
 
-from advisor.service.app import create_app
 from advisor.api.appkeys import CHANGES, FACTS, RUNTIME
-from advisor.hostmodel.facts import Host
-from advisor.host.snapshot import collect_from_root
 from advisor.config.settings import Settings
+from advisor.host.snapshot import collect_from_root
+from advisor.hostmodel.facts import Host
+from advisor.service.app import create_app
 from advisor.store.db import DB_FILE, connect
 from advisor.store.probes import ProbeStore
 

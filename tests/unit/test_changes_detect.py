@@ -6,7 +6,7 @@ not recorded, derived, as each test says.
 """
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from support import HOSTS
 from support.recorded import recorded_host, with_dataset_properties
@@ -64,7 +64,7 @@ def test_no_change_is_read_from_a_failed_source_or_the_probes_scratch_datasets()
 def test_an_idle_dataset_costs_one_entry_and_old_samples_go():
     host = recorded_host(LOAD)
     ring = Samples(horizon_seconds=60)
-    start = datetime(2026, 11, 28, tzinfo=timezone.utc)
+    start = datetime(2026, 11, 28, tzinfo=UTC)
     for i in range(20):
         h = host.model_copy()
         h.collected_at = start + timedelta(seconds=15 * i)

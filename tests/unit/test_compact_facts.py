@@ -8,10 +8,10 @@ import sys
 import pytest
 from support import REPO, recorded_snapshots
 
-from advisor.hostmodel.facts import TUNING_PROPERTIES
 from advisor.host import kstat, zfs_props
 from advisor.host.parsing import compact_dict, lines_in_blocks
 from advisor.host.snapshot import collect_from_root, open_snapshot
+from advisor.hostmodel.facts import TUNING_PROPERTIES
 
 SNAPSHOTS = recorded_snapshots("idle")
 

@@ -6,12 +6,12 @@ import shutil
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-
-from advisor.api.metrics import deadline_seconds
-from advisor.service.app import create_app
-from advisor.api.appkeys import FACTS
-from advisor.config.settings import Settings
 from support import RECORDING, HangingRunner
+
+from advisor.api.appkeys import FACTS
+from advisor.api.metrics import deadline_seconds
+from advisor.config.settings import Settings
+from advisor.service.app import create_app
 
 
 @pytest.fixture

@@ -4,11 +4,10 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-
 from support.hosts import make_host
+from support.reference import reference_registry
 
 from advisor.exporters.base import ExportOptions, Scrape, go_float
-from support.reference import reference_registry
 from advisor.exporters.exposition import text
 
 

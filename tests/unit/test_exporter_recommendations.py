@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import ValidationError
-
-from advisor.service.app import create_app
-from advisor.config.settings import Settings, SettingsError
 from support import HOSTS, RECORDING
+
+from advisor.config.settings import Settings, SettingsError
+from advisor.service.app import create_app
 
 INFO = "zfs_advisor_recommendation_info"
 MISALIGNED = HOSTS / "2.3.2" / "4kn-ashift9" / "idle"

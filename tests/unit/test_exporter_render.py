@@ -5,13 +5,13 @@ import asyncio
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-
-from advisor.hostmodel.facts import KStat, Property
-from advisor.host.snapshot import collect_from_root
-from advisor.exporters.base import ExportOptions, Scrape
-from advisor.exporters.collector import FactsCollector
 from support import HOSTS
 from support.reference import reference_text
+
+from advisor.exporters.base import ExportOptions, Scrape
+from advisor.exporters.collector import FactsCollector
+from advisor.host.snapshot import collect_from_root
+from advisor.hostmodel.facts import KStat, Property
 
 RECORDINGS = [HOSTS / "2.1.11" / "hdd-raidz1x4" / "load", HOSTS / "2.3.2" / "ssd-mirror2x2" / "idle"]
 

@@ -10,10 +10,10 @@ import json
 from pathlib import Path
 
 import pytest
+from support import recorded_snapshots, snapshot_id
 
 from advisor.host.snapshot import collect_from_root
 from advisor.host.sources import POOL, SOURCES, source_names, source_of_command
-from support import recorded_snapshots, snapshot_id
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOTS = recorded_snapshots("idle")

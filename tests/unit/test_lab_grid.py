@@ -7,12 +7,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from support import HOSTS
 
 from advisor.engine.loader import MODULE_GRID, load_rulebook
 from advisor.engine.service import recommend
 from advisor.evidence.lab_grid import read_module_grid
 from advisor.host.snapshot import collect_from_root
-from support import HOSTS
 
 PARAMETERS = ("zfs_txg_timeout", "zfs_dirty_data_max", "zfs_vdev_async_write_max_active")
 GRID = read_module_grid(MODULE_GRID.read_text())

@@ -4,19 +4,19 @@ from __future__ import annotations
 import json
 
 import pytest
+from support import HOSTS
+from support.recorded import recorded_host
 
-from advisor.service.app import create_app
 from advisor.cli import main
+from advisor.config.settings import Settings
 from advisor.layout.candidates import Candidate, candidates
 from advisor.layout.inputs import PlanInputError, given_disks, measured_disks
 from advisor.layout.predict import DiskSpec, plan, predict
 from advisor.layout.space import Vdev
 from advisor.probe.pooldesc import describe_pool
-from advisor.config.settings import Settings
+from advisor.service.app import create_app
 from advisor.store.db import connect
 from advisor.store.probes import ProbeStore
-from support import HOSTS
-from support.recorded import recorded_host
 
 K = 1024
 HDD = DiskSpec(count=6, size_bytes=4 * 10**12, seq_read_bytes_per_second=200e6, seq_write_bytes_per_second=200e6,

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from advisor.layout.space import pool_space
 from support import HOSTS
 from support.labplan import lab_layouts, recorded_space
+
+from advisor.layout.space import pool_space
 
 LAYOUTS = lab_layouts()
 RECORDINGS = sorted(p for p in Path(HOSTS).glob("*/*/idle") if p.parent.name in LAYOUTS)

@@ -24,10 +24,10 @@ from advisor.model.answers import Grid  # noqa: E402 - after the importorskip ab
 from advisor.model.dataset import cells, load_csv, prior_path, samples  # noqa: E402 - after the importorskip above
 from advisor.model.evaluation import ShippedFit, evaluate, evaluate_cell, nested_caution, summary, twins  # noqa: E402 - after the importorskip above
 from advisor.model.features import WorkloadShape, from_csv_row, from_result, lab_cell, vector  # noqa: E402 - after the importorskip above
-from advisor.probe.arc import disk_read_equivalent  # noqa: E402 - after the importorskip above
 from advisor.model.provider import ModelProvider, candidates_of  # noqa: E402 - after the importorskip above
 from advisor.model.regress import GPModel, QuantileBoost  # noqa: E402 - after the importorskip above
 from advisor.model.select import next_candidates  # noqa: E402 - after the importorskip above
+from advisor.probe.arc import disk_read_equivalent  # noqa: E402 - after the importorskip above
 from advisor.probe.description import ProbeDescription  # noqa: E402 - after the importorskip above
 from advisor.probe.fio_job import Hygiene, build_job  # noqa: E402 - after the importorskip above
 from advisor.store.db import connect  # noqa: E402 - after the importorskip above

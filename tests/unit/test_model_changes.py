@@ -11,10 +11,10 @@ from __future__ import annotations
 import pytest
 from support import RECORDING
 
-from advisor.service.app import create_app
+from advisor.config.settings import Settings
 from advisor.model.changes import change_observations, workload_of
 from advisor.model.features import Observation
-from advisor.config.settings import Settings
+from advisor.service.app import create_app
 from advisor.store.changes import ChangeStore
 from advisor.store.db import connect
 

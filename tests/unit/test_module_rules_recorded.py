@@ -4,7 +4,7 @@ from __future__ import annotations
 import asyncio
 import re
 from fnmatch import fnmatch
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -18,7 +18,7 @@ BOOK = load_rulebook()
 ANSWERS = [None, *sorted(BOOK.workloads)]  # the general answer and every workload
 
 
-@lru_cache(maxsize=None)
+@cache
 def host_of(path: Path):
     return asyncio.run(collect_from_root(path)).host
 

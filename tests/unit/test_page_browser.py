@@ -17,8 +17,8 @@ from aiohttp.test_utils import TestServer
 from support import HOSTS
 from support.probes import seed_recordsize_probe
 
-from advisor.service.app import create_app
 from advisor.config.settings import Settings
+from advisor.service.app import create_app
 from advisor.store.db import connect
 from advisor.store.probes import ProbeStore
 

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import HOSTS
 
 from advisor.host.files import HostFiles
 from advisor.host.kstat import parse_named_kstat
 from advisor.probe.foreground import ForegroundWatch, HostForegroundWatch, parse_objset_head
-from support import HOSTS
 
 KSTATS = "proc/spl/kstat/zfs/tank"
 SCRATCH = "tank/zfs-advisor-probe"

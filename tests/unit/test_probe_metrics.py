@@ -8,8 +8,8 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 from support import RECORDING
 
-from advisor.service.app import create_app
 from advisor.config.settings import Settings
+from advisor.service.app import create_app
 from advisor.store.db import connect
 from advisor.store.probes import ProbeStore, ResultRow
 

@@ -11,19 +11,18 @@ import time
 import pytest
 from support import FIXTURES, RECORDING
 
-from advisor.service.app import create_app
+from advisor.config.settings import ProfilerSettings, Settings
 from advisor.engine.loader import load_rulebook
 from advisor.engine.service import recommend
-from advisor.host.snapshot import collect_from_root
-from advisor.host.snapshot import open_snapshot
+from advisor.evidence.parameters import summarize
 from advisor.host.files import HostFiles
 from advisor.host.runner import CommandResult, ReplayRunner
+from advisor.host.snapshot import collect_from_root, open_snapshot
 from advisor.probe.candidates import make_candidate
-from advisor.evidence.parameters import summarize
 from advisor.probe.plan import Budget
 from advisor.probe.profiler import Profiler, choose_candidates, profiler_config
 from advisor.probe.service import ProbeConfig, ProbeService
-from advisor.config.settings import ProfilerSettings, Settings
+from advisor.service.app import create_app
 from advisor.store.db import connect
 from advisor.store.probes import QUEUE_SIGNAL, ProbeStore, ResultRow
 

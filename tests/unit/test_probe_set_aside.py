@@ -11,12 +11,12 @@ from __future__ import annotations
 import pytest
 from support import RECORDING
 
-from advisor.service.app import create_app
+from advisor.config.settings import Settings
 from advisor.engine.loader import load_rulebook
 from advisor.engine.service import recommend
 from advisor.host.snapshot import collect_from_root
 from advisor.probe.evidence import evidence, stored_evidence
-from advisor.config.settings import Settings
+from advisor.service.app import create_app
 from advisor.store.db import connect
 from advisor.store.probes import ProbeStore, ResultRow
 

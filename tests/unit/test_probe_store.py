@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-
 import shutil
 import sqlite3
 from pathlib import Path
@@ -403,7 +402,6 @@ def test_root_writing_the_apis_database_leaves_it_writable_by_the_api(tmp_path_f
     import pwd
     import subprocess
     import sys
-
     import tempfile
 
     nobody = pwd.getpwnam("nobody")

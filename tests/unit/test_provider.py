@@ -8,10 +8,10 @@ import re
 import shutil
 
 import pytest
+from support import RECORDING, HangingRunner
 
 from advisor.host.provider import FactsProvider
 from advisor.host.runner import EXIT_TIMEOUT, CommandResult, ReplayRunner
-from support import RECORDING, HangingRunner
 
 ARCSTATS = "proc/spl/kstat/zfs/arcstats"
 

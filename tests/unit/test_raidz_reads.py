@@ -7,12 +7,12 @@ import csv
 from pathlib import Path
 
 import pytest
+from support.labplan import GRID_COLUMNS, disks_that_read
 
 from advisor.layout.candidates import Candidate
 from advisor.layout.predict import DiskSpec, predict
 from advisor.layout.raidz_reads import read_shares, start_disks
 from advisor.layout.space import Vdev, raidz_asize
-from support.labplan import GRID_COLUMNS, disks_that_read
 
 DATA = Path(__file__).resolve().parents[1] / "lab/experiments/data/raidz-start-disks-2026-11-29.csv"
 

@@ -12,8 +12,8 @@ import pytest
 from support import FIXTURES, HOSTS
 
 from advisor.engine.loader import load_rulebook
-from advisor.hostmodel.facts import Host, KStat
 from advisor.host.snapshot import collect_from_root
+from advisor.hostmodel.facts import Host, KStat
 from advisor.recognise.classify import MIN_OPERATIONS, UNKNOWN, classify
 from advisor.recognise.recorded import read_job, windows
 from advisor.recognise.signature import signatures

@@ -13,13 +13,13 @@ import time
 
 from support import FIXTURES, HOSTS
 
-from advisor.service.app import create_app
 from advisor.api.appkeys import RECOGNISER
-from advisor.hostmodel.facts import Host, KStat
+from advisor.config.settings import Settings
 from advisor.host.snapshot import collect_from_root
+from advisor.hostmodel.facts import Host, KStat
 from advisor.recognise.recorded import read_job
 from advisor.recognise.traits import COUNTER_NAMES
-from advisor.config.settings import Settings
+from advisor.service.app import create_app
 
 LOAD = HOSTS / "2.3.2" / "ssd-mirror2x2" / "load"
 RECORDED = FIXTURES / "recognition"

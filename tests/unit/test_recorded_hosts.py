@@ -16,12 +16,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import HOSTS, recorded_snapshots, snapshot_id
 
-from advisor.hostmodel.facts import Host
 from advisor.host.kstat import GLOBAL_KSTATS
 from advisor.host.snapshot import collect_from_root, load_manifest
+from advisor.hostmodel.facts import Host
 from advisor.model.dataset import prior_path
-from support import HOSTS, recorded_snapshots, snapshot_id
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lab"))
 import lablayouts  # noqa: E402  (the lab's own layout definitions: the datasets it created)

@@ -10,11 +10,12 @@ import gc
 import gzip
 import json
 
-from advisor.server.limits import HeapFreezer
-from advisor.service.app import create_app
+from support import RECORDING
+
 from advisor.api.appkeys import BODIES, LIMITER
 from advisor.config.settings import Settings
-from support import RECORDING
+from advisor.server.limits import HeapFreezer
+from advisor.service.app import create_app
 
 PROMETHEUS = {"Accept": "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5",
               "Accept-Encoding": "gzip"}
@@ -122,8 +123,8 @@ async def test_probe_ids_and_limits_in_other_digits_are_a_400(http_client):
 def test_the_service_favours_the_event_loop_for_the_gil():
     import sys
 
-    from advisor.server.limits import LOOP_SWITCH_INTERVAL_SECONDS, favour_the_event_loop
     from advisor.process.memory import keep_big_blocks_apart
+    from advisor.server.limits import LOOP_SWITCH_INTERVAL_SECONDS, favour_the_event_loop
 
     before = sys.getswitchinterval()
     try:
@@ -156,10 +157,11 @@ async def test_a_sliced_body_lets_go_of_each_chunk_once_sent():
 
 
 def test_cached_collector_text_is_kept_deflated_in_segments_of_whole_families():
+    from support.hosts import make_host
+
     from advisor.exporters.base import Scrape
     from advisor.exporters.collector import FactsCollector
     from advisor.exporters.negotiation import to_openmetrics
-    from support.hosts import make_host
 
     host = make_host(datasets=3000)
     exporter = FactsCollector()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 import sys
 
-from support import REPO, RECORDING
+from support import RECORDING, REPO
 
 from advisor.host.collect import collect
 from advisor.host.snapshot import open_snapshot
