@@ -43,7 +43,7 @@ def buckets(histogram: Histogram, series: str) -> tuple[list[tuple[str, float]],
     out: list[tuple[str, float]] = []
     cumulative = 0
     total = 0.0
-    for bound, count in zip(histogram.bounds, counts):
+    for bound, count in zip(histogram.bounds, counts, strict=True):
         cumulative += count
         if seconds:
             upper_ns, midpoint = _latency_point(bound)

@@ -150,7 +150,7 @@ class KStatFamilies:
                 family.lines = [k[2][i] for k in kept]
             return
         for fields, rows, lines in kept:
-            for name, row, line in zip(fields, rows, lines):
+            for name, row, line in zip(fields, rows, lines, strict=True):
                 family = (self._fields.get(name) or self._field(name))[0]
                 family.rows.append(row)
                 if family.lines is None:

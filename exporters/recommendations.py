@@ -47,7 +47,7 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
                                     rec.recommended or "", rec.rule, f"{rec.confidence:g}")
             workloads.setdefault(key, set()).add(workload)
     for key, names in workloads.items():
-        append(info, dict(zip(LABELS, (",".join(sorted(names)), *key))), 1.0)
+        append(info, dict(zip(LABELS, (",".join(sorted(names)), *key), strict=True)), 1.0)
     yield info
     missing = GaugeMetricFamily(
         "zfs_advisor_workload_dataset_missing",
@@ -85,5 +85,5 @@ def _effects(scrape: Scrape) -> Metric:
             labels = (workload, pool, dataset, rec.parameter, effect.metric, rec.source, bound)
             if labels not in seen:
                 seen.add(labels)
-                append(gauge, dict(zip(EFFECT_LABELS, labels)), float(value))
+                append(gauge, dict(zip(EFFECT_LABELS, labels, strict=True)), float(value))
     return gauge

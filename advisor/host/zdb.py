@@ -100,5 +100,5 @@ def attach_ashift(pool: Pool, by_group: dict[VdevGroup, list[int | None]]) -> No
             # a vdev being removed, or output cut short: attach nothing rather than guess, and say so
             raise ParseError(f"zdb -C lists {len(ashifts)} top-level {group} vdev(s), zpool status {len(vdevs)}")
     for group, ashifts in by_group.items():
-        for vdev, ashift in zip(pool.top_level_vdevs(group), ashifts):
+        for vdev, ashift in zip(pool.top_level_vdevs(group), ashifts, strict=True):
             vdev.ashift = ashift

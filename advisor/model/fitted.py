@@ -169,7 +169,7 @@ def _disagreement(stored: dict[str, Any], refit: dict[str, Any], csv_path: Path,
         return "the workloads with GPs of their own differ"
     X = matrix([s.obs for s in prior])
     for workload, pair in expected.items():
-        for target, want in zip(("perf", "write_p99"), pair):
+        for target, want in zip(("perf", "write_p99"), pair, strict=True):
             if (want is None) != (got[workload].get(target) is None):
                 return f"{workload} {target}: fitted in one file only"
             if want is not None and not np.allclose(FittedGP.from_json(got[workload][target]).predict(X)[0],
@@ -186,7 +186,7 @@ def _calibration_disagreement(stored: dict[str, Any], fits: dict[str, Any], work
 
     want = fit_scales(GPPredictor(fits["perf"], fits.get("write_p99"), by_workload=workloads), prior)
     got = tuple(stored.get("calibration") or ())
-    if len(got) != len(want) or any(abs(a - b) > 1e-9 for a, b in zip(got, want)):
+    if len(got) != len(want) or any(abs(a - b) > 1e-9 for a, b in zip(got, want, strict=True)):
         return f"calibration: stored {list(got)}, the stored GPs give {list(want)} on the held-out pairs"
     return None
 

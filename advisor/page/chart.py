@@ -22,7 +22,7 @@ def _panel(x0: int, title: str, candidates: list[CandidateEvidence], values: lis
     present = [v for v in values if v is not None] + [hi for r in ranges if r for hi in (r[1],)]
     top = max(present, default=0.0) or 1.0
     parts = [f'<text x="{x0}" y="15" font-weight="600">{esc(title)}</text>']
-    for i, (cand, value, text, span) in enumerate(zip(candidates, values, texts, ranges)):
+    for i, (cand, value, text, span) in enumerate(zip(candidates, values, texts, ranges, strict=True)):
         y = TOP + i * ROW
         name = cand.value + (" (baseline)" if cand.baseline else "")
         parts.append(f'<text x="{x0 + LABEL - 6}" y="{y + 16}" text-anchor="end">{esc(name)}</text>')

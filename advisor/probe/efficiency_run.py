@@ -108,7 +108,7 @@ async def measure(pool_name: str, descriptor: dict[str, Any], runner: CommandRun
         rates = raw_read_rates(load_fio_json(result.stdout), devices)
     except ValueError as exc:  # FioParseError included
         raise ProbeFailed(f"raw read of {', '.join(members)}: {exc}") from None
-    raw = {m: rates[d] for m, d in zip(members, devices)}
+    raw = {m: rates[d] for m, d in zip(members, devices, strict=True)}
     watch = foreground_watch(files, pool_name, scratch.root, host_wide=cap_arc is not None)
     dataset, mountpoint = await scratch.create_child("efficiency", EFFICIENCY_PROPERTIES,
                                                      numjobs * file_bytes * 2 + (256 << 20))

@@ -86,7 +86,7 @@ async def raw_random(runner: CommandRunner, files: HostFiles, members: list[str]
         raise ProbeFailed(f"raw random read of {', '.join(members)}: {exc}") from None
     runtime = max((float(j.get("job_runtime", 0)) / 1000 for j in fio_json.get("jobs") or []), default=0.0)
     window = runtime if 0 < runtime <= elapsed else elapsed
-    return {m: iops[d] for m, d in zip(members, devices)}, disk_busy(stats0, stats1, members, window)
+    return {m: iops[d] for m, d in zip(members, devices, strict=True)}, disk_busy(stats0, stats1, members, window)
 
 
 async def measure_random(pool_name: str, descriptor: dict[str, Any], runner: CommandRunner, files: HostFiles,

@@ -50,7 +50,7 @@ class Traits:
 def window_traits(before: Counters, after: Counters, seconds: float) -> Traits | None:
     """The traits of the I/O between two readings; None when a counter went back (the dataset was
     re-created, or the module reloaded) and the window means nothing."""
-    delta = [b - a for a, b in zip(before, after)]
+    delta = [b - a for a, b in zip(before, after, strict=True)]
     if any(d < 0 for d in delta[:4]):
         return None
     reads, writes, nread, nwritten, commits = delta

@@ -35,7 +35,7 @@ class FactsJson:
             group = host.datasets[start:start + CHUNK]
             key = tuple(map(id, group))
             known = last.pop(key, None)
-            if known is not None and all(ref() is d for ref, d in zip(known[0], group)):
+            if known is not None and all(ref() is d for ref, d in zip(known[0], group, strict=True)):
                 segment, length = known[1], known[2]
             else:
                 text = (b"," if start else b"") + _DATASETS.dump_json(group)[1:-1]

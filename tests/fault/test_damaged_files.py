@@ -70,7 +70,7 @@ def _difference(before, after, where: str = "") -> str:
             if before.get(key) != after.get(key):
                 return _difference(before.get(key), after.get(key), f"{where}.{key}")
     if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
-        for i, (b, a) in enumerate(zip(before, after)):
+        for i, (b, a) in enumerate(zip(before, after, strict=True)):
             if b != a:
                 return _difference(b, a, f"{where}[{i}]")
     return f"{where}: {str(before)[:80]!r} -> {str(after)[:80]!r}"

@@ -64,7 +64,7 @@ def _replaced(before, after, where: str = "") -> str | None:
                     None)
     if isinstance(before, list) and isinstance(after, list):
         if len(before) == len(after):
-            return next((found for i, (b, a) in enumerate(zip(before, after))
+            return next((found for i, (b, a) in enumerate(zip(before, after, strict=True))
                          if (found := _replaced(b, a, f"{where}[{i}]"))), None)
         return next((f"{where}[{i}]: {str(a)[:80]!r}" for i, a in enumerate(after) if a not in before), None)
     return f"{where}: {str(before)[:80]!r} -> {str(after)[:80]!r}"

@@ -618,7 +618,7 @@ def markdown_summary(rows: list[dict[str, str]]) -> str:
             by_run.setdefault(r["run_id"], []).append(float(r["iops"]))
         run_base = {run: statistics.fmean(v) for run, v in by_run.items()}
 
-        def ratio(rs):
+        def ratio(rs, base_iops=base_iops, run_base=run_base):  # this cell's baselines, bound now
             if not base_iops:
                 return None
             return statistics.fmean(float(r["iops"]) / run_base.get(r["run_id"], base_iops) for r in rs)

@@ -59,7 +59,7 @@ class Progression:
             for b, c in enumerate(shape):  # this interval's ops spread like the recording's
                 target = max(0, b - 1) if faster else b
                 acc[target] += rate * STEP * c / total
-            counts[series] = [s + int(a) for s, a in zip(shape, acc)]
+            counts[series] = [s + int(a) for s, a in zip(shape, acc, strict=True)]
         pool.latency_histograms = {**pool.latency_histograms,
                                    self.pool: Histogram(unit=recorded.unit, bounds=recorded.bounds, counts=counts)}
         return h

@@ -68,7 +68,7 @@ async def test_one_pool_s_report_with_when_it_was_measured(http_client, tmp_path
     assert body["measure_argv"] == MEASURE and body["measure"] == " ".join(MEASURE)
     # stored before results named their test: seq-<direction>, in the report as well
     assert [r["test"] for r in body["results"]] == [f"seq-{r['direction']}" for r in report["results"]]
-    for served, stored in zip(body["results"], report["results"]):
+    for served, stored in zip(body["results"], report["results"], strict=True):
         assert served["ratio"] == stored["ratio"] and served["diagnosis"] == stored["diagnosis"]
         assert served["measured"] == stored["pool_bytes_per_second"] and served["unit"] == "bytes/s"
     assert body["report"] == {**report, "results": [{**r, "test": f"seq-{r['direction']}"} for r in report["results"]]}

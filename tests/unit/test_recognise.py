@@ -112,5 +112,5 @@ async def test_the_daemons_window_recognises_a_dataset_from_its_collections():
 def with_counters(host: Host, dataset: str, counters: tuple[int, ...]) -> Host:
     h = host.model_copy(deep=True)
     ds = h.dataset(dataset)
-    ds.io = KStat(values={**ds.io.values, **dict(zip(COUNTER_NAMES, counters))})
+    ds.io = KStat(values={**ds.io.values, **dict(zip(COUNTER_NAMES, counters, strict=True))})
     return h

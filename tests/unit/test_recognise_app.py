@@ -28,7 +28,7 @@ RECORDED = FIXTURES / "recognition"
 def with_counters(host: Host, counters: tuple[int, ...]) -> Host:
     h = host.model_copy(deep=True)
     ds = h.dataset("tank/pg")
-    ds.io = KStat(values={**ds.io.values, **dict(zip(COUNTER_NAMES, counters))})
+    ds.io = KStat(values={**ds.io.values, **dict(zip(COUNTER_NAMES, counters, strict=True))})
     return h
 
 

@@ -99,7 +99,7 @@ def test_replay_is_exact(recorded):
     # Sources added since the recording (diskstats, meminfo, ...) report on top of the recorded ones.
     recorded_sources, replayed_sources = live.pop("sources"), replayed.pop("sources")
     # Pool facts from files added since the recording (Pool.tx_assign) are None on replay: not recorded.
-    for live_pool, replayed_pool in zip(live["pools"], replayed["pools"]):
+    for live_pool, replayed_pool in zip(live["pools"], replayed["pools"], strict=True):
         for added in set(replayed_pool) - set(live_pool):
             assert replayed_pool.pop(added) is None, added
     assert replayed == live
@@ -136,10 +136,10 @@ def test_vdev_tree_matches_what_the_lab_created(recorded):
     want = expected_tree(meta)
     got = pool.top_level_vdevs(group=None)
     assert [(v.group, v.type) for v in got] == [(g, k) for g, k, _ in want]
-    for vdev, (_, kind, lab_disks) in zip(got, want):
+    for vdev, (_, kind, lab_disks) in zip(got, want, strict=True):
         leaves = vdev.leaves() if kind != "disk" else [vdev]
         assert len(leaves) == len(lab_disks)
-        for leaf, lab_disk in zip(leaves, lab_disks):
+        for leaf, lab_disk in zip(leaves, lab_disks, strict=True):
             assert leaf.state == "ONLINE" and leaf.path.startswith("/dev/sd")
             disk = host.disk(leaf.disk)
             assert disk is not None, f"leaf {leaf.name} not tied to a disk"
@@ -157,7 +157,7 @@ def test_ashift_is_the_forced_one_or_the_physical_sector_size(recorded):
     if _zdb_timed_out(snapshot, host):
         assert all(v.ashift is None for v in host.pool("tank").top_level_vdevs())  # unknown, not guessed
         return
-    for vdev, (_, _, lab_disks) in zip(host.pool("tank").top_level_vdevs(), expected_tree(meta)):
+    for vdev, (_, _, lab_disks) in zip(host.pool("tank").top_level_vdevs(), expected_tree(meta), strict=True):
         physical = max(d["physical_block_size"] for d in lab_disks)
         assert vdev.ashift == (forced or int(math.log2(physical))), vdev.name
 
