@@ -9,6 +9,7 @@ Pure and numpy-free: the rules and the exporter import it without numpy.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -92,10 +93,8 @@ class Observation:
 def normalized(settings: Mapping[str, str]) -> dict[str, str]:
     """Settings with the recordsize in bytes ('128K' and '131072' are one setting)."""
     out = dict(settings)
-    try:
+    with contextlib.suppress(ValueError):  # not a size: compared as written
         out["recordsize"] = str(parse_size(out.get("recordsize", DATASET_DEFAULTS["recordsize"])))
-    except ValueError:
-        pass
     return out
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import asyncio.sslproto
+import contextlib
 import logging
 import resource
 import socket
@@ -169,10 +170,8 @@ class ConnectionGuard:
         ref, _ = self._unserved.pop(fd)
         sock = ref()
         if sock is not None:
-            try:
+            with contextlib.suppress(OSError):  # already gone
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass  # already gone
 
     def refuse(self) -> None:
         self.refused += 1

@@ -8,6 +8,7 @@ stopped accepting for a second at a time and /healthz took 9 s.
 """
 from __future__ import annotations
 
+import contextlib
 import http.client
 import socket
 import threading
@@ -62,10 +63,8 @@ def test_a_burst_beyond_the_descriptor_limit(tmp_path, payload, tally):
                 held.append(s)
             time.sleep(0.5)
             for s in held:
-                try:
+                with contextlib.suppress(OSError):  # refused: reset already
                     s.send(PAYLOADS[payload])
-                except OSError:
-                    pass  # refused: reset already
             prober.join()
         finally:
             for s in held:

@@ -196,7 +196,7 @@ def _damaged_state(tmp_path, damage: str):
 
     state = tmp_path / "state"
     store = ProbeStore(connect(state))
-    for i in range(200):  # enough pages that a cut can fall past the schema
+    for _ in range(200):  # enough pages that a cut can fall past the schema
         run = store.start_run("tank", "postgres", None, {"seconds": 60}, [{"parameter": "recordsize", "pad": "x" * 500}],
                               None)
         store.note_skip("tank", "postgres", run, "busy", "the pool was busy " * 20)

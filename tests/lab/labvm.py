@@ -18,6 +18,7 @@ image's own key.  qemu is always killed at exit, also on errors.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shlex
 import shutil
@@ -162,7 +163,7 @@ class LabVM:
         self.port = free_port()
         argv = self.qemu_argv()
         self._log(shlex.join(argv))
-        self._qemu_log = open(self.tmp / "qemu.log", "wb")
+        self._qemu_log = open(self.tmp / "qemu.log", "wb")  # noqa: SIM115 - the VM's log, open while it runs, closed by kill()
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self._qemu_log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
         _LIVE.add(self)
@@ -247,10 +248,8 @@ class LabVM:
 
     def kill(self) -> None:
         if self.proc and self.proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):  # the VM's group is gone already
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             self.proc.wait()
         if self._qemu_log:
             self._qemu_log.close()

@@ -235,7 +235,7 @@ def test_the_sandboxed_service_reads_zfs(installed):
     proc = vm.exec(f"ps -o user=,group= -p {pid}; grep -E '^(CapEff|Groups|Seccomp):' /proc/{pid}/status",
                    check=True).stdout
     print(f"\nmain process {pid}:\n{proc}")
-    assert not proc.split()[0] == "root" and re.search(r"CapEff:\s+0+\n", proc) and re.search(r"Seccomp:\s+2", proc)
+    assert proc.split()[0] != "root" and re.search(r"CapEff:\s+0+\n", proc) and re.search(r"Seccomp:\s+2", proc)
     vm.exec("zpool wait -t scrub tank", timeout=300, check=True)  # started by the fixture
     # A collection that started after the scrub (commands run every 15 s).
     deadline = time.monotonic() + 90

@@ -365,9 +365,8 @@ def test_module_param_names_and_values_are_checked(tmp_path, store):
 
 
 def test_one_probe_per_pool(tmp_path):
-    with ProbeLock(tmp_path, "tank"):
-        with pytest.raises(LockBusy, match="another probe"):
-            ProbeLock(tmp_path, "tank").__enter__()
+    with ProbeLock(tmp_path, "tank"), pytest.raises(LockBusy, match="another probe"):
+        ProbeLock(tmp_path, "tank").__enter__()
     with ProbeLock(tmp_path, "tank"):
         pass  # released on exit
 
