@@ -155,7 +155,7 @@ class SameObjects:
         return (isinstance(other, SameObjects) and len(self.objects) == len(other.objects)
                 and all(map(operator.is_, self.objects, other.objects)))
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable: __eq__ compares mutable lists
 
 
 def io_source(scrape: Scrape) -> tuple:

@@ -297,10 +297,10 @@ def diagnose(direction: Direction, ratio: float, descriptor: dict[str, Any], bus
 def cpu_bound_on(threads: ThreadCpu | None) -> str | None:
     """'CPU bound on <thread>' when the busiest ZFS thread ran 90 % of the time or more: on a
     host of many cores the host-wide CPU figure hides it."""
-    top = threads.busiest[0] if threads and threads.busiest else None
-    if top is None or top.busy_ratio < THREAD_SATURATED:
+    if threads is None or not threads.busiest or threads.busiest[0].busy_ratio < THREAD_SATURATED:
         return None
-    group = next((g for g in threads.groups if g.name == group_name(top.name)), None)  # type: ignore[union-attr]
+    top = threads.busiest[0]
+    group = next((g for g in threads.groups if g.name == group_name(top.name)), None)
     also = f" ({group.threads} {group.name} threads, {group.busy_ratio:.2f} cores in all)" if group and group.threads > 1 else ""
     return f"CPU bound on {top.name}: that thread was {top.busy_ratio:.0%} busy{also}, so the pool waits for it"
 

@@ -155,7 +155,8 @@ def required(workload: str, extend: bool, module: tuple[str, ...] = ()) -> set[t
     if module:
         return set(module_candidates(module))
     sizes = GRID[workload] + (EXTENSION[workload] if extend else ())
-    return {("recordsize", v) for v in sizes} | {tuple(e.split("=", 1)) for e in EXTRA}  # type: ignore[misc]
+    extra = {(name, value) for name, value in (e.split("=", 1) for e in EXTRA)}
+    return {("recordsize", v) for v in sizes} | extra
 
 
 def probe_budget(n: int, working_set: int, s: Settings) -> int:

@@ -56,7 +56,7 @@ def test_runs_and_results_round_trip(store):
     seconds, written = store.usage_since("tank", 0)
     assert written == 1 << 20 and seconds >= 0
     with pytest.raises(sqlite3.IntegrityError):
-        store.end_run(run, "bogus")  # type: ignore[arg-type]
+        store.end_run(run, "bogus")  # type: ignore[arg-type]  # a status outside the Literal: what the store refuses
 
 
 def test_layout_bytes_count_against_the_daily_budget(store):

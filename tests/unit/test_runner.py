@@ -48,7 +48,7 @@ async def test_cancelled_run_leaves_no_process_behind():
 
 async def test_a_shell_string_is_refused():
     with pytest.raises(TypeError):
-        await CommandRunner().run("zpool list")  # type: ignore[arg-type]
+        await CommandRunner().run("zpool list")  # type: ignore[arg-type]  # a string, not argv: what is refused
     with pytest.raises(TypeError):
         await CommandRunner().run([])
 
