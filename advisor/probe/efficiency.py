@@ -283,15 +283,22 @@ def diagnose(direction: Direction, ratio: float, descriptor: dict[str, Any], bus
             reasons.append(f"the disks were busy {mean_busy:.0%} of the time with {avg_io / 1024:.0f} KiB I/Os: "
                            "small records or small I/Os cost per-operation time (raise recordsize)")
         if direction == "read":
-            for vdev in descriptor["vdevs"]:
-                if vdev["type"] != "mirror":
-                    continue
-                reads = [busy[d]["read_bytes"] for d in vdev["disks"] if d in busy]
-                if len(reads) >= 2 and max(reads) > 0 and min(reads) / max(reads) < 0.5:
-                    reasons.append(f"mirror reads unbalanced: its disks read {', '.join(f'{r / 2**20:.0f}' for r in reads)} MiB")
+            reasons += _unbalanced_mirrors(descriptor, busy)
     if not reasons:
         reasons.append("no single cause measured: compare with the raw-disk rates and the pool's latency histograms")
     return reasons + notes
+
+
+def _unbalanced_mirrors(descriptor: dict[str, Any], busy: dict[str, dict[str, float]]) -> list[str]:
+    """A reason for each mirror one of whose disks read less than half of what another did."""
+    reasons = []
+    for vdev in descriptor["vdevs"]:
+        if vdev["type"] != "mirror":
+            continue
+        reads = [busy[d]["read_bytes"] for d in vdev["disks"] if d in busy]
+        if len(reads) >= 2 and max(reads) > 0 and min(reads) / max(reads) < 0.5:
+            reasons.append(f"mirror reads unbalanced: its disks read {', '.join(f'{r / 2**20:.0f}' for r in reads)} MiB")
+    return reasons
 
 
 def cpu_bound_on(threads: ThreadCpu | None) -> str | None:

@@ -399,6 +399,23 @@ def probe_cell(vm: LabVM, workload: str, s: Settings, layout: str, recordsizes: 
     return None
 
 
+def _check_grid(ap: argparse.ArgumentParser, layouts: list[str], workloads: list[str], module: tuple[str, ...],
+                out: Path | None) -> None:
+    """Exits through `ap` (a usage error) on a workload without a grid, a module grid that does
+    not parse or has no --out of its own; an unknown layout raises as lablayouts.get does."""
+    for w in workloads:
+        if w not in GRID:
+            ap.error(f"workload {w!r} has no grid; valid: {sorted(GRID)}")
+    for layout in layouts:
+        lablayouts.get(layout)
+    try:
+        module_candidates(module)
+    except CandidateError as exc:
+        ap.error(str(exc))
+    if module and out is None:
+        ap.error("--module-param needs --out: a module-parameter grid does not belong in the prior")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--zfs", default="2.3", help="OpenZFS line of the lab image (default 2.3)")
@@ -439,18 +456,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     layouts = [x for x in args.layouts.split(",") if x]
     workloads = [x for x in args.workloads.split(",") if x]
-    for w in workloads:
-        if w not in GRID:
-            ap.error(f"workload {w!r} has no grid; valid: {sorted(GRID)}")
-    for l in layouts:
-        lablayouts.get(l)
     module = tuple(args.module_param)
-    try:
-        module_candidates(module)
-    except CandidateError as exc:
-        ap.error(str(exc))
-    if module and args.out is None:
-        ap.error("--module-param needs --out: a module-parameter grid does not belong in the prior")
+    _check_grid(ap, layouts, workloads, module, args.out)
     t_start = time.monotonic()
     deadline = t_start + args.max_minutes * 60
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else {"layouts": {}, "runs": []}
