@@ -85,7 +85,7 @@ async def test_wrong_passwords_do_not_stall_the_scrape(service, addresses, tally
                     scrapes.append((resp.status, time.monotonic() - started))
             except TimeoutError:
                 scrapes.append((None, time.monotonic() - started))
-            await asyncio.sleep(1)
+            await asyncio.sleep(1)  # the scraper's pace through the flood
     await asyncio.gather(*flood)
     scraped = all(status == 200 and took < 3 for status, took in scrapes)
     tally.cases(len(answers))
@@ -113,7 +113,7 @@ async def test_strangers_on_the_scrapers_address_do_not_lock_out_its_first_login
     until = time.monotonic() + 12
     answers: list[str | None] = []
     flood = [asyncio.create_task(_stranger(restarted, "127.0.0.1", until, answers)) for _ in range(STRANGERS)]
-    await asyncio.sleep(1)
+    await asyncio.sleep(1)  # the scenario: its first login comes 1 s into the flood
     started = time.monotonic()
     async with aiohttp.ClientSession() as prometheus, prometheus.get(
             restarted, headers=_authorization(PASSWORD), timeout=aiohttp.ClientTimeout(total=10)) as resp:  # Prometheus' default
