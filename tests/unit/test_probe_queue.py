@@ -222,7 +222,7 @@ async def _user_writes(tmp_path) -> None:
     objset = next(p for p in (tmp_path / "root/proc/spl/kstat/zfs/tank").glob("objset-*")
                   if "tank/pg" in p.read_text().split("dataset_name", 1)[1].split("\n", 1)[0])
     while True:
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.1)  # the other program's pace: the behaviour the probe must notice
         lines = objset.read_text().splitlines()
         lines = [f"nwritten 4 {int(line.split()[2]) + (1 << 20)}" if line.startswith("nwritten ") else line
                  for line in lines]
@@ -257,7 +257,7 @@ async def _pass_beside_a_cpu(tmp_path, busy_share: float, writer: bool = False,
 
     async def tick():  # 0.1 s of two CPUs is 20 ticks
         while True:
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.1)  # the clock the CPU counters advance by
             ticks["busy"] += round(20 * busy_share)
             ticks["idle"] += 20 - round(20 * busy_share)
             write()
