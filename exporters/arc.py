@@ -7,7 +7,7 @@ uncached state, pd/pm in 2.2+) show up without code changes.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from prometheus_client.core import Metric
 

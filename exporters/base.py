@@ -9,11 +9,11 @@ for every collector alike.
 from __future__ import annotations
 
 import math
-
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from prometheus_client.core import Metric
 from prometheus_client.samples import Sample

@@ -6,7 +6,7 @@ change; a module parameter's change has no dataset, its effect one series per po
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
@@ -39,7 +39,7 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
     )
     for r in scrape.changes:
         append(when, dict(zip(WHEN_LABELS, (r["pool"] or "", r["dataset"] or "", r["parameter"], r["old"], r["new"],
-                                            r["verdict"]))), float(r["detected_at_epoch"]))
+                                            r["verdict"]), strict=True)), float(r["detected_at_epoch"]))
         for e in r["effects"]:
             if e["ratio"] is not None:
                 append(effect, {"pool": e["pool"], "dataset": e["dataset"] or "", "parameter": r["parameter"],

@@ -18,19 +18,19 @@ import hashlib
 import logging
 import time
 from collections import Counter
-from typing import Callable, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
 from advisor import __version__
-from advisor.server.deflated import LEVEL, Deflated
-from advisor.hostmodel.facts import SCHEMA_VERSION
-from advisor.process.logs import RateLimitedLog
 from advisor.exporters import fleet_status
 from advisor.exporters.base import Collect, Scrape, SourceUnreadable
 from advisor.exporters.exposition import has_samples, text, text_parts
 from advisor.exporters.negotiation import GZIP_LEVEL, openmetrics_end, openmetrics_parts
 from advisor.exporters.registry import registered
+from advisor.hostmodel.facts import SCHEMA_VERSION
+from advisor.process.logs import RateLimitedLog
+from advisor.server.deflated import LEVEL, Deflated
 
 log = logging.getLogger(__name__)
 _unreadable_log = RateLimitedLog(log)  # a source that stays unreadable is said once a minute, not per scrape
@@ -48,7 +48,7 @@ def _deflated(parts: Iterable[bytes | memoryview], level: int) -> Deflated:
     return Deflated.of_stream(parts, whole_parts=True, level=level)
 
 
-def _digested(parts: Iterable[bytes], digest: "hashlib.blake2b") -> Iterator[bytes]:
+def _digested(parts: Iterable[bytes], digest: hashlib.blake2b) -> Iterator[bytes]:
     """The parts, fed to `digest` as they pass (the text is never held whole)."""
     for part in parts:
         digest.update(part)

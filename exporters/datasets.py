@@ -20,17 +20,18 @@ datasets by name.
 from __future__ import annotations
 
 import operator
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from prometheus_client.core import Metric
 
-from advisor.hostmodel.facts import Dataset, KStat
-from advisor.hostmodel.tunables import TUNING_PROPERTIES
 from advisor.exporters.base import CACHED, Scrape
 from advisor.exporters.exposition import RowsFamily
 from advisor.exporters.kstats import ZIL_BYTES, zil_names
 from advisor.exporters.named import KStatFamilies, KStatSpec, Written
 from advisor.exporters.registry import collector
+from advisor.hostmodel.facts import Dataset, KStat
+from advisor.hostmodel.tunables import TUNING_PROPERTIES
 
 # (property, metric, description): numeric space properties. Limits that are
 # not set (0) get no series: most datasets have none, and each costs a series.
@@ -135,7 +136,7 @@ class SameObjects:
         return (isinstance(other, SameObjects) and len(self.objects) == len(other.objects)
                 and all(map(operator.is_, self.objects, other.objects)))
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable: __eq__ compares mutable lists
 
 
 def io_source(scrape: Scrape) -> tuple:

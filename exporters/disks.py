@@ -16,13 +16,13 @@ the pools.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
-from advisor.hostmodel.facts import Disk
 from advisor.exporters.base import CACHED, Scrape
 from advisor.exporters.registry import collector
+from advisor.hostmodel.facts import Disk
 
 _STATS = "Source: /proc/diskstats."
 _SYS = "/sys/block/<device>"

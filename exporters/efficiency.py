@@ -6,7 +6,7 @@ measured; a report the service cannot read is left out, and the service log says
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 

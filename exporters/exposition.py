@@ -9,8 +9,8 @@ so rendering costs a few microseconds per sample.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
-from typing import Iterable, Iterator, Sequence
 
 from prometheus_client.core import Metric
 from prometheus_client.openmetrics.exposition import escape_label_name, escape_metric_name
@@ -100,7 +100,7 @@ class RowsFamily(Metric):
         self.keep_label_text = keep_label_text
 
     @classmethod
-    def unchecked(cls, name: str, documentation: str, typ: str, labelnames: Sequence[str]) -> "RowsFamily":
+    def unchecked(cls, name: str, documentation: str, typ: str, labelnames: Sequence[str]) -> RowsFamily:
         """A family whose name and type were validated before (KStatFamilies makes ~300 a scrape)."""
         family = cls.__new__(cls)
         family.name, family.documentation, family.unit, family.type = name, documentation, "", typ
@@ -114,7 +114,7 @@ class RowsFamily(Metric):
     @property
     def samples(self) -> list[Sample]:
         name = self.name + SAMPLE_SUFFIX.get(self.type, "")
-        return [Sample(name, dict(zip(self.labelnames, values)), value) for values, value in self.rows]
+        return [Sample(name, dict(zip(self.labelnames, values, strict=True)), value) for values, value in self.rows]
 
     @samples.setter
     def samples(self, value: list[Sample]) -> None:
@@ -139,7 +139,7 @@ def _row_labels(names: tuple[str, ...], values: tuple[str, ...]) -> str:
     if inner is None:
         if len(_ROW_LABELS) >= _ROW_LABELS_MAX:
             _ROW_LABELS.clear()
-        inner = _ROW_LABELS[key] = _labels(dict(zip(names, values)))
+        inner = _ROW_LABELS[key] = _labels(dict(zip(names, values, strict=True)))
     return inner
 
 
@@ -161,7 +161,7 @@ def _rows(metric: RowsFamily) -> list[str]:
     if not names:
         return [f"{name} {_value(value)}\n" for _, value in metric.rows]
     if not metric.keep_label_text:
-        return [f"{name}{{{_labels(dict(zip(names, values)))}}} {_value(value)}\n" for values, value in metric.rows]
+        return [f"{name}{{{_labels(dict(zip(names, values, strict=True)))}}} {_value(value)}\n" for values, value in metric.rows]
     return [f"{name}{{{_row_labels(names, values)}}} {_value(value)}\n" for values, value in metric.rows]
 
 

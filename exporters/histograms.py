@@ -19,14 +19,14 @@ Per pool by default (labels pool, queue, op); per vdev with metrics_per_vdev.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from prometheus_client.core import HistogramMetricFamily, Metric
 
-from advisor.hostmodel.facts import Histogram
 from advisor.exporters.base import CACHED, Scrape, le
 from advisor.exporters.ioclass import latency_labels, size_labels
 from advisor.exporters.registry import collector
+from advisor.hostmodel.facts import Histogram
 
 MIN_LATENCY_LE_SECONDS = 1e-6  # first latency bucket emitted: 2^10-1 ns (1.023 us)
 
@@ -44,7 +44,7 @@ def buckets(histogram: Histogram, series: str) -> tuple[list[tuple[str, float]],
     out: list[tuple[str, float]] = []
     cumulative = 0
     total = 0.0
-    for bound, count in zip(histogram.bounds, counts):
+    for bound, count in zip(histogram.bounds, counts, strict=True):
         cumulative += count
         if seconds:
             upper_ns, midpoint = _latency_point(bound)

@@ -7,7 +7,7 @@ exported and imported again (advisor/host/pool_iostats.py).
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 

@@ -7,7 +7,7 @@ dirty_over_max, ...), `zfetchstats` (prefetcher), `abdstats` (ABD buffers),
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from prometheus_client.core import Metric
 

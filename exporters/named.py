@@ -19,13 +19,13 @@ label (`KStatSpec.split`: zfs_abd_scatter_chunks{order="3"}).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Sequence
 
 from prometheus_client.core import Metric
 
-from advisor.hostmodel.facts import KStat
 from advisor.exporters.exposition import RowsFamily, row_line
+from advisor.hostmodel.facts import KStat
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,7 @@ class KStatFamilies:
                 family.lines = [k[2][i] for k in kept]
             return
         for fields, rows, lines in kept:
-            for name, row, line in zip(fields, rows, lines):
+            for name, row, line in zip(fields, rows, lines, strict=True):
                 family = (self._fields.get(name) or self._field(name))[0]
                 family.rows.append(row)
                 if family.lines is None:

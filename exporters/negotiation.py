@@ -9,7 +9,7 @@ compressed: the gzip body is its segments in one member). Runs in a worker threa
 """
 from __future__ import annotations
 
-from typing import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 TEXT_0_0_4 = "text/plain; version=0.0.4; charset=utf-8"
 OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
@@ -78,10 +78,7 @@ def _rewritten(text: bytes) -> list[bytes | memoryview]:
             continue
         name, kind = _family(fields[2], kinds.get(fields[2], b"untyped"))
         rest = fields[3] if len(fields) == 4 else b""
-        if fields[1] == b"TYPE":
-            rest = kind
-        else:
-            rest = rest.replace(b'"', b'\\"')
+        rest = kind if fields[1] == b"TYPE" else rest.replace(b'"', b'\\"')
         out += [view[done:start], b"# " + fields[1] + b" " + name + b" " + rest]
         done = end
     out.append(view[done:])

@@ -10,14 +10,14 @@ the per-pool byte counters).
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 
-from advisor.hostmodel.facts import Pool
 from advisor.exporters.base import CACHED, Scrape
 from advisor.exporters.named import KStatFamilies, KStatSpec
 from advisor.exporters.registry import collector
+from advisor.hostmodel.facts import Pool
 
 # zpool_state_to_name() / vdev_state_t: every health a pool can report, in the order of
 # pdf/zfs_exporter's zfs_pool_health codes (0 ONLINE .. 6 SUSPENDED), which this family keeps.

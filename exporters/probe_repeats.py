@@ -12,7 +12,7 @@ MAX_EXPORTED_REPEATS), three families; one info series per probed pool.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 

@@ -6,7 +6,7 @@ it exists. Nothing here when no probe ever ran.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
@@ -72,6 +72,6 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
              for name, text in families.items()}
     for b in stats.budgets:
         labels = {"pool": b.pool}
-        for name, value in zip(families, (b.used_seconds, b.limit_seconds, b.used_bytes, b.limit_bytes)):
+        for name, value in zip(families, (b.used_seconds, b.limit_seconds, b.used_bytes, b.limit_bytes), strict=True):
             append(built[name], labels, float(value))
     yield from built.values()

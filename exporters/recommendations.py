@@ -10,7 +10,7 @@ is the number of open suggestions, and GET /recommend explains each of them.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 
@@ -49,7 +49,7 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
                                     rec.recommended or "", rec.rule, f"{rec.confidence:g}")
             workloads.setdefault(key, set()).add(workload)
     for key, names in workloads.items():
-        append(info, dict(zip(LABELS, (",".join(sorted(names)), *key))), 1.0)
+        append(info, dict(zip(LABELS, (",".join(sorted(names)), *key), strict=True)), 1.0)
     yield info
     missing = GaugeMetricFamily(
         "zfs_advisor_workload_dataset_missing",
@@ -87,5 +87,5 @@ def _effects(scrape: Scrape) -> Metric:
             labels = (workload, pool, dataset, rec.parameter, effect.metric, rec.source, bound)
             if labels not in seen:
                 seen.add(labels)
-                append(gauge, dict(zip(EFFECT_LABELS, labels)), float(value))
+                append(gauge, dict(zip(EFFECT_LABELS, labels, strict=True)), float(value))
     return gauge

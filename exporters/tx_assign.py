@@ -8,7 +8,7 @@ making applications wait. `_sum` uses each bucket's midpoint, as the latency his
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from prometheus_client.core import HistogramMetricFamily, Metric
 

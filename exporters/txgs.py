@@ -18,13 +18,13 @@ Window statistics are gauges: the window slides, they are not counters.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from advisor.hostmodel.facts import Txg
 from advisor.exporters.base import Scrape
 from advisor.exporters.registry import collector
+from advisor.hostmodel.facts import Txg
 
 _SRC = "Source: /proc/spl/kstat/zfs/<pool>/txgs."
 PHASES = ("open", "quiesce", "wait", "sync")

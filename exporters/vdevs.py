@@ -15,14 +15,14 @@ space; queue depths per vdev only with `metrics_per_vdev`.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
-from advisor.hostmodel.facts import Pool, Vdev, VdevIostat
 from advisor.exporters.base import CACHED, Scrape
 from advisor.exporters.ioclass import queue_labels
 from advisor.exporters.registry import collector
+from advisor.hostmodel.facts import Pool, Vdev, VdevIostat
 
 _IOSTAT = f"Source: zpool iostat -vlq -Hp.{CACHED}"
 _STATUS = f"Source: zpool status.{CACHED}"

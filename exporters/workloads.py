@@ -6,7 +6,7 @@ dataset busy enough in the window to say anything; `unknown` when no profile fit
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from prometheus_client.core import InfoMetricFamily, Metric
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 
 import pytest
+
 from support import HOSTS, recorded_snapshots
 
 

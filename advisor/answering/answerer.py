@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Callable, Protocol
+from typing import Protocol
 
 from advisor.engine.loader import RuleBook
 from advisor.engine.models import GENERAL, ModelStatus, RecommendResponse

@@ -4,20 +4,20 @@ from __future__ import annotations
 from aiohttp import web
 
 from advisor.answering.answerer import Answerer
-from advisor.server.passwords import PasswordChecks
-from advisor.server.bodies import Bodies
-from advisor.server.limits import WorkLimiter
+from advisor.api.runtime import Runtime
 from advisor.changes.tracker import ChangeTracker
+from advisor.config.settings import Settings
+from advisor.config.webconfig import WebConfig
 from advisor.engine.answer_cache import AnswerCache
 from advisor.engine.loader import RuleBook
 from advisor.exporters.collector import FactsCollector
-from advisor.host.provider import FactsProvider
 from advisor.fleet.reader import FleetReader
+from advisor.host.provider import FactsProvider
 from advisor.model.provider import ModelProvider
 from advisor.recognise.window import Recogniser
-from advisor.config.settings import Settings
-from advisor.api.runtime import Runtime
-from advisor.config.webconfig import WebConfig
+from advisor.server.bodies import Bodies
+from advisor.server.limits import WorkLimiter
+from advisor.server.passwords import PasswordChecks
 
 SETTINGS = web.AppKey("settings", Settings)
 FACTS = web.AppKey("facts", FactsProvider)

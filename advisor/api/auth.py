@@ -22,12 +22,12 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import socket
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from advisor.server.errors import json_error
 from advisor.api.appkeys import PASSWORDS, SETTINGS, WEB_CONFIG
+from advisor.server.errors import json_error
 
 OPEN_PATHS = ("/healthz", "/metrics")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

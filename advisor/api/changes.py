@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from advisor.server.errors import json_error
-from advisor.server.numbers import whole_number
 from advisor.api.appkeys import CHANGES, FACTS
 from advisor.hostmodel.names import InvalidName, check_dataset_name, check_pool_name
+from advisor.server.errors import json_error
+from advisor.server.numbers import whole_number
 
 routes = web.RouteTableDef()
 PARAMETERS = ("pool", "dataset", "limit")

@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import shlex
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
 from pydantic import BaseModel, Field
 
-from advisor.server.errors import json_error
-from advisor.api.probes import Unreadable, read_store
 from advisor.api.appkeys import FACTS
-from advisor.hostmodel.names import InvalidName, check_pool_name
-from advisor.store.efficiency_reports import efficiency_of
+from advisor.api.probes import Unreadable, read_store
 from advisor.evidence.efficiency import PoolEfficiency, ResultView, measure_argv
+from advisor.hostmodel.names import InvalidName, check_pool_name
+from advisor.server.errors import json_error
+from advisor.store.efficiency_reports import efficiency_of
 
 routes = web.RouteTableDef()
 
@@ -45,7 +45,7 @@ class EfficiencyList(BaseModel):
 
 def _entry(found: PoolEfficiency, now: float) -> EfficiencyEntry:
     argv = measure_argv(found.pool)
-    return EfficiencyEntry(pool=found.pool, measured_at=datetime.fromtimestamp(found.measured_at, timezone.utc),
+    return EfficiencyEntry(pool=found.pool, measured_at=datetime.fromtimestamp(found.measured_at, UTC),
                             age_seconds=round(max(0.0, now - found.measured_at), 3), results=found.results,
                             measure=shlex.join(argv), measure_argv=argv, report=found.report)
 

@@ -16,10 +16,10 @@ import asyncio
 
 from aiohttp import web
 
-from advisor.server.deflated import Deflated
-from advisor.server.bodies import body_response
 from advisor.api.appkeys import BODIES, FACTS
 from advisor.exporters.negotiation import accepts_gzip
+from advisor.server.bodies import body_response
+from advisor.server.deflated import Deflated
 
 routes = web.RouteTableDef()
 

@@ -18,17 +18,17 @@ import sqlite3
 
 from aiohttp import web
 
-from advisor.server.bodies import Body, body_response
 from advisor.api.appkeys import BODIES, CHANGES, EXPORTER, FACTS, FLEET, RECOGNISER, RUNTIME, SETTINGS
 from advisor.exporters.base import Scrape
 from advisor.exporters.collector import FactsCollector
 from advisor.exporters.negotiation import response_headers, variant
 from advisor.hostmodel.facts import Host
-from advisor.store.probe_stats import ProbeStats, probe_stats
+from advisor.process.logs import RateLimitedLog
+from advisor.server.bodies import Body, body_response
 from advisor.store.db import StoreError
 from advisor.store.health import rows_skipped
+from advisor.store.probe_stats import ProbeStats, probe_stats
 from advisor.store.probes import read_existing
-from advisor.process.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
 # said again on every request while it lasts: once a minute, with a count (advisor/process/logs.py)

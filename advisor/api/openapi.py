@@ -13,16 +13,16 @@ from aiohttp import web
 from pydantic.json_schema import models_json_schema
 
 from advisor import __version__
-from advisor.api.efficiency import EfficiencyList, EfficiencyEntry
+from advisor.api.appkeys import OPENAPI_JSON
+from advisor.api.efficiency import EfficiencyEntry, EfficiencyList
 from advisor.api.openapi_responses import REF, error, html, json_answer, metrics_text, model_ref, with_common_errors
 from advisor.api.response_models import ChangeList, Health, ProbeRunDetail, ProbeRunList
-from advisor.api.appkeys import OPENAPI_JSON
 from advisor.engine.loader import RuleBook
-from advisor.hostmodel.facts import Host
 from advisor.engine.models import GENERAL, ErrorResponse, PoolList, RecommendResponse, WorkloadInfo, WorkloadList
+from advisor.hostmodel.facts import Host
+from advisor.hostmodel.names import MAX_NAME_LEN, MAX_POOL_NAME_LEN
 from advisor.layout.inputs import ASHIFTS, MEDIA
 from advisor.layout.predict import PlanResponse
-from advisor.hostmodel.names import MAX_NAME_LEN, MAX_POOL_NAME_LEN
 from advisor.probe.request import ProbeQueued, ProbeRequest
 from advisor.server.body import MAX_BODY_BYTES
 

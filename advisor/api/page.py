@@ -8,15 +8,15 @@ is an HTML 400/404 naming what is valid, never a 500.
 from __future__ import annotations
 
 import asyncio
-from typing import Callable
+from collections.abc import Callable
 
 from aiohttp import web
 
-from advisor.server.bodies import body_response
 from advisor.api.appkeys import ANSWERER, BODIES, CHANGES, FACTS, LIMITER, RECOGNISER, RULEBOOK, RUNTIME, SETTINGS
 from advisor.hostmodel.facts import Host
 from advisor.hostmodel.names import InvalidName, check_pool_name
 from advisor.page import build, gather, views
+from advisor.server.bodies import body_response
 from advisor.store.db import store_stamp
 
 routes = web.RouteTableDef()

@@ -6,9 +6,9 @@ import asyncio
 
 from aiohttp import web
 
-from advisor.server.errors import json_error
 from advisor.layout.inputs import PARAMETERS, PlanInputError, given_disks, parse_block
 from advisor.layout.predict import plan
+from advisor.server.errors import json_error
 
 routes = web.RouteTableDef()
 

@@ -12,26 +12,27 @@ GET /v1/probes/{id} then shows it queued, running, completed, aborted or failed
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 import json
 import sqlite3
-from typing import Any, Callable
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import web
 from pydantic import ValidationError
 
+from advisor.api.appkeys import FACTS, RULEBOOK, SETTINGS
 from advisor.api.auth import starts_work
+from advisor.engine.service import TargetError, resolve_params
+from advisor.evidence.bound import run_bound
+from advisor.hostmodel.names import InvalidName, check_pool_name
+from advisor.probe.candidates import PROBED, CandidateError, parse_candidate_spec
+from advisor.probe.request import MIN_REQUEST_SECONDS, ProbeQueued, ProbeRequest
 from advisor.server.body import RAW_BODY
 from advisor.server.errors import json_error
 from advisor.server.numbers import whole_number
-from advisor.api.appkeys import FACTS, RULEBOOK, SETTINGS
-from advisor.engine.service import TargetError, resolve_params
-from advisor.hostmodel.names import InvalidName, check_pool_name
-from advisor.probe.candidates import PROBED, CandidateError, parse_candidate_spec
-from advisor.evidence.bound import run_bound
-from advisor.store.probe_evidence import evidence
-from advisor.probe.request import MIN_REQUEST_SECONDS, ProbeQueued, ProbeRequest
 from advisor.store.db import StoreError, connect
+from advisor.store.probe_evidence import evidence
 from advisor.store.probes import ProbeStore, read_existing, signal_queue
 
 routes = web.RouteTableDef()

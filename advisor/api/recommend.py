@@ -15,13 +15,13 @@ import asyncio
 
 from aiohttp import web
 
-from advisor.server.errors import json_error
-from advisor.server.bodies import body_response
 from advisor.answering.answerer import Query
 from advisor.api.appkeys import ANSWERER, ANSWERS, BODIES, FACTS, MODEL, RECOGNISER, SETTINGS
 from advisor.engine.service import TargetError
 from advisor.engine.text import recommend_text
 from advisor.recognise.answer import recommend_auto, wants_auto, with_auto
+from advisor.server.bodies import body_response
+from advisor.server.errors import json_error
 from advisor.store.db import store_stamp
 from advisor.store.health import with_store_state
 

@@ -6,9 +6,9 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from advisor.config.webconfig import WebConfig
 from advisor.engine.advice import Advice
 from advisor.exporters.base import ExportOptions
-from advisor.config.webconfig import WebConfig
 
 
 @dataclass

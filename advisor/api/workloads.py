@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from advisor.server.errors import json_error
 from advisor.api.appkeys import RULEBOOK
 from advisor.engine.workloads import workload_info, workload_list
+from advisor.server.errors import json_error
 
 routes = web.RouteTableDef()
 

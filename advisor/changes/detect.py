@@ -11,8 +11,8 @@ from typing import Literal
 
 from advisor.engine.loader import RuleBook
 from advisor.hostmodel.facts import Host, Property
-from advisor.hostmodel.tunables import TUNING_PROPERTIES
 from advisor.hostmodel.names import SCRATCH_DATASET
+from advisor.hostmodel.tunables import TUNING_PROPERTIES
 
 MAX_PER_COLLECTION = 100  # a `zfs set` on a pool's root with thousands of local children is logged, not stored
 

@@ -10,7 +10,8 @@ workload). Advice asked of /recommend for another dataset is not remembered.
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from advisor.answering.answerer import Answerer, Query
 from advisor.changes.detect import Change

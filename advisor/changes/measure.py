@@ -6,8 +6,9 @@ rows). For a pool (a module parameter changed): the sum of its datasets' counter
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from itertools import pairwise
 
 from advisor.changes.samples import Counters, PoolSample, Samples
 from advisor.changes.stats import percentile, rates
@@ -44,11 +45,11 @@ def latency_values(points: Sequence[tuple[float, PoolSample]], series: str, q: f
     histograms at its ends); intervals without I/O of that kind, or with a histogram that went
     back (the pool re-imported), have none."""
     out = []
-    for (_, a), (_, b) in zip(points, points[1:]):
+    for (_, a), (_, b) in pairwise(points):
         before, after = a.latency.get(series), b.latency.get(series)
         if before is None or after is None or len(before) != len(after) or a.bounds != b.bounds:
             continue
-        delta = [y - x for x, y in zip(before, after)]
+        delta = [y - x for x, y in zip(before, after, strict=True)]
         if any(d < 0 for d in delta):
             continue
         if (value := percentile(b.bounds, delta, q)) is not None:

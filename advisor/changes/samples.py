@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from advisor.hostmodel.facts import Host, Pool
 
@@ -59,7 +59,7 @@ class CounterSeries:
         return len(self.data) // self.WIDTH
 
     def last(self) -> Counters | None:
-        return tuple(self.data[-4:]) if self.data else None  # type: ignore[return-value]
+        return tuple(self.data[-4:]) if self.data else None  # type: ignore[return-value]  # 4 ints: Counters
 
     def append(self, at: float, counters: Counters) -> None:
         self.data.extend((round(at * 1000), *counters))
@@ -75,7 +75,8 @@ class CounterSeries:
 
     def entries(self) -> list[tuple[float, Counters]]:
         d, w = self.data, self.WIDTH
-        return [(d[i] / 1000, tuple(d[i + 1:i + w])) for i in range(0, len(d), w)]  # type: ignore[misc]
+        rows = range(0, len(d), w)
+        return [(d[i] / 1000, tuple(d[i + 1:i + w])) for i in rows]  # type: ignore[misc]  # WIDTH - 1 ints: Counters
 
 
 class Samples:

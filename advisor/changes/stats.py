@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Literal, Sequence
+from itertools import pairwise
+from typing import Literal
 
 Verdict = Literal["better", "worse", "no measurable effect", "not enough load"]
 MIN_INTERVALS = 3  # per window: fewer give no spread worth the name
@@ -34,7 +36,7 @@ def rates(points: Sequence[tuple[float, float]]) -> list[float]:
     """Per-interval rates of a cumulative counter sampled at (time, value) points; an interval where
     the counter went back (a reset: the pool re-imported, the module reloaded) is left out."""
     out = []
-    for (t0, v0), (t1, v1) in zip(points, points[1:]):
+    for (t0, v0), (t1, v1) in pairwise(points):
         if t1 > t0 and v1 >= v0:
             out.append((v1 - v0) / (t1 - t0))
     return out
@@ -47,7 +49,7 @@ def percentile(bounds: Sequence[float], counts: Sequence[float], q: float) -> fl
     if total <= 0:
         return None
     rank, seen, lower = q * total, 0.0, 0.0
-    for bound, count in zip(bounds, counts):
+    for bound, count in zip(bounds, counts, strict=True):
         if count > 0 and seen + count >= rank:
             return lower + (bound - lower) * max(0.0, rank - seen) / count
         seen += count

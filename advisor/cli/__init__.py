@@ -18,9 +18,9 @@ for _threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
     os.environ.setdefault(_threads, "1")
 
 from advisor import __version__
+from advisor.config.settings import SettingsError
 from advisor.engine.loader import RulesError
 from advisor.host.snapshot import SnapshotError
-from advisor.config.settings import SettingsError
 
 # Each in its module advisor.cli.<name>.  Only the command that runs is imported: the others
 # would bring the HTTP stack and more, seconds of start-up on a small or emulated host.

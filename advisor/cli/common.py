@@ -4,10 +4,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from advisor.hostmodel.facts import Host
-from advisor.host.snapshot import collect_from_root
-from advisor.process.logs import setup_logging
 from advisor.config.settings import Settings, load_settings
+from advisor.host.snapshot import collect_from_root
+from advisor.hostmodel.facts import Host
+from advisor.process.logs import setup_logging
 
 QUIET_LEVELS = ("warning", "error")  # a configured level at least this quiet is kept without --verbose
 

@@ -12,14 +12,15 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from advisor.cli import evaluate_fleet
-from advisor.process.logs import setup_logging
 from advisor.model import sklearn_missing
 from advisor.model.dataset import load_csv, prior_path, samples
+from advisor.process.logs import setup_logging
 
 if TYPE_CHECKING:  # imported where used: evaluating needs scikit-learn
     from advisor.model.evaluation import CellResult
@@ -81,10 +82,9 @@ def run(args: argparse.Namespace) -> int:
     if missing:
         print(f"zfs-advisor evaluate: {missing}", file=sys.stderr)
         return 1
+    from advisor.model.answers import MEASURE
     from advisor.model.evaluation import evaluate, nested_caution, summary, table
     from advisor.model.regress import MODELS
-
-    from advisor.model.answers import MEASURE
 
     try:  # `measure` (--answers): the probe an undecided answer's own command runs; a number is a
         # count of probes, never MEASURE's internal value (-1 must stay a bad budget)
@@ -141,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
     for name in names:
         cache: dict = {}  # one fit per training set, shared by budgets and CAUTION values
 
-        def factory():
+        def factory(name=name):  # bound now: called within this iteration only, but said so
             return MODELS[name](seed=args.seed)
 
         for budget in budgets:

@@ -6,8 +6,9 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import asdict
-from typing import Any, Callable
+from typing import Any
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

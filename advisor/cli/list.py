@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from advisor.config.settings import load_settings
 from advisor.engine.loader import load_rulebook
 from advisor.engine.workloads import workload_list
-from advisor.config.settings import load_settings
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -11,10 +11,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from advisor.config.settings import load_settings
 from advisor.engine.units import format_size
 from advisor.layout.inputs import PlanInputError, given_disks, measured_disks, parse_block
 from advisor.layout.predict import LayoutPrediction, PlanResponse, plan
-from advisor.config.settings import load_settings
 from advisor.store.probes import read_existing
 
 
@@ -104,7 +104,7 @@ def table_lines(response: PlanResponse) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     for r in rows:
         lines.append("  ".join(c.ljust(w) if i in (0, 7) else c.rjust(w)
-                               for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+                               for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip())
     if any(_read_iops(p).endswith(")") for p in response.layouts):
         lines += ["", "rnd rd IOPS (n): of data in one metaslab of each vdev, as a new pool holds its first data: "
                       "a raidz's blocks start on fewer of its disks there"]

@@ -15,20 +15,26 @@ import json
 import sys
 from pathlib import Path
 
+from advisor.config.settings import CACHE_METHODS, load_settings
 from advisor.engine.loader import load_rulebook
 from advisor.engine.units import format_size, parse_size
-from advisor.hostmodel.names import InvalidName
-from advisor.probe.candidates import CandidateError, parse_candidate_spec
 from advisor.evidence.bound import run_bound
 from advisor.evidence.parameters import ParameterEvidence, summarize
-from advisor.probe.plan import Budget, Plan
+from advisor.hostmodel.names import InvalidName
+from advisor.probe.candidates import CandidateError, parse_candidate_spec
 from advisor.probe.modparams import ModuleParamError
+from advisor.probe.plan import Budget, Plan
 from advisor.probe.runner import ProbeAborted, ProbeFailed, Progress
 from advisor.probe.safety import LockBusy, UnsafeToProbe
 from advisor.probe.scratch import ScratchError
-from advisor.probe.service import (EFFICIENCY_TESTS, PlanError, ProbeConfig, ProbeService, efficiency_seconds,
-                                   parse_budget)
-from advisor.config.settings import CACHE_METHODS, load_settings
+from advisor.probe.service import (
+    EFFICIENCY_TESTS,
+    PlanError,
+    ProbeConfig,
+    ProbeService,
+    efficiency_seconds,
+    parse_budget,
+)
 from advisor.store.db import StoreError
 from advisor.store.probes import ProbeStore, RunRow, read_existing
 

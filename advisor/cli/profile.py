@@ -19,16 +19,22 @@ from dataclasses import asdict
 from pathlib import Path
 
 from advisor.cli.common import add_subcommand, settings
+from advisor.config.settings import Settings, SettingsError
 from advisor.engine.loader import load_rulebook
 from advisor.engine.measured import same_value
-from advisor.process.logs import setup_logging
-from advisor.probe.profiler import (CandidateChooser, Outcome, Profiler, choose_candidates, dataset_reference,
-                                    profiler_config)
-from advisor.probe.candidates import Candidate
 from advisor.evidence.parameters import ParameterEvidence
+from advisor.probe.candidates import Candidate
 from advisor.probe.plan import Plan
+from advisor.probe.profiler import (
+    CandidateChooser,
+    Outcome,
+    Profiler,
+    choose_candidates,
+    dataset_reference,
+    profiler_config,
+)
 from advisor.probe.service import ProbeConfig, ProbeService
-from advisor.config.settings import Settings, SettingsError
+from advisor.process.logs import setup_logging
 from advisor.store.db import StoreError
 
 

@@ -11,8 +11,8 @@ from advisor.answering.answerer import Answerer, Query
 from advisor.cli.common import add_printing_subcommand, command_settings, read_host
 from advisor.engine.loader import load_rulebook
 from advisor.engine.models import RecommendResponse
-from advisor.engine.service import TargetError
 from advisor.engine.script import recommend_script
+from advisor.engine.service import TargetError
 from advisor.engine.text import recommend_text
 from advisor.recognise.answer import recommend_auto, wants_auto, with_auto
 from advisor.service.regression_model import build_model

@@ -8,25 +8,24 @@ import logging
 import os
 import signal
 import time
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from aiohttp import web
 
 from advisor import __version__
+from advisor.api.appkeys import WEB_CONFIG
+from advisor.cli.common import add_subcommand, settings
+from advisor.config.settings import DEFAULT_PORT, Settings
 from advisor.process import systemd
+from advisor.process.logs import setup_logging
+from advisor.process.memory import keep_big_blocks_apart
 from advisor.server.connections import GuardedSite
 from advisor.server.errors import JsonErrorAppRunner, loop_exception_handler
 from advisor.server.limits import favour_the_event_loop
 from advisor.server.stopping import REQUESTS_GRACE_SECONDS, exit_by_deadline
-from advisor.process.memory import keep_big_blocks_apart
-from advisor.api.appkeys import WEB_CONFIG
 from advisor.service.app import create_app
-from advisor.cli.common import add_subcommand, settings
-from advisor.process.logs import setup_logging
 from advisor.service.reload import CoalescedReloads, reload
 from advisor.store.statedir import report_state_dir
-from advisor.config.settings import DEFAULT_PORT
-from advisor.config.settings import Settings
 
 log = logging.getLogger("advisor")
 

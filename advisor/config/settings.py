@@ -102,7 +102,7 @@ class FleetSettings(BaseModel):
         return value.rstrip("/") if value is not None else None
 
     @model_validator(mode="after")
-    def _one_authentication(self) -> "FleetSettings":
+    def _one_authentication(self) -> FleetSettings:
         if self.bearer_token_file is not None and self.basic_auth_username is not None:
             raise ValueError("give basic_auth_username or bearer_token_file, not both")
         if (self.basic_auth_username is None) != (self.basic_auth_password_file is None):
@@ -184,7 +184,7 @@ class Settings(BaseSettings):
         return value
 
     @model_validator(mode="after")
-    def _token_beyond_loopback(self) -> "Settings":
+    def _token_beyond_loopback(self) -> Settings:
         """/v1/facts names disks, datasets and mountpoints: beyond loopback, a token or TLS with basic
         auth guards it (the web config file is read and checked by advisor.config.webconfig.check_exposure)."""
         if self.api_token is None and self.web_config_file is None and not self.loopback_only:

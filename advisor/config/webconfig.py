@@ -175,40 +175,17 @@ def _tls(where: str, data: Any, base: Path) -> TlsConfig | None:
     for key, value in data.items():
         if not isinstance(value, str) or not value:
             raise WebConfigError(f"{where}: tls_server_config.{key} must be a non-empty string")
-
-    def file(key: str) -> Path | None:
-        if key not in data:
-            return None
-        resolved = base / data[key]  # relative names are relative to the web config file
-        if not resolved.is_file():
-            raise WebConfigError(f"{where}: tls_server_config.{key}: {resolved} is not a file")
-        return resolved
-
-    def required_file(key: str) -> Path:
-        if (path := file(key)) is None:
-            raise WebConfigError(f"{where}: tls_server_config.{key} is required")
-        return path
-
-    auth = data.get("client_auth_type", "NoClientCert")
-    if auth in UNSUPPORTED_CLIENT_AUTH:
-        raise WebConfigError(f"{where}: tls_server_config.client_auth_type {auth} is not supported (it accepts "
-                             f"unverified certificates); valid: {', '.join(CLIENT_AUTH)}")
-    if auth not in CLIENT_AUTH:
-        raise WebConfigError(f"{where}: tls_server_config.client_auth_type {auth!r} is not valid; "
-                             f"valid: {', '.join(CLIENT_AUTH)}")
-    ca = file("client_ca_file") if auth == "NoClientCert" else required_file("client_ca_file")
+    auth = _client_auth_type(where, data)
+    if auth == "NoClientCert":
+        ca = _tls_file(where, data, base, "client_ca_file")
+    else:
+        ca = _required_tls_file(where, data, base, "client_ca_file")
     if ca is not None and auth == "NoClientCert":
         raise WebConfigError(f"{where}: tls_server_config.client_ca_file needs a client_auth_type that checks "
                              f"certificates ({', '.join(a for a in CLIENT_AUTH if a != 'NoClientCert')})")
-    versions = {}
-    for key, default in (("min_version", "TLS12"), ("max_version", "TLS13")):
-        versions[key] = data.get(key, default)
-        if versions[key] not in TLS_VERSIONS:
-            raise WebConfigError(f"{where}: tls_server_config.{key} {versions[key]!r} is not valid; "
-                                 f"valid: {', '.join(TLS_VERSIONS)}")
-    if TLS_VERSIONS[versions["min_version"]] > TLS_VERSIONS[versions["max_version"]]:
-        raise WebConfigError(f"{where}: tls_server_config.min_version is above max_version")
-    tls = TlsConfig(cert_file=required_file("cert_file"), key_file=required_file("key_file"),
+    versions = _tls_versions(where, data)
+    tls = TlsConfig(cert_file=_required_tls_file(where, data, base, "cert_file"),
+                    key_file=_required_tls_file(where, data, base, "key_file"),
                     client_auth_type=auth, client_ca_file=ca, **versions)
     probe = tls.context()  # unreadable or mismatched certificates stop start-up, not the first scrape
     probe.verify_mode = ssl.CERT_NONE  # the check's client has no certificate to show
@@ -217,6 +194,45 @@ def _tls(where: str, data: Any, base: Path) -> TlsConfig | None:
                              f"{tls.max_version}: no TLS handshake succeeds with this OpenSSL ({ssl.OPENSSL_VERSION}: "
                              f"{failure}); its security level may refuse versions below TLS12")
     return tls
+
+
+def _tls_file(where: str, data: dict[str, str], base: Path, key: str) -> Path | None:
+    if key not in data:
+        return None
+    resolved = base / data[key]  # relative names are relative to the web config file
+    if not resolved.is_file():
+        raise WebConfigError(f"{where}: tls_server_config.{key}: {resolved} is not a file")
+    return resolved
+
+
+def _required_tls_file(where: str, data: dict[str, str], base: Path, key: str) -> Path:
+    if (path := _tls_file(where, data, base, key)) is None:
+        raise WebConfigError(f"{where}: tls_server_config.{key} is required")
+    return path
+
+
+def _client_auth_type(where: str, data: dict[str, str]) -> str:
+    auth = data.get("client_auth_type", "NoClientCert")
+    if auth in UNSUPPORTED_CLIENT_AUTH:
+        raise WebConfigError(f"{where}: tls_server_config.client_auth_type {auth} is not supported (it accepts "
+                             f"unverified certificates); valid: {', '.join(CLIENT_AUTH)}")
+    if auth not in CLIENT_AUTH:
+        raise WebConfigError(f"{where}: tls_server_config.client_auth_type {auth!r} is not valid; "
+                             f"valid: {', '.join(CLIENT_AUTH)}")
+    return auth
+
+
+def _tls_versions(where: str, data: dict[str, str]) -> dict[str, str]:
+    """min_version and max_version, valid and in order."""
+    versions = {}
+    for key, default in (("min_version", "TLS12"), ("max_version", "TLS13")):
+        versions[key] = data.get(key, default)
+        if versions[key] not in TLS_VERSIONS:
+            raise WebConfigError(f"{where}: tls_server_config.{key} {versions[key]!r} is not valid; "
+                                 f"valid: {', '.join(TLS_VERSIONS)}")
+    if TLS_VERSIONS[versions["min_version"]] > TLS_VERSIONS[versions["max_version"]]:
+        raise WebConfigError(f"{where}: tls_server_config.min_version is above max_version")
+    return versions
 
 
 def _users(where: str, data: Any) -> dict[str, str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Callable, Hashable
+from collections.abc import Callable, Hashable
 
 from advisor.engine.loader import RuleBook
 from advisor.engine.models import Recommendation

@@ -3,7 +3,7 @@ with the commands that apply or measure it, and one `zfs create` for a proposed 
 from __future__ import annotations
 
 import shlex
-from typing import Callable
+from collections.abc import Callable
 
 from advisor.engine.decide import Ladder, decide, predicted_here, raw_value
 from advisor.engine.measured import dataset_command, latest_module_evidence, module_command

@@ -12,9 +12,9 @@ carries (`generated_at`, the facts' `collected_at`) are those of the new collect
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Callable, Hashable
+from datetime import UTC, datetime
 
 from advisor.engine.models import RecommendResponse
 from advisor.hostmodel.facts import Host, dataset_reads
@@ -31,7 +31,7 @@ def inputs_of(host: Host, dataset_names: set[str]) -> tuple:
 
 def restamped(response: RecommendResponse, host: Host) -> RecommendResponse:
     """A kept answer as a build on `host` would give it: the same, at this collection's times."""
-    return response.model_copy(update={"generated_at": datetime.now(timezone.utc),
+    return response.model_copy(update={"generated_at": datetime.now(UTC),
                                        "facts": {**response.facts, "collected_at": host.collected_at.isoformat()}})
 
 

@@ -14,8 +14,9 @@ imports it sees the whole catalogue.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from advisor.engine.units import format_size, parse_size
 
@@ -71,29 +72,37 @@ def coerce(type_: FactType, value: Any) -> Any:
     """A rule constant converted to a fact's type ('32K' for bytes -> 32768); ValueError if it cannot be."""
     if value is None:
         return None
-    if type_ == "bytes":
-        return parse_size(value)
-    if type_ == "int":
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"expected an integer, got {value!r}")
+    convert = _COERCIONS.get(type_)
+    if convert is None:
+        raise ValueError(f"unknown fact type {type_}")  # pragma: no cover
+    return convert(value)
+
+
+def _integer(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):  # a bool is an int to Python, not to a rule
+        raise ValueError(f"expected an integer, got {value!r}")
+    return value
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"expected a number, got {value!r}")
+    return float(value)
+
+
+def _exactly(kind: type, what: str) -> Callable[[Any], Any]:
+    """The value itself when it is a `kind`, else a ValueError that it is not `what`."""
+    def check(value: Any) -> Any:
+        if not isinstance(value, kind):
+            raise ValueError(f"expected {what}, got {value!r}")
         return value
-    if type_ in ("float", "ratio", "seconds"):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ValueError(f"expected a number, got {value!r}")
-        return float(value)
-    if type_ == "bool":
-        if not isinstance(value, bool):
-            raise ValueError(f"expected true or false, got {value!r}")
-        return value
-    if type_ == "str":
-        if not isinstance(value, str):
-            raise ValueError(f"expected a string, got {value!r}")
-        return value
-    if type_ == "list":
-        if not isinstance(value, list):
-            raise ValueError(f"expected a list, got {value!r}")
-        return value
-    raise ValueError(f"unknown fact type {type_}")  # pragma: no cover
+    return check
+
+
+_COERCIONS: dict[str, Callable[[Any], Any]] = {
+    "bytes": parse_size, "int": _integer, "float": _number, "ratio": _number, "seconds": _number,
+    "bool": _exactly(bool, "true or false"), "str": _exactly(str, "a string"), "list": _exactly(list, "a list"),
+}
 
 
 def render(type_: FactType, value: Any) -> str:

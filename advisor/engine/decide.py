@@ -34,14 +34,14 @@ from __future__ import annotations
 
 import math
 import shlex
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Callable, Sequence
 
 from advisor.engine.measured import WRITE_P99_TOLERANCE, candidate_display, find, measured_best, same_value
-from advisor.engine.units import parse_size, shown_value
 from advisor.engine.models import Evidence, ExpectedEffect, Recommendation
 from advisor.engine.predicted import ParameterPrediction, pct, span
+from advisor.engine.units import parse_size, shown_value
 from advisor.evidence.interval import Z90
 from advisor.evidence.lab_grid import LabMeasurement
 from advisor.evidence.parameters import CandidateEvidence, ParameterEvidence

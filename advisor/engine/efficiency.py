@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from advisor.engine.models import Evidence, Recommendation
 from advisor.evidence.efficiency import PoolEfficiency, ResultView, measure_argv
@@ -61,7 +61,7 @@ def _sentence(result: ResultView, latest: float) -> str:
     why = f": {'; '.join(result.diagnosis)}" if result.diagnosis else ""
     earlier = ""
     if result.measured_at is not None and result.measured_at < latest:
-        earlier = f" (measured {datetime.fromtimestamp(result.measured_at, timezone.utc):%Y-%m-%d}, by an earlier run)"
+        earlier = f" (measured {datetime.fromtimestamp(result.measured_at, UTC):%Y-%m-%d}, by an earlier run)"
     return f"{words_of_test(result.test)}{earlier} reach {result.ratio:.2f} of what {layout} should give{said}{why}."
 
 
@@ -69,7 +69,7 @@ def efficiency_item(found: PoolEfficiency) -> Recommendation | None:
     """The item citing `found`, or None when none of its results could be read."""
     if not found.results:
         return None
-    when = datetime.fromtimestamp(found.measured_at, timezone.utc)
+    when = datetime.fromtimestamp(found.measured_at, UTC)
     argv = measure_argv(found.pool)
     command = shlex.join(argv)
     day = when.strftime("%Y-%m-%d")

@@ -1,7 +1,7 @@
 """Facts about one dataset (or the new dataset proposed when none was given)."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from advisor.engine.catalogue import fact
 from advisor.engine.context import Context

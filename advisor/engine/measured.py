@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from advisor.engine.models import Recommendation
 from advisor.engine.units import parse_size
-from advisor.hostmodel.facts import PARAMS_DIR
 from advisor.evidence.parameters import CandidateEvidence, ParameterEvidence
+from advisor.hostmodel.facts import PARAMS_DIR
 
 WRITE_P99_TOLERANCE = 1.5
 

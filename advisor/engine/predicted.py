@@ -7,7 +7,7 @@ evidence (`measured=`); advisor/engine/decide.py weighs them with the probe and 
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 import string
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator, model_validator
 
@@ -69,17 +69,17 @@ class FactRef(Strict):
 
 
 class Aggregate(Strict):
-    max: list[Union[FactRef, int, float, str]] | None = None
-    min: list[Union[FactRef, int, float, str]] | None = None
+    max: list[FactRef | int | float | str] | None = None
+    min: list[FactRef | int | float | str] | None = None
 
     @model_validator(mode="after")
-    def _one(self) -> "Aggregate":
+    def _one(self) -> Aggregate:
         if (self.max is None) == (self.min is None):
             raise ValueError("give exactly one of max or min")
         return self
 
 
-ValueExpr = Union[FactRef, Aggregate, bool, int, float, str]
+ValueExpr = FactRef | Aggregate | bool | int | float | str
 
 
 class Clause(Strict):
@@ -87,10 +87,10 @@ class Clause(Strict):
     op: Op | None = None
     value: Any = None
     other: str | None = None
-    any: list["Clause"] | None = None
+    any: list[Clause] | None = None
 
     @model_validator(mode="after")
-    def _shape(self) -> "Clause":
+    def _shape(self) -> Clause:
         if self.any is not None:
             if self.fact or self.op or self.value is not None or self.other:
                 raise ValueError("an `any:` clause holds only its list of clauses")
@@ -148,12 +148,12 @@ class WorkloadTraits(Strict):
     read_fraction_below: float | None = Field(None, ge=0, le=1)
 
     @model_validator(mode="after")
-    def _some_trait(self) -> "WorkloadTraits":
+    def _some_trait(self) -> WorkloadTraits:
         if not self.model_dump(exclude_none=True):
             raise ValueError("name at least one trait: pattern, sync, read_fraction_at_least, read_fraction_below")
         return self
 
-    def matches(self, workload: "Workload") -> bool:
+    def matches(self, workload: Workload) -> bool:
         io = workload.io
         return (
             (self.pattern is None or io.pattern in self.pattern)
@@ -216,7 +216,7 @@ class Rule(Strict):
         names = [*self.facts(), *(name for text in self.templates() for name, _ in template_fields(text))]
         return not any(name.startswith("workload.") for name in names)
 
-    def selects(self, workload: "Workload") -> bool:
+    def selects(self, workload: Workload) -> bool:
         if self.workloads == "all":
             return True
         if isinstance(self.workloads, WorkloadTraits):
@@ -240,7 +240,7 @@ class Rule(Strict):
         return names
 
     @model_validator(mode="after")
-    def _consistent(self) -> "Rule":
+    def _consistent(self) -> Rule:
         type_ = _known_fact(self.current.fact)
         if isinstance(self.recommended, (bool, int, float, str)):
             object.__setattr__(self, "recommended", coerce(type_, self.recommended))
@@ -337,7 +337,7 @@ class Parameter(Strict):
     values: list[str] = Field(min_length=1)
 
     @model_validator(mode="after")
-    def _default_allowed(self) -> "Parameter":
+    def _default_allowed(self) -> Parameter:
         if self.default not in self.values:
             raise ValueError(f"default {self.default!r} is not one of the values {self.values}")
         return self
@@ -354,7 +354,7 @@ class Workload(Strict):
     references: list[HttpUrl] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _check(self) -> "Workload":
+    def _check(self) -> Workload:
         if "role" in self.parameters:
             raise ValueError("`role` is implied by `roles`; do not declare it as a parameter")
         if "global" not in self.fio or len(self.fio) < 2:

@@ -8,23 +8,24 @@ carrying the valid choices, which the API turns into a 400/404.
 """
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime
 from functools import partial
-from typing import Any, Callable
+from typing import Any
 
+from advisor.engine.answer import decide_all, one_create
 from advisor.engine.context import Context
 from advisor.engine.efficiency import efficiency_item
 from advisor.engine.evaluator import evaluate
 from advisor.engine.facts_pool import pool_media
 from advisor.engine.loader import RuleBook
-from advisor.engine.answer import decide_all, one_create
 from advisor.engine.models import GENERAL, ModelStatus, Recommendation, RecommendResponse, Summary, Target
 from advisor.engine.predicted import PredictionLookup
 from advisor.engine.schema import Rule, Workload
-from advisor.hostmodel.facts import Host
 from advisor.evidence.efficiency import PoolEfficiency
 from advisor.evidence.lab_grid import LabMeasurement
 from advisor.evidence.parameters import ParameterEvidence
+from advisor.hostmodel.facts import Host
 from advisor.hostmodel.names import InvalidName, check_dataset_name, check_pool_name
 
 SCOPE_ORDER = {"pool-create": 0, "pool": 1, "dataset": 2, "module": 3}
@@ -231,7 +232,7 @@ def _response(host: Host, workload: str, params: dict[str, str], target: Target,
             skipped=sum(r.status == "skipped" for r in merged),
             undecided=sum(r.status == "undecided" for r in merged),
         ),
-        generated_at=now or datetime.now(timezone.utc),
+        generated_at=now or datetime.now(UTC),
         facts=facts_summary(host, pools),
         model=model_status,
     )

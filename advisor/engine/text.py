@@ -58,7 +58,8 @@ def recommendation_lines(rec: Recommendation) -> list[str]:
     return lines
 
 
-def recommend_text(response: RecommendResponse) -> str:
+def _heading(response: RecommendResponse) -> list[str]:
+    """What was asked about which host, the tally of the answer, and the datasets recognised."""
     target = response.target
     where = []
     if target.pool:
@@ -84,6 +85,12 @@ def recommend_text(response: RecommendResponse) -> str:
         lines.append(f"dataset {seen.dataset}: recognised as {seen.workload}"
                      + (f" ({seen.role}, confidence {seen.confidence:.2f})" if seen.role else "")
                      + f" - {seen.reason}" + ("" if seen.used else "; pool-level advice only"))
+    return lines
+
+
+def recommend_text(response: RecommendResponse) -> str:
+    target, facts, general = response.target, response.facts, response.workload == GENERAL
+    lines = _heading(response)
     if response.probe_store:
         lines += _wrap(f"probe results: not read, so none of this answer comes from them ({response.probe_store})", "")
     if response.model is not None:

@@ -42,7 +42,8 @@ None of the three is calibrated in the lab yet (docs/probes.md, "Not yet").
 """
 from __future__ import annotations
 
-from typing import Literal, Protocol, Sequence, TypeVar
+from collections.abc import Sequence
+from typing import Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
 

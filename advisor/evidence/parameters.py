@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from typing import Protocol, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 from pydantic import BaseModel
 

@@ -7,7 +7,8 @@ tell a sibling pool from a stranger (advisor/store/probe_stats.py, docs/fleet.md
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 
 def pool_shape(descriptor: Mapping[str, Any]) -> dict[str, Any]:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 import socket
-import time
 import statistics
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 

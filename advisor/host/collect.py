@@ -12,10 +12,8 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
-from advisor.hostmodel.facts import (PARAMS_DIR, Dataset, Disk, Host, KStat, Pool, SourceStatus, ZfsInfo,
-                                     fields_set, parse_version)
 from advisor.host import disks as disks_source
 from advisor.host import kstat as kstat_source
 from advisor.host import modparams, pool_kstats, system, zdb, zfs_props, zpool_props, zpool_status
@@ -24,6 +22,18 @@ from advisor.host.parsing import ParseError
 from advisor.host.runner import CommandResult, CommandRunner
 from advisor.host.sources import POOL, POOL_COMMANDS, POOL_FILES, Source
 from advisor.host.versions import has_json_output, parse_zfs_version_command
+from advisor.hostmodel.facts import (
+    PARAMS_DIR,
+    Dataset,
+    Disk,
+    Host,
+    KStat,
+    Pool,
+    SourceStatus,
+    ZfsInfo,
+    fields_set,
+    parse_version,
+)
 from advisor.hostmodel.tunables import TUNING_PROPERTIES
 from advisor.process.logs import RateLimitedLog
 
@@ -226,7 +236,7 @@ async def run_commands(
         rec.parse_checked, "zfs_get", datasets_out,
         lambda out, errors: zfs_props.parse_zfs_get(out, last, TUNING_PROPERTIES, errors)) or []
     _check_covers(rec, "zfs_get", datasets_out, pools, {d.name for d in facts.datasets}, "the root dataset of")
-    for source, out in zip(POOL_COMMANDS, pool_outputs):
+    for source, out in zip(POOL_COMMANDS, pool_outputs, strict=True):
         _attach_pool_command(source, out, pools, rec)
     await _attach_ashift(pools, runner, rec, cache)
     rec.step("disks", lambda: _map_leaves_to_disks(pools, facts.disks))
@@ -268,7 +278,7 @@ def assemble(
     zfs = _zfs_presence(files)
     name_errors: list[str] = []
     host = Host(
-        collected_at=now or datetime.now(timezone.utc), zfs=zfs, **system.read_names(files, name_errors),
+        collected_at=now or datetime.now(UTC), zfs=zfs, **system.read_names(files, name_errors),
         memory_bytes=rec.read("meminfo", lambda: system.read_memory_bytes(files), system.MEMINFO),
         cpu_count=rec.read("cpus_online", lambda: system.read_cpu_count(files), system.CPUS_ONLINE),
     )
@@ -312,7 +322,7 @@ def command_host(files: HostFiles, commands: CommandFacts) -> Host:
     command-built families need, to render them before the next scrape asks."""
     zfs = _zfs_presence(files)
     _set_versions(zfs, commands)
-    return Host(collected_at=datetime.now(timezone.utc), zfs=zfs, pools=commands.pools, datasets=commands.datasets,
+    return Host(collected_at=datetime.now(UTC), zfs=zfs, pools=commands.pools, datasets=commands.datasets,
                 disks=commands.disks, module_params=commands.module_params)
 
 
@@ -331,7 +341,7 @@ def _zfs_presence(files: HostFiles) -> ZfsInfo:
 def _read_global_kstats(files: HostFiles, host: Host, rec: _Recorder) -> None:
     for name in ("arcstats", *kstat_source.GLOBAL_KSTATS):
         path = f"{kstat_source.KSTAT_DIR}/{name}"
-        kstat = rec.read(f"kstat:{name}", lambda: kstat_source.read_named_kstat(files, path), path)
+        kstat = rec.read(f"kstat:{name}", lambda path=path: kstat_source.read_named_kstat(files, path), path)
         if kstat is None:
             continue
         if name == "arcstats":
@@ -393,7 +403,7 @@ def _attach_pool_command(source: Source, out: CommandResult, pools: list[Pool], 
     by_pool = rec.parse(source.name, out, parse) or {}
     _check_covers(rec, source.name, out, pools, by_pool)
     for pool in pools:
-        rec.step(source.name, lambda: attach(pool, by_pool.get(pool.name)))
+        rec.step(source.name, lambda pool=pool: attach(pool, by_pool.get(pool.name)))
 
 
 def _attach_pool_file(source: Source, files: HostFiles, pool: Pool, rec: _Recorder) -> None:
@@ -425,13 +435,13 @@ async def _attach_ashift(pools: list[Pool], runner: CommandRunner, rec: _Recorde
     # longer deadline than the listing commands.
     timeout = max(runner.timeout_seconds, zdb.MIN_TIMEOUT_SECONDS)
     results = await asyncio.gather(*(runner.run(list(zdb.zdb_config_argv(p.name)), timeout) for p in todo))
-    for pool, out in zip(todo, results):
+    for pool, out in zip(todo, results, strict=True):
         if parsed := rec.parse(f"zdb:{pool.name}", out, zdb.parse_zdb_ashift):
             cache.ashift[key(pool)] = parsed
     for pool in pools:
         if (ashifts := cache.ashift.get(key(pool))) is not None:
             rec.sources.setdefault(f"zdb:{pool.name}", SourceStatus(ok=True))
-            rec.step(f"zdb:{pool.name}", lambda: zdb.attach_ashift(pool, ashifts))
+            rec.step(f"zdb:{pool.name}", lambda pool=pool, ashifts=ashifts: zdb.attach_ashift(pool, ashifts))
 
 
 def _attach_pool_kstats(
@@ -451,7 +461,7 @@ def _attach_pool_kstats(
             del objsets[path]
     for pool in pools:
         kstats = rec.read(f"pool_kstats:{pool.name}",
-                          lambda: pool_kstats.read_pool_kstats(files, pool.name, objsets, with_objsets),
+                          lambda pool=pool: pool_kstats.read_pool_kstats(files, pool.name, objsets, with_objsets),
                           f"{kstat_source.KSTAT_DIR}/{pool.name}") or pool_kstats.PoolKStats()
         if kstats.errors:  # the files understood are served, the source says which were not
             name = f"pool_kstats:{pool.name}"

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import re
 
-from advisor.hostmodel.facts import Disk, DiskStats
 from advisor.host.domains import count
 from advisor.host.files import HostFiles
 from advisor.host.parsing import INT_MAX, ParseError, printable_text, shown, to_int
+from advisor.hostmodel.facts import Disk, DiskStats
 
 SYS_BLOCK = "/sys/block"
 DISKSTATS = "/proc/diskstats"

@@ -8,7 +8,7 @@ A parser checks each value here before it becomes a fact. A value outside its do
 from __future__ import annotations
 
 import re
-from typing import Collection, Iterable
+from collections.abc import Collection, Iterable
 
 from advisor.host.parsing import ParseError, shown, to_int
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 
-from advisor.hostmodel.facts import KStat, fields_set
-from advisor.host.files import HostFiles
 from advisor.host.domains import unique
+from advisor.host.files import HostFiles
 from advisor.host.parsing import INT_MAX, INT_MIN, ParseError, interned, shown
+from advisor.hostmodel.facts import KStat, fields_set
 
 KSTAT_DIR = "/proc/spl/kstat/zfs"
 _STRING_TYPES = {"0", "7"}
@@ -55,7 +55,7 @@ def parse_named_kstat(text: str) -> KStat:
     if len(values) != len(rows):  # which of two rows for one statistic is true cannot be told
         unique((name for name, _, _ in rows), "kstat")
     numbers = [v for v in values.values() if type(v) is int]
-    if numbers and not (INT_MIN <= min(numbers) and max(numbers) <= INT_MAX):
+    if numbers and (min(numbers) < INT_MIN or max(numbers) > INT_MAX):
         too_big = next((n, v) for n, v in values.items() if type(v) is int and not INT_MIN <= v <= INT_MAX)
         raise KStatFormatError(f"{too_big[0]}: value {too_big[1]} is out of the 64-bit range of a kstat")
     if numbers and min(numbers) < 0:  # rare: only a signed statistic may be below 0

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 
-from advisor.hostmodel.facts import PARAMS_DIR
 from advisor.host.files import HostFiles
 from advisor.host.modparam_types import SIGNED, UNSIGNED
 from advisor.host.parsing import ParseError, printable_text, shown, to_int
+from advisor.hostmodel.facts import PARAMS_DIR
 
 _DECIMAL = re.compile(r"-?[0-9]+")
 _NUMBER = re.compile(r"[0-9]+")

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Iterator, TypeVar
+from collections.abc import Iterator
+from typing import TypeVar
 
 # The widest integer a kstat or a counter can hold (uint64).
 INT_MIN, INT_MAX = -(2**63), 2**64 - 1

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advisor.hostmodel.facts import KStat, Pool
 from advisor.host.files import HostFiles
 from advisor.host.kstat import KSTAT_DIR, parse_named_kstat
 from advisor.host.parsing import ParseError, shown
+from advisor.hostmodel.facts import KStat, Pool
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,10 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-from advisor.hostmodel.facts import KStat
 from advisor.host.files import HostFiles
 from advisor.host.kstat import KSTAT_DIR, parse_named_kstat
 from advisor.host.parsing import ParseError, compact_dict, shown
+from advisor.hostmodel.facts import KStat
 from advisor.hostmodel.names import InvalidName, check_dataset_name
 
 

@@ -8,7 +8,7 @@ not available; never a pool's health or a dataset's type or settings, which ever
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 from advisor.host.domains import ASHIFT_MAX, ASHIFT_MIN, MAX_BLOCK, MIN_BLOCK, POOL_HEALTH
 from advisor.host.parsing import INT_MAX, ParseError, shown

@@ -29,14 +29,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from datetime import datetime, timezone
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 
-from advisor.hostmodel.facts import Host, ZfsInfo
 from advisor.host.collect import CollectCache, Collection, CommandFacts, assemble, command_host, run_commands
-from advisor.process.memory import release_freed_memory
 from advisor.host.snapshot import host_view
+from advisor.hostmodel.facts import Host, ZfsInfo
 from advisor.process.logs import RateLimitedLog
+from advisor.process.memory import release_freed_memory
 
 log = logging.getLogger(__name__)
 # said again on every request while it lasts: once a minute, with a count (advisor/process/logs.py)
@@ -185,7 +185,7 @@ class FactsProvider:
             _repeated.log(logging.ERROR, "collection failed", "facts collection failed", exc_info=True)
             last = self._last
         if last is None:
-            last = Collection(Host(collected_at=datetime.now(timezone.utc),
+            last = Collection(Host(collected_at=datetime.now(UTC),
                                    zfs=ZfsInfo(present=False, reason="the first facts collection has not finished yet")))
         return last, True
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
 
 # A command that could not run at all: same code a shell uses for "not found".
 EXIT_NOT_FOUND = 127
@@ -76,7 +76,7 @@ class CommandRunner:
             return CommandResult(argv, EXIT_NOT_FOUND, "", str(exc), time.monotonic() - started)
         try:
             out, err = await asyncio.wait_for(proc.communicate(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             proc.kill()
             await proc.wait()
             return CommandResult(argv, EXIT_TIMEOUT, "", f"killed after {timeout:g}s", time.monotonic() - started)

@@ -18,7 +18,7 @@ import functools
 import os
 import platform
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
@@ -72,7 +72,7 @@ async def record_snapshot(
         raise SnapshotError(f"{out} exists and is not empty")
     files = RecordingFiles(root)
     recorder = RecordingRunner(inner=runner or CommandRunner())
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     collection = await collect(files, recorder, now=now)
     host = collection.host
 

@@ -12,13 +12,25 @@ docs/reliability.md and the code cannot list different sources.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-from advisor.hostmodel.facts import PARAMS_DIR, Pool
-from advisor.host import disks, pool_iostats, system, tx_assign, txgs, zdb, zfs_props, zpool_iostat, zpool_props, zpool_status
+from advisor.host import (
+    disks,
+    pool_iostats,
+    system,
+    tx_assign,
+    txgs,
+    zdb,
+    zfs_props,
+    zpool_iostat,
+    zpool_props,
+    zpool_status,
+)
 from advisor.host.files import HostFiles
 from advisor.host.kstat import GLOBAL_KSTATS, KSTAT_DIR
+from advisor.hostmodel.facts import PARAMS_DIR, Pool
 
 POOL = "{pool}"  # in a name, a path or an argv: one source per pool, the pool's name here
 
@@ -114,7 +126,7 @@ def source_of_command(argv: list[str] | tuple[str, ...]) -> str | None:
         for form in source.commands:
             if len(form) != len(argv):
                 continue
-            pool = [a for f, a in zip(form, argv) if f == POOL]
-            if all(f == a or f == POOL for f, a in zip(form, argv)):
+            pool = [a for f, a in zip(form, argv, strict=True) if f == POOL]  # lengths checked above
+            if all(f in (a, POOL) for f, a in zip(form, argv, strict=True)):
                 return source.name.replace(POOL, pool[0]) if pool else source.name
     return None

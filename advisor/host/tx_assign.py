@@ -11,11 +11,11 @@ zfs_dirty_data_max): the latency the throttle adds to writes, per pool.
 """
 from __future__ import annotations
 
-from advisor.hostmodel.facts import TX_ASSIGN_SERIES as SERIES
-from advisor.hostmodel.facts import Histogram, Pool
 from advisor.host.files import HostFiles
 from advisor.host.kstat import KSTAT_DIR
 from advisor.host.parsing import ParseError, shown
+from advisor.hostmodel.facts import TX_ASSIGN_SERIES as SERIES
+from advisor.hostmodel.facts import Histogram, Pool
 
 _NS = 1e-9
 

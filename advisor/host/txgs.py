@@ -6,11 +6,11 @@ many rows are kept is `zfs_txg_history` (zfs(4)); 0 means none.
 """
 from __future__ import annotations
 
-from advisor.hostmodel.facts import Pool, Txg
+from advisor.host.domains import count
 from advisor.host.files import HostFiles
 from advisor.host.kstat import KSTAT_DIR
-from advisor.host.domains import count
 from advisor.host.parsing import ParseError, shown, whole_lines
+from advisor.hostmodel.facts import Pool, Txg
 
 _STATES = {"O": "open", "Q": "quiescing", "W": "waiting", "S": "syncing", "C": "committed"}
 _NS = 1e-9

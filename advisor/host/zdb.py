@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import re
 
-from advisor.hostmodel.facts import Pool, VdevGroup
 from advisor.host.domains import ASHIFT_MAX, ASHIFT_MIN
 from advisor.host.parsing import ParseError, shown
-
+from advisor.hostmodel.facts import Pool, VdevGroup
 
 MIN_TIMEOUT_SECONDS = 60.0
 
@@ -44,13 +43,7 @@ def parse_zdb_top_level(stdout: str) -> list[dict[str, str]]:
                 children.append({})
             continue
         if children and child_indent is not None and indent > child_indent:
-            # Keys of the current top-level child sit one level deeper than
-            # its `children[i]:` line; deeper levels belong to its leaves.
-            if "key_indent" not in children[-1]:
-                children[-1]["key_indent"] = str(indent)
-            if str(indent) == children[-1]["key_indent"]:
-                key, _, value = text.partition(": ")
-                children[-1][key] = value.strip("'")
+            _add_key(children[-1], indent, text)
     if tree_indent is None:
         raise ParseError("no vdev_tree in zdb -C output")
     if not children:
@@ -58,6 +51,16 @@ def parse_zdb_top_level(stdout: str) -> list[dict[str, str]]:
     for child in children:
         child.pop("key_indent", None)
     return children
+
+
+def _add_key(child: dict[str, str], indent: int, text: str) -> None:
+    """A line below a top-level child's `children[i]:`: its own keys sit one level deeper (the
+    first line sets it), deeper levels belong to its leaves and are passed over."""
+    if "key_indent" not in child:
+        child["key_indent"] = str(indent)
+    if str(indent) == child["key_indent"]:
+        key, _, value = text.partition(": ")
+        child[key] = value.strip("'")
 
 
 # alloc_bias of a vdev that is not a data vdev (log devices say is_log instead)
@@ -101,5 +104,5 @@ def attach_ashift(pool: Pool, by_group: dict[VdevGroup, list[int | None]]) -> No
             # a vdev being removed, or output cut short: attach nothing rather than guess, and say so
             raise ParseError(f"zdb -C lists {len(ashifts)} top-level {group} vdev(s), zpool status {len(vdevs)}")
     for group, ashifts in by_group.items():
-        for vdev, ashift in zip(pool.top_level_vdevs(group), ashifts):
+        for vdev, ashift in zip(pool.top_level_vdevs(group), ashifts, strict=True):
             vdev.ashift = ashift

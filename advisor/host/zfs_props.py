@@ -5,14 +5,15 @@ One call for every filesystem and volume, a fixed property list (asking for
 """
 from __future__ import annotations
 
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
-from advisor.hostmodel.facts import Dataset, Property, fields_set
-from advisor.hostmodel.tunables import TUNING_PROPERTIES
 from advisor.host import property_domains
 from advisor.host.parsing import INT_MAX, ParseError, compact_dict, interned, lines_in_blocks, shown, whole_lines
 from advisor.host.runner import CommandRunner
+from advisor.hostmodel.facts import Dataset, Property, fields_set
 from advisor.hostmodel.names import InvalidName, check_dataset_name
+from advisor.hostmodel.tunables import TUNING_PROPERTIES
 
 # the `type` values of the datasets advised on (Dataset.type)
 _DATASET_TYPES: dict[str, Literal["filesystem", "volume"]] = {"filesystem": "filesystem", "volume": "volume"}
@@ -86,19 +87,22 @@ def parse_zfs_get(stdout: str, previous: Sequence[Dataset] = (), properties: Seq
         prop_value = was.get(prop)
         if prop_value is None or prop_value.value != value or prop_value.source != source:
             if (prop, value) not in valid:  # a row as it was last time was valid then
-                try:
-                    property_domains.check(property_domains.DATASET, name, prop, value)
+                if _in_domain(name, prop, value, errors):
                     valid.add((prop, value))
-                except ParseError as exc:
-                    if errors is None:  # no one to report it to: the output is not understood
-                        raise
+                else:
                     rejected.append((name, prop))
-                    errors.append(str(exc))
             prop_value = shared.get((value, source))
             if prop_value is None:
                 prop_value = shared[(value, source)] = construct(_PROPERTY_FIELDS, value=value, source=source)
         props.setdefault(name, {})[interned(prop)] = prop_value
     _check_every_row(props, properties)
+    return _datasets(props, before, rejected)
+
+
+def _datasets(props: dict[str, dict[str, Property]], before: dict[str, Dataset],
+              rejected: list[tuple[str, str]]) -> list[Dataset]:
+    """The parsed rows as datasets, without the rejected values, reusing each Dataset of the
+    last parse whose every row is as it was."""
     for name, prop in rejected:
         del props[name][prop]
     untyped = {name for name, prop in rejected if prop == "type"}
@@ -115,6 +119,19 @@ def parse_zfs_get(stdout: str, previous: Sequence[Dataset] = (), properties: Seq
         else:
             datasets.append(Dataset.model_construct(_DATASET_FIELDS, name=name, type=kind, properties=compact_dict(p)))
     return datasets
+
+
+def _in_domain(name: str, prop: str, value: str, errors: list[str] | None) -> bool:
+    """Whether `value` is of its property's domain; when it is not, the reason goes to `errors`,
+    or without them is a ParseError."""
+    try:
+        property_domains.check(property_domains.DATASET, name, prop, value)
+    except ParseError as exc:
+        if errors is None:  # no one to report it to: the output is not understood
+            raise
+        errors.append(str(exc))
+        return False
+    return True
 
 
 def _check_name(name: str) -> None:

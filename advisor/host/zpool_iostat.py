@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 
-from advisor.hostmodel.facts import Histogram, Pool, VdevIostat
 from advisor.host.domains import count, non_negative
 from advisor.host.parsing import INT_MAX, ParseError, shown, to_float, whole_lines
+from advisor.hostmodel.facts import Histogram, Pool, VdevIostat
 
 # -P full paths and -L resolved links: leaf names match `zpool status -pPL`.
 IOSTAT_ARGV = ("zpool", "iostat", "-vlq", "-HpPL")
@@ -102,11 +102,13 @@ def parse_vdev_iostat(stdout: str) -> dict[str, list[tuple[str, VdevIostat]]]:
             write_ops_per_second=base[3] or 0,
             read_bytes_per_second=base[4] or 0,
             write_bytes_per_second=base[5] or 0,
+            # strict=False: the columns name the newest layout; older ones (_LAYOUTS) stop short of it
             latency_seconds={
                 col: (v / 1e9 if v is not None else None)
-                for col, v in zip(_LATENCY_COLUMNS, (_number(x) for x in latencies))
+                for col, v in zip(_LATENCY_COLUMNS, (_number(x) for x in latencies), strict=False)
             },
-            queues={col: count(v, "zpool iostat queue") for col, v in zip(_QUEUE_COLUMNS, queues) if v not in ("-", "")},
+            queues={col: count(v, "zpool iostat queue") for col, v in zip(_QUEUE_COLUMNS, queues, strict=False)
+                    if v not in ("-", "")},
         )
         result[pool].append((name, stats))
     return result

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 
-from advisor.hostmodel.facts import Pool
 from advisor.host import property_domains
 from advisor.host.parsing import INT_MAX, INT_MIN, ParseError, shown, whole_lines
+from advisor.hostmodel.facts import Pool
 from advisor.hostmodel.names import InvalidName, check_pool_name
 
 ZPOOL_GET_ARGV = ("zpool", "get", "-Hp", "all")

@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
-from advisor.hostmodel.facts import ScanStatus, Vdev, VdevGroup
 from advisor.host.domains import VDEV_STATES, count, one_of
 from advisor.host.parsing import ParseError, shown
+from advisor.hostmodel.facts import ScanStatus, Vdev, VdevGroup
 
 # -p exact numbers, -P full device paths, -L symlinks resolved (so /dev/sda1,
 # which maps to /sys/block); the same flags as our `zpool iostat` call.
@@ -270,7 +270,7 @@ def _json_scan(stats: dict | None) -> ScanStatus:
 
     def when(key: str) -> datetime | None:
         value = int(stats.get(key, 0) or 0)
-        return datetime.fromtimestamp(value, timezone.utc) if value else None
+        return datetime.fromtimestamp(value, UTC) if value else None
 
     return ScanStatus(
         function=function,

@@ -4,7 +4,8 @@ labels zfs_advisor_probe_pool_info with it and the fleet's reader matches pools 
 write it the same way."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from advisor.hostmodel.facts import Host
 

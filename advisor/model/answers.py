@@ -29,24 +29,24 @@ import logging
 import math
 import statistics
 import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from advisor.answering.answerer import Answerer, Query
 from advisor.engine.loader import RuleBook
 from advisor.engine.measured import WRITE_P99_TOLERANCE, same_value
 from advisor.engine.models import Recommendation
 from advisor.engine.units import format_size, parse_size
+from advisor.evidence.interval import pooled_log_sd, ratio_interval
 from advisor.hostmodel.facts import Dataset, Host, Property
 from advisor.hostmodel.tunables import DATASET_DEFAULTS
 from advisor.model.dataset import Sample, cells
-from advisor.model.evaluation import (_fit, _grid, _label, _mean_ratio, _worst_p99_ratio, oracle, probe_in_order,
-                                      twins)
+from advisor.model.evaluation import _fit, _grid, _label, _mean_ratio, _worst_p99_ratio, oracle, probe_in_order, twins
 from advisor.model.provider import ModelProvider
 from advisor.probe.description import ProbeDescription
 from advisor.probe.fio_job import Hygiene, build_job
-from advisor.evidence.interval import pooled_log_sd, ratio_interval
 from advisor.probe.pooldesc import describe_pool
 from advisor.store.db import connect
 from advisor.store.probes import ProbeStore, ResultRow

@@ -26,8 +26,8 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, replace
-from itertools import combinations
 from functools import partial
+from itertools import combinations
 from statistics import NormalDist
 
 from advisor.model.dataset import Sample, cells

@@ -14,8 +14,9 @@ together with another setting of the same dataset (the effect is theirs together
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any, Iterable
+from typing import Any
 
 from advisor.engine.measured import same_value
 from advisor.engine.units import format_size, parse_size

@@ -13,10 +13,10 @@ import csv
 import math
 import statistics
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Iterable
 
 from advisor.model.features import Observation, from_csv_row
 

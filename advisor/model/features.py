@@ -9,15 +9,17 @@ Pure and numpy-free: the rules and the exporter import it without numpy.
 """
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, TypedDict
+from typing import Any, TypedDict
 
 from advisor.engine.units import parse_size
-from advisor.hostmodel.tunables import DATASET_DEFAULTS
-from advisor.layout.raidz_reads import busiest_share, sectors
 from advisor.evidence.arc import described_arc_max
 from advisor.evidence.pool_shape import pool_shape
+from advisor.hostmodel.tunables import DATASET_DEFAULTS
+from advisor.layout.raidz_reads import busiest_share, sectors
 
 DEFAULT_RECORDSIZE = parse_size(DATASET_DEFAULTS["recordsize"])
 # Settings the model knows: a candidate with any other value is outside its support.
@@ -92,10 +94,8 @@ class Observation:
 def normalized(settings: Mapping[str, str]) -> dict[str, str]:
     """Settings with the recordsize in bytes ('128K' and '131072' are one setting)."""
     out = dict(settings)
-    try:
+    with contextlib.suppress(ValueError):  # not a size: compared as written
         out["recordsize"] = str(parse_size(out.get("recordsize", DATASET_DEFAULTS["recordsize"])))
-    except ValueError:
-        pass
     return out
 
 

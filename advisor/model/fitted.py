@@ -135,10 +135,8 @@ def _disagreement(stored: dict[str, Any], refit: dict[str, Any], csv_path: Path,
     some length scales, and the optimiser ends on another point of that ridge with another CPU's
     floating point (a refit on another machine: log likelihood -277.998 against the stored
     -277.992, length scales 5 against 13.6, predictions up to 0.076 apart in log ratio)."""
-    import numpy as np
-
     from advisor.model.dataset import load_csv, samples
-    from advisor.model.gp import FittedGP, matrix
+    from advisor.model.gp import FittedGP
     from advisor.model.regress import by_workload
 
     fits = {}
@@ -147,35 +145,56 @@ def _disagreement(stored: dict[str, Any], refit: dict[str, Any], csv_path: Path,
             return f"{target}: fitted in one file only"
         if stored.get(target) is None:
             continue
-        mine, theirs = FittedGP.from_json(stored[target]), FittedGP.from_json(refit[target])
-        if mine.X_train.shape != theirs.X_train.shape or not np.allclose(mine.X_train, theirs.X_train):
-            return f"{target}: trained on other rows than {csv_path.name} holds"
-        zero = np.zeros(len(FEATURES))
-        if not np.allclose(zero if mine.linear is None else mine.linear,
-                           zero if theirs.linear is None else theirs.linear, rtol=0, atol=1e-9):
-            return f"{target}: another linear mean than a refit's (least squares, no optimiser: a change of code)"
-        y = _targets(theirs)  # what the GP models: the targets less the linear mean
-        if not np.allclose(_targets(mine), y, rtol=0, atol=1e-6):
-            return f"{target}: trained on other targets than {csv_path.name} gives"
-        gap = log_likelihood(theirs, y) - log_likelihood(mine, y)
-        if gap > nats:
-            return (f"{target}: the stored hyperparameters are {gap:.2f} nats less likely than a refit's "
-                    f"(tolerance {nats})")
+        mine = FittedGP.from_json(stored[target])
+        if off := _fit_disagreement(target, mine, FittedGP.from_json(refit[target]), csv_path, nats):
+            return off
         fits[target] = mine
     prior = samples(load_csv(csv_path))
     expected = by_workload(prior, fits["perf"], fits.get("write_p99"), [s for s in prior if s.y_p99 is not None])
-    got = stored.get("by_workload") or {}
+    if off := _workloads_disagreement(expected, stored.get("by_workload") or {}, prior):
+        return off
+    return _calibration_disagreement(stored, fits, expected, prior)
+
+
+def _fit_disagreement(target: str, mine: Any, theirs: Any, csv_path: Path, nats: float) -> str | None:
+    """None when the stored GP `mine` has the refit's rows, linear mean and targets, and
+    hyperparameters within `nats` of its likelihood, else what is off."""
+    import numpy as np
+
+    if mine.X_train.shape != theirs.X_train.shape or not np.allclose(mine.X_train, theirs.X_train):
+        return f"{target}: trained on other rows than {csv_path.name} holds"
+    zero = np.zeros(len(FEATURES))
+    if not np.allclose(zero if mine.linear is None else mine.linear,
+                       zero if theirs.linear is None else theirs.linear, rtol=0, atol=1e-9):
+        return f"{target}: another linear mean than a refit's (least squares, no optimiser: a change of code)"
+    y = _targets(theirs)  # what the GP models: the targets less the linear mean
+    if not np.allclose(_targets(mine), y, rtol=0, atol=1e-6):
+        return f"{target}: trained on other targets than {csv_path.name} gives"
+    gap = log_likelihood(theirs, y) - log_likelihood(mine, y)
+    if gap > nats:
+        return (f"{target}: the stored hyperparameters are {gap:.2f} nats less likely than a refit's "
+                f"(tolerance {nats})")
+    return None
+
+
+def _workloads_disagreement(expected: dict, got: dict[str, Any], prior: list) -> str | None:
+    """None when the stored per-workload GPs (`got`) predict as the stored GP conditioned on each
+    workload's rows (`expected`) does, else what is off."""
+    import numpy as np
+
+    from advisor.model.gp import FittedGP, matrix
+
     if sorted(expected) != sorted(got):
         return "the workloads with GPs of their own differ"
     X = matrix([s.obs for s in prior])
     for workload, pair in expected.items():
-        for target, want in zip(("perf", "write_p99"), pair):
+        for target, want in zip(("perf", "write_p99"), pair, strict=True):
             if (want is None) != (got[workload].get(target) is None):
                 return f"{workload} {target}: fitted in one file only"
             if want is not None and not np.allclose(FittedGP.from_json(got[workload][target]).predict(X)[0],
                                                     want.predict(X)[0], rtol=0, atol=1e-6):
                 return f"{workload} {target}: not the stored GP conditioned on {workload}'s rows"
-    return _calibration_disagreement(stored, fits, expected, prior)
+    return None
 
 
 def _calibration_disagreement(stored: dict[str, Any], fits: dict[str, Any], workloads: dict, prior: list) -> str | None:
@@ -186,7 +205,7 @@ def _calibration_disagreement(stored: dict[str, Any], fits: dict[str, Any], work
 
     want = fit_scales(GPPredictor(fits["perf"], fits.get("write_p99"), by_workload=workloads), prior)
     got = tuple(stored.get("calibration") or ())
-    if len(got) != len(want) or any(abs(a - b) > 1e-9 for a, b in zip(got, want)):
+    if len(got) != len(want) or any(abs(a - b) > 1e-9 for a, b in zip(got, want, strict=True)):
         return f"calibration: stored {list(got)}, the stored GPs give {list(want)} on the held-out pairs"
     return None
 

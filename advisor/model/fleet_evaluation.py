@@ -19,8 +19,8 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Callable
 
 from advisor.engine.measured import WRITE_P99_TOLERANCE
 from advisor.model.answers import Grid

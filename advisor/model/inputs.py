@@ -4,7 +4,8 @@ store's reader (advisor/store/results.py) and the probe's description
 (advisor/probe/description.py) in; the model imports neither the store nor the probe's code."""
 from __future__ import annotations
 
-from typing import Any, Hashable, Protocol, Sequence
+from collections.abc import Hashable, Sequence
+from typing import Any, Protocol
 
 from advisor.hostmodel.facts import Disk, Pool
 

@@ -14,14 +14,20 @@ import json
 import logging
 import math
 import threading
+from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Hashable, Sequence
+from typing import Any
 
 from advisor.engine.loader import RuleBook
 from advisor.engine.measured import same_value
 from advisor.engine.models import ModelStatus
-from advisor.engine.predicted import (CandidatePrediction, PairEffect, ParameterPrediction,
-                                      PredictionLookup, SiblingsUsed)
+from advisor.engine.predicted import (
+    CandidatePrediction,
+    PairEffect,
+    ParameterPrediction,
+    PredictionLookup,
+    SiblingsUsed,
+)
 from advisor.engine.units import format_size, parse_size
 from advisor.evidence.bound import storage_rows
 from advisor.evidence.interval import Z90
@@ -30,8 +36,15 @@ from advisor.hostmodel.tunables import DATASET_DEFAULTS, PREDICTED_PARAMETERS
 from advisor.model import MODEL_VERSION, numpy_missing, sklearn_missing
 from advisor.model.changes import change_observations
 from advisor.model.dataset import Sample, load_csv, prior_path, samples
-from advisor.model.features import (KNOWN_COMPRESSION, Observation, WorkloadShape, from_result, query, settings_key,
-                                    supported)
+from advisor.model.features import (
+    KNOWN_COMPRESSION,
+    Observation,
+    WorkloadShape,
+    from_result,
+    query,
+    settings_key,
+    supported,
+)
 from advisor.model.inputs import ProbeDescription, ProbeResults
 from advisor.model.select import choose, feasible
 

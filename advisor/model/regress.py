@@ -34,8 +34,17 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 
 from advisor.model.dataset import Sample
 from advisor.model.features import FEATURES, Observation
-from advisor.model.gp import (LOCAL_DEVIATION_VARIANCE, Z90, Dist, FittedGP, GPPredictor, Prediction,
-                              conditioned_on, matrix, single_workload)
+from advisor.model.gp import (
+    LOCAL_DEVIATION_VARIANCE,
+    Z90,
+    Dist,
+    FittedGP,
+    GPPredictor,
+    Prediction,
+    conditioned_on,
+    matrix,
+    single_workload,
+)
 
 
 class GPModel:

@@ -3,8 +3,8 @@ repeats, and the worst write p99, each bar labelled with its value (the numbers 
 SVG and in the table beside it, so the chart is readable without the picture)."""
 from __future__ import annotations
 
-from advisor.page.markup import esc
 from advisor.evidence.parameters import CandidateEvidence, ParameterEvidence
+from advisor.page.markup import esc
 
 ROW = 26  # px per candidate
 LABEL = 130  # px for the candidate's value on the left
@@ -22,7 +22,7 @@ def _panel(x0: int, title: str, candidates: list[CandidateEvidence], values: lis
     present = [v for v in values if v is not None] + [hi for r in ranges if r for hi in (r[1],)]
     top = max(present, default=0.0) or 1.0
     parts = [f'<text x="{x0}" y="15" font-weight="600">{esc(title)}</text>']
-    for i, (cand, value, text, span) in enumerate(zip(candidates, values, texts, ranges)):
+    for i, (cand, value, text, span) in enumerate(zip(candidates, values, texts, ranges, strict=True)):
         y = TOP + i * ROW
         name = cand.value + (" (baseline)" if cand.baseline else "")
         parts.append(f'<text x="{x0 + LABEL - 6}" y="{y + 16}" text-anchor="end">{esc(name)}</text>')

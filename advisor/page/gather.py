@@ -6,21 +6,22 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from advisor.answering.answerer import Answerer, Query
 from advisor.engine.loader import RuleBook
 from advisor.engine.models import Recommendation, RecommendResponse
 from advisor.engine.service import TargetError
-from advisor.hostmodel.facts import Host
 from advisor.evidence.bound import RunBound, run_bound
 from advisor.evidence.parameters import ParameterEvidence, summarize
+from advisor.hostmodel.facts import Host
+from advisor.process.logs import RateLimitedLog
 from advisor.recognise.classify import Recognition
 from advisor.store.db import StoreError
 from advisor.store.probes import ProbeStore, ResultRow, RunRow, read_existing
-from advisor.process.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
 # said again on every request while it lasts: once a minute, with a count (advisor/process/logs.py)
@@ -94,7 +95,7 @@ def dataset_answers(inputs: Inputs, pool: str | None = None) -> list[DatasetAnsw
             continue
         params = {"role": found.role} if found is not None and found.role else {}
         asked = _query(inputs, workload=workload, params=params, dataset=dataset)
-        out.append(DatasetAnswer(dataset, workload, _answer(lambda: answerer.answer(inputs.host, asked)), found))
+        out.append(DatasetAnswer(dataset, workload, _answer(lambda asked=asked: answerer.answer(inputs.host, asked)), found))
     return out
 
 

@@ -3,8 +3,9 @@ link to a page of the daemon through `pool_href` / `probe_href` (names percent-e
 from __future__ import annotations
 
 import html
-from datetime import datetime, timezone
-from typing import Any, Iterable
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import quote, urlencode
 
 from advisor.engine.units import format_size
@@ -52,8 +53,8 @@ def when(epoch: float | datetime | None) -> str:
     """A moment in UTC, to the second (absolute: a cached page does not go stale in its text)."""
     if epoch is None:
         return "-"
-    moment = epoch if isinstance(epoch, datetime) else datetime.fromtimestamp(epoch, timezone.utc)
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    moment = epoch if isinstance(epoch, datetime) else datetime.fromtimestamp(epoch, UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def table(headers: Iterable[str], rows: Iterable[Iterable[str]], css: str = "") -> str:

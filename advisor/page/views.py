@@ -6,14 +6,26 @@ from collections.abc import Sequence
 from typing import Any
 
 from advisor.engine.models import PoolInfo
+from advisor.evidence.parameters import ParameterEvidence
 from advisor.hostmodel.facts import Host, Pool
 from advisor.page.changes import changes_section
 from advisor.page.chart import candidates_svg
-from advisor.page.gather import DatasetAnswer, Answer, ProbeRun, Stored
-from advisor.page.markup import (dataset_anchor, dataset_href, document, esc, link, percent, pool_href, probe_href,
-                                  recommend_href, size, table, when)
+from advisor.page.gather import Answer, DatasetAnswer, ProbeRun, Stored
+from advisor.page.markup import (
+    dataset_anchor,
+    dataset_href,
+    document,
+    esc,
+    link,
+    percent,
+    pool_href,
+    probe_href,
+    recommend_href,
+    size,
+    table,
+    when,
+)
 from advisor.page.recommendations import answer_section
-from advisor.evidence.parameters import ParameterEvidence
 from advisor.store.probes import RunRow
 
 

@@ -11,12 +11,12 @@ import time
 from dataclasses import dataclass
 
 from advisor.evidence.bound import RunLoad
-from advisor.hostmodel.facts import DiskStats
 from advisor.host.cpustat import CpuTimes, cpu_share, read_cpu_times
 from advisor.host.disks import read_diskstats
 from advisor.host.files import HostFiles
 from advisor.host.parsing import ParseError
 from advisor.host.threads import ThreadTicks, clock_ticks, read_thread_ticks, zfs_thread_cores
+from advisor.hostmodel.facts import DiskStats
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from advisor.hostmodel.facts import Disk, Pool
 from advisor.evidence.arc import disk_read_equivalent
+from advisor.hostmodel.facts import Disk, Pool
 from advisor.probe.candidates import Candidate, make_candidate, recordsize_grid
 from advisor.probe.fio_job import Hygiene, JobError, build_job
 from advisor.probe.pooldesc import describe_pool

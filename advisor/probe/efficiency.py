@@ -34,8 +34,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, model_validator
 
-from advisor.hostmodel.facts import DiskStats, Txg
 from advisor.host.threads import ThreadCpu, group_name
+from advisor.hostmodel.facts import DiskStats, Txg
 from advisor.layout.predict import random_read_disks, random_write_disks
 from advisor.layout.space import Vdev
 
@@ -283,24 +283,31 @@ def diagnose(direction: Direction, ratio: float, descriptor: dict[str, Any], bus
             reasons.append(f"the disks were busy {mean_busy:.0%} of the time with {avg_io / 1024:.0f} KiB I/Os: "
                            "small records or small I/Os cost per-operation time (raise recordsize)")
         if direction == "read":
-            for vdev in descriptor["vdevs"]:
-                if vdev["type"] != "mirror":
-                    continue
-                reads = [busy[d]["read_bytes"] for d in vdev["disks"] if d in busy]
-                if len(reads) >= 2 and max(reads) > 0 and min(reads) / max(reads) < 0.5:
-                    reasons.append(f"mirror reads unbalanced: its disks read {', '.join(f'{r / 2**20:.0f}' for r in reads)} MiB")
+            reasons += _unbalanced_mirrors(descriptor, busy)
     if not reasons:
         reasons.append("no single cause measured: compare with the raw-disk rates and the pool's latency histograms")
     return reasons + notes
 
 
+def _unbalanced_mirrors(descriptor: dict[str, Any], busy: dict[str, dict[str, float]]) -> list[str]:
+    """A reason for each mirror one of whose disks read less than half of what another did."""
+    reasons = []
+    for vdev in descriptor["vdevs"]:
+        if vdev["type"] != "mirror":
+            continue
+        reads = [busy[d]["read_bytes"] for d in vdev["disks"] if d in busy]
+        if len(reads) >= 2 and max(reads) > 0 and min(reads) / max(reads) < 0.5:
+            reasons.append(f"mirror reads unbalanced: its disks read {', '.join(f'{r / 2**20:.0f}' for r in reads)} MiB")
+    return reasons
+
+
 def cpu_bound_on(threads: ThreadCpu | None) -> str | None:
     """'CPU bound on <thread>' when the busiest ZFS thread ran 90 % of the time or more: on a
     host of many cores the host-wide CPU figure hides it."""
-    top = threads.busiest[0] if threads and threads.busiest else None
-    if top is None or top.busy_ratio < THREAD_SATURATED:
+    if threads is None or not threads.busiest or threads.busiest[0].busy_ratio < THREAD_SATURATED:
         return None
-    group = next((g for g in threads.groups if g.name == group_name(top.name)), None)  # type: ignore[union-attr]
+    top = threads.busiest[0]
+    group = next((g for g in threads.groups if g.name == group_name(top.name)), None)
     also = f" ({group.threads} {group.name} threads, {group.busy_ratio:.2f} cores in all)" if group and group.threads > 1 else ""
     return f"CPU bound on {top.name}: that thread was {top.busy_ratio:.0%} busy{also}, so the pool waits for it"
 

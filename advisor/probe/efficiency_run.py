@@ -21,12 +21,21 @@ from advisor.host.files import HostFiles
 from advisor.host.runner import CommandRunner
 from advisor.host.threads import clock_ticks, read_thread_ticks, thread_cpu
 from advisor.host.txgs import read_txgs
-from advisor.probe.efficiency import (Efficiency, diagnose, disk_busy, expected_bandwidth, layout_rule, raw_read_argv,
-                                      raw_read_rates, too_little_moved, txgs_during)
+from advisor.probe.efficiency import (
+    Efficiency,
+    diagnose,
+    disk_busy,
+    expected_bandwidth,
+    layout_rule,
+    raw_read_argv,
+    raw_read_rates,
+    too_little_moved,
+    txgs_during,
+)
 from advisor.probe.fio_result import load_fio_json, parse_fio_json
-from advisor.probe.runner import ProbeFailed, commit_pool, run_watched_fio
 from advisor.probe.foreground import foreground_watch
 from advisor.probe.random_efficiency import RandomEfficiency
+from advisor.probe.runner import ProbeFailed, commit_pool, run_watched_fio
 from advisor.probe.safety import Thresholds
 from advisor.probe.scratch import ScratchArea
 
@@ -99,7 +108,7 @@ async def measure(pool_name: str, descriptor: dict[str, Any], runner: CommandRun
         rates = raw_read_rates(load_fio_json(result.stdout), devices)
     except ValueError as exc:  # FioParseError included
         raise ProbeFailed(f"raw read of {', '.join(members)}: {exc}") from None
-    raw = {m: rates[d] for m, d in zip(members, devices)}
+    raw = {m: rates[d] for m, d in zip(members, devices, strict=True)}
     watch = foreground_watch(files, pool_name, scratch.root, host_wide=cap_arc is not None)
     dataset, mountpoint = await scratch.create_child("efficiency", EFFICIENCY_PROPERTIES,
                                                      numjobs * file_bytes * 2 + (256 << 20))

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.hostmodel.facts import Disk, Pool
 from advisor.host import zdb
 from advisor.host.disks import disk_of_device, read_disks
 from advisor.host.files import HostFiles
 from advisor.host.runner import CommandRunner
 from advisor.host.zpool_status import STATUS_TEXT_ARGV, parse_status_text
+from advisor.hostmodel.facts import Disk, Pool
 
 
 class PoolUnavailable(Exception):

@@ -21,19 +21,20 @@ from __future__ import annotations
 import inspect
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import Awaitable, Callable, Literal
+from typing import Literal
 
+from advisor.config.settings import ProfilerSettings
+from advisor.evidence.parameters import ParameterEvidence
 from advisor.host.runner import CommandRunner
 from advisor.host.zfs_props import dataset_recordsize
 from advisor.hostmodel.names import InvalidName
 from advisor.probe.candidates import Candidate, CandidateError, parse_candidate_spec
-from advisor.evidence.parameters import ParameterEvidence
-from advisor.store.probe_evidence import evidence
 from advisor.probe.plan import Budget, Plan
 from advisor.probe.safety import LockBusy, UnsafeToProbe
 from advisor.probe.service import PlanError, ProbeConfig, ProbeService
-from advisor.config.settings import ProfilerSettings
+from advisor.store.probe_evidence import evidence
 from advisor.store.probes import RunRow
 
 log = logging.getLogger("advisor.probe.profiler")

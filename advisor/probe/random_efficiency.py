@@ -18,16 +18,22 @@ the pool's log vdevs, ashift against the disks' physical sector, the vdev queue 
 """
 from __future__ import annotations
 
+from math import gcd
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from math import gcd
-
 from advisor.host.threads import ThreadCpu
 from advisor.layout.raidz_reads import read_shares
-from advisor.probe.efficiency import (IDLE_DISKS, NEAR_LAYOUT, RANDOM_BLOCK, Direction, TxgsDuring, cpu_bound_on,
-                                      pool_ashift)
+from advisor.probe.efficiency import (
+    IDLE_DISKS,
+    NEAR_LAYOUT,
+    RANDOM_BLOCK,
+    Direction,
+    TxgsDuring,
+    cpu_bound_on,
+    pool_ashift,
+)
 
 LEVELS = (1, 4, 16)  # fio jobs at once: the concurrency the pool is measured at
 RAW_QUEUE_DEPTH = 32  # per disk in the raw baseline: enough to keep a disk busy

@@ -19,14 +19,31 @@ from advisor.host.runner import CommandRunner
 from advisor.host.threads import clock_ticks, read_thread_ticks, thread_cpu
 from advisor.host.txgs import read_txgs
 from advisor.host.zfs_props import dataset_recordsize
-from advisor.probe.efficiency import disk_busy, expected_bandwidth, layout_rule, raw_read_argv, raw_read_rates, \
-    txgs_during
+from advisor.probe.efficiency import (
+    disk_busy,
+    expected_bandwidth,
+    layout_rule,
+    raw_read_argv,
+    raw_read_rates,
+    txgs_during,
+)
 from advisor.probe.efficiency_run import cpu_times
 from advisor.probe.fio_result import load_fio_json, parse_fio_json
 from advisor.probe.foreground import foreground_watch
-from advisor.probe.random_efficiency import (BLOCK, LEVELS, RAW_QUEUE_DEPTH, Kind, RandomEfficiency, RandomLevel,
-                                             best_level, diagnose_random, direction_of, random_job, random_test_name,
-                                             raw_queue_depth)
+from advisor.probe.random_efficiency import (
+    BLOCK,
+    LEVELS,
+    RAW_QUEUE_DEPTH,
+    Kind,
+    RandomEfficiency,
+    RandomLevel,
+    best_level,
+    diagnose_random,
+    direction_of,
+    random_job,
+    random_test_name,
+    raw_queue_depth,
+)
 from advisor.probe.runner import ProbeFailed, commit_pool, run_watched_fio
 from advisor.probe.safety import Thresholds
 from advisor.probe.scratch import ScratchArea
@@ -69,7 +86,7 @@ async def raw_random(runner: CommandRunner, files: HostFiles, members: list[str]
         raise ProbeFailed(f"raw random read of {', '.join(members)}: {exc}") from None
     runtime = max((float(j.get("job_runtime", 0)) / 1000 for j in fio_json.get("jobs") or []), default=0.0)
     window = runtime if 0 < runtime <= elapsed else elapsed
-    return {m: iops[d] for m, d in zip(members, devices)}, disk_busy(stats0, stats1, members, window)
+    return {m: iops[d] for m, d in zip(members, devices, strict=True)}, disk_busy(stats0, stats1, members, window)
 
 
 async def measure_random(pool_name: str, descriptor: dict[str, Any], runner: CommandRunner, files: HostFiles,

@@ -5,7 +5,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.hostmodel.names import MAX_POOL_NAME_LEN
 
-
 MIN_REQUEST_SECONDS = 60  # the shortest run a request may ask for
 
 

@@ -24,9 +24,9 @@ from advisor.probe.bound import io_window, pool_disks, run_load, sample_load
 from advisor.probe.candidates import Candidate
 from advisor.probe.fio_job import FioJob, Hygiene, build_job
 from advisor.probe.fio_result import FioMetrics, FioParseError, parse_fio_json
+from advisor.probe.foreground import ForegroundWatch, HostForegroundWatch, foreground_watch
 from advisor.probe.modparams import ParamGuard
 from advisor.probe.plan import Plan
-from advisor.probe.foreground import ForegroundWatch, HostForegroundWatch, foreground_watch
 from advisor.probe.safety import Thresholds
 from advisor.probe.scratch import ScratchArea
 from advisor.store.probes import ProbeStore, ResultRow

@@ -68,7 +68,7 @@ class ProbeLock:
         self.paths = [state_dir / f"probe-{pool}.lock", state_dir / "probe-module-params.lock"]
         self._fds: list[int] = []
 
-    def __enter__(self) -> "ProbeLock":
+    def __enter__(self) -> ProbeLock:
         try:
             for path in self.paths:
                 path.parent.mkdir(parents=True, exist_ok=True)

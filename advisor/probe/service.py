@@ -7,12 +7,15 @@ import logging
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Literal, get_args
 from pathlib import Path
+from typing import Literal, get_args
 
+from advisor.config.settings import CacheMethod
 from advisor.engine.loader import RuleBook
+from advisor.engine.schema import Workload
 from advisor.engine.service import TargetError, resolve_params
 from advisor.engine.units import format_size
+from advisor.evidence.arc import ARC_SHARE, arc_limits, stored_bytes
 from advisor.evidence.parameters import ParameterEvidence
 from advisor.host.cpustat import CpuTimes, cpu_share, read_cpu_times
 from advisor.host.files import HostFiles
@@ -20,19 +23,17 @@ from advisor.host.kstat import read_named_kstat
 from advisor.host.parsing import ParseError
 from advisor.host.runner import CommandRunner
 from advisor.hostmodel.names import SCRATCH_DATASET, check_pool_name
-from advisor.store.probe_evidence import evidence
 from advisor.probe.candidates import Candidate, make_candidate, nearest_first, recordsize_grid
-from advisor.probe.fio_job import Hygiene, JobError, build_job
+from advisor.probe.fio_job import FioJob, Hygiene, JobError, build_job
+from advisor.probe.foreground import foreground_rate, foreground_watch
 from advisor.probe.modparams import ModuleParamError, ModuleParams, ParamGuard, restore_leftovers
 from advisor.probe.plan import Budget, Plan, estimate_seconds, fit_runtime
 from advisor.probe.pooldesc import PoolUnavailable, read_pool_descriptor
-from advisor.evidence.arc import ARC_SHARE, arc_limits, stored_bytes
 from advisor.probe.runner import ARCSTATS, PlanRunner, ProbeAborted, ProbeFailed, ProgressCallback
-from advisor.probe.foreground import foreground_rate, foreground_watch
 from advisor.probe.safety import ProbeLock, Thresholds, UnsafeToProbe, check_pool
 from advisor.probe.scratch import ScratchArea, ScratchError
 from advisor.store.db import connect
-from advisor.config.settings import CacheMethod
+from advisor.store.probe_evidence import evidence
 from advisor.store.probes import DAY_SECONDS, ProbeStore, RunRow, RunStatus
 
 log = logging.getLogger("advisor.probe")
@@ -54,6 +55,14 @@ EFFICIENCY_RUNS: dict[EfficiencyTests, int] = {"sequential": 4, "random": 10, "a
 def efficiency_seconds(budget_seconds: float, tests: EfficiencyTests) -> int:
     """Seconds of each timed fio run of an efficiency run of `tests` within `budget_seconds`."""
     return int(budget_seconds // EFFICIENCY_RUNS[tests]) or 2
+
+
+def _recordsize_candidates(wl: Workload, params: dict[str, str]) -> list[Candidate]:
+    """The recordsizes around the workload's page (or block) size, nearest first; 128K the baseline."""
+    block = wl.io.block_size
+    page = params.get("page_size") or (wl.parameters["page_size"].default if "page_size" in wl.parameters else None)
+    grid = nearest_first(recordsize_grid(page or block), page or block)
+    return [make_candidate("recordsize", v, baseline=(v == "128K")) for v in grid]
 
 
 class PlanError(ValueError):
@@ -103,25 +112,11 @@ class ProbeService:
         except TargetError as exc:
             raise PlanError(f"{exc.reason}; valid: {exc.valid}") from None
         if candidates is None:
-            block = wl.io.block_size
-            page = params.get("page_size") or (wl.parameters["page_size"].default if "page_size" in wl.parameters else None)
-            grid = nearest_first(recordsize_grid(page or block), page or block)
-            candidates = [make_candidate("recordsize", v, baseline=(v == "128K")) for v in grid]
+            candidates = _recordsize_candidates(wl, params)
         if not any(c.baseline for c in candidates):
             raise PlanError("a plan needs a baseline candidate (the value the others are compared with)")
         candidates = sorted(candidates, key=lambda c: not c.baseline)  # baseline first
-        max_file = self.config.max_file_bytes
-        try:
-            job = build_job(wl, "/probe", Hygiene(max_file_bytes=max_file), role, params)
-        except JobError as exc:
-            raise PlanError(str(exc)) from None
-        # The quota is the space budget, and files are kept to a quarter of it: writes into a
-        # dataset near its quota are throttled (ZFS reserves worst-case space for dirty data),
-        # measured in the lab: 8K random writes with a quota of 1.6 x the working set gave
-        # 1,131 and 766 IOPS where the same job without a quota gave 1,513 and 1,504.
-        if job.working_set_bytes > budget.space_bytes // QUOTA_HEADROOM:
-            max_file = max(16 << 20, max_file * budget.space_bytes // QUOTA_HEADROOM // job.working_set_bytes)
-            job = build_job(wl, "/probe", Hygiene(max_file_bytes=max_file), role, params)
+        job, max_file = self._job_in_quota(wl, budget, role, params)
         working_set = job.working_set_bytes
         quota = budget.space_bytes
         stored = stored_bytes(working_set, job.compress_percentage)
@@ -162,6 +157,23 @@ class ProbeService:
                                                        self.config.ramp_seconds, working_set,
                                                        self.config.layout_bytes_per_second, per_repeat),
                     dropped=dropped, notes=notes)
+
+    def _job_in_quota(self, wl: Workload, budget: Budget, role: str | None,
+                      params: dict[str, str]) -> tuple[FioJob, int]:
+        """The probe's fio job, and the largest file it writes, within the space budget."""
+        max_file = self.config.max_file_bytes
+        try:
+            job = build_job(wl, "/probe", Hygiene(max_file_bytes=max_file), role, params)
+        except JobError as exc:
+            raise PlanError(str(exc)) from None
+        # The quota is the space budget, and files are kept to a quarter of it: writes into a
+        # dataset near its quota are throttled (ZFS reserves worst-case space for dirty data),
+        # measured in the lab: 8K random writes with a quota of 1.6 x the working set gave
+        # 1,131 and 766 IOPS where the same job without a quota gave 1,513 and 1,504.
+        if job.working_set_bytes > budget.space_bytes // QUOTA_HEADROOM:
+            max_file = max(16 << 20, max_file * budget.space_bytes // QUOTA_HEADROOM // job.working_set_bytes)
+            job = build_job(wl, "/probe", Hygiene(max_file_bytes=max_file), role, params)
+        return job, max_file
 
     def _fit(self, budget: Budget, candidates: list[Candidate], working_set: int,
              per_repeat: bool) -> tuple[list[Candidate], list[Candidate], int | None]:

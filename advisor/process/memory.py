@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-from typing import Callable
+from collections.abc import Callable
 
 
 def _glibc(name: str) -> Callable[..., int] | None:

@@ -18,7 +18,8 @@ COUNTER_NAMES = ("reads", "writes", "nread", "nwritten", "zil_commit_count")
 def counters(values: dict) -> Counters:
     """An objset kstat's values (name -> int) as Counters."""
     got = [values.get(name) for name in COUNTER_NAMES]
-    return tuple(v if isinstance(v, int) else (-1 if i == 4 else 0) for i, v in enumerate(got))  # type: ignore[return-value]
+    fixed = tuple(v if isinstance(v, int) else (-1 if i == 4 else 0) for i, v in enumerate(got))
+    return fixed  # type: ignore[return-value]  # one int per COUNTER_NAMES: a Counters
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +51,7 @@ class Traits:
 def window_traits(before: Counters, after: Counters, seconds: float) -> Traits | None:
     """The traits of the I/O between two readings; None when a counter went back (the dataset was
     re-created, or the module reloaded) and the window means nothing."""
-    delta = [b - a for a, b in zip(before, after)]
+    delta = [b - a for a, b in zip(before, after, strict=True)]
     if any(d < 0 for d in delta[:4]):
         return None
     reads, writes, nread, nwritten, commits = delta

@@ -20,13 +20,14 @@ from __future__ import annotations
 import asyncio
 import weakref
 import zlib
-from typing import Any, Awaitable, Callable, Hashable, Iterator
+from collections.abc import Awaitable, Callable, Hashable, Iterator
+from typing import Any
 
 from aiohttp import payload, web
 
+from advisor.process.memory import release_freed_memory
 from advisor.server.deflated import RAW_DEFLATE, Deflated, inflate
 from advisor.server.facts_body import FactsJson
-from advisor.process.memory import release_freed_memory
 
 # 2,000 clients that never read held 1.2 GB with 256 KiB slices and whole 256 KiB segments
 # inflated per response (tests/bench/hostile.py, docs/reliability.md).

@@ -8,7 +8,7 @@ identity is refused (415) before a byte of it is read. A handler takes the bytes
 from __future__ import annotations
 
 import asyncio
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import asyncio.sslproto
+import contextlib
 import logging
 import resource
 import socket
@@ -169,10 +170,8 @@ class ConnectionGuard:
         ref, _ = self._unserved.pop(fd)
         sock = ref()
         if sock is not None:
-            try:
+            with contextlib.suppress(OSError):  # already gone
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass  # already gone
 
     def refuse(self) -> None:
         self.refused += 1
@@ -223,9 +222,8 @@ class _GuardedListener(socket.socket):
             verdict = self.guard.verdict()
             if self.guard.closing or verdict is Verdict.WAIT:
                 raise BlockingIOError
-            # BlockingIOError when none is waiting: nothing closed for it. _accept: _socket.socket's
-            # raw accept (the fd, not a socket object), not in typeshed
-            fd, address = self._accept()  # type: ignore[attr-defined]
+            # BlockingIOError when none is waiting: nothing closed for it. _accept: the raw accept (an fd)
+            fd, address = self._accept()  # type: ignore[attr-defined]  # _socket.socket's: not in typeshed
             if verdict is Verdict.REFUSE:
                 self.guard.refuse()
                 socket.close(fd)
@@ -270,7 +268,7 @@ class GuardedSite(web.TCPSite):
         if self._ssl_context is not None:  # a class attribute: every TLS connection of this process
             asyncio.sslproto.SSLProtocol.max_size = TLS_READ_BUFFER
         # the runner is a JsonErrorAppRunner (advisor/server/errors.py, which imports this module)
-        guard: ConnectionGuard = self._runner.guard  # type: ignore[attr-defined]
+        guard: ConnectionGuard = self._runner.guard  # type: ignore[attr-defined]  # typed as aiohttp's BaseRunner
         if self._runner.server is None:
             raise RuntimeError("the runner is not set up")  # as web.TCPSite.start asserts
         server = await asyncio.get_running_loop().create_server(
@@ -278,8 +276,8 @@ class GuardedSite(web.TCPSite):
             reuse_address=self._reuse_address, reuse_port=self._reuse_port, start_serving=False,
             ssl_handshake_timeout=self._handshake_timeout if self._ssl_context else None)
         for sock in server.sockets:
-            # asyncio hands out TransportSocket wrappers; accept() is the socket's (private, not in typeshed)
-            guard.listen(sock._sock)  # type: ignore[attr-defined]
+            # asyncio hands out TransportSocket wrappers; accept() is the socket's
+            guard.listen(sock._sock)  # type: ignore[attr-defined]  # TransportSocket's socket: private, not in typeshed
         await server.start_serving()
         self._server = server
         if "_bound_port" in web.TCPSite.__slots__:  # newer aiohttp answers `port` from it; older ones have none

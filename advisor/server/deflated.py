@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 LEVEL = 1  # zlib's fastest: the document is built again after each `zfs get` that a client asks for
 RAW_DEFLATE = -zlib.MAX_WBITS  # raw deflate: no zlib header or checksum per segment

@@ -7,13 +7,14 @@ import json
 import logging
 import sys
 import time
-from typing import Any, Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import Any
 
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
-from advisor.server.connections import ConnectionGuard, default_max_connections
 from advisor.process.logs import RateLimitedLog
+from advisor.server.connections import ConnectionGuard, default_max_connections
 
 log = logging.getLogger(__name__)
 

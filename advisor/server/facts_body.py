@@ -5,8 +5,8 @@ import weakref
 
 from pydantic import TypeAdapter
 
-from advisor.server.deflated import Deflated, deflate_segment
 from advisor.hostmodel.facts import Dataset, Host
+from advisor.server.deflated import Deflated, deflate_segment
 
 _DATASETS = TypeAdapter(list[Dataset])
 CHUNK = 50  # about 105 KB of JSON: what each response sending it holds inflated at a time
@@ -35,7 +35,7 @@ class FactsJson:
             group = host.datasets[start:start + CHUNK]
             key = tuple(map(id, group))
             known = last.pop(key, None)
-            if known is not None and all(ref() is d for ref, d in zip(known[0], group)):
+            if known is not None and all(ref() is d for ref, d in zip(known[0], group, strict=True)):
                 segment, length = known[1], known[2]
             else:
                 text = (b"," if start else b"") + _DATASETS.dump_json(group)[1:-1]

@@ -13,7 +13,7 @@ import gc
 import logging
 import sys
 import time
-from typing import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from aiohttp import web
 

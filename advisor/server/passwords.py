@@ -33,8 +33,8 @@ from collections import OrderedDict, deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from advisor.server.errors import json_error
 from advisor.config.webconfig import parse_basic
+from advisor.server.errors import json_error
 
 _DUMMY_HASH = "$2b$10$" + "." * 53  # well-formed, matches no password
 

@@ -12,38 +12,65 @@ import contextlib
 import logging
 import threading
 import time
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from advisor.process import systemd
-from advisor.service import fleet
-from advisor.api import (changes, efficiency, facts, health, metrics, openapi, page, plan, pools, probes, recommend,
-                        workloads)
+from advisor.answering.answerer import Answerer
+from advisor.api import (
+    changes,
+    efficiency,
+    facts,
+    health,
+    metrics,
+    openapi,
+    page,
+    plan,
+    pools,
+    probes,
+    recommend,
+    workloads,
+)
+from advisor.api.appkeys import (
+    ANSWERER,
+    ANSWERS,
+    BODIES,
+    CHANGES,
+    EXPORTER,
+    FACTS,
+    LIMITER,
+    MODEL,
+    OPENAPI_JSON,
+    PASSWORDS,
+    RECOGNISER,
+    RULEBOOK,
+    RUNTIME,
+    SETTINGS,
+    WEB_CONFIG,
+)
 from advisor.api.auth import auth_middleware
-from advisor.server.body import body_middleware
-from advisor.server.errors import error_middleware
-from advisor.server.passwords import PasswordChecks
-from advisor.server.bodies import Bodies
-from advisor.server.limits import HeapFreezer, WorkLimiter
-from advisor.process.memory import release_freed_memory
-from advisor.engine.answer_cache import AnswerCache
-from advisor.api.appkeys import (ANSWERER, ANSWERS, BODIES, CHANGES, EXPORTER, FACTS, LIMITER, MODEL, OPENAPI_JSON,
-                                 PASSWORDS, RECOGNISER, RULEBOOK, RUNTIME, SETTINGS, WEB_CONFIG)
+from advisor.api.runtime import Runtime, client_ca_digest
 from advisor.changes.detect import tracked
 from advisor.changes.tracker import ChangeTracker
+from advisor.config.settings import Settings, SettingsError
+from advisor.config.webconfig import check_exposure, load_web_config
 from advisor.engine.advice import Advice
+from advisor.engine.answer_cache import AnswerCache
 from advisor.engine.loader import RuleBook, load_rulebook
 from advisor.exporters.base import ExportOptions
 from advisor.exporters.collector import FactsCollector
 from advisor.host.collect import CommandFacts
 from advisor.host.provider import FactsProvider
-from advisor.answering.answerer import Answerer
+from advisor.process import systemd
+from advisor.process.memory import release_freed_memory
 from advisor.recognise.signature import signatures
 from advisor.recognise.window import Recogniser
-from advisor.api.runtime import Runtime, client_ca_digest
-from advisor.config.settings import Settings, SettingsError
-from advisor.config.webconfig import check_exposure, load_web_config
+from advisor.server.bodies import Bodies
+from advisor.server.body import body_middleware
+from advisor.server.errors import error_middleware
+from advisor.server.limits import HeapFreezer, WorkLimiter
+from advisor.server.passwords import PasswordChecks
+from advisor.service import fleet
 from advisor.service.regression_model import build_model
 
 ROUTES = (health.routes, facts.routes, recommend.routes, workloads.routes, pools.routes, probes.routes, openapi.routes,

@@ -14,20 +14,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Callable
 
 from aiohttp import web
 
-from advisor.service.app import check_workloads_setting
 from advisor.api.appkeys import EXPORTER, MODEL, RULEBOOK, RUNTIME, SETTINGS, WEB_CONFIG
 from advisor.api.runtime import Runtime, client_ca_digest
-from advisor.engine.advice import Advice
-from advisor.exporters.base import ExportOptions
-from advisor.process.logs import setup_logging
 from advisor.config.settings import Settings, SettingsError
 from advisor.config.tlscheck import set_versions
 from advisor.config.webconfig import TLS_VERSIONS, WebConfig, check_exposure, load_web_config
+from advisor.engine.advice import Advice
+from advisor.exporters.base import ExportOptions
+from advisor.process.logs import setup_logging
+from advisor.service.app import check_workloads_setting
 
 log = logging.getLogger(__name__)
 

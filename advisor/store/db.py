@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 DB_FILE = "advisor.sqlite3"
 BUSY_TIMEOUT_SECONDS = 10.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
-from typing import Callable
+from collections.abc import Callable
 
 from advisor.evidence.efficiency import PoolEfficiency, parse_reports
 from advisor.store.db import StoreError

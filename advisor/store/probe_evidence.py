@@ -7,7 +7,7 @@ import logging
 import os
 import sqlite3
 from collections import defaultdict
-from typing import Callable
+from collections.abc import Callable
 
 from advisor.evidence.bound import storage_rows
 from advisor.evidence.parameters import ParameterEvidence, set_aside_only, summarize

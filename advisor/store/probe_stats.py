@@ -14,8 +14,9 @@ described by, and the shape of the pool it measured (`exported_runs`).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import Protocol
 
 from advisor.evidence.arc import described_arc_max
 from advisor.evidence.efficiency import PoolEfficiency

@@ -6,13 +6,12 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
-
 from typing import Any
 
+from advisor.process.logs import RateLimitedLog
 from advisor.store.changes import ChangeStore
 from advisor.store.db import StoreError
 from advisor.store.probes import ProbeStore, ResultRow, read_existing
-from advisor.process.logs import RateLimitedLog
 
 log = logging.getLogger(__name__)
 # said again on every request while it lasts: once a minute, with a count (advisor/process/logs.py)

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from typing import Any, Callable, Iterable, Literal, TypeVar
+from collections.abc import Callable, Iterable
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 

@@ -474,7 +474,9 @@ def panel_json(panel: Panel, panel_id: int, pos: dict) -> dict:
     if panel.description:
         out["description"] = panel.description
     targets = []
-    for ref, target in zip("ABCDEFGH", panel.targets):
+    if len(panel.targets) > 8:
+        raise ValueError(f"panel {panel.title!r}: {len(panel.targets)} queries, refIds A..H name 8")
+    for ref, target in zip("ABCDEFGH", panel.targets, strict=False):  # a refId for each query, A first
         t = {"refId": ref, "datasource": DATASOURCE, "expr": target.expr}
         if table:
             t |= {"format": "table", "instant": True, "range": False}

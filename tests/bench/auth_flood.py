@@ -120,7 +120,7 @@ def main() -> int:
         port = free_port()
         env = {**os.environ, "PYTHONPATH": str(REPO), "ZFS_ADVISOR_STATE_DIR": str(Path(tmp) / "state"),
                "ZFS_ADVISOR_LOG_LEVEL": "warning"}
-        log = open(Path(tmp) / "serve.log", "wb")
+        log = open(Path(tmp) / "serve.log", "wb")  # noqa: SIM115 - closed in the finally below, once the server stopped
         proc = subprocess.Popen([sys.executable, "-m", "advisor", "serve", "--root", str(args.root), "--port",
                                  str(port), "--web.config.file", str(web)], env=env, stdout=log, stderr=log, cwd=REPO)
         try:

@@ -17,19 +17,19 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scale_snapshot  # noqa: E402 - after the sys.path line above
-from support import HOSTS  # noqa: E402 - after the sys.path line above
 
 from advisor.changes.detect import tracked  # noqa: E402 - after the sys.path line above
 from advisor.changes.tracker import ChangeTracker  # noqa: E402 - after the sys.path line above
 from advisor.engine.loader import load_rulebook  # noqa: E402 - after the sys.path line above
-from advisor.hostmodel.facts import KStat  # noqa: E402 - after the sys.path line above
 from advisor.host.snapshot import collect_from_root  # noqa: E402 - after the sys.path line above
+from advisor.hostmodel.facts import KStat  # noqa: E402 - after the sys.path line above
+from support import HOSTS  # noqa: E402 - after the sys.path line above
 
 RECORDING = HOSTS / "2.3.2" / "ssd-mirror2x2" / "idle"
 
@@ -38,7 +38,7 @@ def measure(datasets: int, collections: int) -> str:
     root = scale_snapshot.scale(RECORDING, Path(tempfile.mkdtemp()) / "scaled", datasets)
     host = asyncio.run(collect_from_root(root)).host
     tracker = ChangeTracker(tracked(load_rulebook()), None, 600)
-    start, took = datetime(2026, 11, 28, tzinfo=timezone.utc), []
+    start, took = datetime(2026, 11, 28, tzinfo=UTC), []
     for i in range(collections):
         h = host.model_copy()
         h.collected_at = start + timedelta(seconds=15 * i)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scale_snapshot  # noqa: E402 - after the sys.path line above
-from load import cpu_seconds, default_snapshot, free_port  # noqa: E402
+from load import cpu_seconds, default_snapshot, free_port  # noqa: E402 - after the sys.path line above
 
 REPO = Path(__file__).resolve().parents[2]
 TARGET_SECONDS = {10: 1.0, 10_000: 3.0}  # at most this many datasets: this many seconds

@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import statistics
 import time
+from functools import partial
 
 from advisor.engine.advice import advise
 from advisor.engine.loader import load_rulebook
@@ -73,7 +74,7 @@ def main() -> None:
     host = asyncio.run(collect_from_root(args.snapshot, 30)).host
     print(f"{args.snapshot}: {len(host.datasets)} datasets")
     for name in sorted(book.workloads):
-        print(f"  /recommend {name:10s} median {median_ms(lambda: recommend(host, book, name)):.2f} ms")
+        print(f"  /recommend {name:10s} median {median_ms(partial(recommend, host, book, name)):.2f} ms")
     print(f"  to_thread hop median {asyncio.run(hop_us()):.0f} us")
     pool = host.pools[0].name if host.pools else "tank"
     workloads = {f"{pool}/scale/ds{i:05d}": "postgres" for i in range(args.datasets)}

@@ -38,9 +38,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scale_snapshot  # noqa: E402 - after the sys.path lines above
-from support.hostile import ATTACKS, Attack, HealthPoller, RssSampler, hold, open_files  # noqa: E402
-from support.service import Service  # noqa: E402
-from support.tls import make_certs  # noqa: E402
+
+from support.hostile import ATTACKS, Attack, HealthPoller, RssSampler, hold, open_files  # noqa: E402 - after the sys.path lines above
+from support.service import Service  # noqa: E402 - after the sys.path lines above
+from support.tls import make_certs  # noqa: E402 - after the sys.path lines above
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_ROOT = REPO / "tests" / "fixtures" / "hosts" / "2.3.2" / "ssd-mirror2x2" / "idle"

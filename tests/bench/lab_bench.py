@@ -34,9 +34,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "tests" / "lab")]
-from labvm import LabVM  # noqa: E402 - after the sys.path line above
-
 from advisor.config.settings import DEFAULT_PORT  # noqa: E402 - after the sys.path line above
+from labvm import LabVM  # noqa: E402 - after the sys.path line above
 
 PY = "PYTHONPATH=/project /opt/zfs-advisor-venv/bin/python"
 MEASURE = r"""

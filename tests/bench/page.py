@@ -35,11 +35,10 @@ import scale_snapshot  # noqa: E402 - after the sys.path line above
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
-from support.probes import seed_recordsize_probe  # noqa: E402 - after the sys.path line above
-
 from advisor.engine.loader import load_rulebook  # noqa: E402 - after the sys.path line above
 from advisor.host.snapshot import collect_from_root  # noqa: E402 - after the sys.path line above
 from advisor.page import build, gather  # noqa: E402 - after the sys.path line above
+from support.probes import seed_recordsize_probe  # noqa: E402 - after the sys.path line above
 
 
 def render(inputs: gather.Inputs, path: str) -> str:

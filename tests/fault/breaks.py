@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from advisor.host.runner import EXIT_TIMEOUT
 from advisor.host.sources import POOL, SOURCES, source_of_command, source_of_path

@@ -14,8 +14,8 @@ from typing import Any
 
 from aiohttp.test_utils import TestClient, TestServer
 
-from advisor.service.app import create_app
 from advisor.config.settings import Settings
+from advisor.service.app import create_app
 
 # What a route's placeholders are filled with: the pool the seeded runs name, their first id.
 PLACEHOLDERS = {"{name}": "tank", "{id}": "1"}

@@ -58,7 +58,7 @@ def table() -> tuple[str, list[str]]:
     lines = [head] + [(g, r.cases, r.errors, r.injected, r.survived, r.lost, r.silent)
                       for g, r in sorted(_ROWS.items())]
     widths = [max(len(str(line[i])) for line in lines) for i in range(len(head))]
-    text = "\n".join("  ".join(str(v).ljust(w) if i == 0 else str(v).rjust(w) for i, (v, w) in enumerate(zip(line, widths)))
+    text = "\n".join("  ".join(str(v).ljust(w) if i == 0 else str(v).rjust(w) for i, (v, w) in enumerate(zip(line, widths, strict=True)))
                      for line in lines)
     off = []
     for name, r in sorted(_ROWS.items()):

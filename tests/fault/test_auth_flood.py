@@ -21,10 +21,10 @@ import time
 
 import aiohttp
 import pytest
+
 from support import RECORDING
 from support.service import Service
 from support.tls import bcrypt_hash
-
 from tests.fault.tally import FULL
 
 PASSWORD = "the-scrapers-password"
@@ -66,10 +66,10 @@ async def _stranger(url: str, source: str, until: float, answers: list[str | Non
 
 @pytest.mark.parametrize("addresses", [1, 10])
 async def test_wrong_passwords_do_not_stall_the_scrape(service, addresses, tally):
-    async with aiohttp.ClientSession() as prometheus:  # it scraped before the strangers came
-        async with prometheus.get(service, headers=_authorization(PASSWORD)) as first:
-            await first.read()  # a body left unread leaves its connection open past the session
-            assert first.status == 200
+    # it scraped before the strangers came
+    async with aiohttp.ClientSession() as prometheus, prometheus.get(service, headers=_authorization(PASSWORD)) as first:
+        await first.read()  # a body left unread leaves its connection open past the session
+        assert first.status == 200
     until = time.monotonic() + SECONDS
     answers: list[str | None] = []
     flood = [asyncio.create_task(_stranger(service, f"127.0.0.{2 + i % addresses}", until, answers))
@@ -85,7 +85,7 @@ async def test_wrong_passwords_do_not_stall_the_scrape(service, addresses, tally
                     scrapes.append((resp.status, time.monotonic() - started))
             except TimeoutError:
                 scrapes.append((None, time.monotonic() - started))
-            await asyncio.sleep(1)
+            await asyncio.sleep(1)  # the scraper's pace through the flood
     await asyncio.gather(*flood)
     scraped = all(status == 200 and took < 3 for status, took in scrapes)
     tally.cases(len(answers))
@@ -115,15 +115,14 @@ async def test_strangers_on_the_scrapers_address_do_not_lock_out_its_first_login
     until = time.monotonic() + 12
     answers: list[str | None] = []
     flood = [asyncio.create_task(_stranger(restarted, "127.0.0.1", until, answers)) for _ in range(STRANGERS)]
-    await asyncio.sleep(1)
+    await asyncio.sleep(1)  # the scenario: its first login comes 1 s into the flood
     started = time.monotonic()
-    async with aiohttp.ClientSession() as prometheus:
-        # a longer wait than Prometheus' 10 s: the order below is the test, and on a loaded
-        # machine the bcrypt checks ahead of the login took longer than 10 s (an idle one: 2-5 s)
-        async with prometheus.get(restarted, headers=_authorization(PASSWORD),
-                                  timeout=aiohttp.ClientTimeout(total=30)) as resp:
-            status, took = resp.status, time.monotonic() - started
-            answered_before = len(answers)
+    # a longer wait than Prometheus' 10 s: the order below is the test, and on a loaded machine
+    # the bcrypt checks ahead of the login took longer than 10 s (an idle one: 2-5 s)
+    async with aiohttp.ClientSession() as prometheus, prometheus.get(
+            restarted, headers=_authorization(PASSWORD), timeout=aiohttp.ClientTimeout(total=30)) as resp:
+        status, took = resp.status, time.monotonic() - started
+        answered_before = len(answers)
     await asyncio.gather(*flood)
     answered_after = len(answers) - answered_before
     tally.cases()

@@ -70,7 +70,7 @@ def _difference(before, after, where: str = "") -> str:
             if before.get(key) != after.get(key):
                 return _difference(before.get(key), after.get(key), f"{where}.{key}")
     if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
-        for i, (b, a) in enumerate(zip(before, after)):
+        for i, (b, a) in enumerate(zip(before, after, strict=True)):
             if b != a:
                 return _difference(b, a, f"{where}[{i}]")
     return f"{where}: {str(before)[:80]!r} -> {str(after)[:80]!r}"
@@ -80,8 +80,8 @@ def _difference(before, after, where: str = "") -> str:
 async def test_a_damaged_rotational_is_said_not_served(http_client, tmp_path, kind):
     """The HDD advice hangs on /sys/block/<disk>/queue/rotational: a damaged one is no answer
     ("rotational unknown" would silently drop the HDD rules), the disks source says why."""
-    from advisor.service.app import create_app
     from advisor.config.settings import Settings
+    from advisor.service.app import create_app
 
     root = tmp_path / "host"
     shutil.copytree(HOSTS / "2.1.11" / "hdd-raidz1x4" / "idle", root)

@@ -10,6 +10,7 @@ import collections
 import time
 
 import pytest
+
 from support import HOSTS
 from support.rawhttp import exchange, get, judge
 from support.service import Service

@@ -15,11 +15,12 @@ import logging
 import time
 
 import pytest
+
+from advisor.config.settings import Settings
+from advisor.service.app import create_app
 from support import HOSTS
 from support.rawhttp import exchange, get, judge, responses, serving
-
-from advisor.service.app import create_app
-from advisor.config.settings import Settings
+from support.waiting import await_until
 from tests.fault.tally import FULL
 
 SNAPSHOT = HOSTS / "2.3.2" / "ssd-mirror2x2" / "idle"
@@ -62,7 +63,7 @@ async def _drop_mid_body(port: int, payload: bytes) -> None:
     _, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(payload)
     await writer.drain()
-    await asyncio.sleep(0.05)  # the server is reading the body now
+    await asyncio.sleep(0.05)  # the behaviour under test: the client goes while the server reads the body
     writer.close()
     await writer.wait_closed()
 
@@ -74,7 +75,7 @@ async def test_clients_that_drop_mid_body_log_one_line(server, chunked, caplog, 
     with caplog.at_level(logging.INFO, logger="advisor"):
         for _ in range(DROPS):
             await _drop_mid_body(port, post(half, length=200, chunked=chunked))
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.2)  # what the server logs about the drops meanwhile is what is counted
         healthy = await _healthy(port)
     lines = [r for r in caplog.records if r.name.startswith("advisor") and r.levelno >= logging.INFO]
     quiet = not errors.records and len(lines) <= 1 and not any(r.exc_info for r in lines)
@@ -99,12 +100,14 @@ async def test_bodies_trickled_by_token_holders_hold_no_work_slot(server, monkey
         answer = asyncio.create_task(reader.read())  # read as it comes: the server closes after its 408
         try:
             writer.write(post(b"", length=len(body)))
-            for byte in body:
+            for i, byte in enumerate(body):
                 if answer.done():
                     break  # answered (408): the rest of the body is not wanted
                 writer.write(bytes([byte]))
                 await writer.drain()
-                await asyncio.sleep(0.2)
+                if i == 0:
+                    sending.append(writer)
+                await asyncio.sleep(0.2)  # the behaviour under test: a byte every 0.2 s
         except (ConnectionResetError, BrokenPipeError):
             pass  # the server answered 408 and closed: what came is in `answer`
         try:
@@ -113,8 +116,9 @@ async def test_bodies_trickled_by_token_holders_hold_no_work_slot(server, monkey
         finally:
             writer.close()
 
+    sending: list[asyncio.StreamWriter] = []
     tricklers = [asyncio.create_task(trickle()) for _ in range(4)]
-    await asyncio.sleep(0.5)  # all four are sending their bodies
+    await await_until(lambda: len(sending) == 4, 10, "all four sending their bodies")
     timings = []
     for target in ("/v1/pools", "/recommend?workload=postgres", "/metrics"):
         started = time.monotonic()

@@ -19,16 +19,25 @@ import time
 
 import pytest
 
-from advisor.service.app import create_app
+from advisor.config.settings import Settings
 from advisor.server import errors
 from advisor.server.connections import ARRIVAL_SECONDS
-from advisor.config.settings import Settings
+from advisor.service.app import create_app
 from support import HOSTS, REPO
-from support.hostile import (ATTACKS, HALF_CLIENT_HELLO, SLOW_READER, HealthPoller, RssSampler, hold, open_files,
-                             slow_body)
+from support.hostile import (
+    ATTACKS,
+    HALF_CLIENT_HELLO,
+    SLOW_READER,
+    HealthPoller,
+    RssSampler,
+    hold,
+    open_files,
+    slow_body,
+)
 from support.rawhttp import get, responses, serving
 from support.service import Service
 from support.tls import make_certs
+from support.waiting import apoll
 
 sys.path.insert(0, str(REPO / "tests" / "bench"))
 import scale_snapshot  # noqa: E402 - after the sys.path line above
@@ -69,22 +78,13 @@ async def healthz(port: int, tls: ssl.SSLContext | None = None) -> int:
         writer.close()
 
 
-async def until(condition, seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.05)
-    return True
-
-
 async def test_a_reader_that_reads_nothing_is_dropped_after_the_write_timeout(scaled, monkeypatch, tally):
     monkeypatch.setattr(errors, "WRITE_TIMEOUT_SECONDS", 0.5)
     async with serving(app(scaled)) as served:
         server, guard = served.runner.server, served.runner.guard
         sock = await connect(served.port, SLOW_READER)
-        held_up = await until(lambda: len(server._held_up) == 1)
-        dropped = await until(lambda: guard.open == 0, seconds=5)
+        held_up = await apoll(lambda: len(server._held_up) == 1, 10)
+        dropped = await apoll(lambda: guard.open == 0, 5)
         sock.close()
     tally.cases()
     tally.fault(held_up and dropped)
@@ -100,7 +100,7 @@ async def test_at_the_limit_a_request_waiting_on_its_client_is_closed_for_a_new_
     async with serving(served_app, max_connections=8) as served:
         server = served.runner.server
         held = [await connect(served.port, SLOW_READER if reader else slow_body(TOKEN)) for _ in range(8)]
-        waiting = await until(lambda: len(server._held_up) == 8)
+        waiting = await apoll(lambda: len(server._held_up) == 8, 10)
         status = await healthz(served.port)
         for sock in held:
             sock.close()
@@ -177,7 +177,7 @@ def test_hostile_clients_against_healthz(kind, scaled, tmp_path, tally):
         files_before = open_files(service.proc.pid)
         with HealthPoller(service.port, tls=tls, interval=0.1) as poller, RssSampler(service.proc.pid) as rss:
             held = hold(service.port, 400, attack.payload(TOKEN), until_answered=attack.until_answered)
-            time.sleep(14)
+            time.sleep(14)  # the attack's length: its connections held while the poller checks /healthz
         # every hostile connection closed by its deadline (10 s, and 2 s of lingering for a body)
         # once the last of them has had it: opening 400 takes seconds on a loaded machine
         deadline = time.monotonic() + 20
@@ -205,8 +205,8 @@ async def test_requests_waiting_on_their_clients_are_bounded(scaled, monkeypatch
         held = []
         for _ in range(5):
             held.append(await connect(served.port, SLOW_READER))
-            await until(lambda: len(server._held_up) == min(len(held), 3))
-        bounded = await until(lambda: guard.open == 3)
+            await apoll(lambda: len(server._held_up) == min(len(held), 3), 10)
+        bounded = await apoll(lambda: guard.open == 3, 10)
         for sock in held:
             sock.close()
     tally.cases()

@@ -11,8 +11,8 @@ import random
 
 import pytest
 
-from advisor.service.app import create_app
 from advisor.config.settings import Settings
+from advisor.service.app import create_app
 from support import HOSTS
 from support.rawhttp import exchange, get, judge, serving
 from tests.fault.tally import FULL
@@ -94,7 +94,7 @@ async def test_random_bytes(server, tally):
               b"Content-Length: 3\r\n", b"Transfer-Encoding: chunked\r\n", b"\r\n", b"\x00", b"\xff", b"%00", b"?",
               b"&", b"=", b":", b" ", b"\t"]
     problems = []
-    for i in range(RANDOM_CASES):
+    for _ in range(RANDOM_CASES):
         payload = b"".join(rng.choice(pieces) if rng.random() < 0.7 else bytes([rng.randrange(256)])
                            for _ in range(rng.randint(1, 40))) + b"\r\n\r\n"
         problem = judge(await exchange(port, payload, timeout=0.5))

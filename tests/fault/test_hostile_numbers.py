@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 
 import pytest
+
+from advisor.config.settings import Settings
+from advisor.service.app import create_app
 from support import HOSTS
 from support.rawhttp import exchange, get, judge, serving
-
-from advisor.service.app import create_app
-from advisor.config.settings import Settings
 
 SNAPSHOT = HOSTS / "2.3.2" / "ssd-mirror2x2" / "idle"
 NUMBERS = {

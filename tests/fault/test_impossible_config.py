@@ -21,11 +21,11 @@ import time
 from pathlib import Path
 
 import pytest
+
+from advisor.cli import main
 from support import HOSTS
 from support.service import Service
 from support.tls import make_certs
-
-from advisor.cli import main
 
 SNAPSHOT = HOSTS / "2.3.2" / "ssd-mirror2x2" / "idle"
 DEEP = 5000

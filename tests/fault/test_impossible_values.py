@@ -64,7 +64,7 @@ def _replaced(before, after, where: str = "") -> str | None:
                     None)
     if isinstance(before, list) and isinstance(after, list):
         if len(before) == len(after):
-            return next((found for i, (b, a) in enumerate(zip(before, after))
+            return next((found for i, (b, a) in enumerate(zip(before, after, strict=True))
                          if (found := _replaced(b, a, f"{where}[{i}]"))), None)
         return next((f"{where}[{i}]: {str(a)[:80]!r}" for i, a in enumerate(after) if a not in before), None)
     return f"{where}: {str(before)[:80]!r} -> {str(after)[:80]!r}"
@@ -78,8 +78,8 @@ MEMORY_PARAMETERS = ("zfs_arc_max", "zfs_dirty_data_max")
 
 @pytest.mark.parametrize("workload", ["general", "postgres"])
 async def test_no_advice_is_built_on_an_impossible_host(http_client, tmp_path, workload):
-    from advisor.service.app import create_app
     from advisor.config.settings import Settings
+    from advisor.service.app import create_app
 
     root = tmp_path / "host"
     shutil.copytree(SNAPSHOT, root)

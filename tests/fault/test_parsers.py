@@ -11,18 +11,30 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from advisor.hostmodel.facts import parse_version
-from advisor.host import (disks, kstat, modparams, pool_kstats, system, txgs, versions, zdb, zfs_props, zpool_iostat,
-                          zpool_status)
+from advisor.host import (
+    disks,
+    kstat,
+    modparams,
+    pool_kstats,
+    system,
+    txgs,
+    versions,
+    zdb,
+    zfs_props,
+    zpool_iostat,
+    zpool_status,
+)
 from advisor.host.collect import _pools_from_properties
 from advisor.host.parsing import ParseError
+from advisor.hostmodel.facts import parse_version
 from support import FIXTURES, HOSTS
 from tests.fault.tally import FULL, Tally
 

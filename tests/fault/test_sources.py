@@ -16,8 +16,8 @@ import shutil
 
 import pytest
 
-from advisor.service.app import create_app
 from advisor.config.settings import Settings
+from advisor.service.app import create_app
 from support import recorded_snapshots, snapshot_id
 from tests.fault.breaks import Fault, all_faults, broken_copy
 from tests.fault.tally import FULL

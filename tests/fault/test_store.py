@@ -20,8 +20,8 @@ import time
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from advisor.service.app import create_app
 from advisor.config.settings import Settings
+from advisor.service.app import create_app
 from advisor.store.db import connect
 from support import HOSTS, REPO
 from tests.fault.tally import FULL
@@ -196,7 +196,7 @@ def _damaged_state(tmp_path, damage: str):
 
     state = tmp_path / "state"
     store = ProbeStore(connect(state))
-    for i in range(200):  # enough pages that a cut can fall past the schema
+    for _ in range(200):  # enough pages that a cut can fall past the schema
         run = store.start_run("tank", "postgres", None, {"seconds": 60}, [{"parameter": "recordsize", "pad": "x" * 500}],
                               None)
         store.note_skip("tank", "postgres", run, "busy", "the pool was busy " * 20)
@@ -410,8 +410,8 @@ async def test_an_unreadable_store_is_named_in_each_store_answer(tmp_path, tally
     """The routes whose answer is the store: an empty list naming why, or a 404 naming why (not a 503)."""
     from aiohttp.test_utils import TestClient, TestServer
 
-    from advisor.service.app import create_app
     from advisor.config.settings import Settings
+    from advisor.service.app import create_app
     from advisor.store.db import DB_FILE
 
     state = tmp_path / "state"

@@ -52,7 +52,7 @@ class PrometheusServer:
         )
         self.proc: subprocess.Popen | None = None
 
-    def __enter__(self) -> "PrometheusServer":
+    def __enter__(self) -> PrometheusServer:
         self.log = open(self.workdir / "prometheus.log", "wb")
         self.proc = subprocess.Popen(
             [

@@ -8,12 +8,12 @@ import shutil
 
 import pytest
 from aiohttp.test_utils import TestServer
-from support import RECORDING
-from support.fleet import exposition, serving, store_sibling_probes
 
 from advisor.api.appkeys import FLEET
 from advisor.config.settings import Settings
 from advisor.service.app import create_app
+from support import RECORDING
+from support.fleet import exposition, serving, store_sibling_probes
 
 from .promserver import PrometheusServer
 

@@ -21,13 +21,13 @@ import urllib.request
 from collections import Counter
 
 import pytest
+
+from advisor.exporters.pools import HEALTH_STATES, UNKNOWN_HEALTH
 from support import HOSTS
 from support.changes import seed_change
 from support.dashboard import GRAFANA, alternatives, builder, instances_of, legend, panel_targets, resolve, why_empty
 from support.probes import seed_efficiency_report, seed_recordsize_probe
 from support.service import Service
-
-from advisor.exporters.pools import HEALTH_STATES, UNKNOWN_HEALTH
 
 from .promserver import PrometheusServer
 

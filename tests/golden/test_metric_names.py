@@ -15,11 +15,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.hosts import make_host
-from support.metricnames import families_in, violations
 
 from advisor.exporters.base import ExportOptions, Scrape
 from advisor.exporters.collector import FactsCollector
+from support.hosts import make_host
+from support.metricnames import families_in, violations
 
 GOLDEN = Path(__file__).resolve().parent / "metrics"
 def test_the_rules_catch_the_names_they_are_for():

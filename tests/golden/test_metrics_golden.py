@@ -18,11 +18,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support import HOSTS, check_golden, recorded_snapshots, snapshot_id
 
 from advisor import __version__
-from advisor.service.app import create_app
 from advisor.config.settings import Settings
+from advisor.service.app import create_app
+from support import HOSTS, check_golden, recorded_snapshots, snapshot_id
 
 GOLDEN = Path(__file__).resolve().parent / "metrics"
 SNAPSHOTS = recorded_snapshots()

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from support import recorded_snapshots
 
-from advisor.service.app import create_app
 from advisor.config.settings import Settings
+from advisor.service.app import create_app
+from support import recorded_snapshots
 
 SNAPSHOTS = recorded_snapshots()
 # zpool iostat -r columns (zpool-iostat(8)) and the labels the exporter gives them

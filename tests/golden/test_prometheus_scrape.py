@@ -18,6 +18,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
 from support import REPO, recorded_snapshots
 
 from .promserver import PrometheusServer, free_port

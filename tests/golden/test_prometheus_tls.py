@@ -4,6 +4,7 @@ reports the target up; with a wrong password it reports it down with the server'
 from __future__ import annotations
 
 import pytest
+
 from support import RECORDING
 from support.service import Service
 from support.tls import bcrypt_hash, make_certs

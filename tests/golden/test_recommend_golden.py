@@ -19,12 +19,12 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from support import HOSTS, check_golden, recorded_snapshots, snapshot_id
 
-from advisor.service.app import create_app
+from advisor.config.settings import Settings
 from advisor.engine.loader import load_rulebook
 from advisor.engine.models import GENERAL
-from advisor.config.settings import Settings
+from advisor.service.app import create_app
+from support import HOSTS, check_golden, recorded_snapshots, snapshot_id
 
 GOLDEN = Path(__file__).resolve().parent / "recommend"
 SNAPSHOTS = recorded_snapshots()

@@ -8,13 +8,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from advisor.config.settings import Settings
+from advisor.service.app import create_app
 from support import FIXTURES, check_golden
 from support.dashboard import GRAFANA, alternatives, panel_targets, resolve
 from support.metricnames import families_in, violations
 from support.service import Service
-
-from advisor.service.app import create_app
-from advisor.config.settings import Settings
 
 from .promserver import PrometheusServer
 

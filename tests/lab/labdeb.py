@@ -14,9 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from labservice import FIND_NAMED, REPO, SERVICE, existing, wait_running
-
 from advisor import __version__
+from labservice import FIND_NAMED, REPO, SERVICE, existing, wait_running
 
 UPGRADE, BROKEN = f"{__version__}+test1", f"{__version__}+test2"
 GUEST_DEBS = "/root/lab-debs"

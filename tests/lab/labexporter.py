@@ -6,8 +6,8 @@ import contextlib
 import shlex
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from advisor.config.settings import DEFAULT_PORT
 

@@ -100,7 +100,7 @@ class Layout:
     # `lines` with ZFS_ADVISOR_LAB_LONG=1 (docs/lab.md, "CI time")
     ci_lines: tuple[str, ...] | None = None
 
-    def with_serial_prefix(self, prefix: str) -> "Layout":
+    def with_serial_prefix(self, prefix: str) -> Layout:
         """The same layout with disk serials `<prefix><name>`: unique when layouts share a VM."""
         return replace(self, disks=tuple(replace(d, serial_prefix=prefix) for d in self.disks))
 

@@ -19,7 +19,7 @@ def params(vm, *names: str) -> dict[str, str]:
     out = vm.exec(" ; ".join(f"cat {PARAMS}/{n}" for n in names)
                   + " ; awk '$1==\"c_max\"{print $3}' /proc/spl/kstat/zfs/arcstats"
                   + " ; awk '$1==\"c_min\"{print $3}' /proc/spl/kstat/zfs/arcstats", check=True).stdout.split()
-    return dict(zip([*names, "arcstats.c_max", "arcstats.c_min"], out))
+    return dict(zip([*names, "arcstats.c_max", "arcstats.c_min"], out, strict=True))
 
 
 def arc_demand_data(vm) -> tuple[int, int]:

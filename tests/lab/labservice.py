@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 import labimage
-
 from advisor.config.settings import DEFAULT_PORT
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "golden"))

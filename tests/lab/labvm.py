@@ -18,6 +18,7 @@ image's own key.  qemu is always killed at exit, also on errors.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shlex
 import shutil
@@ -26,9 +27,9 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import labimage
 import lablayouts as layouts_mod
@@ -44,7 +45,7 @@ BOOT_MASKED_UNITS = ("systemd-udev-settle.service", "zfs-load-module.service",
 KERNEL_CMDLINE = " ".join(["root=/dev/vda", "rw", "console=ttyS0", "quiet",
                            "systemd.show_status=false"]
                           + [f"systemd.mask={u}" for u in BOOT_MASKED_UNITS])
-_LIVE: set["LabVM"] = set()
+_LIVE: set[LabVM] = set()
 
 
 @atexit.register
@@ -66,7 +67,7 @@ class Result:
     def __iter__(self):  # rc, out, err = vm.exec(...)
         return iter((self.rc, self.stdout, self.stderr))
 
-    def check(self, what: str = "") -> "Result":
+    def check(self, what: str = "") -> Result:
         if self.rc != 0:
             raise LabError(f"{what or 'command'} failed with rc={self.rc}\n"
                            f"stdout:\n{self.stdout}\nstderr:\n{self.stderr}")
@@ -108,7 +109,7 @@ class LabVM:
 
     # -- lifecycle ---------------------------------------------------------
 
-    def __enter__(self) -> "LabVM":
+    def __enter__(self) -> LabVM:
         try:
             self.start()
         except BaseException:
@@ -162,7 +163,7 @@ class LabVM:
         self.port = free_port()
         argv = self.qemu_argv()
         self._log(shlex.join(argv))
-        self._qemu_log = open(self.tmp / "qemu.log", "wb")
+        self._qemu_log = open(self.tmp / "qemu.log", "wb")  # noqa: SIM115 - the VM's log, open while it runs, closed by kill()
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self._qemu_log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
         _LIVE.add(self)
@@ -247,10 +248,8 @@ class LabVM:
 
     def kill(self) -> None:
         if self.proc and self.proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):  # the VM's group is gone already
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             self.proc.wait()
         if self._qemu_log:
             self._qemu_log.close()

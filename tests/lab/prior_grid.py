@@ -38,14 +38,13 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parents[2]))  # the repository: `advisor` without PYTHONPATH
 import labimage  # noqa: E402 - after the sys.path line above
 import lablayouts  # noqa: E402 - after the sys.path line above
-
 from advisor.model.features import job_shape  # noqa: E402,F401  (also used by tests/unit/test_prior_grid.py)
 from advisor.model.features import pool_shape as model_pool_shape  # noqa: E402 - after the sys.path line above
 from advisor.probe.candidates import CandidateError, parse_candidate_spec  # noqa: E402 - after the sys.path line above
@@ -119,7 +118,7 @@ class Settings:
 
 
 def log(msg: str) -> None:
-    print(f"[prior-grid {datetime.now(timezone.utc):%H:%M:%S}] {msg}", flush=True)
+    print(f"[prior-grid {datetime.now(UTC):%H:%M:%S}] {msg}", flush=True)
 
 
 # --- what the probe is asked for ----------------------------------------------------------
@@ -155,7 +154,8 @@ def required(workload: str, extend: bool, module: tuple[str, ...] = ()) -> set[t
     if module:
         return set(module_candidates(module))
     sizes = GRID[workload] + (EXTENSION[workload] if extend else ())
-    return {("recordsize", v) for v in sizes} | {tuple(e.split("=", 1)) for e in EXTRA}  # type: ignore[misc]
+    extra = {(name, value) for name, value in (e.split("=", 1) for e in EXTRA)}
+    return {("recordsize", v) for v in sizes} | extra
 
 
 def probe_budget(n: int, working_set: int, s: Settings) -> int:
@@ -250,7 +250,7 @@ def rows_of(output: dict, *, zfs_version: str, layout: str, profile: dict, arc_m
             "write_p50_us": _us(r["write_p50"], r["write_iops"]), "write_p99_us": _us(r["write_p99"], r["write_iops"]),
             "compress_ratio": _num(r["compress_ratio"], 2),
             "run_id": f"zfs{zfs_version}-{layout}-{run['workload']}-{run['id']}-{int(run['started_at'])}",
-            "started_at": datetime.fromtimestamp(r["started_at"], timezone.utc).isoformat(timespec="seconds"),
+            "started_at": datetime.fromtimestamp(r["started_at"], UTC).isoformat(timespec="seconds"),
             "arc_hit_ratio": _num(r["arc_hit_ratio"], 4),
             "read_p999_us": _us(r["read_p999"], r["read_iops"]), "write_p999_us": _us(r["write_p999"], r["write_iops"]),
             "sync_p99_us": _us(r["sync_p99"], 1), "cpu_user": _num(r["cpu_user"], 4),
@@ -398,6 +398,23 @@ def probe_cell(vm: LabVM, workload: str, s: Settings, layout: str, recordsizes: 
     return None
 
 
+def _check_grid(ap: argparse.ArgumentParser, layouts: list[str], workloads: list[str], module: tuple[str, ...],
+                out: Path | None) -> None:
+    """Exits through `ap` (a usage error) on a workload without a grid, a module grid that does
+    not parse or has no --out of its own; an unknown layout raises as lablayouts.get does."""
+    for w in workloads:
+        if w not in GRID:
+            ap.error(f"workload {w!r} has no grid; valid: {sorted(GRID)}")
+    for layout in layouts:
+        lablayouts.get(layout)
+    try:
+        module_candidates(module)
+    except CandidateError as exc:
+        ap.error(str(exc))
+    if module and out is None:
+        ap.error("--module-param needs --out: a module-parameter grid does not belong in the prior")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--zfs", default="2.3", help="OpenZFS line of the lab image (default 2.3)")
@@ -438,18 +455,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     layouts = [x for x in args.layouts.split(",") if x]
     workloads = [x for x in args.workloads.split(",") if x]
-    for w in workloads:
-        if w not in GRID:
-            ap.error(f"workload {w!r} has no grid; valid: {sorted(GRID)}")
-    for l in layouts:
-        lablayouts.get(l)
     module = tuple(args.module_param)
-    try:
-        module_candidates(module)
-    except CandidateError as exc:
-        ap.error(str(exc))
-    if module and args.out is None:
-        ap.error("--module-param needs --out: a module-parameter grid does not belong in the prior")
+    _check_grid(ap, layouts, workloads, module, args.out)
     t_start = time.monotonic()
     deadline = t_start + args.max_minutes * 60
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else {"layouts": {}, "runs": []}
@@ -462,7 +469,7 @@ def main(argv: list[str] | None = None) -> int:
     per_candidate: list[float] = []  # measured wall seconds per candidate, incl. the probe's own overhead
     boot_cost = 150.0
     skipped: list[str] = []
-    run_meta = {"started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "commit": commit,
+    run_meta = {"started_at": datetime.now(UTC).isoformat(timespec="seconds"), "commit": commit,
                 "command": shlex.join(["tests/lab/prior-grid", *(argv if argv is not None else sys.argv[1:])]),
                 "settings": s.__dict__, "cells": []}
     meta["runs"].append(run_meta)
@@ -533,7 +540,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         run_meta["wall_s"] = round(time.monotonic() - t_start, 1)
         run_meta["skipped"] = skipped
-        run_meta["ended_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        run_meta["ended_at"] = datetime.now(UTC).isoformat(timespec="seconds")
         meta_path.write_text(json.dumps(meta, indent=2) + "\n")
         subprocess.run(["rm", "-rf", str(tmp)])
     write_provenance(out, meta)
@@ -618,7 +625,7 @@ def markdown_summary(rows: list[dict[str, str]]) -> str:
             by_run.setdefault(r["run_id"], []).append(float(r["iops"]))
         run_base = {run: statistics.fmean(v) for run, v in by_run.items()}
 
-        def ratio(rs):
+        def ratio(rs, base_iops=base_iops, run_base=run_base):  # this cell's baselines, bound now
             if not base_iops:
                 return None
             return statistics.fmean(float(r["iops"]) / run_base.get(r["run_id"], base_iops) for r in rs)

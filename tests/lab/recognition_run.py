@@ -26,11 +26,11 @@ RUNTIME, RAMP, SAMPLE_SECONDS = 40, 5, 5
 HYGIENE = Hygiene(runtime_seconds=RUNTIME, ramp_seconds=RAMP, max_file_bytes=256 << 20)
 
 # Jobs no profile was tuned on (fio(1) options; `directory` is added).
-PGBENCH_LIKE = """[global]
+PGBENCH_LIKE = f"""[global]
 ioengine=psync
 time_based=1
-runtime={runtime}
-ramp_time={ramp}
+runtime={RUNTIME}
+ramp_time={RAMP}
 randrepeat=0
 fallocate=none
 refill_buffers=1
@@ -47,7 +47,7 @@ rw=write
 bs=8K
 fdatasync=1
 size=64M
-""".format(runtime=RUNTIME, ramp=RAMP)
+"""
 
 # A file copy: a tree of many small and some large files copied in, as `cp -a` does it.
 COPY = ("set -e; for i in 1 2 3; do cp -a /usr/lib /tank/rec/lib.$i; cp -a /usr/share /tank/rec/share.$i; "

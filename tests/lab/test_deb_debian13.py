@@ -15,12 +15,11 @@ import time
 
 import pytest
 
+from advisor import __version__
 from labdeb import SYSTEMD_MADE, UPGRADE, Steps, apt_get, footprint, left_after_purge, packages, release, serving
 from labimage import DEBIAN13
 from labparams import lab_params
 from labservice import REPO, SERVICE, port_closed, tunnel
-
-from advisor import __version__
 
 pytestmark = [
     pytest.mark.lab,

@@ -16,10 +16,9 @@ import time
 
 import pytest
 
+from advisor.config.settings import DEFAULT_PORT
 from labparams import lab_params
 from labservice import FIND_NAMED, SERVICE, build_wheels, existing, port_closed, show, tunnel, wait_running
-
-from advisor.config.settings import DEFAULT_PORT
 
 pytestmark = [
     pytest.mark.lab,

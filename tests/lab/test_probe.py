@@ -11,11 +11,10 @@ import time
 import pytest
 
 import prior_grid
-from labchecks import check_decided_from_the_probe
-from labprobe import PARAMS, PROBE, SMALL, STATE, abort_by_a_writer, arc_demand_data, params, wait_for
-from labparams import lab_params
-
 from advisor.evidence.interval import run_interval
+from labchecks import check_decided_from_the_probe
+from labparams import lab_params
+from labprobe import PARAMS, PROBE, SMALL, STATE, abort_by_a_writer, arc_demand_data, params, wait_for
 
 pytestmark = pytest.mark.lab
 
@@ -137,7 +136,7 @@ def test_probe_results_match_an_independent_fio_run(lab_vm, probed):
                         "zpool sync tank && sleep 3", check=True, timeout=300)
             before = arc_demand_data(vm)
             out = vm.exec("fio --output-format=json /tmp/indep.fio", check=True, timeout=300).stdout
-            hits, misses = (a - b for a, b in zip(arc_demand_data(vm), before))
+            hits, misses = (a - b for a, b in zip(arc_demand_data(vm), before, strict=True))
             jobs = json.loads(out[out.index("{"):])["jobs"][0]
             iops.append(jobs["read"]["iops"] + jobs["write"]["iops"])
             hit_ratios.append(hits / max(1, hits + misses))

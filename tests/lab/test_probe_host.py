@@ -146,7 +146,7 @@ def test_the_capped_probe_beside_the_default(lab_vm, uncached):
     # with and then without prefetch) the 96 MiB file was still all in the ARC after a 64 MiB cap;
     # the samples of c and size above say what the cap did to the ARC. The 64 MiB cap held the
     # whole 48 MiB the ARC stored of 128K's working set and served 0.95 of its reads.
-    for uncached_ratio, capped_ratio in zip(hit["uncached"], hit["arc-cap"]):
+    for uncached_ratio, capped_ratio in zip(hit["uncached"], hit["arc-cap"], strict=True):
         assert uncached_ratio <= capped_ratio + 0.05, hit
 
 

@@ -36,8 +36,8 @@ import time
 import pytest
 
 import prior_grid
-from labchecks import check_decided_from_the_probe
 from advisor.hostmodel.tunables import DATASET_DEFAULTS
+from labchecks import check_decided_from_the_probe
 from labparams import lab_params
 
 pytestmark = [

@@ -29,19 +29,34 @@ from pathlib import Path
 import pytest
 import yaml
 
-from labparams import lab_params, long_jobs
-
-from labdeb import (BROKEN, CONFIG, PATHS, SYSTEMD_MADE, UNIT_DIR, UNITS, UPGRADE, Steps, dpkg, footprint,
-                    left_after_purge, packages, release, running_version, serving, status)
-from labservice import REPO, SERVICE, existing, journal, now, port_closed, show, tunnel, wait_running
-
 from advisor import __version__
 from advisor.cli.serve import WEDGE_AFTER, WEDGE_CONSENT, WEDGE_GUARD
-from advisor.model import MODEL_VERSION
 from advisor.config.settings import DEFAULT_PORT
+from advisor.model import MODEL_VERSION
+from labdeb import (
+    BROKEN,
+    CONFIG,
+    PATHS,
+    SYSTEMD_MADE,
+    UNIT_DIR,
+    UNITS,
+    UPGRADE,
+    Steps,
+    dpkg,
+    footprint,
+    left_after_purge,
+    packages,
+    release,
+    running_version,
+    serving,
+    status,
+)
+from labparams import lab_params, long_jobs
+from labservice import REPO, SERVICE, existing, journal, now, port_closed, show, tunnel, wait_running
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "golden"))
 from promserver import PrometheusServer  # noqa: E402 - after the sys.path line above
+
 from support.dashboard import alternatives, panel_targets, resolve, why_empty  # noqa: E402 - after the sys.path line above
 
 pytestmark = [
@@ -221,7 +236,7 @@ def test_the_sandboxed_service_reads_zfs(installed):
     proc = vm.exec(f"ps -o user=,group= -p {pid}; grep -E '^(CapEff|Groups|Seccomp):' /proc/{pid}/status",
                    check=True).stdout
     print(f"\nmain process {pid}:\n{proc}")
-    assert not proc.split()[0] == "root" and re.search(r"CapEff:\s+0+\n", proc) and re.search(r"Seccomp:\s+2", proc)
+    assert proc.split()[0] != "root" and re.search(r"CapEff:\s+0+\n", proc) and re.search(r"Seccomp:\s+2", proc)
     vm.exec("zpool wait -t scrub tank", timeout=300, check=True)  # started by the fixture
     # A collection that started after the scrub (commands run every 15 s).
     deadline = time.monotonic() + 90

@@ -38,7 +38,7 @@ class HangingRunner(ReplayRunner):
         super().__init__([])
 
     async def run(self, argv, timeout_seconds=None):
-        await asyncio.sleep(3600)
+        await asyncio.sleep(3600)  # never answering is what it is for
 
 
 def check_golden(golden: Path, text: str, update: bool, what: str) -> None:

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from advisor.changes.detect import tracked
 from advisor.changes.tracker import ChangeTracker
 from advisor.engine.loader import load_rulebook
-from advisor.hostmodel.facts import Histogram, Host, KStat, Property
 from advisor.host.snapshot import collect_from_root
+from advisor.hostmodel.facts import Histogram, Host, KStat, Property
 
 STEP = 15  # seconds between collections, the default commands_interval_seconds
 WIGGLE = (1.0, 1.06, 0.95, 1.03, 0.97, 1.04, 0.96, 1.02)  # the load's own variation per interval
@@ -44,7 +44,7 @@ class Progression:
         self.t += STEP
         self.ops += rate * STEP * WIGGLE[self.i % len(WIGGLE)]
         self.i += 1
-        h.collected_at = datetime.fromtimestamp(self.t, timezone.utc)
+        h.collected_at = datetime.fromtimestamp(self.t, UTC)
         ds = h.dataset(self.dataset)
         base = ds.io.values
         ops = int(self.ops)
@@ -59,7 +59,7 @@ class Progression:
             for b, c in enumerate(shape):  # this interval's ops spread like the recording's
                 target = max(0, b - 1) if faster else b
                 acc[target] += rate * STEP * c / total
-            counts[series] = [s + int(a) for s, a in zip(shape, acc)]
+            counts[series] = [s + int(a) for s, a in zip(shape, acc, strict=True)]
         pool.latency_histograms = {**pool.latency_histograms,
                                    self.pool: Histogram(unit=recorded.unit, bounds=recorded.bounds, counts=counts)}
         return h

@@ -13,7 +13,6 @@ import asyncio
 from pathlib import Path
 
 from aiohttp import web
-from support import RECORDING
 
 from advisor.config.settings import Settings
 from advisor.engine.loader import load_rulebook
@@ -21,6 +20,7 @@ from advisor.host.snapshot import collect_from_root
 from advisor.model import answers
 from advisor.model.dataset import cells, load_csv, samples
 from advisor.service.app import create_app
+from support import RECORDING
 
 LAYOUT_CELL = "zfs2.3.2/ssd-mirror2x2/postgres/512M"
 

@@ -17,8 +17,9 @@ import ssl
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 # what each kind of client sends, and then it sends nothing more and reads nothing
 SLOW_READER = (b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nAccept-Encoding: identity\r\n"

@@ -6,11 +6,22 @@ reading zpool/kstat text, for the exporter's collectors.
 """
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
-from advisor.hostmodel.facts import (Dataset, Disk, DiskStats, Host, KStat, Pool, Property, Txg, Vdev, VdevIostat,
-                                     ZfsInfo)
 from advisor.host import kstat, txgs, zpool_iostat
+from advisor.hostmodel.facts import (
+    Dataset,
+    Disk,
+    DiskStats,
+    Host,
+    KStat,
+    Pool,
+    Property,
+    Txg,
+    Vdev,
+    VdevIostat,
+    ZfsInfo,
+)
 
 MIB = 1 << 20
 PARAMS = {
@@ -97,7 +108,7 @@ def synthetic_host(
         *(extra_datasets or []),
     ]
     return Host(
-        collected_at=datetime(2026, 1, 1, tzinfo=timezone.utc), hostname="synthetic", memory_bytes=4 << 30,
+        collected_at=datetime(2026, 1, 1, tzinfo=UTC), hostname="synthetic", memory_bytes=4 << 30,
         cpu_count=4, zfs=ZfsInfo(present=True, kmod_version=version), pools=[pool], datasets=datasets,
         disks=disks, module_params=dict(PARAMS),
         kstats={} if dirty_delays is None else {"dmu_tx": KStat(values={"dmu_tx_dirty_delay": dirty_delays})},
@@ -188,7 +199,7 @@ def make_host(datasets: int = 2) -> Host:
         sectors_written=16, write_seconds=0.25, ios_in_progress=0, io_seconds=1.0, weighted_io_seconds=1.5,
     )
     return Host(
-        collected_at=datetime(2026, 11, 22, tzinfo=timezone.utc),
+        collected_at=datetime(2026, 11, 22, tzinfo=UTC),
         zfs=ZfsInfo(present=True, kmod_version="2.1.11-1"),
         pools=[pool, other],
         datasets=sets,

@@ -4,10 +4,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from support import FIXTURES
-
 from advisor.store.db import connect
 from advisor.store.probes import ProbeStore, ResultRow
+from support import FIXTURES
 
 # The ssd-mirror2x2 postgres cell of the shipped prior, repeat by repeat (IOPS, write p99 s):
 # 8K beat the 128K default.

@@ -7,8 +7,9 @@ import contextlib
 import json
 import logging
 import ssl
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any, AsyncIterator
+from typing import Any
 
 from aiohttp import web
 

@@ -6,14 +6,14 @@ what it changed, so that nobody mistakes its verdict for one on a real host.
 from __future__ import annotations
 
 import asyncio
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
-from advisor.hostmodel.facts import Host, Property
 from advisor.host.snapshot import collect_from_root
+from advisor.hostmodel.facts import Host, Property
 
 
-@lru_cache(maxsize=None)
+@cache
 def _recorded(path: Path) -> Host:
     return asyncio.run(collect_from_root(path)).host
 

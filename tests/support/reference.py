@@ -4,7 +4,7 @@ service's one render path, with its reused text and its fast writer) is held aga
 (tests/unit/test_exporter_render.py); collector durations are 0 here, so compare without them."""
 from __future__ import annotations
 
-from typing import Iterator, Mapping
+from collections.abc import Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import Metric

@@ -34,7 +34,7 @@ class Service:
         self.log = Path(log_dir) / f"serve-{self.port}.log"
         self.proc: subprocess.Popen | None = None
 
-    def __enter__(self) -> "Service":
+    def __enter__(self) -> Service:
         clean = {k: v for k, v in os.environ.items() if not k.startswith("ZFS_ADVISOR_")}
         env = {**clean, "PYTHONPATH": str(REPO), **self.env}
         limit = None if self.nofile is None else (lambda: resource.setrlimit(resource.RLIMIT_NOFILE,

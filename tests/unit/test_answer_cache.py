@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import asyncio
 
-from support import RECORDING
-from support.recorded import recorded_host, with_dataset_properties
-
+from advisor.config.settings import Settings
 from advisor.engine.answer_cache import AnswerCache
 from advisor.engine.loader import load_rulebook
 from advisor.engine.service import TargetError, recommend
-from advisor.hostmodel.facts import Dataset, KStat, dataset_reads
 from advisor.host.provider import FactsProvider
-from advisor.config.settings import Settings
+from advisor.hostmodel.facts import Dataset, KStat, dataset_reads
+from support import RECORDING
+from support.recorded import recorded_host, with_dataset_properties
 
 BOOK = load_rulebook(Settings().rules_dir)
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from support import RECORDING
 
 from advisor.answering.answerer import Answerer, Query
 from advisor.engine.loader import load_rulebook
@@ -15,6 +14,7 @@ from advisor.page import gather
 from advisor.recognise.answer import recommend_auto
 from advisor.recognise.classify import Recognition
 from advisor.service.regression_model import build_model
+from support import RECORDING
 
 BOOK = load_rulebook()
 WAL = Recognition("postgres", "wal", 0.9, None, reason="recognised from its I/O")

@@ -12,6 +12,7 @@ import json
 from functools import partial
 
 import pytest
+
 from support import HOSTS, REPO
 
 pytest.importorskip("numpy")

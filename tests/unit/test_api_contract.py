@@ -9,21 +9,21 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from openapi_spec_validator import validate
+
+from advisor.api.appkeys import CHANGES
+from advisor.api.openapi import build_openapi
+from advisor.config.settings import Settings
+from advisor.engine.loader import load_rulebook
+from advisor.host.snapshot import collect_from_root
+from advisor.hostmodel.facts import Host, Property
+from advisor.service.app import create_app
 from support import HOSTS
 from support.contract import mismatches, operation_path
 from support.probes import seed_efficiency_report, seed_recordsize_probe
-
-from advisor.api.openapi import build_openapi
-from advisor.service.app import create_app
-from advisor.api.appkeys import CHANGES
-from advisor.engine.loader import load_rulebook
-from advisor.hostmodel.facts import Host, Property
-from advisor.host.snapshot import collect_from_root
-from advisor.config.settings import Settings
 
 LOAD = HOSTS / "2.3.2" / "ssd-mirror2x2" / "load"
 TOKEN = "contract-test-token"
@@ -82,7 +82,7 @@ REQUESTS: list[tuple[str, str, dict, int]] = [
 
 def with_recordsize(host: Host, value: str, at: float) -> Host:
     changed = host.model_copy(deep=True)
-    changed.collected_at = datetime.fromtimestamp(at, timezone.utc)
+    changed.collected_at = datetime.fromtimestamp(at, UTC)
     dataset = changed.dataset("tank/pg")
     assert dataset is not None
     dataset.properties = {**dataset.properties, "recordsize": Property(value=value, source="local")}

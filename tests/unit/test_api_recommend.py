@@ -7,17 +7,17 @@ test_recommend_lab.py.
 from __future__ import annotations
 
 import pytest
-from support.hosts import synthetic_host
 
-from advisor.api.openapi import build_openapi
-from advisor.service.app import create_app
 from advisor.api.appkeys import FACTS
+from advisor.api.openapi import build_openapi
+from advisor.config.settings import Settings
 from advisor.engine.loader import RulesError, load_rulebook
 from advisor.engine.service import recommend
 from advisor.engine.text import recommend_text
 from advisor.host.collect import Collection
 from advisor.host.provider import FactsProvider
-from advisor.config.settings import Settings
+from advisor.service.app import create_app
+from support.hosts import synthetic_host
 
 
 class StaticFacts(FactsProvider):

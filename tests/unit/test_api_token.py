@@ -6,12 +6,13 @@ from __future__ import annotations
 import socket
 
 import pytest
+
+from advisor.api.auth import is_loopback, token_matches
+from advisor.config.settings import Settings, SettingsError, load_settings
+from advisor.service.app import create_app
 from support import RECORDING
 from support.remote import REMOTE, seen_from_remote
 
-from advisor.api.auth import is_loopback, token_matches
-from advisor.service.app import create_app
-from advisor.config.settings import Settings, SettingsError, load_settings
 
 async def remote_client(http_client, **settings):
     return await http_client(seen_from_remote(create_app(Settings(root=str(RECORDING), **settings))))

@@ -1,8 +1,8 @@
 """The real app through aiohttp's test client."""
 import pytest
 
-from advisor.service.app import create_app
 from advisor.config.settings import Settings
+from advisor.service.app import create_app
 
 
 @pytest.fixture

@@ -10,13 +10,14 @@ import time
 
 import pytest
 from aiohttp import web
-from support import RECORDING
-from support.tls import bcrypt_hash
 
-from advisor.server.passwords import FailureLimiter, PasswordChecks
-from advisor.service.app import create_app
 from advisor.api.appkeys import PASSWORDS
 from advisor.config.settings import Settings
+from advisor.server.passwords import FailureLimiter, PasswordChecks
+from advisor.service.app import create_app
+from support import RECORDING
+from support.tls import bcrypt_hash
+from support.waiting import await_until
 
 PASSWORD = "correct horse battery staple"
 
@@ -81,8 +82,7 @@ async def test_tries_beyond_their_budget_wait_behind_the_others(http_client, tmp
         order.append(name)
 
     spent = [asyncio.create_task(attempt(local, f"local-{i}")) for i in range(5)]
-    while checks.pending < 5:
-        await asyncio.sleep(0.01)
+    await await_until(lambda: checks.pending >= 5, 10, "the five local checks under way")
     await asyncio.gather(attempt(remote, "remote"), *spent)
     assert order.index("remote") <= 1, order
 
@@ -94,7 +94,7 @@ async def test_bcrypt_does_not_hold_the_worker_threads_that_render(http_client, 
     flood = [asyncio.create_task(client.get("/healthz", headers=basic("alice", f"guess-{i}"))) for i in range(30)]
     waits = []
     for _ in range(3):  # while the checks are under way (before, in the default executor: 5 s)
-        await asyncio.sleep(0.25)
+        await asyncio.sleep(0.25)  # the samples' pace, spread over the flood: no condition to wait for
         started = time.perf_counter()
         await asyncio.to_thread(lambda: None)
         waits.append(time.perf_counter() - started)
@@ -114,7 +114,7 @@ async def test_checks_waiting_are_bounded(http_client, tmp_path):
 def test_the_limiter_refills_and_keys_a_user_at_an_address():
     limiter = FailureLimiter(burst=2, per_second=20.0, max_clients=2)
     assert limiter.take("a") and limiter.take("a") and not limiter.take("a")
-    time.sleep(0.06)
+    time.sleep(0.06)  # the behaviour under test: 20 a second refill one failure in 0.05 s
     assert limiter.take("a")
     client = FailureLimiter.client
     assert client("alice", "2001:db8::1") == client("alice", "2001:db8::ffff") == "alice@2001:db8::/64"

@@ -19,17 +19,18 @@ import subprocess
 import time
 
 import pytest
+
+from advisor.api.appkeys import CHANGES, FACTS, RUNTIME
+from advisor.config.settings import Settings
+from advisor.host.snapshot import collect_from_root
+from advisor.hostmodel.facts import Host
+from advisor.service.app import create_app
+from advisor.store.db import DB_FILE, connect
+from advisor.store.probes import ProbeStore
 from support import HOSTS
 from support.changes import STEP, Progression
 from support.remote import seen_from_remote
-
-from advisor.service.app import create_app
-from advisor.api.appkeys import CHANGES, FACTS, RUNTIME
-from advisor.hostmodel.facts import Host
-from advisor.host.snapshot import collect_from_root
-from advisor.config.settings import Settings
-from advisor.store.db import DB_FILE, connect
-from advisor.store.probes import ProbeStore
+from support.waiting import await_until
 
 LOAD = HOSTS / "2.3.2" / "ssd-mirror2x2" / "load"
 WINDOW = 120
@@ -167,11 +168,9 @@ async def test_no_change_no_record_and_no_database(http_client, tmp_path):
     often it refreshes); a host whose settings stay put records nothing and creates no database."""
     app = app_for(tmp_path / "state", commands_interval_seconds=0.05)
     client = await http_client(app)
-    for _ in range(200):
-        if app[CHANGES].samples.times:
-            break
-        await asyncio.sleep(0.05)
-    await asyncio.sleep(0.3)  # a few refreshes more
+    await await_until(lambda: app[CHANGES].samples.times, 10, "the first sample")
+    runs = app[FACTS].command_runs
+    await await_until(lambda: app[FACTS].command_runs >= runs + 3, 10, "three refreshes more")
     body = await (await client.get("/v1/changes")).json()
     assert body["samples"] == 1 and body["changes"] == []
     assert not (tmp_path / "state" / DB_FILE).exists()
@@ -188,8 +187,8 @@ async def test_no_change_no_record_and_no_database(http_client, tmp_path):
 async def test_bad_input_is_a_json_4xx_naming_what_is_valid(http_client, tmp_path, query, status, says, valid):
     app = app_for(tmp_path / "state")
     client = await http_client(app)
-    while app[FACTS].last is None:  # the first collection names the host's pools and datasets
-        await asyncio.sleep(0.02)
+    # the first collection names the host's pools and datasets
+    await await_until(lambda: app[FACTS].last is not None, 10, "the first collection")
     resp = await client.get(f"/v1/changes?{query}")
     err = (await resp.json())["error"]
     assert resp.status == status and says in err["reason"], err

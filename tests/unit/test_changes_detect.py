@@ -6,15 +6,14 @@ not recorded, derived, as each test says.
 """
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-
-from support import HOSTS
-from support.recorded import recorded_host, with_dataset_properties
+from datetime import UTC, datetime, timedelta
 
 from advisor.changes.detect import Change, detect, tracked, values
 from advisor.changes.samples import Samples
 from advisor.engine.loader import load_rulebook
 from advisor.hostmodel.facts import Dataset, KStat, Property, SourceStatus
+from support import HOSTS
+from support.recorded import recorded_host, with_dataset_properties
 
 LOAD = HOSTS / "2.3.2" / "ssd-mirror2x2" / "load"
 WHAT = tracked(load_rulebook())
@@ -64,7 +63,7 @@ def test_no_change_is_read_from_a_failed_source_or_the_probes_scratch_datasets()
 def test_an_idle_dataset_costs_one_entry_and_old_samples_go():
     host = recorded_host(LOAD)
     ring = Samples(horizon_seconds=60)
-    start = datetime(2026, 11, 28, tzinfo=timezone.utc)
+    start = datetime(2026, 11, 28, tzinfo=UTC)
     for i in range(20):
         h = host.model_copy()
         h.collected_at = start + timedelta(seconds=15 * i)

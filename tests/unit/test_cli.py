@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import aiohttp
+
 from support.cli import run_cli
 
 REPO = Path(__file__).resolve().parents[2]

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import json
 
-from support.cli import run_cli
-
 from advisor.engine.loader import load_rulebook
+from support.cli import run_cli
 
 
 def test_list_names_every_workload_with_its_title():

@@ -7,10 +7,10 @@ import shlex
 import subprocess
 
 import pytest
-from support import HOSTS
-from support.cli import run_cli
 
 from advisor.engine.script import _comment
+from support import HOSTS
+from support.cli import run_cli
 
 HOSTS_ASKED = [  # (recorded host, arguments): a new dataset with module changes; an existing dataset
     ("2.3.2/hdd-raidz2x6/idle", ["--workload", "postgres"]),

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 
-from support import HOSTS
-from support.cli import run_cli
-
 from advisor.cli.snapshot import failure_report
 from advisor.host.snapshot import load_manifest
+from support import HOSTS
+from support.cli import run_cli
 
 RECORDED = HOSTS / "2.3.2" / "hdd-mirror2x2" / "idle"
 

@@ -6,12 +6,12 @@ import shutil
 import sys
 
 import pytest
-from support import REPO, recorded_snapshots
 
-from advisor.hostmodel.tunables import TUNING_PROPERTIES
 from advisor.host import kstat, zfs_props
 from advisor.host.parsing import compact_dict, lines_in_blocks
 from advisor.host.snapshot import collect_from_root, open_snapshot
+from advisor.hostmodel.tunables import TUNING_PROPERTIES
+from support import REPO, recorded_snapshots
 
 SNAPSHOTS = recorded_snapshots("idle")
 
@@ -37,7 +37,7 @@ def _zfs_get(datasets: int) -> str:
 def test_a_parse_reuses_the_objects_of_the_last_one_where_rows_are_as_they_were():
     first = zfs_props.parse_zfs_get(_zfs_get(3))
     again = zfs_props.parse_zfs_get(_zfs_get(3), first)
-    assert all(a is b for a, b in zip(first, again))  # nothing changed: the same datasets
+    assert all(a is b for a, b in zip(first, again, strict=True))  # nothing changed: the same datasets
     changed = _zfs_get(3).replace("tank/ds1\tused\t1001\t-", "tank/ds1\tused\t5\t-").replace(
         "tank/ds2\tcompression\tlz4\tinherited from tank", "tank/ds2\tcompression\tlz4\tlocal")
     third = zfs_props.parse_zfs_get(changed, again)
@@ -51,7 +51,7 @@ def test_a_parse_reuses_the_objects_of_the_last_one_where_rows_are_as_they_were(
 def test_datasets_share_property_names_values_and_field_sets():
     a, b = zfs_props.parse_zfs_get(_zfs_get(2))
     assert a.value("used") == "1000" and b.value("used") == "1001"
-    for key_a, key_b in zip(a.properties, b.properties):
+    for key_a, key_b in zip(a.properties, b.properties, strict=True):
         assert key_a == key_b and key_a is key_b  # one string per property name
     assert a.properties["compression"] is b.properties["compression"]  # same (value, source): one Property
     assert a.model_fields_set == {"name", "type", "properties"}
@@ -64,7 +64,7 @@ def test_kstat_counter_names_are_shared():
     text = "1 1 0x01 3 0 1 2\nname type data\ndataset_name 7 tank/{n}\nwrites 4 {n}\nnread 4 7\n"
     one, two = (kstat.parse_named_kstat(text.format(n=n)) for n in (1, 2))
     assert one.values == {"dataset_name": "tank/1", "writes": 1, "nread": 7}
-    assert all(k1 is k2 for k1, k2 in zip(one.values, two.values))
+    assert all(k1 is k2 for k1, k2 in zip(one.values, two.values, strict=True))
 
 
 @pytest.mark.skipif(not SNAPSHOTS, reason="no recorded lab snapshot yet")
@@ -103,7 +103,7 @@ async def test_facts_json_in_chunks_reuses_unchanged_datasets(tmp_path, monkeypa
     assert built == -(-len(host.datasets) // CHUNK)
     again = renderer.body(host.model_copy(update={"hostname": "other"}))
     # same datasets: nothing serialised, the very segments reused
-    assert renderer.serialised == built and all(a is b for a, b in zip(again.segments[1:-1], body.segments[1:-1]))
+    assert renderer.serialised == built and all(a is b for a, b in zip(again.segments[1:-1], body.segments[1:-1], strict=True))
     assert json.loads(again.inflate())["hostname"] == "other"
     changed = list(host.datasets)
     changed[CHUNK + 1] = changed[CHUNK + 1].model_copy(update={"io": None})
@@ -147,7 +147,7 @@ def test_compact_dict_is_the_same_dict(items):
 
 def test_compact_dicts_of_the_same_names_are_smaller_than_plain_ones():
     names = [f"counter_{i}" for i in range(26)]
-    plain = dict(zip(names, range(26)))
+    plain = dict(zip(names, range(26), strict=True))
     compact = compact_dict(dict(plain))
     assert sys.getsizeof(compact) < sys.getsizeof(plain) / 2
 

@@ -7,8 +7,8 @@ import zlib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.server.deflated import Deflated
 from advisor.server.bodies import SLICE, SlicedBody
+from advisor.server.deflated import Deflated
 
 PARTS = st.lists(st.binary(max_size=3000), max_size=8)
 

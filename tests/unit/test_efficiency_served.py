@@ -7,18 +7,18 @@ import copy
 import json
 import logging
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from support import RECORDING
-from support.probes import EFFICIENCY_MEASURED_AT, recorded_efficiency, seed_efficiency_report
 
 from advisor import cli
-from advisor.service.app import create_app
 from advisor.config.settings import Settings
+from advisor.service.app import create_app
 from advisor.store.db import connect
+from support import RECORDING
+from support.probes import EFFICIENCY_MEASURED_AT, recorded_efficiency, seed_efficiency_report
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 MEASURE = ["zfs-advisor", "probe", "--pool", "tank", "--efficiency"]
@@ -62,13 +62,13 @@ async def test_one_pool_s_report_with_when_it_was_measured(http_client, tmp_path
     assert resp.status == 200, await resp.text()
     body = await resp.json()
     assert body["pool"] == "tank"
-    assert datetime.fromisoformat(body["measured_at"]) == datetime.fromtimestamp(EFFICIENCY_MEASURED_AT, timezone.utc)
-    assert body["age_seconds"] == pytest.approx(datetime.now(timezone.utc).timestamp() - EFFICIENCY_MEASURED_AT,
+    assert datetime.fromisoformat(body["measured_at"]) == datetime.fromtimestamp(EFFICIENCY_MEASURED_AT, UTC)
+    assert body["age_seconds"] == pytest.approx(datetime.now(UTC).timestamp() - EFFICIENCY_MEASURED_AT,
                                                 abs=60)
     assert body["measure_argv"] == MEASURE and body["measure"] == " ".join(MEASURE)
     # stored before results named their test: seq-<direction>, in the report as well
     assert [r["test"] for r in body["results"]] == [f"seq-{r['direction']}" for r in report["results"]]
-    for served, stored in zip(body["results"], report["results"]):
+    for served, stored in zip(body["results"], report["results"], strict=True):
         assert served["ratio"] == stored["ratio"] and served["diagnosis"] == stored["diagnosis"]
         assert served["measured"] == stored["pool_bytes_per_second"] and served["unit"] == "bytes/s"
     assert body["report"] == {**report, "results": [{**r, "test": f"seq-{r['direction']}"} for r in report["results"]]}
@@ -94,13 +94,13 @@ async def test_a_run_of_one_part_keeps_the_other_part_of_an_earlier_run(http_cli
     seed_efficiency_report(tmp_path, measured_at=later, report=random_only)
     client = await _client(http_client, tmp_path)
     body = await (await client.get("/v1/efficiency", params={"pool": "tank"})).json()
-    assert datetime.fromisoformat(body["measured_at"]) == datetime.fromtimestamp(later, timezone.utc)
+    assert datetime.fromisoformat(body["measured_at"]) == datetime.fromtimestamp(later, UTC)
     by_test = {r["test"]: r["measured_at"] for r in body["results"]}
     assert by_test == {"rand-write-4k-sync": later, **{f"seq-{r['direction']}": EFFICIENCY_MEASURED_AT
                                                        for r in report["results"]}}
     assert body["report"]["results"] == []  # the report itself is the latest, as stored
     item = _item(await (await client.get("/recommend")).json())
-    day = datetime.fromtimestamp(EFFICIENCY_MEASURED_AT, timezone.utc).strftime("%Y-%m-%d")
+    day = datetime.fromtimestamp(EFFICIENCY_MEASURED_AT, UTC).strftime("%Y-%m-%d")
     assert f"(measured {day}, by an earlier run) reach" in item["explanation"]
     assert "andom writes (4K, sync) reach 0.27" in item["explanation"]  # the latest run's own: no date
     text = await (await client.get("/metrics")).text()
@@ -200,7 +200,7 @@ async def test_recommend_cites_the_report_as_information(http_client, tmp_path, 
         "info", "pool", "tank", "efficiency", "probe")
     assert item["change"] is False and item["apply"] is None and item["expected_effect"] is None
     assert item["measure_argv"] == MEASURE
-    day = datetime.fromtimestamp(EFFICIENCY_MEASURED_AT, timezone.utc).strftime("%Y-%m-%d")
+    day = datetime.fromtimestamp(EFFICIENCY_MEASURED_AT, UTC).strftime("%Y-%m-%d")
     assert f"measured {day}" in item["explanation"]
     for result in report["results"]:
         words = {"read": "reads", "write": "writes"}[result["direction"]]

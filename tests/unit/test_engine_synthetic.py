@@ -7,12 +7,12 @@ used by the API tests.
 from __future__ import annotations
 
 import pytest
-from support.hosts import MIB, disk, leaf, props, synthetic_host
 
 from advisor.engine.context import Context
 from advisor.engine.loader import load_rulebook
 from advisor.engine.service import TargetError, recommend
 from advisor.hostmodel.facts import Dataset, Host, Property, Vdev, ZfsInfo
+from support.hosts import MIB, disk, leaf, props, synthetic_host
 
 BOOK = load_rulebook()
 

@@ -7,11 +7,12 @@ import shutil
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from advisor.api.metrics import deadline_seconds
-from advisor.service.app import create_app
 from advisor.api.appkeys import FACTS
+from advisor.api.metrics import deadline_seconds
 from advisor.config.settings import Settings
+from advisor.service.app import create_app
 from support import RECORDING, HangingRunner
+from support.waiting import await_until
 
 
 @pytest.fixture
@@ -60,7 +61,7 @@ async def test_a_hung_zpool_serves_the_last_command_output_and_says_so(http_clie
     first = await (await client.get("/metrics")).text()
     assert values(first, "zfs_advisor_facts_stale") == {(): 0.0}
     app[FACTS].runner = HangingRunner()
-    await asyncio.sleep(1.0)  # the background refresh hangs past interval + command timeout
+    await await_until(app[FACTS].commands_overdue, 10, "the hanging refresh to pass interval + command timeout")
     resp = await client.get("/metrics", headers={"X-Prometheus-Scrape-Timeout-Seconds": "0.1"})
     text = await resp.text()
     assert resp.status == 200

@@ -4,10 +4,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from support.hosts import make_host
-
 from advisor.exporters.base import ExportOptions, Scrape
 from advisor.exporters.collector import FactsCollector
+from support.hosts import make_host
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "metrics.md"

@@ -5,11 +5,10 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from support.hosts import make_host
-
 from advisor.exporters.base import ExportOptions, Scrape, go_float
-from support.reference import reference_registry
 from advisor.exporters.exposition import text
+from support.hosts import make_host
+from support.reference import reference_registry
 
 
 class _Fixed:

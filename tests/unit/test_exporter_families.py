@@ -1,20 +1,21 @@
 """Exporter collectors on facts built by the real parsers from zpool/kstat text."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from support.hosts import LATENCY_ROWS, LATENCY_TEXT, SIZE_TEXT, make_host
 
-from advisor.hostmodel.facts import Host, ZfsInfo
-from advisor.host import zpool_iostat
-from advisor.host.zpool_props import parse_zpool_get, pool_from_properties
 from advisor.exporters.base import ExportOptions, Scrape
 from advisor.exporters.collector import COLLECTORS, FactsCollector
 from advisor.exporters.histograms import buckets
 from advisor.exporters.ioclass import latency_labels, queue_labels, size_labels
 from advisor.exporters.params import metric_name
+from advisor.host import zpool_iostat
+from advisor.host.zpool_props import parse_zpool_get, pool_from_properties
+from advisor.hostmodel.facts import Host, ZfsInfo
+from support.hosts import LATENCY_ROWS, LATENCY_TEXT, SIZE_TEXT, make_host
+
 
 def scrape_families(host: Host, **options) -> dict:
     text = FactsCollector().render(Scrape(host=host, options=ExportOptions(**options))).decode()
@@ -235,7 +236,7 @@ def test_a_failing_collector_costs_only_its_own_families():
 
 
 def test_no_zfs_is_no_data_not_an_error():
-    host = Host(collected_at=datetime.now(timezone.utc), zfs=ZfsInfo(present=False, reason="no module"))
+    host = Host(collected_at=datetime.now(UTC), zfs=ZfsInfo(present=False, reason="no module"))
     families = scrape_families(host)
     assert all(name.startswith("zfs_advisor_") for name in families)
     success = families["zfs_advisor_scrape_collector_success"].samples

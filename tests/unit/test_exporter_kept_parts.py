@@ -12,17 +12,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.service.app import create_app
 from advisor.api.appkeys import EXPORTER
-from advisor.server.deflated import Deflated, crc32_combine
+from advisor.config.settings import Settings
 from advisor.exporters import datasets
 from advisor.exporters.base import ExportOptions, Scrape, go_float
 from advisor.exporters.collector import FactsCollector
 from advisor.exporters.exposition import RowsFamily, int_value, row_line, text
 from advisor.exporters.negotiation import to_openmetrics
-from advisor.hostmodel.facts import Property
 from advisor.host.snapshot import collect_from_root
-from advisor.config.settings import Settings
+from advisor.hostmodel.facts import Property
+from advisor.server.deflated import Deflated, crc32_combine
+from advisor.service.app import create_app
 from support import HOSTS
 from support.reference import reference_text
 

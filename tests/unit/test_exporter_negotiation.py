@@ -9,10 +9,10 @@ import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
-from advisor.service.app import create_app
-from advisor.process.logs import quiet_polls
 from advisor.config.settings import Settings
 from advisor.exporters.negotiation import response_headers, to_openmetrics, variant, wants_openmetrics
+from advisor.process.logs import quiet_polls
+from advisor.service.app import create_app
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "tests" / "golden" / "metrics" / "2.3.2" / "ssd-mirror2x2" / "idle.prom"

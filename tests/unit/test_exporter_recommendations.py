@@ -7,8 +7,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import ValidationError
 
-from advisor.service.app import create_app
 from advisor.config.settings import Settings, SettingsError
+from advisor.service.app import create_app
 from support import HOSTS, RECORDING
 
 INFO = "zfs_advisor_recommendation_info"
@@ -73,11 +73,10 @@ async def test_a_dataset_of_the_setting_that_does_not_exist_is_a_self_metric(htt
 
 
 def test_a_missing_dataset_is_logged_once_while_it_stays_missing(caplog):
-    from support.hosts import synthetic_host
-
     from advisor.engine.advice import Advice
     from advisor.engine.loader import load_rulebook
     from advisor.hostmodel.facts import Dataset, SourceStatus
+    from support.hosts import synthetic_host
 
     advice = Advice(load_rulebook(), {"tank/pg": "postgres", "tank/new": "media"})
     host = synthetic_host()

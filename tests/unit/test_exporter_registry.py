@@ -6,11 +6,11 @@ import ast
 from pathlib import Path
 
 import pytest
-from support import REPO
 
 from advisor.exporters import registry
 from advisor.exporters.collector import COLLECTORS, COMMAND_OUTPUT_ONLY, SOURCES
 from advisor.exporters.datasets import io_source
+from support import REPO
 
 
 def _registering_modules() -> set[str]:
@@ -33,8 +33,8 @@ def test_every_module_that_registers_a_collector_is_run_in_its_order():
 
 
 def test_what_a_collector_registers_with_is_what_the_exporter_reuses_by():
-    assert COMMAND_OUTPUT_ONLY == {"vdevs", "histograms", "datasets", "module", "recommendations"}
-    assert SOURCES == {"dataset_io": io_source}
+    assert {"vdevs", "histograms", "datasets", "module", "recommendations"} == COMMAND_OUTPUT_ONLY
+    assert {"dataset_io": io_source} == SOURCES
 
 
 def test_an_order_taken_by_another_collector_is_refused(monkeypatch):

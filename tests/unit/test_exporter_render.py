@@ -6,10 +6,10 @@ import asyncio
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from advisor.hostmodel.facts import KStat, Property
-from advisor.host.snapshot import collect_from_root
 from advisor.exporters.base import ExportOptions, Scrape
 from advisor.exporters.collector import FactsCollector
+from advisor.host.snapshot import collect_from_root
+from advisor.hostmodel.facts import KStat, Property
 from support import HOSTS
 from support.reference import reference_text
 

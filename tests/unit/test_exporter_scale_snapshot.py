@@ -4,9 +4,9 @@ from __future__ import annotations
 import sys
 
 import pytest
-from support import REPO, recorded_snapshots
 
 from advisor.host.snapshot import collect_from_root
+from support import REPO, recorded_snapshots
 
 sys.path.insert(0, str(REPO / "tests" / "bench"))
 import scale_snapshot  # noqa: E402 - after the sys.path line above

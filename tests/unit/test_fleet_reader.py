@@ -11,13 +11,13 @@ import aiohttp
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
-from support import RECORDING
 
 from advisor.api.appkeys import FLEET
 from advisor.config.settings import FleetSettings, Settings
 from advisor.fleet.reader import FleetReader
 from advisor.fleet.series import FAMILIES, POOL_INFO
 from advisor.service.app import create_app
+from support import RECORDING
 
 INFO = {"instance": "sib:21134", "pool": "tank", "media": "ssd", "vdev_type": "mirror", "top_vdevs": "2",
         "vdev_width": "2", "ashift": "12", "disks": "4", "disk_model": "QEMU HARDDISK", "openzfs": "2.3"}

@@ -11,11 +11,23 @@ import re
 import shutil
 from pathlib import Path
 
-from support import REPO
 import pytest
 
-from support.imports import (callers_of, closure, cycles, floor_violations, import_graph, importers_of,
-                             outside_imports, package_pairs, part, python_files, reaches, unplaced)
+from support import REPO
+from support.imports import (
+    callers_of,
+    closure,
+    cycles,
+    floor_violations,
+    import_graph,
+    importers_of,
+    outside_imports,
+    package_pairs,
+    part,
+    python_files,
+    reaches,
+    unplaced,
+)
 
 GRAPH = import_graph()
 
@@ -238,9 +250,8 @@ def test_tests_import_helpers_from_support_not_from_other_test_modules():
     offenders = []
     for path in sorted(Path(REPO, "tests").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module:
-                if node.module.split(".")[-1] in test_modules:
-                    offenders.append(f"{path.relative_to(REPO)}: from {node.module}")
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[-1] in test_modules:
+                offenders.append(f"{path.relative_to(REPO)}: from {node.module}")
     assert not offenders
 
 

@@ -5,14 +5,14 @@ import json
 
 import pytest
 
-from advisor.service.app import create_app
 from advisor.cli import main
+from advisor.config.settings import Settings
 from advisor.layout.candidates import Candidate, candidates
 from advisor.layout.inputs import PlanInputError, given_disks, measured_disks
 from advisor.layout.predict import DiskSpec, plan, predict
 from advisor.layout.space import Vdev
 from advisor.probe.pooldesc import describe_pool
-from advisor.config.settings import Settings
+from advisor.service.app import create_app
 from advisor.store.db import connect
 from advisor.store.probes import ProbeStore
 from support import HOSTS

@@ -3,8 +3,16 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.layout.space import (Vdev, data_capacity, deflate_ratio, draid_asize, leaf_asize, metaslab_shift,
-                                  pool_space, raidz_asize)
+from advisor.layout.space import (
+    Vdev,
+    data_capacity,
+    deflate_ratio,
+    draid_asize,
+    leaf_asize,
+    metaslab_shift,
+    pool_space,
+    raidz_asize,
+)
 
 K, GiB = 1024, 1 << 30
 

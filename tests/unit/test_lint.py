@@ -1,6 +1,7 @@
-"""The code passes `ruff check` with the rules of pyproject.toml's [tool.ruff.lint] (pyflakes:
-unused imports, undefined names; syntax errors) and `mypy` with its [tool.mypy] (advisor/, the
-exporters through the advisor/exporters link): what either finds fails the unit tier."""
+"""The code passes `ruff check` with the rules of pyproject.toml's [tool.ruff.lint] (pyflakes,
+bugbear, pyupgrade, simplify, import order, complexity; syntax errors) and `mypy` with its
+[tool.mypy] (advisor/, the exporters through the advisor/exporters link): what either finds fails
+the unit tier."""
 from __future__ import annotations
 
 import os

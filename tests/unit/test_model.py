@@ -12,6 +12,7 @@ import csv
 import math
 import statistics
 from dataclasses import replace
+from itertools import pairwise
 
 import pytest
 
@@ -20,11 +21,11 @@ pytest.importorskip("sklearn")
 import numpy as np  # noqa: E402 - after the importorskip above
 
 from advisor.engine.loader import load_rulebook  # noqa: E402 - after the importorskip above
+from advisor.evidence.arc import disk_read_equivalent  # noqa: E402 - after the importorskip above
 from advisor.model.answers import Grid  # noqa: E402 - after the importorskip above
 from advisor.model.dataset import cells, load_csv, prior_path, samples  # noqa: E402 - after the importorskip above
 from advisor.model.evaluation import ShippedFit, evaluate, evaluate_cell, nested_caution, summary, twins  # noqa: E402 - after the importorskip above
 from advisor.model.features import WorkloadShape, from_csv_row, from_result, lab_cell, vector  # noqa: E402 - after the importorskip above
-from advisor.evidence.arc import disk_read_equivalent  # noqa: E402 - after the importorskip above
 from advisor.model.provider import ModelProvider, candidates_of  # noqa: E402 - after the importorskip above
 from advisor.model.regress import GPModel, QuantileBoost  # noqa: E402 - after the importorskip above
 from advisor.model.select import next_candidates  # noqa: E402 - after the importorskip above
@@ -151,8 +152,8 @@ def test_the_interval_narrows_as_local_probes_arrive(model, grid):
             local = list({(s.obs.value, s.obs.repeat): s for s in local}.values())
         p = model.predict(local, grid)
         widths.append([float(w) for w in p.perf.sd])
-    for before, after in zip(widths, widths[1:]):
-        assert all(a <= b + 1e-9 for a, b in zip(after, before)), (before, after)
+    for before, after in pairwise(widths):
+        assert all(a <= b + 1e-9 for a, b in zip(after, before, strict=True)), (before, after)
     i8k = next(i for i, c in enumerate(grid) if c.value == "8K")
     assert widths[-1][i8k] < 0.5 * widths[0][i8k]
 
@@ -515,5 +516,5 @@ def test_a_probe_run_whose_first_value_is_not_the_default_is_not_read_as_the_def
     y8 = [s.y_perf for s in both if s.obs.value == "8K"]
     base = statistics.fmean(float(r["iops"]) for r in defaults)
     assert y8 and all(abs(y - math.log(float(r["iops"]) / base)) < 1e-9
-                      for y, r in zip(y8, [r for r in eight_four if r["value"] == "8K"]))
+                      for y, r in zip(y8, [r for r in eight_four if r["value"] == "8K"], strict=True))
     assert min(y8) > 0.1  # postgres at 8K on this layout beats the default: not 0, as read against itself

@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("numpy")
 
 from advisor.model import calibration, fitted  # noqa: E402 - after the importorskip above
-from advisor.model.calibration import PairResult, held_out_calibration, scale_for  # noqa: E402
+from advisor.model.calibration import PairResult, held_out_calibration, scale_for  # noqa: E402 - after the importorskip above
 from advisor.model.dataset import load_csv, prior_path, samples  # noqa: E402 - after the importorskip above
 
 N = NormalDist()

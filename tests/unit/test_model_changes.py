@@ -9,14 +9,14 @@ the lab prior so that its effect on the prediction shows.
 from __future__ import annotations
 
 import pytest
-from support import RECORDING
 
-from advisor.service.app import create_app
+from advisor.config.settings import Settings
 from advisor.model.changes import change_observations, workload_of
 from advisor.model.features import Observation
-from advisor.config.settings import Settings
+from advisor.service.app import create_app
 from advisor.store.changes import ChangeStore
 from advisor.store.db import connect
+from support import RECORDING
 
 
 def record(old: str = "131072", new: str = "8192", before: float = 400.0, after: float = 200.0, *,

@@ -15,16 +15,16 @@ import sys
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from support import RECORDING, REPO
-from support.probes import seed_recordsize_probe
 
-from advisor.service.app import create_app
-from advisor.engine.models import Recommendation
+from advisor.config.settings import Settings
 from advisor.engine.decide import Ladder, decide
+from advisor.engine.models import Recommendation
 from advisor.engine.predicted import CandidatePrediction, PairEffect, ParameterPrediction
 from advisor.evidence.parameters import CandidateEvidence, ParameterEvidence
 from advisor.model import MODEL_VERSION
-from advisor.config.settings import Settings
+from advisor.service.app import create_app
+from support import RECORDING, REPO
+from support.probes import seed_recordsize_probe
 
 EFFECT = "zfs_advisor_recommendation_expected_effect_ratio"
 

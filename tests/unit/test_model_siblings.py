@@ -18,11 +18,16 @@ from advisor.cli import main  # noqa: E402 - after the importorskip above
 from advisor.model import fitted  # noqa: E402 - after the importorskip above
 from advisor.model.dataset import cells, load_csv, prior_path, samples  # noqa: E402 - after the importorskip above
 from advisor.model.evaluation import ShippedFit  # noqa: E402 - after the importorskip above
-from advisor.model.fleet_evaluation import evaluate_fleet, sibling_passes  # noqa: E402 - after the importorskip above
 from advisor.model.features import settings_key  # noqa: E402 - after the importorskip above
+from advisor.model.fleet_evaluation import evaluate_fleet, sibling_passes  # noqa: E402 - after the importorskip above
 from advisor.model.gp import condition  # noqa: E402 - after the importorskip above
-from advisor.model.siblings import (BETWEEN_HOST_VARIANCE, SiblingSample, WithSiblings,  # noqa: E402 - after the importorskip above
-                                    between_run_variance, condition_with_siblings)
+from advisor.model.siblings import (  # noqa: E402 - after the importorskip above
+    BETWEEN_HOST_VARIANCE,
+    SiblingSample,
+    WithSiblings,
+    between_run_variance,
+    condition_with_siblings,
+)
 
 CELL = "zfs2.3.2/hdd-raidz1x4/postgres/512M"
 

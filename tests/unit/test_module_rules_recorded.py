@@ -4,21 +4,21 @@ from __future__ import annotations
 import asyncio
 import re
 from fnmatch import fnmatch
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
-from support import recorded_snapshots, snapshot_id
 
 from advisor.engine.loader import load_rulebook
 from advisor.engine.service import recommend
 from advisor.host.snapshot import collect_from_root
+from support import recorded_snapshots, snapshot_id
 
 BOOK = load_rulebook()
 ANSWERS = [None, *sorted(BOOK.workloads)]  # the general answer and every workload
 
 
-@lru_cache(maxsize=None)
+@cache
 def host_of(path: Path):
     return asyncio.run(collect_from_root(path)).host
 

@@ -13,18 +13,18 @@ from html.parser import HTMLParser
 from urllib.parse import urldefrag, urljoin, urlsplit
 
 import pytest
+
+from advisor.api.appkeys import LIMITER
+from advisor.config.settings import Settings
+from advisor.page.markup import pool_href
+from advisor.probe.efficiency import Efficiency, diagnose, layout_rule
+from advisor.server.limits import WorkLimiter
+from advisor.service.app import create_app
+from advisor.store.db import DB_FILE, connect
+from advisor.store.probes import ProbeStore
 from support import RECORDING
 from support.probes import RECORDSIZE_POSTGRES, seed_recordsize_probe
 from support.remote import seen_from_remote
-
-from advisor.server.limits import WorkLimiter
-from advisor.service.app import create_app
-from advisor.api.appkeys import LIMITER
-from advisor.page.markup import pool_href
-from advisor.probe.efficiency import Efficiency, diagnose, layout_rule
-from advisor.config.settings import Settings
-from advisor.store.db import DB_FILE, connect
-from advisor.store.probes import ProbeStore
 
 # tank/home has recordsize 128K: the probe's 8K beats it, so its advice is a change measured by the probe
 WORKLOADS = {"tank/pg": "postgres", "tank/home": "postgres"}

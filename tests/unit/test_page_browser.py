@@ -14,13 +14,13 @@ import shutil
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
-from support import HOSTS
-from support.probes import seed_recordsize_probe
 
-from advisor.service.app import create_app
 from advisor.config.settings import Settings
+from advisor.service.app import create_app
 from advisor.store.db import connect
 from advisor.store.probes import ProbeStore
+from support import HOSTS
+from support.probes import seed_recordsize_probe
 
 CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed "

@@ -4,9 +4,9 @@ from pathlib import Path
 import pytest
 
 from advisor.host import disks, kstat, txgs, zdb, zpool_iostat, zpool_status
-from advisor.hostmodel.facts import parse_version
-from advisor.host.versions import has_json_output, parse_zfs_version_command
 from advisor.host.parsing import ParseError
+from advisor.host.versions import has_json_output, parse_zfs_version_command
+from advisor.hostmodel.facts import parse_version
 
 RAW = Path(__file__).resolve().parents[1] / "fixtures" / "raw" / "2.3.2-ssd-mirror2x2"
 

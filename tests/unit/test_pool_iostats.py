@@ -8,13 +8,13 @@ import json
 import shutil
 
 import pytest
-from support import HOSTS
 
 from advisor.exporters.base import Scrape
 from advisor.exporters.collector import FactsCollector
 from advisor.host.parsing import ParseError
 from advisor.host.pool_iostats import parse_header_age, parse_iostats
 from advisor.host.snapshot import collect_from_root
+from support import HOSTS
 
 IDLE_23 = HOSTS / "2.3.2" / "ssd-mirror2x2" / "idle"
 LOAD_23 = HOSTS / "2.3.2" / "ssd-mirror2x2" / "load"

@@ -18,13 +18,13 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from support import HOSTS
 
 from advisor.evidence.bound import CONTENDED, CPU_SATURATED, DISKS_BUSY, RunLoad, judge, storage_rows
 from advisor.host.cpustat import cpu_share, parse_cpu_times
 from advisor.host.files import HostFiles
 from advisor.probe.bound import io_window, run_load, sample_load
 from advisor.probe.fio_result import parse_fio_json
+from support import HOSTS
 
 TICKS = 100  # USER_HZ of the lab's kernel (the threads recording's clock_ticks)
 SSD = HOSTS / "2.3.2" / "ssd-mirror2x2"

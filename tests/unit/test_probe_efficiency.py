@@ -5,10 +5,19 @@ from pathlib import Path
 
 import pytest
 
-from advisor.hostmodel.facts import DiskStats
 from advisor.host.txgs import parse_txgs
-from advisor.probe.efficiency import (TxgsDuring, diagnose, disk_busy, expected_bandwidth, layout_rule, raw_read_argv,
-                                      raw_read_rates, too_little_moved, txgs_during)
+from advisor.hostmodel.facts import DiskStats
+from advisor.probe.efficiency import (
+    TxgsDuring,
+    diagnose,
+    disk_busy,
+    expected_bandwidth,
+    layout_rule,
+    raw_read_argv,
+    raw_read_rates,
+    too_little_moved,
+    txgs_during,
+)
 from advisor.probe.efficiency_run import efficiency_job
 from advisor.probe.runner import arc_hit_ratio
 

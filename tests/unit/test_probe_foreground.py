@@ -93,7 +93,7 @@ class Pool:
         path = self.by_name[name]
         text = path.read_text()
         for row, add in (("writes", ops), ("nwritten", nbytes)):
-            text = re.sub(rf"(?m)^({row}\s+4\s+)(\d+)$", lambda m: f"{m[1]}{int(m[2]) + add}", text)
+            text = re.sub(rf"(?m)^({row}\s+4\s+)(\d+)$", lambda m, add=add: f"{m[1]}{int(m[2]) + add}", text)
         path.write_text(text)
 
 

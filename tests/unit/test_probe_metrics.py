@@ -6,14 +6,14 @@ import re
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
-from support import RECORDING
 
+from advisor.config.settings import Settings
 from advisor.host.snapshot import collect_from_root
 from advisor.probe.pooldesc import describe_pool
 from advisor.service.app import create_app
-from advisor.config.settings import Settings
 from advisor.store.db import connect
 from advisor.store.probes import ProbeStore, ResultRow
+from support import RECORDING
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 
 from advisor.engine.loader import load_rulebook
+from advisor.evidence.arc import stored_bytes
 from advisor.host.files import HostFiles
 from advisor.probe.candidates import parse_candidate_spec
 from advisor.probe.plan import OVERHEAD_SECONDS, Budget
-from advisor.evidence.arc import stored_bytes
 from advisor.probe.service import PlanError, ProbeConfig, ProbeService, parse_budget
 
 

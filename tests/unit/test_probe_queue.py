@@ -9,23 +9,22 @@ import shutil
 import time
 
 import pytest
-from support import FIXTURES, RECORDING
 
-from advisor.service.app import create_app
+from advisor.config.settings import ProfilerSettings, Settings
 from advisor.engine.loader import load_rulebook
 from advisor.engine.service import recommend
-from advisor.host.snapshot import collect_from_root
-from advisor.host.snapshot import open_snapshot
+from advisor.evidence.parameters import summarize
 from advisor.host.files import HostFiles
 from advisor.host.runner import CommandResult, ReplayRunner
+from advisor.host.snapshot import collect_from_root, open_snapshot
 from advisor.probe.candidates import make_candidate
-from advisor.evidence.parameters import summarize
 from advisor.probe.plan import Budget
 from advisor.probe.profiler import Profiler, choose_candidates, profiler_config
 from advisor.probe.service import ProbeConfig, ProbeService
-from advisor.config.settings import ProfilerSettings, Settings
+from advisor.service.app import create_app
 from advisor.store.db import connect
 from advisor.store.probes import QUEUE_SIGNAL, ProbeStore, ResultRow
+from support import FIXTURES, RECORDING
 
 TOKEN = "s3cret-token-for-tests"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -223,7 +222,7 @@ async def _user_writes(tmp_path) -> None:
     objset = next(p for p in (tmp_path / "root/proc/spl/kstat/zfs/tank").glob("objset-*")
                   if "tank/pg" in p.read_text().split("dataset_name", 1)[1].split("\n", 1)[0])
     while True:
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.1)  # the other program's pace: the behaviour the probe must notice
         lines = objset.read_text().splitlines()
         lines = [f"nwritten 4 {int(line.split()[2]) + (1 << 20)}" if line.startswith("nwritten ") else line
                  for line in lines]
@@ -258,7 +257,7 @@ async def _pass_beside_a_cpu(tmp_path, busy_share: float, writer: bool = False,
 
     async def tick():  # 0.1 s of two CPUs is 20 ticks
         while True:
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.1)  # the clock the CPU counters advance by
             ticks["busy"] += round(20 * busy_share)
             ticks["idle"] += 20 - round(20 * busy_share)
             write()

@@ -8,11 +8,23 @@ from pathlib import Path
 import pytest
 
 from advisor.host.threads import ThreadBusy, ThreadCpu, ThreadGroup
-from advisor.probe.efficiency import Efficiency, TxgsDuring, expected_bandwidth, layout_rule, raw_read_argv, \
-    raw_read_rates
+from advisor.probe.efficiency import (
+    Efficiency,
+    TxgsDuring,
+    expected_bandwidth,
+    layout_rule,
+    raw_read_argv,
+    raw_read_rates,
+)
 from advisor.probe.efficiency_run import EfficiencyReport
-from advisor.probe.random_efficiency import (RandomLevel, best_level, diagnose_random, random_job, random_test_name,
-                                             raw_queue_depth)
+from advisor.probe.random_efficiency import (
+    RandomLevel,
+    best_level,
+    diagnose_random,
+    random_job,
+    random_test_name,
+    raw_queue_depth,
+)
 
 FIO = Path(__file__).parents[1] / "fixtures" / "fio" / "host-ext4"
 IOPS = {f"d{i}": 150.0 for i in range(8)}

@@ -20,13 +20,13 @@ from advisor.engine.loader import load_rulebook
 from advisor.host.files import HostFiles
 from advisor.host.runner import CommandResult, CommandRunner
 from advisor.probe.candidates import make_candidate
-from advisor.store.probe_evidence import evidence
 from advisor.probe.modparams import ModuleParams, ParamGuard
 from advisor.probe.plan import Budget
 from advisor.probe.runner import FIO_ARGV, PlanRunner
 from advisor.probe.safety import Thresholds
 from advisor.probe.scratch import ScratchArea
 from advisor.probe.service import ProbeConfig, ProbeService
+from advisor.store.probe_evidence import evidence
 
 FIO_JSON = Path(__file__).parents[1] / "fixtures" / "fio" / "lab-zfs2.3.2-ssd-mirror2x2" / "postgres-data-8K-quota.json"
 DESCRIPTOR = {"pool": "tank", "layout": "1 x mirror of 2", "ashift": 12, "media": "ssd",

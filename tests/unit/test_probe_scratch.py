@@ -17,7 +17,7 @@ class NoCommands:
 
 @pytest.mark.parametrize("dataset", ["tank/data", "tank", "tank/zfs-advisor-probeX/a", "other/zfs-advisor-probe/a"])
 def test_no_change_outside_the_scratch_area(dataset):
-    scratch = ScratchArea("tank", NoCommands())  # type: ignore[arg-type]
+    scratch = ScratchArea("tank", NoCommands())  # type: ignore[arg-type]  # a runner that fails any command it is given
     assert scratch.root.startswith("tank/")
     with pytest.raises(ScratchError, match="refusing"):
         asyncio.run(scratch.set_property(dataset, "primarycache", "all"))
@@ -26,6 +26,6 @@ def test_no_change_outside_the_scratch_area(dataset):
 
 
 def test_the_root_itself_keeps_its_properties():
-    scratch = ScratchArea("tank", NoCommands())  # type: ignore[arg-type]
+    scratch = ScratchArea("tank", NoCommands())  # type: ignore[arg-type]  # a runner that fails any command it is given
     with pytest.raises(ScratchError, match="refusing"):
         asyncio.run(scratch.set_property(scratch.root, "primarycache", "all"))

@@ -9,16 +9,16 @@ is the lab recording of that layout; the store is a real SQLite store written as
 from __future__ import annotations
 
 import pytest
-from support import RECORDING
 
-from advisor.service.app import create_app
+from advisor.config.settings import Settings
 from advisor.engine.loader import load_rulebook
 from advisor.engine.service import recommend
 from advisor.host.snapshot import collect_from_root
-from advisor.store.probe_evidence import evidence, stored_evidence
-from advisor.config.settings import Settings
+from advisor.service.app import create_app
 from advisor.store.db import connect
+from advisor.store.probe_evidence import evidence, stored_evidence
 from advisor.store.probes import ProbeStore, ResultRow
+from support import RECORDING
 
 BOOK = load_rulebook()
 IDLE_HOST = {"8K": (1846.0, 1810.0), "128K": (694.0, 700.0)}

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-
 import shutil
 import sqlite3
 from pathlib import Path
@@ -12,11 +11,11 @@ import pytest
 from advisor.host.files import HostFiles
 from advisor.hostmodel.tunables import DATASET_DEFAULTS
 from advisor.probe.candidates import DATASET_PROPERTIES, CandidateError, parse_candidate_spec, recordsize_grid
-from advisor.store.probe_evidence import evidence
 from advisor.probe.modparams import ModuleParamError, ModuleParams, ParamGuard, restore_leftovers
 from advisor.probe.safety import LockBusy, ProbeLock
 from advisor.probe.service import EFFICIENCY_RUN_ID
 from advisor.store.db import DB_FILE, MIGRATIONS, SCHEMA_VERSION, StoreError, _statements, connect
+from advisor.store.probe_evidence import evidence
 from advisor.store.probes import ProbeStore, ResultRow
 
 POOL = {"pool": "tank", "layout": "2 x mirror of 2", "ashift": 12, "media": "ssd"}
@@ -57,7 +56,7 @@ def test_runs_and_results_round_trip(store):
     seconds, written = store.usage_since("tank", 0)
     assert written == 1 << 20 and seconds >= 0
     with pytest.raises(sqlite3.IntegrityError):
-        store.end_run(run, "bogus")  # type: ignore[arg-type]
+        store.end_run(run, "bogus")  # type: ignore[arg-type]  # a status outside the Literal: what the store refuses
 
 
 def test_layout_bytes_count_against_the_daily_budget(store):
@@ -366,9 +365,8 @@ def test_module_param_names_and_values_are_checked(tmp_path, store):
 
 
 def test_one_probe_per_pool(tmp_path):
-    with ProbeLock(tmp_path, "tank"):
-        with pytest.raises(LockBusy, match="another probe"):
-            ProbeLock(tmp_path, "tank").__enter__()
+    with ProbeLock(tmp_path, "tank"), pytest.raises(LockBusy, match="another probe"):
+        ProbeLock(tmp_path, "tank").__enter__()
     with ProbeLock(tmp_path, "tank"):
         pass  # released on exit
 
@@ -403,7 +401,6 @@ def test_root_writing_the_apis_database_leaves_it_writable_by_the_api(tmp_path_f
     import pwd
     import subprocess
     import sys
-
     import tempfile
 
     nobody = pwd.getpwnam("nobody")

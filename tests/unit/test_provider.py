@@ -12,6 +12,7 @@ import pytest
 from advisor.host.provider import FactsProvider
 from advisor.host.runner import EXIT_TIMEOUT, CommandResult, ReplayRunner
 from support import RECORDING, HangingRunner
+from support.waiting import await_until
 
 ARCSTATS = "proc/spl/kstat/zfs/arcstats"
 
@@ -46,7 +47,7 @@ async def test_commands_run_again_once_older_than_the_interval(host):
     await provider.get()
     await provider.get()
     assert provider.command_runs == 1
-    await asyncio.sleep(0.1)
+    await asyncio.sleep(0.1)  # the behaviour under test: the output growing older than the interval
     await provider.get()
     assert provider.command_runs == 2
 
@@ -55,13 +56,9 @@ async def test_the_background_task_refreshes_the_commands(host):
     provider = FactsProvider(str(host), commands_interval_seconds=0.02)
     task = asyncio.create_task(provider.run())
     try:
-        for _ in range(200):
-            if provider.command_runs >= 3:
-                break
-            await asyncio.sleep(0.01)
+        await await_until(lambda: provider.command_runs >= 3, 10, "three runs of the commands")
     finally:
         task.cancel()
-    assert provider.command_runs >= 3
 
 
 async def test_a_refresh_replaces_the_last_collection_so_one_parse_stays_alive(host):
@@ -75,14 +72,11 @@ async def test_a_refresh_replaces_the_last_collection_so_one_parse_stays_alive(h
     def caught_up() -> bool:  # the last collection is built from the newest output
         return provider.last.commands_finished_at == provider._commands.finished_at
 
-    try:
-        for _ in range(500):
-            if provider.command_runs >= 3 and caught_up():
-                break
-            await asyncio.sleep(0.01)
+    try:  # nobody asks, and yet it is replaced
+        await await_until(lambda: provider.command_runs >= 3 and caught_up(), 10,
+                          "three runs of the commands, the last collection built from the newest")
     finally:
         task.cancel()
-    assert provider.command_runs >= 3 and caught_up()  # nobody asked, and yet it was replaced
     assert provider.last is not first and provider.collections >= 3
     newest = {d.name: d.properties for d in provider._commands.datasets}
     assert all(d.properties is newest[d.name] for d in provider.last.host.datasets)
@@ -130,7 +124,7 @@ async def test_a_caller_giving_up_does_not_cancel_the_others(host):
     provider = FactsProvider(str(host), max_age_seconds=0)
     impatient = asyncio.create_task(provider.get())
     patient = asyncio.create_task(provider.get())
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one turn of the loop: both callers are waiting before one gives up
     impatient.cancel()
     collection = await patient
     assert [p.name for p in collection.host.pools] == ["tank"]
@@ -158,7 +152,7 @@ async def test_overdue_command_output_is_served_and_marked_stale(host):
     good = await provider.get()
     assert not good.stale
     provider.runner = HangingRunner()
-    await asyncio.sleep(0.5)  # past interval + command timeout
+    await await_until(provider.commands_overdue, 10, "the hanging run to pass interval + command timeout")
     collection = await provider.get(wait_seconds=0.05)
     assert collection.stale
     assert [p.name for p in collection.host.pools] == ["tank"]  # the last good output

@@ -9,16 +9,16 @@ import time
 from collections import Counter
 
 import pytest
-from support import FIXTURES, HOSTS
 
 from advisor.engine.loader import load_rulebook
-from advisor.hostmodel.facts import Host, KStat
 from advisor.host.snapshot import collect_from_root
+from advisor.hostmodel.facts import Host, KStat
 from advisor.recognise.classify import MIN_OPERATIONS, UNKNOWN, classify
 from advisor.recognise.recorded import read_job, windows
 from advisor.recognise.signature import signatures
 from advisor.recognise.traits import COUNTER_NAMES, window_traits
 from advisor.recognise.window import Recogniser
+from support import FIXTURES, HOSTS
 
 RECORDED = FIXTURES / "recognition"
 RUN = json.loads((RECORDED / "RUN.json").read_text())
@@ -112,5 +112,5 @@ async def test_the_daemons_window_recognises_a_dataset_from_its_collections():
 def with_counters(host: Host, dataset: str, counters: tuple[int, ...]) -> Host:
     h = host.model_copy(deep=True)
     ds = h.dataset(dataset)
-    ds.io = KStat(values={**ds.io.values, **dict(zip(COUNTER_NAMES, counters))})
+    ds.io = KStat(values={**ds.io.values, **dict(zip(COUNTER_NAMES, counters, strict=True))})
     return h

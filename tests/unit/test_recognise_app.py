@@ -11,15 +11,14 @@ import asyncio
 import re
 import time
 
-from support import FIXTURES, HOSTS
-
-from advisor.service.app import create_app
 from advisor.api.appkeys import RECOGNISER
-from advisor.hostmodel.facts import Host, KStat
+from advisor.config.settings import Settings
 from advisor.host.snapshot import collect_from_root
+from advisor.hostmodel.facts import Host, KStat
 from advisor.recognise.recorded import read_job
 from advisor.recognise.traits import COUNTER_NAMES
-from advisor.config.settings import Settings
+from advisor.service.app import create_app
+from support import FIXTURES, HOSTS
 
 LOAD = HOSTS / "2.3.2" / "ssd-mirror2x2" / "load"
 RECORDED = FIXTURES / "recognition"
@@ -28,7 +27,7 @@ RECORDED = FIXTURES / "recognition"
 def with_counters(host: Host, counters: tuple[int, ...]) -> Host:
     h = host.model_copy(deep=True)
     ds = h.dataset("tank/pg")
-    ds.io = KStat(values={**ds.io.values, **dict(zip(COUNTER_NAMES, counters))})
+    ds.io = KStat(values={**ds.io.values, **dict(zip(COUNTER_NAMES, counters, strict=True))})
     return h
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from support.hosts import synthetic_host
 
 from advisor import cli
 from advisor.engine.loader import load_rulebook
 from advisor.engine.service import recommend
 from advisor.host.collect import Collection
+from support.hosts import synthetic_host
 
 
 @pytest.fixture

@@ -3,16 +3,16 @@ recommend` without --workload give the pool-level and module advice that holds f
 from __future__ import annotations
 
 import pytest
-from support import RECORDING
-from support.hosts import synthetic_host
 
-from advisor.service.app import create_app
 from advisor.cli import main
+from advisor.config.settings import Settings
 from advisor.engine.loader import RulesError, load_rulebook
 from advisor.engine.models import GENERAL
 from advisor.engine.service import general_rules, recommend
 from advisor.engine.text import recommend_text
-from advisor.config.settings import Settings
+from advisor.service.app import create_app
+from support import RECORDING
+from support.hosts import synthetic_host
 
 BOOK = load_rulebook()
 

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import pytest
-from support import recorded_snapshots, snapshot_id
 
 from advisor import cli
-from advisor.service.app import create_app
+from advisor.config.settings import Settings
 from advisor.engine.loader import load_rulebook
 from advisor.engine.service import recommend
 from advisor.engine.text import recommend_text
@@ -24,8 +23,9 @@ from advisor.engine.units import parse_size
 from advisor.host.snapshot import collect_from_root
 from advisor.model.provider import ModelProvider
 from advisor.probe.description import ProbeDescription
-from advisor.config.settings import Settings
+from advisor.service.app import create_app
 from advisor.store.results import StoredResults
+from support import recorded_snapshots, snapshot_id
 
 SNAPSHOTS = recorded_snapshots()
 BOOK = load_rulebook()
@@ -89,7 +89,7 @@ def _status_for_version(expected: str, version: tuple[int, ...] | None) -> str:
     raise AssertionError(f"no expectation for version {version} in {expected!r}")
 
 
-@lru_cache(maxsize=None)
+@cache
 def host_of(path: Path):
     return asyncio.run(collect_from_root(path)).host
 

@@ -9,17 +9,17 @@ recordsize 8K/16K/32K/128K, two repeats each; the host is the lab recording of t
 from __future__ import annotations
 
 import pytest
-from support import RECORDING
 
-from advisor.service.app import create_app
-from advisor.engine.service import recommend
-from advisor.engine.loader import load_rulebook
-from advisor.host.snapshot import collect_from_root
-from advisor.evidence.parameters import summarize
-from advisor.store.probe_evidence import stored_evidence
 from advisor.config.settings import Settings
+from advisor.engine.loader import load_rulebook
+from advisor.engine.service import recommend
+from advisor.evidence.parameters import summarize
+from advisor.host.snapshot import collect_from_root
+from advisor.service.app import create_app
 from advisor.store.db import connect
+from advisor.store.probe_evidence import stored_evidence
 from advisor.store.probes import ProbeStore, ResultRow
+from support import RECORDING
 
 # value: (IOPS of each repeat, worst write p99 seconds), the lab run named above
 LAB_RUN = {"128K": ((869.4, 853.3), 0.3125), "8K": ((2077.5, 1965.0), 0.0019), "16K": ((1467.4, 1561.0), 0.0098),

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from advisor.hostmodel.facts import Host
 from advisor.host.kstat import GLOBAL_KSTATS
 from advisor.host.snapshot import collect_from_root, load_manifest
+from advisor.hostmodel.facts import Host
 from advisor.model.dataset import prior_path
 from support import HOSTS, recorded_snapshots, snapshot_id
 
@@ -104,7 +104,7 @@ def test_replay_is_exact(recorded):
     recorded_sources, replayed_sources = live.pop("sources"), replayed.pop("sources")
     # Pool facts added since the recording: None on replay from a file it did not record (Pool.tx_assign),
     # or read from one it did (READ_SINCE).
-    for live_pool, replayed_pool in zip(live["pools"], replayed["pools"]):
+    for live_pool, replayed_pool in zip(live["pools"], replayed["pools"], strict=True):
         for added in set(replayed_pool) - set(live_pool):
             value = replayed_pool.pop(added)
             assert value is None or added in READ_SINCE, added
@@ -142,10 +142,10 @@ def test_vdev_tree_matches_what_the_lab_created(recorded):
     want = expected_tree(meta)
     got = pool.top_level_vdevs(group=None)
     assert [(v.group, v.type) for v in got] == [(g, k) for g, k, _ in want]
-    for vdev, (_, kind, lab_disks) in zip(got, want):
+    for vdev, (_, kind, lab_disks) in zip(got, want, strict=True):
         leaves = vdev.leaves() if kind != "disk" else [vdev]
         assert len(leaves) == len(lab_disks)
-        for leaf, lab_disk in zip(leaves, lab_disks):
+        for leaf, lab_disk in zip(leaves, lab_disks, strict=True):
             assert leaf.state == "ONLINE" and leaf.path.startswith("/dev/sd")
             disk = host.disk(leaf.disk)
             assert disk is not None, f"leaf {leaf.name} not tied to a disk"
@@ -163,7 +163,7 @@ def test_ashift_is_the_forced_one_or_the_physical_sector_size(recorded):
     if _zdb_timed_out(snapshot, host):
         assert all(v.ashift is None for v in host.pool("tank").top_level_vdevs())  # unknown, not guessed
         return
-    for vdev, (_, _, lab_disks) in zip(host.pool("tank").top_level_vdevs(), expected_tree(meta)):
+    for vdev, (_, _, lab_disks) in zip(host.pool("tank").top_level_vdevs(), expected_tree(meta), strict=True):
         physical = max(d["physical_block_size"] for d in lab_disks)
         assert vdev.ashift == (forced or int(math.log2(physical))), vdev.name
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from support import HOSTS
-from support.cli import run_cli
 
 from advisor.engine.units import parse_size
+from support import HOSTS
+from support.cli import run_cli
 
 HOST = HOSTS / "2.3.2" / "hdd-mirror2x2" / "idle"
 

@@ -14,6 +14,7 @@ fails at its first import, as an upgrade with a missing wheel would.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -90,10 +91,8 @@ class Host:
         return Path(Path(f"/proc/{self.pid()}/cmdline").read_bytes().split(b"\0")[0].decode()).parents[1]
 
     def stop(self) -> None:
-        try:
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError, ValueError):  # not running: nothing to stop
             os.kill(self.pid(), signal.SIGTERM)
-        except (FileNotFoundError, ProcessLookupError, ValueError):
-            pass
 
 
 @pytest.fixture

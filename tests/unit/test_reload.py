@@ -17,6 +17,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
 from support import REPO
 from support.service import Service
 from support.tls import bcrypt_hash, make_certs

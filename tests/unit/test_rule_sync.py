@@ -5,11 +5,11 @@ The lab's tank/logs is recorded with sync=disabled and tank/pg with the default 
 from __future__ import annotations
 
 import pytest
-from support import recorded_snapshots, snapshot_id
-from support.recorded import recorded_host
 
 from advisor.engine.loader import load_rulebook
 from advisor.engine.service import recommend
+from support import recorded_snapshots, snapshot_id
+from support.recorded import recorded_host
 
 BOOK = load_rulebook()
 SNAPSHOTS = recorded_snapshots("idle")

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import pytest
-from support import RECORDING, recorded_snapshots, snapshot_id
-from support.recorded import recorded_host
 
 from advisor.engine.facts_arc import innodb_dedicated_share
 from advisor.engine.loader import load_rulebook
 from advisor.engine.service import TargetError, recommend
 from advisor.hostmodel.facts import Host, Vdev
+from support import RECORDING, recorded_snapshots, snapshot_id
+from support.recorded import recorded_host
 
 BOOK = load_rulebook()
 SNAPSHOTS = recorded_snapshots()

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import pytest
-from support import RECORDING, recorded_snapshots, snapshot_id
-from support.recorded import recorded_host, with_dataset_properties
 
 from advisor.engine.loader import load_rulebook
 from advisor.engine.service import recommend
 from advisor.hostmodel.facts import Vdev
+from support import RECORDING, recorded_snapshots, snapshot_id
+from support.recorded import recorded_host, with_dataset_properties
 
 BOOK = load_rulebook()
 SNAPSHOTS = recorded_snapshots("idle")

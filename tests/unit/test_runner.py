@@ -5,6 +5,7 @@ import os
 import pytest
 
 from advisor.host.runner import EXIT_NOT_FOUND, EXIT_TIMEOUT, CommandRunner, RecordingRunner, ReplayRunner
+from support.waiting import await_until
 
 
 async def test_runs_argv_and_keeps_output():
@@ -37,8 +38,10 @@ async def test_timeout_kills_the_process():
 async def test_cancelled_run_leaves_no_process_behind():
     seconds = f"{30 + os.getpid() % 1000 / 1000:.3f}"  # unique among concurrent test runs
     task = asyncio.create_task(CommandRunner().run(["sleep", seconds]))
-    await asyncio.sleep(0.2)
-    assert (await CommandRunner().run(["pgrep", "-f", f"^sleep {seconds}$"])).stdout.strip()
+
+    async def running() -> str:
+        return (await CommandRunner().run(["pgrep", "-f", f"^sleep {seconds}$"])).stdout.strip()
+    await await_until(running, 10, f"sleep {seconds} to start")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -48,7 +51,7 @@ async def test_cancelled_run_leaves_no_process_behind():
 
 async def test_a_shell_string_is_refused():
     with pytest.raises(TypeError):
-        await CommandRunner().run("zpool list")  # type: ignore[arg-type]
+        await CommandRunner().run("zpool list")  # type: ignore[arg-type]  # a string, not argv: what is refused
     with pytest.raises(TypeError):
         await CommandRunner().run([])
 

@@ -10,10 +10,10 @@ import gc
 import gzip
 import json
 
-from advisor.server.limits import HeapFreezer
-from advisor.service.app import create_app
 from advisor.api.appkeys import BODIES, LIMITER
 from advisor.config.settings import Settings
+from advisor.server.limits import HeapFreezer
+from advisor.service.app import create_app
 from support import RECORDING
 
 PROMETHEUS = {"Accept": "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5",
@@ -122,8 +122,8 @@ async def test_probe_ids_and_limits_in_other_digits_are_a_400(http_client):
 def test_the_service_favours_the_event_loop_for_the_gil():
     import sys
 
-    from advisor.server.limits import LOOP_SWITCH_INTERVAL_SECONDS, favour_the_event_loop
     from advisor.process.memory import keep_big_blocks_apart
+    from advisor.server.limits import LOOP_SWITCH_INTERVAL_SECONDS, favour_the_event_loop
 
     before = sys.getswitchinterval()
     try:

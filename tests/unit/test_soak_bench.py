@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import shutil
 import sys
-
-from support import REPO, RECORDING
+from itertools import pairwise
 
 from advisor.host.collect import collect
 from advisor.host.snapshot import open_snapshot
+from support import RECORDING, REPO
 
 sys.path.insert(0, str(REPO / "tests" / "bench"))
 import soak  # noqa: E402 - after the sys.path line above
@@ -27,7 +27,7 @@ def test_the_service_gets_the_units_limit_or_systemds_default(tmp_path):
 def test_each_failure_leaves_time_to_see_its_recovery():
     hour = soak.failure_times(3600, 180, 45)
     assert len(hour) == 20 and hour[0] == (105, 150)
-    assert all(back + soak.SEE_SECONDS <= later for (_, back), (later, _) in zip(hour, hour[1:] + [(3600, 0)]))
+    assert all(back + soak.SEE_SECONDS <= later for (_, back), (later, _) in pairwise([*hour, (3600, 0)]))
     assert soak.failure_times(60, 180, 45) == [(10, 30)]  # a short run: one cycle, a third of it away
     assert soak.failure_times(30, 180, 45) == []
 

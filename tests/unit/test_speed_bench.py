@@ -6,7 +6,7 @@ import argparse
 import re
 import sys
 
-from support import REPO, RECORDING
+from support import RECORDING, REPO
 
 sys.path.insert(0, str(REPO / "tests" / "bench"))
 import scale_snapshot  # noqa: E402 - after the sys.path line above

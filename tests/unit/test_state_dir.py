@@ -45,9 +45,9 @@ def test_serve_starts_with_an_unwritable_state_dir_and_says_so_once(tmp_path):
 
     (tmp_path / "file").write_text("x\n")
     host = REPO / "tests" / "fixtures" / "hosts" / "2.3.2" / "ssd-mirror2x2" / "idle"
-    with Service(host, tmp_path, env={"ZFS_ADVISOR_STATE_DIR": str(tmp_path / "file" / "state")}) as service:
-        with urllib.request.urlopen(f"http://127.0.0.1:{service.port}/healthz", timeout=30) as resp:
-            assert resp.status == 200
+    with (Service(host, tmp_path, env={"ZFS_ADVISOR_STATE_DIR": str(tmp_path / "file" / "state")}) as service,
+          urllib.request.urlopen(f"http://127.0.0.1:{service.port}/healthz", timeout=30) as resp):
+        assert resp.status == 200
     messages = [json.loads(line)["msg"] for line in service.log.read_text().splitlines() if line.startswith("{")]
     said = [m for m in messages if m.startswith("state_dir is not writable")]
     assert len(said) == 1 and "serving read-only" in said[0], messages

@@ -17,12 +17,16 @@ import asyncio, sys, threading, time
 from advisor.process.logs import setup_logging
 from advisor.server.stopping import exit_by_deadline
 
+started = threading.Event()
+
 def stuck_in_a_worker():
-    time.sleep(3600)
+    started.set()
+    time.sleep(3600)  # the behaviour under test: a worker that does not return
 
 async def main(deadline):
     asyncio.get_running_loop().run_in_executor(None, stuck_in_a_worker)
-    await asyncio.sleep(0.1)
+    while not started.is_set():  # the worker is stuck before the exit is asked for
+        await asyncio.sleep(0.01)
     if deadline:
         exit_by_deadline(float(deadline))
     return 0

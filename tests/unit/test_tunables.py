@@ -12,13 +12,21 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import RECORDING, REPO, recorded_snapshots, snapshot_id
-from support.recorded import recorded_host
 
 from advisor.engine.units import parse_size
-from advisor.hostmodel.tunables import (DATASET_DEFAULTS, PREDICTED_PARAMETERS, PROBED_MODULE_PARAMETERS, TUNABLES,
-                                        TUNABLES_FILE, TUNING_PROPERTIES, TunablesError, load_tunables)
+from advisor.hostmodel.tunables import (
+    DATASET_DEFAULTS,
+    PREDICTED_PARAMETERS,
+    PROBED_MODULE_PARAMETERS,
+    TUNABLES,
+    TUNABLES_FILE,
+    TUNING_PROPERTIES,
+    TunablesError,
+    load_tunables,
+)
 from advisor.probe.candidates import CandidateError, make_candidate
+from support import RECORDING, REPO, recorded_snapshots, snapshot_id
+from support.recorded import recorded_host
 
 
 def test_the_views_are_the_entries():
@@ -26,7 +34,7 @@ def test_the_views_are_the_entries():
     assert set(DATASET_DEFAULTS) == {n for n, t in TUNABLES.dataset.items() if t.probed}
     assert PREDICTED_PARAMETERS == ("recordsize", "compression")
     assert set(PREDICTED_PARAMETERS) <= set(DATASET_DEFAULTS)
-    assert PROBED_MODULE_PARAMETERS == set(TUNABLES.module)
+    assert set(TUNABLES.module) == PROBED_MODULE_PARAMETERS
 
 
 @pytest.mark.parametrize("snap", recorded_snapshots("idle"), ids=snapshot_id)

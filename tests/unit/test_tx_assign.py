@@ -6,15 +6,15 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from support import FIXTURES, HOSTS
 
 from advisor.exporters.base import Scrape
 from advisor.exporters.collector import FactsCollector
 from advisor.host.kstat import parse_named_kstat
 from advisor.host.parsing import ParseError
 from advisor.host.snapshot import collect_from_root
-from advisor.hostmodel.facts import TX_ASSIGN_SERIES as SERIES
 from advisor.host.tx_assign import parse_tx_assign
+from advisor.hostmodel.facts import TX_ASSIGN_SERIES as SERIES
+from support import FIXTURES, HOSTS
 
 HERE = FIXTURES / "tx_assign"
 AFTER = (HERE / "2.3.2-ssd-mirror2x2.dmu_tx_assign.after").read_text()

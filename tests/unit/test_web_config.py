@@ -10,14 +10,14 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from support import REPO, RECORDING
-from support.service import Service
-from support.tls import bcrypt_hash, make_certs
 
-from advisor.service.app import create_app
 from advisor.cli import main
 from advisor.config.settings import Settings, SettingsError
 from advisor.config.webconfig import WebConfigError, load_web_config, parse_basic
+from advisor.service.app import create_app
+from support import RECORDING, REPO
+from support.service import Service
+from support.tls import bcrypt_hash, make_certs
 
 PASSWORD = "correct horse battery staple"
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 import statistics
 import sys
 
-from advisor.model.dataset import cells, load_csv, samples
 from advisor.engine.measured import WRITE_P99_TOLERANCE
+from advisor.model.dataset import cells, load_csv, samples
 from advisor.model.evaluation import _grid, _mean_ratio, _worst_p99_ratio, oracle
 
 

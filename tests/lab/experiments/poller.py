@@ -1,7 +1,11 @@
 """The probe's foreground watch alone: a poll every 0.2 s in a worker thread, as run_watched_fio does."""
-import asyncio, sys, time
+import asyncio
+import sys
+import time
+
 from advisor.host.files import HostFiles
 from advisor.probe.foreground import ForegroundWatch
+
 
 async def main(seconds: float, interval: float) -> None:
     watch = ForegroundWatch(HostFiles("/"), "tank", "tank/zfs-advisor-probe")
