@@ -128,15 +128,7 @@ async def post_probe(request: web.Request) -> web.Response:
         resolve_params(workload, {**req.set, **({"role": req.role} if req.role else {})})
     except TargetError as exc:
         raise json_error(400, exc.reason, valid=exc.valid) from None
-    for parameter, values in req.params.items():
-        if parameter not in PROBED:
-            raise json_error(400, f"{parameter[:64]!r} is not probed", valid=PROBED)
-        if not 2 <= len(set(values)) <= MAX_VALUES:
-            raise json_error(400, f"{parameter}: give 2 to {MAX_VALUES} different values (one is the baseline)")
-        try:
-            parse_candidate_spec(f"{parameter}={','.join(values)}")
-        except CandidateError as exc:
-            raise json_error(400, str(exc)) from None
+    _check_params(req.params)
     longest = settings.profiler.max_request_seconds
     if req.budget.seconds > longest:
         raise json_error(400, f"budget.seconds {req.budget.seconds:g} is more than the {longest:g} s "
@@ -168,6 +160,19 @@ async def post_probe(request: web.Request) -> web.Response:
     location = f"/v1/probes/{run_id}"
     return web.json_response(ProbeQueued(id=run_id, status="queued", location=location).model_dump(), status=202,
                              headers={"Location": location})
+
+
+def _check_params(params: dict[str, list[str]]) -> None:
+    """Each parameter to compare is probed and has 2 to MAX_VALUES values of its form (400 if not)."""
+    for parameter, values in params.items():
+        if parameter not in PROBED:
+            raise json_error(400, f"{parameter[:64]!r} is not probed", valid=PROBED)
+        if not 2 <= len(set(values)) <= MAX_VALUES:
+            raise json_error(400, f"{parameter}: give 2 to {MAX_VALUES} different values (one is the baseline)")
+        try:
+            parse_candidate_spec(f"{parameter}={','.join(values)}")
+        except CandidateError as exc:
+            raise json_error(400, str(exc)) from None
 
 
 async def _body(request: web.Request) -> Any:

@@ -83,32 +83,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"zfs-advisor evaluate: {missing}", file=sys.stderr)
         return 1
     from advisor.model.answers import MEASURE
-    from advisor.model.evaluation import evaluate, nested_caution, summary, table
     from advisor.model.regress import MODELS
 
-    try:  # `measure` (--answers): the probe an undecided answer's own command runs; a number is a
-        # count of probes, never MEASURE's internal value (-1 must stay a bad budget)
-        budgets = [MEASURE if b.strip() == "measure" and args.answers else _count(b)
-                   for b in args.budget.split(",") if b.strip()]
-    except ValueError:
-        print(f"zfs-advisor evaluate: --budget {args.budget!r}: expected numbers like 1,2 "
-              "(--answers: and measure)", file=sys.stderr)
-        return 2
     try:
-        cautions: list[float | None] = [float(c) for c in (args.caution or "").split(",") if c.strip()] or [None]
-        nested = [float(c) for c in (args.nested_caution or "").split(",") if c.strip()]
-        deviations: list[float | None] = [float(v) for v in (args.deviation or "").split(",") if v.strip()] or [None]
-        leaps: list[float | None] = [float(v) for v in (args.leap or "").split(",") if v.strip()] or [None]
-    except ValueError:
-        print("zfs-advisor evaluate: --caution, --nested-caution, --deviation and --leap take numbers like 0,0.5,1",
-              file=sys.stderr)
-        return 2
-    if any(v is not None and math.isnan(v) for v in cautions + nested + deviations + leaps):
-        print("zfs-advisor evaluate: nan is not a value of --caution, --nested-caution, --deviation or --leap",
-              file=sys.stderr)
-        return 2
-    if any(v is not None and v < 0 for v in deviations):
-        print("zfs-advisor evaluate: --deviation values are variances, at least 0", file=sys.stderr)
+        budgets, cautions, nested, deviations, leaps = _numbers(args, MEASURE)
+    except _Usage as exc:
+        print(f"zfs-advisor evaluate: {exc}", file=sys.stderr)
         return 2
     names = [m.strip() for m in args.models.split(",") if m.strip()]
     unknown = [m for m in names if m not in MODELS]
@@ -137,6 +117,47 @@ def run(args: argparse.Namespace) -> int:
         print(f"zfs-advisor evaluate: {len(cells)} cell(s) in the prior: leaving one out needs at least two",
               file=sys.stderr)
         return 1
+    report = _leave_one_out(args, names, budgets, (cautions, nested, deviations, leaps), prior, cells, held)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    return 0
+
+
+class _Usage(ValueError):
+    """A command-line value refused: the message says which and what is expected (exit 2)."""
+
+
+def _numbers(args: argparse.Namespace, measure: int) -> tuple[list[int], list[float | None], list[float],
+                                                              list[float | None], list[float | None]]:
+    """--budget, --caution, --nested-caution, --deviation and --leap as numbers; _Usage says what is wrong."""
+    try:  # `measure` (--answers): the probe an undecided answer's own command runs; a number is a
+        # count of probes, never MEASURE's internal value (-1 must stay a bad budget)
+        budgets = [measure if b.strip() == "measure" and args.answers else _count(b)
+                   for b in args.budget.split(",") if b.strip()]
+    except ValueError:
+        raise _Usage(f"--budget {args.budget!r}: expected numbers like 1,2 (--answers: and measure)") from None
+    try:
+        cautions: list[float | None] = [float(c) for c in (args.caution or "").split(",") if c.strip()] or [None]
+        nested = [float(c) for c in (args.nested_caution or "").split(",") if c.strip()]
+        deviations: list[float | None] = [float(v) for v in (args.deviation or "").split(",") if v.strip()] or [None]
+        leaps: list[float | None] = [float(v) for v in (args.leap or "").split(",") if v.strip()] or [None]
+    except ValueError:
+        raise _Usage("--caution, --nested-caution, --deviation and --leap take numbers like 0,0.5,1") from None
+    if any(v is not None and math.isnan(v) for v in cautions + nested + deviations + leaps):
+        raise _Usage("nan is not a value of --caution, --nested-caution, --deviation or --leap")
+    if any(v is not None and v < 0 for v in deviations):
+        raise _Usage("--deviation values are variances, at least 0")
+    return budgets, cautions, nested, deviations, leaps
+
+
+def _leave_one_out(args: argparse.Namespace, names: list[str], budgets: list[int], settings: tuple,
+                   prior: list, cells: list[str], held: list[str]) -> list[dict]:
+    """Each model at each budget and setting (CAUTION, deviation, LEAP; nested CAUTION), the held-out
+    cells in turn: one report entry each, its table printed unless --json."""
+    from advisor.model.evaluation import evaluate, nested_caution, summary, table
+    from advisor.model.regress import MODELS
+
+    cautions, nested, deviations, leaps = settings
     report = []
     for name in names:
         cache: dict = {}  # one fit per training set, shared by budgets and CAUTION values
@@ -161,9 +182,7 @@ def run(args: argparse.Namespace) -> int:
                     print(f"\n{name}, budget {budget} probe(s) per cell{how}, {len(prior)} lab rows in "
                           f"{len(cells)} cells" + (f", {len(held)} held out in turn" if args.cells else "") + ":")
                     print(table(results))
-    if args.json:
-        print(json.dumps(report, indent=2))
-    return 0
+    return report
 
 
 def _count(text: str) -> int:
@@ -173,10 +192,78 @@ def _count(text: str) -> int:
     return value
 
 
+def _scored_rows(args: argparse.Namespace, prior: list) -> list | None:
+    """The lab rows --answers scores: --test's (cells the prior lacks), else the prior's; None: said why."""
+    if not args.test:
+        return prior
+    test = _lab_rows(args.test, "--test")
+    if test is None:
+        return None
+    shared = sorted({s.obs.cell for s in test} & {s.obs.cell for s in prior})
+    if not test or shared:
+        print(f"zfs-advisor evaluate: --test {args.test}: " + (f"cells of the prior, not held out: {', '.join(shared)}"
+              if shared else "no lab rows with a measured baseline"), file=sys.stderr)
+        return None
+    return test
+
+
+def _answers_factory(args: argparse.Namespace, prior: list) -> Callable[[], Any] | int:
+    """What --answers fits per held-out cell (or the one fit it conditions), or the exit code."""
+    from advisor.model.evaluation import AsFitted, ShippedFit
+
+    if args.test and not args.shipped_fit:  # one fit on the whole prior, of the first model named
+        name = _first_model(args, "--test")
+        if name is None:
+            return 2
+        return partial(AsFitted, _as_shipped(name, args.seed).fit(prior))
+    if args.shipped_fit:
+        predictor = _shipped(args)
+        if predictor is None:
+            return 1
+        return partial(AsFitted, predictor) if args.test else partial(ShippedFit, predictor, prior)
+    return partial(_as_shipped, "gp", args.seed)  # refit per held-out cell as the service's fit is made
+
+
+def _thresholds(args: argparse.Namespace) -> list[float | None] | None:
+    """--change-probability's values ([None]: the shipped one); None: refused, said why."""
+    try:
+        thresholds: list[float | None] = [float(v) for v in (args.change_probability or "").split(",")
+                                          if v.strip()] or [None]
+    except ValueError:
+        thresholds = [-1.0]
+    if any(t is not None and not 0.5 <= t < 1 for t in thresholds):
+        print("zfs-advisor evaluate: --change-probability takes probabilities in [0.5, 1), e.g. 0.8,0.95",
+              file=sys.stderr)
+        return None
+    return thresholds
+
+
+def _recorded_hosts(args: argparse.Namespace, prior: list, scored: list) -> tuple[Any, dict, list[str]] | None:
+    """(the recordings' directory, the recorded hosts by layout, the scored rows' layouts), when a
+    scored cell has a recording; None: said why."""
+    from pathlib import Path
+
+    from advisor.model import answers
+
+    versions = sorted({s.obs.cell.split("/")[0].removeprefix("zfs") for s in prior})
+    hosts_dir = Path(args.hosts) if args.hosts else _checkout_hosts(versions)
+    if hosts_dir is None or not hosts_dir.is_dir():
+        print(f"zfs-advisor evaluate: no host recordings at {hosts_dir or 'tests/fixtures/hosts/<version>'}: "
+              "run it from a checkout or give --hosts DIR", file=sys.stderr)
+        return None
+    hosts = answers.load_hosts(hosts_dir)
+    layouts = sorted({s.obs.cell.split("/")[1] for s in scored})
+    held = [c for c in sorted({s.obs.cell for s in scored}) if args.cells in c and c.split("/")[1] in hosts]
+    if not held:
+        print(f"zfs-advisor evaluate: no cell contains {args.cells!r} with a recording in {hosts_dir} "
+              f"(recorded: {', '.join(sorted(hosts))}; prior layouts: {', '.join(layouts)})", file=sys.stderr)
+        return None
+    return hosts_dir, hosts, layouts
+
+
 def _answers(args: argparse.Namespace, budgets: list[int]) -> int:
     """`--answers`: the whole answer, scored per cell (advisor/model/answers.py)."""
     from dataclasses import asdict
-    from pathlib import Path
 
     from advisor.engine.loader import load_rulebook
     from advisor.model import answers
@@ -188,54 +275,18 @@ def _answers(args: argparse.Namespace, budgets: list[int]) -> int:
     prior = _lab_rows(args.prior, "--prior")
     if prior is None:
         return 2
-    if args.test:
-        test = _lab_rows(args.test, "--test")
-        if test is None:
-            return 2
-        shared = sorted({s.obs.cell for s in test} & {s.obs.cell for s in prior})
-        if not test or shared:
-            print(f"zfs-advisor evaluate: --test {args.test}: " + (f"cells of the prior, not held out: {', '.join(shared)}"
-                  if shared else "no lab rows with a measured baseline"), file=sys.stderr)
-            return 2
-        scored = test
-    else:
-        scored = prior
-    versions = sorted({s.obs.cell.split("/")[0].removeprefix("zfs") for s in prior})
-    hosts_dir = Path(args.hosts) if args.hosts else _checkout_hosts(versions)
-    if hosts_dir is None or not hosts_dir.is_dir():
-        print(f"zfs-advisor evaluate: no host recordings at {hosts_dir or 'tests/fixtures/hosts/<version>'}: "
-              "run it from a checkout or give --hosts DIR", file=sys.stderr)
+    scored = _scored_rows(args, prior)
+    if scored is None:
         return 2
-    hosts = answers.load_hosts(hosts_dir)
-    layouts = sorted({s.obs.cell.split("/")[1] for s in scored})
-    held = [c for c in sorted({s.obs.cell for s in scored}) if args.cells in c and c.split("/")[1] in hosts]
-    if not held:
-        print(f"zfs-advisor evaluate: no cell contains {args.cells!r} with a recording in {hosts_dir} "
-              f"(recorded: {', '.join(sorted(hosts))}; prior layouts: {', '.join(layouts)})", file=sys.stderr)
+    recorded = _recorded_hosts(args, prior, scored)
+    if recorded is None:
         return 2
-    from advisor.model.evaluation import AsFitted, ShippedFit
-
-    factory: Callable[[], Any]
-    if args.test and not args.shipped_fit:  # one fit on the whole prior, of the first model named
-        name = _first_model(args, "--test")
-        if name is None:
-            return 2
-        factory = partial(AsFitted, _as_shipped(name, args.seed).fit(prior))
-    elif args.shipped_fit:
-        predictor = _shipped(args)
-        if predictor is None:
-            return 1
-        factory = partial(AsFitted, predictor) if args.test else partial(ShippedFit, predictor, prior)
-    else:  # refit per held-out cell as the service's fit is made: with its calibration
-        factory = partial(_as_shipped, "gp", args.seed)
-    try:
-        thresholds: list[float | None] = [float(v) for v in (args.change_probability or "").split(",")
-                                          if v.strip()] or [None]
-    except ValueError:
-        thresholds = [-1.0]
-    if any(t is not None and not 0.5 <= t < 1 for t in thresholds):
-        print("zfs-advisor evaluate: --change-probability takes probabilities in [0.5, 1), e.g. 0.8,0.95",
-              file=sys.stderr)
+    hosts_dir, hosts, layouts = recorded
+    factory = _answers_factory(args, prior)
+    if isinstance(factory, int):
+        return factory
+    thresholds = _thresholds(args)
+    if thresholds is None:
         return 2
     rows, book = answers.measured_rows(args.test or args.prior), load_rulebook()
     cache: dict = {}  # one fit per training set, shared by the thresholds

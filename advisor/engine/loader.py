@@ -102,19 +102,24 @@ def load_rules(directory: Path, workloads: dict[str, Workload]) -> list[Rule]:
             if rule.id in seen:
                 raise RulesError(f"{path}: rule {rule.id}: id already used in {seen[rule.id]}")
             seen[rule.id] = path
-            if isinstance(rule.workloads, list):
-                unknown = sorted(set(rule.workloads) - set(workloads))
-                if unknown:
-                    raise RulesError(f"{path}: rule {rule.id}: unknown workloads {unknown}; known: {sorted(workloads)}")
-            if rule.roles is not None:
-                known_roles = {r.name for w in workloads.values() if rule.selects(w) for r in w.roles}
-                unknown = sorted(set(rule.roles) - known_roles)
-                if unknown:
-                    raise RulesError(f"{path}: rule {rule.id}: unknown roles {unknown}; known: {sorted(known_roles)}")
+            _check_selection(rule, workloads, path)
             rules.append(rule)
     if not rules:
         raise RulesError(f"{directory}: no rules (*.yaml)")
     return rules
+
+
+def _check_selection(rule: Rule, workloads: dict[str, Workload], path: Path) -> None:
+    """The workloads and roles a rule names exist (RulesError names the unknown ones and the known)."""
+    if isinstance(rule.workloads, list):
+        unknown = sorted(set(rule.workloads) - set(workloads))
+        if unknown:
+            raise RulesError(f"{path}: rule {rule.id}: unknown workloads {unknown}; known: {sorted(workloads)}")
+    if rule.roles is not None:
+        known_roles = {r.name for w in workloads.values() if rule.selects(w) for r in w.roles}
+        unknown = sorted(set(rule.roles) - known_roles)
+        if unknown:
+            raise RulesError(f"{path}: rule {rule.id}: unknown roles {unknown}; known: {sorted(known_roles)}")
 
 
 def load_rulebook(directory: str | os.PathLike[str] | None = None) -> RuleBook:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,6 +90,20 @@ def pool_infos(result: list[Any], refused: Refused) -> dict[tuple[str, str], dic
     return out
 
 
+def _repeat_samples(samples: list[Any], limit: float, refused: Refused) -> Iterator[tuple[dict[str, str], float]]:
+    """(labels, value) of a per-repeat family's samples whose labels and number pass; the others refused."""
+    for sample in samples:
+        labels = _labels(sample, (*RUN_KEYS, "value", "repeat"), refused)
+        value = _number(sample, limit, refused) if labels is not None else None
+        if labels is None or value is None:
+            continue
+        if not labels["repeat"].isdigit() or not 1 <= int(labels["repeat"]) <= MAX_REPEATS \
+                or not PARAMETERS.get(labels["parameter"], NAME).match(labels["value"]):
+            refused.add("labels")
+            continue
+        yield labels, value
+
+
 def runs(results: dict[str, list[Any]], infos: dict[tuple[str, str], dict[str, str]],
          refused: Refused) -> list[SiblingRun]:
     """The runs of pools with an info series, from each family's query result (FAMILIES' keys)."""
@@ -107,15 +122,7 @@ def runs(results: dict[str, list[Any]], infos: dict[tuple[str, str], dict[str, s
 
     repeats: dict[tuple, dict[str, float]] = {}
     for name in ("iops", "bandwidth", "write_p99"):
-        for sample in results.get(name, []):
-            labels = _labels(sample, (*RUN_KEYS, "value", "repeat"), refused)
-            value = _number(sample, FAMILIES[name][1], refused) if labels is not None else None
-            if labels is None or value is None:
-                continue
-            if not labels["repeat"].isdigit() or not 1 <= int(labels["repeat"]) <= MAX_REPEATS \
-                    or not PARAMETERS.get(labels["parameter"], NAME).match(labels["value"]):
-                refused.add("labels")
-                continue
+        for labels, value in _repeat_samples(results.get(name, []), FAMILIES[name][1], refused):
             if run_of(labels) is not None:
                 repeats.setdefault((*(labels[k] for k in RUN_KEYS), labels["value"], int(labels["repeat"])), {})[name] = value
     for (*key, value, repeat), numbers in sorted(repeats.items()):
@@ -124,9 +131,9 @@ def runs(results: dict[str, list[Any]], infos: dict[tuple[str, str], dict[str, s
                                                         numbers.get("write_p99")))
     for name, attribute in (("working_set", "working_set_bytes"), ("arc_max", "arc_max_bytes")):
         for sample in results.get(name, []):
-            labels = _labels(sample, RUN_KEYS, refused)
-            number = _number(sample, FAMILIES[name][1], refused) if labels is not None else None
-            run = by.get(tuple(labels[k] for k in RUN_KEYS)) if labels is not None else None
+            run_labels = _labels(sample, RUN_KEYS, refused)
+            number = _number(sample, FAMILIES[name][1], refused) if run_labels is not None else None
+            run = by.get(tuple(run_labels[k] for k in RUN_KEYS)) if run_labels is not None else None
             if run is not None and number:
                 setattr(run, attribute, int(number))
     return [r for r in by.values() if r.repeats]

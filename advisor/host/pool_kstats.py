@@ -101,15 +101,7 @@ def read_objsets(
                 cache[path] = cached
             continue
         try:
-            kstat = parse_named_kstat(data.decode("utf-8", errors="replace"))
-        except ParseError as exc:
-            if errors is not None:
-                errors.append(f"{entry}: {exc}")
-            continue
-        name = kstat.values.pop("dataset_name", None)
-        kstat.values = compact_dict(kstat.values)  # one per dataset: 10,000 and more
-        try:
-            dataset = objset_dataset(name, pool)
+            dataset, kstat = _parse_objset(data, pool)
         except ParseError as exc:
             if errors is not None:
                 errors.append(f"{entry}: {exc}")
@@ -122,6 +114,14 @@ def read_objsets(
         if errors is not None:
             errors.append(f"two objsets name {shown(name)}")
     return found
+
+
+def _parse_objset(data: bytes, pool: str) -> tuple[str, KStat]:
+    """(the dataset it counts for, its counters) of one objset kstat's bytes; ParseError if it is not one."""
+    kstat = parse_named_kstat(data.decode("utf-8", errors="replace"))
+    name = kstat.values.pop("dataset_name", None)
+    kstat.values = compact_dict(kstat.values)  # one per dataset: 10,000 and more
+    return objset_dataset(name, pool), kstat
 
 
 def _put(found: dict[str, KStat], name: str, kstat: KStat, twice: set[str]) -> None:

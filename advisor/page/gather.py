@@ -8,6 +8,7 @@ import sqlite3
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -95,7 +96,7 @@ def dataset_answers(inputs: Inputs, pool: str | None = None) -> list[DatasetAnsw
             continue
         params = {"role": found.role} if found is not None and found.role else {}
         asked = _query(inputs, workload=workload, params=params, dataset=dataset)
-        out.append(DatasetAnswer(dataset, workload, _answer(lambda asked=asked: answerer.answer(inputs.host, asked)), found))
+        out.append(DatasetAnswer(dataset, workload, _answer(partial(answerer.answer, inputs.host, asked)), found))
     return out
 
 
