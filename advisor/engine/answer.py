@@ -25,6 +25,7 @@ def decide_all(recs: list[Recommendation], workload: Workload | None, params: di
     role = params.get("role")
     role_args = ["--role", role] if workload is not None and role and role != workload.roles[0].name else []
     module_evidence = latest_module_evidence(measured)
+    job = probe_job(workload, role)
 
     def measurer(rec: Recommendation, values: list[str]) -> list[str] | str | None:
         pool = rec.pool or (pools[0] if pools else None)
@@ -46,18 +47,27 @@ def decide_all(recs: list[Recommendation], workload: Workload | None, params: di
         if rec.scope == "module":
             pool, ev = module_evidence.get(rec.parameter, (None, None))
             ladder = Ladder(probe=ev, probe_where=f"pool {pool} (set only while the probe ran)",
-                            lab=lab(rec.parameter) if lab is not None and rec.parameter else None)
+                            lab=lab(rec.parameter) if lab is not None and rec.parameter else None, job=job)
         elif rec.scope == "dataset":
             ev = next((e for e in measured.get(rec.pool or "", []) if e.parameter == rec.parameter), None)
             prediction = None
             if predicted is not None and workload is not None and predicted_here(rec):
                 extra = [v for v in (rec.current, rec.recommended) if v]
                 prediction = predicted(rec.pool or "", workload.name, rec.parameter, extra)
-            ladder = Ladder(probe=ev, prediction=prediction, new_dataset=rec.dataset in new_datasets)
+            ladder = Ladder(probe=ev, prediction=prediction, new_dataset=rec.dataset in new_datasets, job=job)
         else:
             ladder = Ladder()
         out.append(decide(rec, ladder, setter, measurer))
     return out
+
+
+def probe_job(workload: Workload | None, role: str | None) -> str:
+    """The load an expected effect is measured on, as the answer names it."""
+    if workload is None:
+        return "the probe's fio job"
+    role = role or workload.roles[0].name
+    return f"the {workload.name} probe's fio job ({role} role)" if len(workload.roles) > 1 else \
+        f"the {workload.name} probe's fio job"
 
 
 def one_create(target: Target, recs: list[Recommendation], new_datasets: frozenset[str]

@@ -107,6 +107,9 @@ class Ladder:
     # A module parameter neither probed here nor predicted: the lab's grid of the same workload on a
     # pool of the same medium (advisor/evidence/lab_grid.py), for the rule's value against the current.
     lab: LabMeasurement | None = None
+    # The load the probe, the model and the lab measure for this answer: an expected effect is a
+    # ratio of that job's IOPS, a claim about fio until the application's own metric confirms it.
+    job: str = "the probe's fio job"
 
 
 def decide(rec: Recommendation, ladder: Ladder, setter: Setter, measurer: Measurer) -> Recommendation:
@@ -135,7 +138,7 @@ def _decide(rec: Recommendation, ladder: Ladder, setter: Setter, measurer: Measu
     pred = ladder.prediction if ladder.prediction is not None and ladder.prediction.candidates else None
     current = rec.current
     if probe is None and pred is None:
-        if ladder.lab is not None and (decided := _lab_decides(rec, ladder.lab, setter, measurer)) is not None:
+        if ladder.lab is not None and (decided := _lab_decides(rec, ladder.lab, setter, measurer, ladder.job)) is not None:
             return decided
         return _rule_alone(rec, measurer)
     proposal, why = _proposal(rec, probe, pred)
@@ -152,7 +155,7 @@ def _decide(rec: Recommendation, ladder: Ladder, setter: Setter, measurer: Measu
                     "explanation": " ".join(p for p in [rec.explanation, *_listings(ladder, probe, pred), *notes,
                                                         verdict, trade] if p)}
     if status == "change":
-        update |= _change(rec, value, gain, setter)
+        update |= _change(rec, value, gain, setter, ladder.job)
         update["requirement"] = f"= {value}"
     else:
         update |= _keep(rec, status, [v for v in (current, value, ruled) if v], measurer,
@@ -334,7 +337,8 @@ def _rule_alone(rec: Recommendation, measurer: Measurer) -> Recommendation:
     return rec.model_copy(update=update | {"explanation": f"{rec.explanation} {verdict}"})
 
 
-def _lab_decides(rec: Recommendation, lab: LabMeasurement, setter: Setter, measurer: Measurer) -> Recommendation | None:
+def _lab_decides(rec: Recommendation, lab: LabMeasurement, setter: Setter, measurer: Measurer,
+                 job: str) -> Recommendation | None:
     """The lab's measurement of the rule's value against the current one (a grid on another pool of
     the same medium, so weaker than a probe of this one): a change only when it measured a gain
     beyond its noise; a measured loss keeps the current value; a draw keeps it and says how to
@@ -366,7 +370,7 @@ def _lab_decides(rec: Recommendation, lab: LabMeasurement, setter: Setter, measu
             f"{_interval_text(gain)}")
     update: dict = {"evidence": rec.evidence + evidence, "source": "rule+lab" if gain.separated else "lab"}
     if gain.separated:
-        update |= _change(rec, ruled, gain, setter)
+        update |= _change(rec, ruled, gain, setter, f"{job}, run in the lab")
         verdict = f"{said}: the documentation and the lab agree, change it (and measure it here: a probe decides)."
     elif gain.interval is not None and gain.interval[1] < 1.0:
         update |= _keep(rec, "passed", [current, ruled], measurer, baseline=None)
@@ -470,14 +474,14 @@ def _tail(c) -> str:
 
 
 # --- the answer's fields ----------------------------------------------------------------------
-def _change(rec: Recommendation, value: str, gain: Gain | None, setter: Setter) -> dict:
+def _change(rec: Recommendation, value: str, gain: Gain | None, setter: Setter, job: str) -> dict:
     command = setter(rec, value)
     argv = command if isinstance(command, list) else None
     apply = shlex.join(command) if isinstance(command, list) else command
     effect = None
     if gain is not None and gain.interval is not None:
         effect = ExpectedEffect(metric=gain.metric, change_ratio=round(gain.ratio, 3),
-                                interval=(round(gain.interval[0], 3), round(gain.interval[1], 3)))
+                                interval=(round(gain.interval[0], 3), round(gain.interval[1], 3)), measured_on=job)
     return {"recommended": value, "change": True, "status": "change", "apply": apply, "apply_argv": argv,
             "expected_effect": effect, "measure": None, "measure_argv": None}
 

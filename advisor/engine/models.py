@@ -43,9 +43,13 @@ class Evidence(Out):
 
 
 class ExpectedEffect(Out):
-    metric: str
+    metric: str = Field(description="what the ratio is of: iops or bandwidth, of the job named in measured_on")
     change_ratio: float
     interval: tuple[float, float]
+    measured_on: str = Field(description="the load the ratio was measured or predicted on: the workload's probe job "
+                             "(fio, the advisor's imitation of the application's I/O), not the application's own "
+                             "metric, which moves only as far as the application waits on the storage (its own metric "
+                             "before and after a change tells)")
 
 
 class Recommendation(Out):

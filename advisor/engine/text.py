@@ -26,6 +26,17 @@ def where(rec: Recommendation) -> str:
     return ""
 
 
+def _effect_lines(rec: Recommendation) -> list[str]:
+    effect = rec.expected_effect
+    if effect is None:
+        return []
+    lo, hi = effect.interval
+    metric = "IOPS" if effect.metric == "iops" else effect.metric
+    return _wrap(f"expected effect: {metric} x{effect.change_ratio:.2f} (90% x{lo:.2f}..x{hi:.2f}) of "
+                 f"{effect.measured_on}; the application's own metric moves only as far as it waits on the "
+                 "storage: measure it before and after")
+
+
 def recommendation_lines(rec: Recommendation) -> list[str]:
     if rec.status == "change":
         value = f"{rec.current} -> {rec.recommended}"
@@ -42,6 +53,7 @@ def recommendation_lines(rec: Recommendation) -> list[str]:
     lines += _wrap(rec.explanation)
     if rec.sources_disagree:
         lines += _wrap("Sources disagree: " + rec.sources_disagree)
+    lines += _effect_lines(rec)
     if rec.status == "change":
         if rec.apply:
             lines += _wrap("apply: " + rec.apply)

@@ -73,7 +73,8 @@ class CandidateEvidence(BaseModel):
         if self.effect_ratio is None or self.effect_interval is None:
             return None
         return {"metric": "iops", "change_ratio": round(self.effect_ratio, 3),
-                "interval": [round(self.effect_interval[0], 3), round(self.effect_interval[1], 3)]}
+                "interval": [round(self.effect_interval[0], 3), round(self.effect_interval[1], 3)],
+                "measured_on": "the probe's fio job, run on this pool"}
 
 
 class ParameterEvidence(BaseModel):

@@ -26,8 +26,10 @@ def _effect(rec: Recommendation) -> str:
     if effect is None:
         return ""
     lo, hi = effect.interval
-    return (f"<p>Expected effect: {esc(effect.metric)} &times;{effect.change_ratio:.2f} "
-            f"(90% interval &times;{lo:.2f} to &times;{hi:.2f})</p>")
+    metric = "IOPS" if effect.metric == "iops" else effect.metric
+    return (f"<p>Expected effect: {esc(metric)} &times;{effect.change_ratio:.2f} "
+            f"(90% interval &times;{lo:.2f} to &times;{hi:.2f}) of {esc(effect.measured_on)}; the application's "
+            "own metric moves only as far as it waits on the storage: measure it before and after</p>")
 
 
 def _command(label: str, command: str | None) -> str:

@@ -175,7 +175,8 @@ def test_evidence_ranks_with_effect_and_dispersion(store):
                                                1552 * math.exp(half * math.sqrt(1.5))), rel=1e-4)
     assert best.write_p99_ratio == pytest.approx(0.0043 / 0.036)
     assert best.expected_effect() == {"metric": "iops", "change_ratio": round(ratio, 3),
-                                      "interval": [round(v, 3) for v in best.effect_interval]}
+                                      "interval": [round(v, 3) for v in best.effect_interval],
+                                      "measured_on": "the probe's fio job, run on this pool"}
     assert ev.candidate("32K").rank == 2 and ev.candidate("4K") is None
     base = ev.candidates[-1]
     assert base.effect_ratio == 1 and base.effect_interval == (1, 1) and not base.distinguishable
