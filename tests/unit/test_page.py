@@ -133,8 +133,9 @@ async def test_the_open_advice_is_what_recommend_answers(http_client, tmp_path):
     assert shown >= 3
     # the probe's measurement, with its interval, on the dataset whose recordsize it beats
     recordsize = _block(text, {"parameter": "recordsize", "dataset": "tank/home", "status": "change"})
-    assert re.search(r"Expected effect: iops &times;1\.\d\d \(90% interval &times;\d\.\d\d to &times;\d\.\d\d\)",
-                     recordsize), recordsize
+    assert re.search(r"Expected effect: IOPS &times;1\.\d\d \(90% interval &times;\d\.\d\d to &times;\d\.\d\d\) "
+                     r"of the postgres probe&#x27;s fio job \(data role\); the application's own metric moves only "
+                     r"as far as it waits on the storage", recordsize), recordsize
     assert "source probe" in recordsize
     # a dataset's passed and skipped items are counted, the whole answer a link away
     assert '<a href="/recommend?workload=postgres&amp;dataset=tank%2Fhome&amp;format=text">the whole answer</a>' in text
