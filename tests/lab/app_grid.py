@@ -42,7 +42,7 @@ from prior_grid import VMLock, log, snapshot_project  # noqa: E402 - after the s
 LAYOUTS = ("ssd-mirror2x2", "hdd-mirror2x2", "hdd-raidz1x4")
 PARAMS = "/sys/module/zfs/parameters"
 ARC_MIN_BYTES = 32 << 20
-ARC_MAX_BYTES = 64 << 20  # with PostgreSQL's 32 MiB shared_buffers, a third of its 300 MiB at most
+ARC_MAX_BYTES = 64 << 20  # with PostgreSQL's 32 MiB shared_buffers, well under pgbench -s 10 (about 160 MiB)
 
 COLUMNS = ("started_at,zfs_version,image,layout,disk_iops,disk_bps,app,metric,higher_is_better,recordsize,"
            "compression,repeat,position,value,seconds,disk_busy_max,disk_busy_mean,guest_cpu_busy,guest_cpu_steal,"
@@ -107,7 +107,7 @@ OBJSETS = ("mkdir -p /tmp/objsets && rm -f /tmp/objsets/*; ( n=10; while :; do f
 def one_run(vm: LabVM, app: labapps.App, rs: str, s: labapps.Settings, disks: list[str],
             objsets: Path | None = None) -> dict:
     """Start, read, run, read, stop; -> the row's measured part.  With `objsets`, the pool's objset
-    kstats sampled over the run are copied there."""
+    kstats sampled over the run are copied there, with the run's raw readings and report (run.txt)."""
     folder = "/" + labapps.dataset(app, rs)
     vm.exec("zpool export tank && zpool import -d /dev/disk/by-id tank", check=True, timeout=600)
     vm.exec(app.start(folder, s), check=True, timeout=600)
@@ -121,6 +121,7 @@ def one_run(vm: LabVM, app: labapps.App, rs: str, s: labapps.Settings, disks: li
     vm.exec(app.stop(folder, s), check=True, timeout=600)
     if objsets:
         vm.copy_out("/tmp/objsets", objsets)
+        (objsets / "run.txt").write_text(r.stdout)  # the guest's readings and the application's report, raw
     before, after, output = r.stdout.split("@@SPLIT\n", 2)
     if r.rc != 0:
         raise RuntimeError(f"{app.name} at {rs} failed (rc {r.rc}): {output[-800:]}")

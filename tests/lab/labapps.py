@@ -23,7 +23,7 @@ SOURCE = "/tank/appsrc"
 class Settings:
     seconds: int = 45  # one measured run of a timed benchmark
     clients: int = 8  # pgbench's as in the first try (docs/apps.md)
-    pg_scale: int = 20  # pgbench -s: 20 x 100,000 accounts, about 300 MiB
+    pg_scale: int = 10  # pgbench -s: 10 x 100,000 accounts, about 150 MiB of tables and indexes
     pg_shared_buffers_mib: int = 32  # PostgreSQL's own cache, well below the data
     tree_mib: int = 256  # the copy's tree: small files from /usr plus large random ones
     compression: str = "off"  # the data set must not fit the ARC compressed
@@ -46,7 +46,7 @@ class App:
 # --- PostgreSQL and pgbench -------------------------------------------------------------------
 
 def _as_postgres(cmd: str) -> str:
-    return f"runuser -u postgres -- env PATH={PG_BIN}:/usr/bin:/bin {cmd}"
+    return f"cd / && runuser -u postgres -- env PATH={PG_BIN}:/usr/bin:/bin {cmd}"  # from / (root's home is closed)
 
 
 def _pg_conf(s: Settings) -> str:
@@ -88,8 +88,10 @@ def _pgbench(select_only: bool) -> Callable[[str, Settings], str]:
 
 
 def _pg_prepare_run(folder: str, s: Settings) -> str:
-    sql = "VACUUM pgbench_branches; VACUUM pgbench_tellers; TRUNCATE pgbench_history;"
-    return _pg_start(folder, s) + "\n" + _as_postgres(f"psql -h {PG_SOCKET} -U postgres -q -c {shlex.quote(sql)} postgres")
+    # one -c each: psql runs a -c of several statements as one transaction, and VACUUM refuses that
+    sql = ("VACUUM pgbench_branches", "VACUUM pgbench_tellers", "TRUNCATE pgbench_history")
+    return _pg_start(folder, s) + "\n" + _as_postgres(
+        f"psql -h {PG_SOCKET} -U postgres -q {' '.join('-c ' + shlex.quote(q) for q in sql)} postgres")
 
 
 def parse_pgbench(output: str) -> float:
