@@ -26,7 +26,7 @@ from advisor.host.cpustat import CpuTimes, cpu_share, parse_cpu_times
 from advisor.host.disks import parse_diskstats
 from advisor.hostmodel.facts import DiskStats
 
-SNAPSHOT = "echo @@STAT; cat /proc/stat; echo @@DISKSTATS; cat /proc/diskstats; echo @@CLOCK; date +%s.%N"
+SNAPSHOT = "{ echo @@STAT; cat /proc/stat; echo @@DISKSTATS; cat /proc/diskstats; echo @@CLOCK; date +%s.%N; }"
 
 
 @dataclass(frozen=True)
