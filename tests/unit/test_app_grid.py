@@ -61,3 +61,27 @@ def test_a_run_is_storage_bound_only_with_busy_disks_and_a_cpu_to_spare(busy, gu
     verdict, why = appevidence.verdict(_load(busy, guest, host))
     assert verdict == bound
     assert f"busiest disk sdb {busy:.0%} busy" in why
+
+
+def test_a_recorded_pgbench_run_reads_back_as_neither_disk_nor_cpu_bound():
+    """A real run (tests/fixtures/apps/pgbench-tpcb-8K): 27.4 tps with the four disks 37-42 % busy
+    and the guest's CPU 77 %: nothing saturated, so the run is no evidence of the storage's pace."""
+    import appevidence
+
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "apps" / "pgbench-tpcb-8K"
+    before, after = (appevidence.parse_reading((fixture / f).read_text()) for f in ("before.txt", "after.txt"))
+    load = appevidence.cell_load(before, after, ["sda", "sdb", "sdc", "sdd"])
+    assert 46 < load.seconds < 47
+    assert load.busiest == ("sda", pytest.approx(0.417, abs=0.001))
+    assert set(load.disks_busy) == {"sda", "sdb", "sdc", "sdd"} and load.mean_disk_busy < load.busiest[1]
+    assert load.cpu_busy == pytest.approx(0.772, abs=0.001) and load.cpu_steal == 0
+    assert appevidence.verdict(load)[0] == "unclear"
+    assert labapps.parse_pgbench((fixture / "pgbench.out").read_text()) == pytest.approx(27.406017)
+
+
+def test_a_reading_without_its_parts_is_refused():
+    import appevidence
+    with pytest.raises(ValueError, match="CLOCK, DISKSTATS"):
+        appevidence.parse_reading("@@STAT\ncpu  1 2 3 4 5 6 7 8 0 0\n")
+    with pytest.raises(ValueError, match="no tps line"):
+        labapps.parse_pgbench("pgbench: error: connection to server failed")
