@@ -9,6 +9,7 @@ its own files, so that adding it changed neither the 2.1 nor the 2.3 key):
 
     $ZFS_ADVISOR_LAB_CACHE/images/zfs<line>-<recipe-hash>/   (complete images only)
     $ZFS_ADVISOR_LAB_CACHE/images/debian13-<recipe-hash>/
+    $ZFS_ADVISOR_LAB_CACHE/images/apps-zfs2.3-<recipe-hash>/  (line 2.3-apps: recipe/apps/, docs/apps.md)
         root.qcow2  vmlinuz  initrd.img  id_lab  id_lab.pub  image.json
 
 Editing the recipe changes the hash, so the next build-image rebuilds and
@@ -29,6 +30,8 @@ RECIPE_FILES = sorted((LAB_DIR / "recipe").glob("*.sh")) + [LAB_DIR / "vm-requir
 ZFS_LINES = ("2.1", "2.3")  # lab tests without named lines run on these
 DEBIAN13 = "debian13"  # only the tests that name it run on it
 LINES = (*ZFS_LINES, DEBIAN13)  # the order lab tests run in
+APPS = "2.3-apps"  # OpenZFS 2.3 with the applications of the application lab (docs/apps.md); no lab test runs on it
+IMAGE_LINES = (*LINES, APPS)  # every image build-image and vm know
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,9 @@ def recipe(line: str) -> Recipe:
         own = LAB_DIR / "recipe" / "debian13"
         return Recipe(own / "base.sh", own / "zfs.sh",
                       (LAB_DIR / "recipe" / "common.sh", *sorted(own.glob("*.sh"))), "trixie-base-", f"{line}-")
+    if line == APPS:  # the bookworm base, then recipe/apps/apps.sh, which ends with recipe/zfs.sh
+        own = sorted((LAB_DIR / "recipe" / "apps").glob("*.sh"))
+        return Recipe(LAB_DIR / "recipe" / "base.sh", own[0], (*RECIPE_FILES, *own), "base-", "apps-zfs2.3-")
     return Recipe(LAB_DIR / "recipe" / "base.sh", LAB_DIR / "recipe" / "zfs.sh", tuple(RECIPE_FILES),
                   "base-", f"zfs{line}-")
 
@@ -70,8 +76,11 @@ def recipe_hash(zfs_line: str | None = None) -> str:
 
 def base_key(zfs_line: str | None = None) -> str:
     """The base rootfs of the line: the OpenZFS lines share one, keyed without a line."""
-    r = recipe(zfs_line or ZFS_LINES[0])
-    return r.base_prefix + _hash(r.files, zfs_line if zfs_line == DEBIAN13 else None)
+    if zfs_line == DEBIAN13:
+        r = recipe(DEBIAN13)
+        return r.base_prefix + _hash(r.files, DEBIAN13)
+    r = recipe(ZFS_LINES[0])  # the application image starts from the OpenZFS lines' base
+    return r.base_prefix + _hash(r.files, None)
 
 
 def image_key(zfs_line: str) -> str:

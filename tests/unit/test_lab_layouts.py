@@ -87,3 +87,19 @@ def test_the_debian13_recipe_and_the_openzfs_lines_recipe_key_apart():
     keys = {labimage.image_key(line) for line in labimage.LINES} | {labimage.base_key(), labimage.base_key("debian13")}
     assert len(keys) == 5
     assert labimage.base_key("2.1") == labimage.base_key("2.3") == labimage.base_key()
+
+
+def test_the_application_image_starts_from_the_bookworm_base_and_keys_apart():
+    """The application image (line 2.3-apps, docs/apps.md) is the OpenZFS lines' base plus
+    recipe/apps/: its recipe hashes theirs and its own, theirs does not hash recipe/apps/ (adding
+    the applications rebuilt neither the 2.1 nor the 2.3 image), and no lab test runs on it."""
+    import labimage
+
+    apps = set(labimage.recipe(labimage.APPS).files)
+    assert set(labimage.recipe("2.3").files) < apps
+    assert all(f.parent.name == "apps" for f in apps - set(labimage.recipe("2.3").files))
+    assert labimage.base_key(labimage.APPS) == labimage.base_key("2.3")
+    assert labimage.image_key(labimage.APPS) not in {labimage.image_key(line) for line in labimage.LINES}
+    assert labimage.APPS not in labimage.LINES and labimage.APPS in labimage.IMAGE_LINES
+    # build-image deletes older images by prefix: a 2.3 build must not take the application image along
+    assert not labimage.image_key(labimage.APPS).startswith(labimage.recipe("2.3").image_prefix)

@@ -1,0 +1,162 @@
+"""The applications of the application lab (docs/apps.md), as guest shell: how each lays out its
+data once per layout, copies it onto a dataset of the recordsize under test, starts, runs the
+measured command and reports its own metric.  The packages come with the application image
+(tests/lab/recipe/apps/apps.sh, line 2.3-apps): nothing is installed during a run.
+
+Every application's data starts in a source dataset (`tank/appsrc`, recordsize 128K) and is copied
+once onto `tank/apps/<app>-<recordsize>` with `cp -a`: the copy writes every record anew at the
+dataset's recordsize, so each recordsize holds the same data.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Callable
+
+PG_BIN = "/usr/lib/postgresql/15/bin"
+PG_SOCKET = "/tmp"
+SOURCE = "/tank/appsrc"
+
+
+@dataclass(frozen=True)
+class Settings:
+    seconds: int = 45  # one measured run of a timed benchmark
+    clients: int = 8  # pgbench's as in the issue's first try (docs/apps.md)
+    pg_scale: int = 10  # pgbench -s: 10 x 100,000 accounts, about 150 MiB of tables and indexes
+    pg_shared_buffers_mib: int = 32  # PostgreSQL's own cache, well below the data
+    tree_mib: int = 256  # the copy's tree: small files from /usr plus large random ones
+    compression: str = "off"  # the data set must not fit the ARC compressed
+
+
+@dataclass(frozen=True)
+class App:
+    name: str
+    metric: str  # the application's own unit
+    higher_is_better: bool
+    source: str  # the folder under SOURCE that setup makes and each dataset gets a copy of
+    setup: Callable[[Settings], str]  # once per layout: SOURCE/<source>
+    start: Callable[[str, Settings], str]  # before the measured run, outside the window (e.g. a server)
+    run: Callable[[str, Settings], str]  # the measured command, given the copy's folder
+    stop: Callable[[str, Settings], str]
+    parse: Callable[[str], float]  # the run's output -> the metric
+    data_on_dataset: bool = True  # its data copied onto each recordsize (the copy writes there itself)
+
+
+# --- PostgreSQL and pgbench -------------------------------------------------------------------
+
+def _as_postgres(cmd: str) -> str:
+    return f"cd / && runuser -u postgres -- env PATH={PG_BIN}:/usr/bin:/bin {cmd}"  # from / (root's home is closed)
+
+
+def _pg_conf(s: Settings) -> str:
+    """Settings a run needs that are not the defaults: the cache below the data set, a local socket
+    only; the rest as Debian installs it (fsync, full_page_writes, synchronous_commit on)."""
+    return "\n".join([f"shared_buffers = {s.pg_shared_buffers_mib}MB", "listen_addresses = ''",
+                      f"unix_socket_directories = '{PG_SOCKET}'", "max_connections = 20"])
+
+
+def _pg_start(folder: str, s: Settings) -> str:
+    return _as_postgres(f"pg_ctl -D {folder}/data -l {folder}/server.log -w -t 600 start >/dev/null")
+
+
+def _pg_stop(folder: str, s: Settings) -> str:
+    return _as_postgres(f"pg_ctl -D {folder}/data -m fast -w -t 600 stop >/dev/null")
+
+
+def _pg_setup(s: Settings) -> str:
+    folder = f"{SOURCE}/pg"
+    return "\n".join([
+        f"install -d -o postgres -g postgres {folder}",
+        _as_postgres(f"initdb -D {folder}/data -U postgres -A trust --no-sync >/dev/null"),
+        f"cat >> {folder}/data/postgresql.conf <<'EOF'\n{_pg_conf(s)}\nEOF",
+        _pg_start(folder, s),
+        # server-side generation (G): the emulated client would take longer than the server
+        _as_postgres(f"pgbench -h {PG_SOCKET} -U postgres -i -I dtGvp -s {s.pg_scale} -q postgres >/dev/null"),
+        _pg_stop(folder, s),
+    ])
+
+
+def _pgbench(select_only: bool) -> Callable[[str, Settings], str]:
+    def run(folder: str, s: Settings) -> str:
+        # pgbench's own vacuum before a TPC-B run (the history table emptied), outside its -T window
+        # but inside ours; done by hand first so that the window holds the benchmark alone.
+        mode = "-S" if select_only else ""
+        return _as_postgres(f"pgbench -h {PG_SOCKET} -U postgres -n {mode} -M prepared -c {s.clients} -j 2 "
+                            f"-T {s.seconds} postgres")
+    return run
+
+
+def _pg_prepare_run(folder: str, s: Settings) -> str:
+    # one -c each: psql runs a -c of several statements as one transaction, and VACUUM refuses that
+    sql = ("VACUUM pgbench_branches", "VACUUM pgbench_tellers", "TRUNCATE pgbench_history")
+    return _pg_start(folder, s) + "\n" + _as_postgres(
+        f"psql -h {PG_SOCKET} -U postgres -q {' '.join('-c ' + shlex.quote(q) for q in sql)} postgres")
+
+
+def parse_pgbench(output: str) -> float:
+    """pgbench's report -> transactions a second (without the initial connection time)."""
+    m = re.search(r"^tps = ([0-9.]+) \(without initial connection time\)", output, re.M)
+    if not m:
+        raise ValueError(f"no tps line in pgbench's output: {output[-300:]!r}")
+    return float(m.group(1))
+
+
+# --- a copy of a tree of small and large files --------------------------------------------------
+
+TREE_SMALL = ("/usr/share", "/usr/lib/python3")  # real small files: the image's documentation, locales, Python
+
+
+def _tree_setup(s: Settings) -> str:
+    tree = f"{SOURCE}/tree"
+    large = max(1, s.tree_mib // 2 // 32)  # about half the tree in 32 MiB files of random bytes (media-like)
+    return "\n".join([
+        f"mkdir -p {tree}/small {tree}/large",
+        *(f"cp -a {d} {tree}/small/" for d in TREE_SMALL),
+        f"for i in $(seq {large}); do head -c 32M /dev/urandom > {tree}/large/media-$i.bin; done",
+    ])
+
+
+def _copy_start(folder: str, s: Settings) -> str:
+    return f"rm -rf {folder}/copy && zpool sync tank"
+
+
+def _copy_run(folder: str, s: Settings) -> str:
+    # the copy written out to the disks inside the window: the pool's sync, not only the ARC's dirty data
+    return (f"start=$(date +%s.%N) && cp -a {SOURCE}/tree {folder}/copy && zpool sync tank && "
+            f"awk -v a=$start -v b=$(date +%s.%N) 'BEGIN {{ printf \"copy seconds %.2f\\n\", b - a }}'")
+
+
+def parse_copy(output: str) -> float:
+    m = re.search(r"^copy seconds ([0-9.]+)$", output, re.M)
+    if not m:
+        raise ValueError(f"no 'copy seconds' line: {output[-300:]!r}")
+    return float(m.group(1))
+
+
+def _nothing(folder: str, s: Settings) -> str:
+    return "true"
+
+
+APPS: dict[str, App] = {
+    "pgbench-tpcb": App("pgbench-tpcb", "tps", True, "pg", _pg_setup, _pg_prepare_run, _pgbench(False), _pg_stop,
+                        parse_pgbench),
+    "pgbench-select": App("pgbench-select", "tps", True, "pg", _pg_setup, _pg_prepare_run, _pgbench(True), _pg_stop,
+                          parse_pgbench),
+    "copy": App("copy", "seconds", False, "tree", _tree_setup, _copy_start, _copy_run, _nothing, parse_copy,
+                False),
+}
+
+
+def dataset(app: App, recordsize: str) -> str:
+    """The dataset that holds the app's copy at one recordsize (the two pgbench runs share theirs)."""
+    return f"tank/apps/{app.source}-{recordsize}"
+
+
+def copy_onto(app: App, recordsize: str, s: Settings) -> str:
+    """Create the recordsize's dataset and copy the source there (once per layout)."""
+    ds = dataset(app, recordsize)
+    fill = (f" && cp -a {SOURCE}/{app.source}/. /{ds}/ && chown --reference={SOURCE}/{app.source} /{ds}"
+            if app.data_on_dataset else "")
+    return (f"zfs list {ds} >/dev/null 2>&1 || {{ zfs create -p -o recordsize={recordsize} "
+            f"-o compression={s.compression} {ds}{fill} && zpool sync tank; }}")

@@ -1,0 +1,87 @@
+"""tests/lab/app_grid.py's and labapps.py's pure parts: the run order, the throttles of a layout
+scaled for the applications, the applications' own reports read back."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lab"))
+import app_grid  # noqa: E402 - after the sys.path line above
+import lablayouts  # noqa: E402 - after the sys.path line above
+import labapps  # noqa: E402 - after the sys.path line above
+
+
+def test_repeats_run_forward_then_backward():
+    order = app_grid.interleaved(["8K", "32K", "128K"], 3)
+    assert order == [(1, "8K"), (1, "32K"), (1, "128K"), (2, "128K"), (2, "32K"), (2, "8K"),
+                     (3, "8K"), (3, "32K"), (3, "128K")]
+    # over two repeats every recordsize has the same mean position: a drift of the host falls on none
+    positions: dict[str, list[int]] = {}
+    for i, (_, rs) in enumerate(app_grid.interleaved(["8K", "32K", "128K"], 2)):
+        positions.setdefault(rs, []).append(i)
+    assert {sum(p) for p in positions.values()} == {5}
+
+
+def test_a_scaled_layout_throttles_every_disk_and_keeps_the_rest():
+    layout = lablayouts.get("ssd-mirror2x2")
+    slower = app_grid.scaled(layout, 0.1)
+    assert [(d.iops, d.bps) for d in slower.disks] == [(150, 20_000_000)] * 4
+    assert slower.zpool_create_argv() == layout.zpool_create_argv()
+    assert [d.media for d in slower.disks] == [d.media for d in layout.disks]
+    assert app_grid.scaled(layout, 1) is layout
+
+
+@pytest.mark.parametrize("app", sorted(labapps.APPS))
+def test_each_app_has_its_dataset_per_recordsize(app):
+    a = labapps.APPS[app]
+    s = labapps.Settings()
+    ds = labapps.dataset(a, "8K")
+    assert ds.startswith("tank/apps/") and ds != labapps.dataset(a, "128K")
+    script = labapps.copy_onto(a, "8K", s)
+    assert "recordsize=8K" in script and f"compression={s.compression}" in script
+    assert (f"{labapps.SOURCE}/{a.source}/." in script) == a.data_on_dataset
+
+
+def _load(busy: float, guest: float, host: float | None = None):
+    import appevidence
+    return appevidence.CellLoad(45.0, {"sda": busy / 2, "sdb": busy}, guest, 0.0, host)
+
+
+@pytest.mark.parametrize(("busy", "guest", "host", "bound"), [
+    (0.95, 0.40, 0.50, "storage"),  # the disks busy, the CPUs not: the storage set the pace
+    (0.30, 0.97, 0.60, "cpu"),  # the application saturated the emulated CPU, the disks idle 70 %
+    (0.30, 0.50, 0.95, "cpu"),  # the host's other work slowed the emulation: still not the storage
+    (0.95, 0.95, None, "unclear"),  # both near saturation
+    (0.50, 0.50, 0.50, "unclear"),  # neither: latency or a lock
+])
+def test_a_run_is_storage_bound_only_with_busy_disks_and_a_cpu_to_spare(busy, guest, host, bound):
+    import appevidence
+    verdict, why = appevidence.verdict(_load(busy, guest, host))
+    assert verdict == bound
+    assert f"busiest disk sdb {busy:.0%} busy" in why
+
+
+def test_a_recorded_pgbench_run_reads_back_as_neither_disk_nor_cpu_bound():
+    """A real run (tests/fixtures/apps/pgbench-tpcb-8K): 27.4 tps with the four disks 37-42 % busy
+    and the guest's CPU 77 %: nothing saturated, so the run is no evidence of the storage's pace."""
+    import appevidence
+
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "apps" / "pgbench-tpcb-8K"
+    before, after = (appevidence.parse_reading((fixture / f).read_text()) for f in ("before.txt", "after.txt"))
+    load = appevidence.cell_load(before, after, ["sda", "sdb", "sdc", "sdd"])
+    assert 46 < load.seconds < 47
+    assert load.busiest == ("sda", pytest.approx(0.417, abs=0.001))
+    assert set(load.disks_busy) == {"sda", "sdb", "sdc", "sdd"} and load.mean_disk_busy < load.busiest[1]
+    assert load.cpu_busy == pytest.approx(0.772, abs=0.001) and load.cpu_steal == 0
+    assert appevidence.verdict(load)[0] == "unclear"
+    assert labapps.parse_pgbench((fixture / "pgbench.out").read_text()) == pytest.approx(27.406017)
+
+
+def test_a_reading_without_its_parts_is_refused():
+    import appevidence
+    with pytest.raises(ValueError, match="CLOCK, DISKSTATS"):
+        appevidence.parse_reading("@@STAT\ncpu  1 2 3 4 5 6 7 8 0 0\n")
+    with pytest.raises(ValueError, match="no tps line"):
+        labapps.parse_pgbench("pgbench: error: connection to server failed")
