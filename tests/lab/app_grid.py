@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 from dataclasses import asdict, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -156,10 +156,10 @@ def run_layout(name: str, args: argparse.Namespace, s: labapps.Settings, meta: d
         disks = guest_disks(vm)
         facts = guest_setup(vm, apps, args.recordsizes, s)
         meta["boots"].append({"layout": name, "disks": [asdict(d) for d in layout.disks], **facts})
-        run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+        run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
         for app in apps:
             for position, (repeat, rs) in enumerate(interleaved(args.recordsizes, args.repeats), 1):
-                started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+                started = datetime.now(UTC).isoformat(timespec="seconds")
                 objsets = (args.objsets / f"{name}-{app.name}-{rs}-{repeat}" if args.objsets else None)
                 measured = one_run(vm, app, rs, s, disks, objsets)
                 disk = layout.disks[0]
@@ -184,8 +184,10 @@ def summary(rows: list[dict[str, str]]) -> str:
            "bound |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for (layout, app, rs), rs_rows in groups.items():
         vals = [float(r["value"]) for r in rs_rows]
-        pct = lambda col: " / ".join(f"{float(r[col]):.0%}" if r[col] else "-" for r in rs_rows)  # noqa: E731
-        runs = " / ".join(f"{v:g} (#{r['position']})" for v, r in zip(vals, rs_rows))
+        def pct(col: str, rows: list = rs_rows) -> str:
+            return " / ".join(f"{float(r[col]):.0%}" if r[col] else "-" for r in rows)
+
+        runs = " / ".join(f"{v:g} (#{r['position']})" for v, r in zip(vals, rs_rows, strict=True))
         out.append(f"| {layout} | {app} | {rs} | {sum(vals) / len(vals):.1f} {rs_rows[0]['metric']} | {runs} | "
                    f"{pct('disk_busy_max')} | {pct('guest_cpu_busy')} | {pct('host_cpu_busy')} | "
                    f"{' / '.join(r['bound'] for r in rs_rows)} |")
@@ -239,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         args.project = Path(tmp)
         commit = snapshot_project(args.project)
         run = {"command": "tests/lab/app-grid " + " ".join(argv if argv is not None else sys.argv[1:]),
-               "commit": commit, "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+               "commit": commit, "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
                "settings": asdict(s), "throttle_scale": args.throttle_scale, "boots": []}
         meta["runs"].append(run)
         t0 = time.monotonic()
@@ -247,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
             for name in args.layouts:
                 run_layout(name, args, s, run)
         finally:
-            run["ended_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            run["ended_at"] = datetime.now(UTC).isoformat(timespec="seconds")
             run["wall_s"] = round(time.monotonic() - t0)
             meta_path.write_text(json.dumps(meta, indent=1) + "\n")
             if args.out.exists():

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 PG_BIN = "/usr/lib/postgresql/15/bin"
 PG_SOCKET = "/tmp"

@@ -9,8 +9,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lab"))
 import app_grid  # noqa: E402 - after the sys.path line above
-import lablayouts  # noqa: E402 - after the sys.path line above
 import labapps  # noqa: E402 - after the sys.path line above
+import lablayouts  # noqa: E402 - after the sys.path line above
 
 
 def test_repeats_run_forward_then_backward():
