@@ -12,7 +12,7 @@ import sys
 
 # One BLAS thread, unless the environment says otherwise; set before numpy is first imported, as
 # OpenBLAS reads it when it loads. The model's matrices are small (hundreds of rows): its threads
-# spun waiting for each other, 12 Cholesky factorisations took 0.7-1.4 s of CPU instead of 0.16 s
+# spun waiting for each other, the 12 Cholesky factorisations the model then made at load took 0.7-1.4 s of CPU instead of 0.16 s
 # on a busy 2-core host, and in the service they took that CPU from the event loop.
 for _threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
     os.environ.setdefault(_threads, "1")
