@@ -30,7 +30,7 @@ async def healthz(request: web.Request) -> web.Response:
     store = await asyncio.to_thread(store_check, request.app[SETTINGS].state_dir)
     body: dict[str, object] = {"status": "ok" if store["ok"] else "degraded", "version": __version__,
                                "root": provider.root, "checks": {"store": store}}
-    if (last := provider.last) is not None:
+    if (last := provider.newest) is not None:  # a /recommend before any scrape reads the sources too
         host = last.host
         body["zfs"] = {"present": host.zfs.present, "reason": host.zfs.reason, "version": host.zfs.kmod_version}
         body["sources_failed"] = sorted(name for name, s in host.sources.items() if not s.ok)

@@ -82,6 +82,14 @@ class FactsProvider:
     def last(self) -> Collection | None:
         return self._last
 
+    @property
+    def newest(self) -> Collection | None:
+        """The newer of the last collection and the answers' (for_answers: no objset kstats), or
+        None before either: what /healthz reports, whichever request came first."""
+        if self._answers is None or (self._last is not None and self._last_at >= self._answers_at):
+            return self._last
+        return self._answers
+
     def age_seconds(self) -> float | None:
         """Age of the command output in the last collection; None before the first."""
         if self._last is None or self._last.commands_finished_at is None:

@@ -224,3 +224,15 @@ async def test_without_a_good_run_before_a_failing_source_has_no_data(host):
     collection = await provider.get()
     assert collection.host.datasets == [] and not collection.host.sources["zfs_get"].ok
     assert "last good" not in collection.host.sources["zfs_get"].reason
+
+
+async def test_newest_is_the_later_of_the_answers_and_the_last_collection(host):
+    """/healthz reports `newest`: after a /recommend alone (for_answers) its sources are known too."""
+    provider = FactsProvider(str(host), max_age_seconds=0, commands_interval_seconds=3600)
+    assert provider.newest is None
+    answers = await provider.for_answers()
+    assert provider.last is None and provider.newest is answers
+    scraped = await provider.get()
+    assert provider.newest is scraped
+    again = await provider.for_answers()
+    assert again is not answers and provider.newest is again
