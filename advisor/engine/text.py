@@ -26,15 +26,21 @@ def where(rec: Recommendation) -> str:
     return ""
 
 
+# What an expected effect does not say: said beside it in the text answer and on the page.
+APPLICATION_CAVEAT = "the application's own metric moves only as far as it waits on the storage: measure it before and after"
+
+
+def metric_name(metric: str) -> str:
+    return "IOPS" if metric == "iops" else metric
+
+
 def _effect_lines(rec: Recommendation) -> list[str]:
     effect = rec.expected_effect
     if effect is None:
         return []
     lo, hi = effect.interval
-    metric = "IOPS" if effect.metric == "iops" else effect.metric
-    return _wrap(f"expected effect: {metric} x{effect.change_ratio:.2f} (90% x{lo:.2f}..x{hi:.2f}) of "
-                 f"{effect.measured_on}; the application's own metric moves only as far as it waits on the "
-                 "storage: measure it before and after")
+    return _wrap(f"expected effect: {metric_name(effect.metric)} x{effect.change_ratio:.2f} (90% x{lo:.2f}..x{hi:.2f}) "
+                 f"of {effect.measured_on}; {APPLICATION_CAVEAT}")
 
 
 def recommendation_lines(rec: Recommendation) -> list[str]:

@@ -3,7 +3,7 @@ title, explanation, evidence, expected effect with its interval, the command, re
 from __future__ import annotations
 
 from advisor.engine.models import EFFECT_TEXT, Recommendation
-from advisor.engine.text import where
+from advisor.engine.text import APPLICATION_CAVEAT, metric_name, where
 from advisor.page.gather import Answer
 from advisor.page.markup import esc
 
@@ -26,10 +26,9 @@ def _effect(rec: Recommendation) -> str:
     if effect is None:
         return ""
     lo, hi = effect.interval
-    metric = "IOPS" if effect.metric == "iops" else effect.metric
-    return (f"<p>Expected effect: {esc(metric)} &times;{effect.change_ratio:.2f} "
-            f"(90% interval &times;{lo:.2f} to &times;{hi:.2f}) of {esc(effect.measured_on)}; the application's "
-            "own metric moves only as far as it waits on the storage: measure it before and after</p>")
+    return (f"<p>Expected effect: {esc(metric_name(effect.metric))} &times;{effect.change_ratio:.2f} "
+            f"(90% interval &times;{lo:.2f} to &times;{hi:.2f}) of {esc(effect.measured_on)}; "
+            f"{APPLICATION_CAVEAT}</p>")  # a constant of the engine, no markup in it
 
 
 def _command(label: str, command: str | None) -> str:

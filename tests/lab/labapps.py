@@ -94,12 +94,17 @@ def _pg_prepare_run(folder: str, s: Settings) -> str:
         f"psql -h {PG_SOCKET} -U postgres -q {' '.join('-c ' + shlex.quote(q) for q in sql)} postgres")
 
 
+def _number_of(line: str, output: str, missing: str) -> float:
+    """The number a line of the output matching `line` (a regex with one group) gives; ValueError(missing)."""
+    m = re.search(line, output, re.M)
+    if not m:
+        raise ValueError(f"{missing}: {output[-300:]!r}")
+    return float(m.group(1))
+
+
 def parse_pgbench(output: str) -> float:
     """pgbench's report -> transactions a second (without the initial connection time)."""
-    m = re.search(r"^tps = ([0-9.]+) \(without initial connection time\)", output, re.M)
-    if not m:
-        raise ValueError(f"no tps line in pgbench's output: {output[-300:]!r}")
-    return float(m.group(1))
+    return _number_of(r"^tps = ([0-9.]+) \(without initial connection time\)", output, "no tps line in pgbench's output")
 
 
 # --- a copy of a tree of small and large files --------------------------------------------------
@@ -128,10 +133,7 @@ def _copy_run(folder: str, s: Settings) -> str:
 
 
 def parse_copy(output: str) -> float:
-    m = re.search(r"^copy seconds ([0-9.]+)$", output, re.M)
-    if not m:
-        raise ValueError(f"no 'copy seconds' line: {output[-300:]!r}")
-    return float(m.group(1))
+    return _number_of(r"^copy seconds ([0-9.]+)$", output, "no 'copy seconds' line")
 
 
 def _nothing(folder: str, s: Settings) -> str:
