@@ -54,6 +54,13 @@ CPU_SATURATED = 0.90
 CONTENDED = 0.25
 
 
+def busiest_disk(disks_busy: dict[str, float]) -> tuple[str, float] | None:
+    """(disk, share) of the busiest disk (the last name of a tie); None without disks."""
+    if not disks_busy:
+        return None
+    return max(disks_busy.items(), key=lambda kv: (kv[1], kv[0]))
+
+
 class RunLoad(BaseModel):
     """The host over one fio run, from /proc."""
     seconds: float  # the window: fio's runtime and ramp, or the wall time between the readings
@@ -67,9 +74,7 @@ class RunLoad(BaseModel):
 
     @property
     def busiest_disk(self) -> tuple[str, float] | None:
-        if not self.disks_busy:
-            return None
-        return max(self.disks_busy.items(), key=lambda kv: (kv[1], kv[0]))
+        return busiest_disk(self.disks_busy)
 
     @property
     def contention(self) -> float | None:

@@ -1,6 +1,7 @@
 """The daemon's windows of per-dataset I/O: each collection's objset counters are kept for
 WINDOW_SECONDS, and a dataset's recognition is computed from the oldest and newest reading in it.
-A dataset is recognised only once it has been seen at the window's first collection.
+A dataset is recognised only once it has been seen at the window's first collection.  The pools'
+disks' busy time is kept over the same window (advisor/recognise/disk_window.py).
 
 Plain synchronous code, fed after each command refresh (as the change tracker is); readers get
 whole dicts, replaced, never modified.
@@ -10,8 +11,11 @@ from __future__ import annotations
 import threading
 from collections import deque
 
+from advisor.evidence.application_bound import PoolBusy
 from advisor.hostmodel.facts import Host, KStat
 from advisor.recognise.classify import MIN_OPERATIONS, UNKNOWN, Recognition, classify
+from advisor.recognise.disk_window import DiskWindow
+from advisor.recognise.readings import add_reading
 from advisor.recognise.signature import Signature
 from advisor.recognise.traits import Counters, counters, window_traits
 
@@ -30,11 +34,17 @@ class Recogniser:
         self._lock = threading.Lock()
         self._recognised: dict[str, Recognition] = {}
         self._parsed: dict[str, tuple[KStat, Counters]] = {}  # dataset -> its last KStat and its counters
+        self.disks = DiskWindow()  # each pool's disks' busy share over the same window
         self.generation = 0
+        self.pools_generation = 0
 
     def recognised(self) -> dict[str, Recognition]:
         """dataset name -> its recognition in the latest window (busy or not)."""
         return self._recognised
+
+    def pools_busy(self) -> dict[str, PoolBusy]:
+        """pool -> its disks' busy share over the latest window (advisor/evidence/application_bound.py)."""
+        return self.disks.pools()
 
     def exported(self) -> tuple[tuple[str, str, str | None, float], ...]:
         """(dataset, workload or unknown, role, confidence) of each dataset busy in the window."""
@@ -62,12 +72,7 @@ class Recogniser:
                 # an objset file unchanged since the last read gives the same KStat (advisor/host/collect.py)
                 now = known[1] if known is not None and known[0] is ds.io else counters(ds.io.values)
                 parsed[ds.name] = (ds.io, now)
-                series = self._readings.setdefault(ds.name, [])
-                if not series or series[-1][1] != now:
-                    series.append((at, now))
-                while len(series) > 1 and series[1][0] <= start:
-                    del series[0]
-                first = series[0][1] if series[0][0] <= start else None
+                first = add_reading(self._readings.setdefault(ds.name, []), at, now, start)
                 if first is not None and first == now and at > start:
                     found[ds.name] = IDLE  # most datasets, most of the time: nothing to compute
                     continue
@@ -75,7 +80,10 @@ class Recogniser:
                 found[ds.name] = classify(traits, self.sigs)
             for gone in [n for n in self._readings if n not in seen]:
                 del self._readings[gone]
-            if found != self._recognised:  # what the answers and the page show changed
+            if self.disks.observe(host, at, start):  # every answer's stated effect changed
+                self.pools_generation += 1
+                self.generation += 1
+            elif found != self._recognised:  # what the answers with workload=auto and the page show changed
                 self.generation += 1
             self._recognised = found
             self._parsed = parsed
