@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+from advisor.answering.application_bound import qualified
 from advisor.engine.loader import RuleBook
 from advisor.engine.models import GENERAL, ModelStatus, RecommendResponse
 from advisor.engine.predicted import PredictionLookup
 from advisor.engine.service import recommend
+from advisor.evidence.application_bound import PoolBusy
 from advisor.evidence.efficiency import PoolEfficiency
 from advisor.evidence.parameters import ParameterEvidence
 from advisor.hostmodel.facts import Host
@@ -55,10 +57,13 @@ class Answerer:
     no predictions). Built once by the app (advisor/service/app.py) and by each command."""
 
     def __init__(self, book: RuleBook, state_dir: str | os.PathLike[str] | None = None,
-                 model: Predictions | None = None) -> None:
+                 model: Predictions | None = None,
+                 pools_busy: Callable[[], Mapping[str, PoolBusy]] | None = None) -> None:
         self.book = book
         self.state_dir = state_dir
         self.model = model
+        # the daemon's window of the pools' disks (advisor/recognise/window.py); None: no window
+        self.pools_busy = pools_busy
         self.measured: Callable[[str, str], list[ParameterEvidence]] | None = (
             None if state_dir is None else stored_evidence(state_dir))
         self.efficiency: Callable[[str], PoolEfficiency | None] | None = (
@@ -67,12 +72,13 @@ class Answerer:
     def answer(self, host: Host, query: Query) -> RecommendResponse:
         """The engine's answer; a query it cannot answer raises `TargetError` (advisor/engine/service.py)."""
         general = query.workload is None or query.workload == GENERAL
-        return recommend(host, self.book, query.workload, params=dict(query.params), pool=query.pool,
+        answer = recommend(host, self.book, query.workload, params=dict(query.params), pool=query.pool,
                          dataset=query.dataset, now=query.now, measured=self.measured,
                          # the general answer reads no prediction: it need not wait for a fit under way
                          predicted=None if general else self._predicted(host, query.params),
                          model_status=None if general or self.model is None else self.model.status(),
                          efficiency=self.efficiency if query.with_efficiency else None)
+        return answer if self.pools_busy is None else qualified(answer, self.pools_busy())
 
     def _predicted(self, host: Host, params: dict[str, str]) -> PredictionLookup | None:
         return None if self.model is None else self.model.lookup(host, dict(params))
@@ -85,7 +91,7 @@ class Answerer:
 
 class _ReadingOnce(Answerer):
     def __init__(self, of: Answerer) -> None:
-        super().__init__(of.book, None, of.model)
+        super().__init__(of.book, None, of.model, of.pools_busy)
         self.state_dir = of.state_dir
         self.measured = None if of.measured is None else functools.cache(of.measured)
         self.efficiency = None if of.efficiency is None else functools.cache(of.efficiency)

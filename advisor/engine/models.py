@@ -42,6 +42,20 @@ class Evidence(Out):
     description: str
 
 
+class ApplicationBound(Out):
+    """How far the storage gain can reach the application, from the pool's disks' busy share over the
+    daemon's window (advisor/evidence/application_bound.py: Amdahl's bound)."""
+
+    disks_busy: float = Field(description="the pool's busiest member disk's share of the window with I/O in flight")
+    disks_busy_mean: float = Field(description="the mean of the pool's member disks' shares")
+    bound_ratio: float = Field(description="the most the application's metric can move: 1 / ((1 - disks_busy) + "
+                               "disks_busy / change_ratio), an upper bound assuming its time is the disks' busy "
+                               "time plus other work")
+    window_seconds: float
+    verdict: Literal["storage-bound", "not storage-bound"]
+    text: str
+
+
 class ExpectedEffect(Out):
     metric: str = Field(description="what the ratio is of: iops or bandwidth, of the job named in measured_on")
     change_ratio: float
@@ -50,6 +64,18 @@ class ExpectedEffect(Out):
                              "(fio, the advisor's imitation of the application's I/O), not the application's own "
                              "metric, which moves only as far as the application waits on the storage (its own metric "
                              "before and after a change tells)")
+    application_bound: ApplicationBound | None = Field(
+        None, description="the daemon's answers: how far the gain can reach the application, from the pool's "
+        "disks' busy time over its window; left out where there is no window (the CLI, the first minutes)")
+
+    @model_serializer(mode="wrap")
+    def _without_bound_unless_known(self, handler: SerializerFunctionWrapHandler):
+        """`application_bound` only where it is known: the others stay as they were (no return
+        type: the JSON schema stays the fields')."""
+        out = handler(self)
+        if out.get("application_bound", ()) is None:
+            del out["application_bound"]
+        return out
 
 
 class Recommendation(Out):

@@ -39,8 +39,9 @@ def _effect_lines(rec: Recommendation) -> list[str]:
     if effect is None:
         return []
     lo, hi = effect.interval
-    return _wrap(f"expected effect: {metric_name(effect.metric)} x{effect.change_ratio:.2f} (90% x{lo:.2f}..x{hi:.2f}) "
-                 f"of {effect.measured_on}; {APPLICATION_CAVEAT}")
+    lines = _wrap(f"expected effect: {metric_name(effect.metric)} x{effect.change_ratio:.2f} (90% x{lo:.2f}..x{hi:.2f}) "
+                  f"of {effect.measured_on}; {APPLICATION_CAVEAT}")
+    return lines + (_wrap(f"on the application: {effect.application_bound.text}") if effect.application_bound else [])
 
 
 def recommendation_lines(rec: Recommendation) -> list[str]:

@@ -28,7 +28,8 @@ def _effect(rec: Recommendation) -> str:
     lo, hi = effect.interval
     return (f"<p>Expected effect: {esc(metric_name(effect.metric))} &times;{effect.change_ratio:.2f} "
             f"(90% interval &times;{lo:.2f} to &times;{hi:.2f}) of {esc(effect.measured_on)}; "
-            f"{APPLICATION_CAVEAT}</p>")  # a constant of the engine, no markup in it
+            f"{APPLICATION_CAVEAT}</p>"  # a constant of the engine, no markup in it
+            + (f"<p>On the application: {esc(effect.application_bound.text)}</p>" if effect.application_bound else ""))
 
 
 def _command(label: str, command: str | None) -> str:

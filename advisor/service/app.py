@@ -101,10 +101,10 @@ def create_app(settings: Settings) -> web.Application:
     )
     app[RULEBOOK] = book
     app[MODEL] = build_model(settings.state_dir, book, enabled=settings.model)
-    app[ANSWERER] = Answerer(book, settings.state_dir, app[MODEL])
     app[EXPORTER] = FactsCollector()
     app[CHANGES] = ChangeTracker(tracked(book), settings.state_dir, settings.changes_window_seconds)
     app[RECOGNISER] = Recogniser(signatures(book.workloads))
+    app[ANSWERER] = Answerer(book, settings.state_dir, app[MODEL], app[RECOGNISER].pools_busy)
     app[OPENAPI_JSON] = openapi.openapi_json(book)
     app[RUNTIME] = Runtime(ExportOptions.from_settings(settings),
                            Advice(book, settings.workloads, app[MODEL].advice_lookup),
