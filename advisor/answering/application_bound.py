@@ -12,7 +12,7 @@ from advisor.evidence.application_bound import PoolBusy, amdahl_bound, bound_tex
 
 def application_bound(gain: float, busy: PoolBusy) -> ApplicationBound | None:
     busiest, mean, verdict = busy.busiest, busy.mean, busy.verdict
-    if busiest is None or mean is None or verdict == "unknown" or gain <= 0:
+    if busiest is None or mean is None or verdict == "unknown" or gain <= 1:  # a gain's bound, "at most"
         return None
     ratio = round(amdahl_bound(gain, busiest[1]), 3)
     return ApplicationBound(disks_busy=busiest[1], disks_busy_mean=round(mean, 2), bound_ratio=ratio,

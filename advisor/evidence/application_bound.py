@@ -70,8 +70,8 @@ def pool_busy(pool: str, disks_busy: dict[str, float], window_seconds: float) ->
 
 
 def amdahl_bound(gain: float, busy: float) -> float:
-    """The most the application's metric moves when the storage gets `gain` times faster and the
-    disks were busy `busy` of its time (a gain below 1 gives the least it loses)."""
+    """The most the application's metric moves when the storage gets `gain` (> 1) times faster and
+    the disks were busy `busy` of its time."""
     return 1.0 / ((1.0 - busy) + busy / gain)
 
 

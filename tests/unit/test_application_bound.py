@@ -22,11 +22,12 @@ from pathlib import Path
 import pytest
 
 from advisor.answering.answerer import Answerer, Query
+from advisor.answering.application_bound import application_bound
 from advisor.api.appkeys import RECOGNISER
 from advisor.config.settings import Settings
 from advisor.engine.loader import load_rulebook
 from advisor.engine.text import recommend_text
-from advisor.evidence.application_bound import amdahl_bound
+from advisor.evidence.application_bound import amdahl_bound, pool_busy
 from advisor.host.snapshot import collect_from_root
 from advisor.hostmodel.facts import DiskStats, Host
 from advisor.recognise.signature import signatures
@@ -172,3 +173,13 @@ async def test_the_daemons_answer_carries_the_bound_as_its_contract_says(http_cl
     assert mismatches(doc, "GET", "/recommend", resp.status, resp.headers["Content-Type"], body) == []
     text = await (await client.get("/recommend", params={**params, "format": "text"})).text()
     assert "on the application: the pool's disks were busy 42%" in " ".join(text.split())
+
+
+def test_amdahls_bound_runs_from_no_gain_at_idle_disks_to_the_whole_gain_at_busy_ones():
+    assert amdahl_bound(2.0, 0.0) == 1.0 and amdahl_bound(2.0, 1.0) == 2.0
+    assert amdahl_bound(2.0, 0.5) == pytest.approx(4 / 3)  # half the time halved: 1 / 0.75
+    shares = [amdahl_bound(1.9, b / 10) for b in range(11)]
+    assert shares == sorted(shares)
+    # a ratio that is no gain carries no "at most": nothing is said
+    assert application_bound(0.9, pool_busy("tank", {"sda": 0.5}, 300)) is None
+    assert application_bound(1.9, pool_busy("tank", {}, 300)) is None
