@@ -154,7 +154,8 @@ async def test_the_daemons_answer_carries_the_bound_as_its_contract_says(http_cl
     """The service's own window (the app's recogniser, fed as after each collection) reaches
     /recommend, its JSON matches /openapi.json, and a new window is a new answer, not a kept one."""
     seed_recordsize_probe(tmp_path)
-    app = create_app(Settings(root=str(RECORDING), state_dir=str(tmp_path), model=False))
+    app = create_app(Settings(root=str(RECORDING), state_dir=str(tmp_path), model=False,
+                              workloads={"tank/home": "postgres"}))
     client = await http_client(app)
     params = {"workload": "postgres", "pool": "tank"}
 
@@ -173,6 +174,9 @@ async def test_the_daemons_answer_carries_the_bound_as_its_contract_says(http_cl
     assert mismatches(doc, "GET", "/recommend", resp.status, resp.headers["Content-Type"], body) == []
     text = await (await client.get("/recommend", params={**params, "format": "text"})).text()
     assert "on the application: the pool's disks were busy 42%" in " ".join(text.split())
+    # the page says it beside tank/home's recordsize change, from the same window
+    page = await (await client.get("/pool/tank")).text()
+    assert "<p>On the application: the pool&#x27;s disks were busy 42% of the last 47 s" in page
 
 
 def test_amdahls_bound_runs_from_no_gain_at_idle_disks_to_the_whole_gain_at_busy_ones():
