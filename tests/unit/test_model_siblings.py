@@ -6,6 +6,8 @@ check; docs/fleet.md has the figure with a refit per cell)."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from dataclasses import replace
 from functools import partial
 
@@ -112,3 +114,13 @@ def test_the_cli_ends_with_the_fleet_line_and_refuses_bad_variances(capsys):
     assert main(["evaluate", "--fleet", "--between", "-1"]) == 2
     assert main(["evaluate", "--fleet", "--between", "nan"]) == 2
     assert main(["evaluate", "--fleet", "--cells", "no-such-cell"]) == 2
+
+
+@pytest.mark.parametrize("between", ["-1", "nan", "inf", "0.01,abc", ""])
+def test_the_command_refuses_a_between_host_variance_that_is_not_one(between):
+    """The installed command in a process of its own: exit 2, one line naming the value, no traceback."""
+    done = subprocess.run([sys.executable, "-m", "advisor", "evaluate", "--fleet", "--shipped-fit",
+                           f"--between={between}"], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == ("zfs-advisor evaluate: --between takes finite variances >= 0, e.g. 0.01,0.019; "
+                           f"not {between!r}\n")
