@@ -28,11 +28,13 @@ def run_fleet(args: argparse.Namespace,
     from advisor.model.siblings import BETWEEN_HOST_VARIANCE
 
     try:
-        betweens = [float(v) for v in (args.between or "").split(",") if v.strip()] or [BETWEEN_HOST_VARIANCE]
+        betweens = ([BETWEEN_HOST_VARIANCE] if args.between is None
+                    else [float(v) for v in args.between.split(",") if v.strip()])
     except ValueError:
-        betweens = [-1.0]
-    if any(math.isnan(b) or b < 0 for b in betweens):
-        print("zfs-advisor evaluate: --between takes variances >= 0, e.g. 0.01,0.019", file=sys.stderr)
+        betweens = []
+    if not betweens or any(not math.isfinite(b) or b < 0 for b in betweens):
+        print(f"zfs-advisor evaluate: --between takes finite variances >= 0, e.g. 0.01,0.019; not {args.between!r}",
+              file=sys.stderr)
         return 2
     setup = held_out_setup(args, "--fleet")
     if isinstance(setup, int):

@@ -107,6 +107,8 @@ class FleetSettings(BaseModel):
             raise ValueError("give basic_auth_username or bearer_token_file, not both")
         if (self.basic_auth_username is None) != (self.basic_auth_password_file is None):
             raise ValueError("basic_auth_username and basic_auth_password_file go together")
+        if self.basic_auth_username is not None and ":" in self.basic_auth_username:
+            raise ValueError("basic_auth_username cannot contain ':' (RFC 7617, section 2)")
         return self
 
 

@@ -5,6 +5,7 @@ appears in it."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import ssl
 from typing import Any
@@ -30,9 +31,10 @@ def request_options(settings: FleetSettings) -> dict[str, Any]:
     headers = {}
     if settings.bearer_token_file is not None:
         headers["Authorization"] = f"Bearer {_secret(settings.bearer_token_file)}"
-    auth = None
     if settings.basic_auth_username is not None and settings.basic_auth_password_file is not None:
-        auth = aiohttp.BasicAuth(settings.basic_auth_username, _secret(settings.basic_auth_password_file))
+        # the header itself (RFC 7617): aiohttp.BasicAuth is deprecated in the aiohttp this runs on
+        pair = f"{settings.basic_auth_username}:{_secret(settings.basic_auth_password_file)}"
+        headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
     tls: ssl.SSLContext | bool | None = None
     if settings.insecure_skip_verify:
         tls = False
@@ -41,7 +43,7 @@ def request_options(settings: FleetSettings) -> dict[str, Any]:
             tls = ssl.create_default_context(cafile=str(settings.ca_file))
         except (OSError, ssl.SSLError) as exc:
             raise FleetUnavailable(f"cannot use ca_file {settings.ca_file}: {exc}") from None
-    return {"headers": headers, "auth": auth, "ssl": tls}
+    return {"headers": headers, "ssl": tls}
 
 
 async def instant_query(session: aiohttp.ClientSession, settings: FleetSettings, expr: str,

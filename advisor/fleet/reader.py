@@ -59,10 +59,17 @@ class FleetReader:
         return True
 
     async def run(self) -> None:
-        """Read every interval_seconds until cancelled."""
+        """Read every interval_seconds until cancelled.  A reading that fails in a way refresh did
+        not foresee is counted like any other failure: the task lives on, or the view would stay
+        as it is with nothing saying why."""
         async with aiohttp.ClientSession() as session:
             while True:
-                await self.refresh(session)
+                try:
+                    await self.refresh(session)
+                except Exception as exc:  # any failure of one reading: counted and logged
+                    self.failures += 1
+                    self.last_error = f"unexpected: {exc!r}"
+                    log.exception("the fleet's reading failed unexpectedly (the last good view is kept)")
                 await asyncio.sleep(self.settings.interval_seconds)
 
     def current(self) -> FleetView | None:

@@ -19,7 +19,7 @@ from advisor.evidence.interval import Z90
 from advisor.fleet.series import SiblingRun
 from advisor.model.dataset import Sample, samples
 from advisor.model.features import Observation, supported
-from advisor.model.siblings import BETWEEN_HOST_VARIANCE, SiblingSample
+from advisor.model.siblings import HOST_CONTRAST_VARIANCE, SiblingSample
 
 
 def own_instances(configured: str | None) -> set[str]:
@@ -77,7 +77,7 @@ def _disagreeing(by_pool: dict[str, list[Sample]]) -> list[str]:
             if not s.obs.baseline:
                 by_candidate[f"{s.obs.parameter}={s.obs.value}"].append(s.y_perf)
         effect[pool] = {c: statistics.fmean(ys) for c, ys in by_candidate.items()}
-    band = Z90 * math.sqrt(2 * BETWEEN_HOST_VARIANCE)
+    band = Z90 * math.sqrt(2 * HOST_CONTRAST_VARIANCE)
     found = []
     for pool, mine in sorted(effect.items()):
         for candidate, y in sorted(mine.items()):

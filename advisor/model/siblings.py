@@ -12,23 +12,31 @@ this pool's own measurement.  Without siblings the posterior is exactly `gp.cond
 """
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
 
-from advisor.model.dataset import Sample
-from advisor.model.features import Observation
+from advisor.model.dataset import Sample, cells
+from advisor.model.features import Observation, settings_key
 from advisor.model.gp import Dist, FittedGP, GPPredictor, Prediction, deviation_kernel, matrix
 
-# The between-host variance of a candidate's log ratio to its baseline, chosen from the lab: the
-# one cell the prior measured in three runs (hdd-raidz2x6/postgres, docs/prior.md) varies between
-# its runs by 0.019 beyond what the repeats within a run vary (`between_run_variance`, six
-# candidates; tests/unit/test_model_siblings.py recomputes it).  Runs of one pool: hosts of one
-# model differ at least as much, so this is a lower bound, and a sibling is trusted no more than
-# a re-run of the same pool.
-BETWEEN_HOST_VARIANCE = 0.019
+# A sibling's probe is a contrast: a candidate's log ratio to the sibling's own baseline, so the
+# host's offset (how fast that host is at all) cancels; what a host adds is the deviation of its
+# contrasts, e_a(x) - e_a(b).  The kernel gives it that shape (deviation_kernel: cov(h(x) - h(b),
+# h(x') - h(b))): a part shared by all of a sibling's candidates (its baseline's deviation, -h(b))
+# plus each candidate's own.  Both constants are estimated from the lab cells measured in several
+# runs (`host_contrast`; tests/unit/test_model_siblings.py recomputes them):
+# - HOST_CONTRAST_VARIANCE: the variance of one contrast between runs, beyond repeat noise
+#   (two hosts' measured effects of a candidate differ by twice that: advisor/fleet/view.py);
+# - BETWEEN_HOST_VARIANCE: the kernel's variance whose covariance between the candidates
+#   matches the runs' (least squares over the matrix); a candidate far from the default has a
+#   contrast variance of twice it, half shared with the sibling's other candidates.
+# Runs of one pool: hosts of one model differ at least as much, so both are lower bounds.
+HOST_CONTRAST_VARIANCE = 0.019
+BETWEEN_HOST_VARIANCE = 0.010
 
 
 @dataclass(frozen=True)
@@ -37,25 +45,54 @@ class SiblingSample:
     host: str  # which sibling pool measured it (instance and pool): its repeats share that host's deviation
 
 
-def between_run_variance(prior: list[Sample]) -> tuple[float, int] | None:
-    """(the mean over candidates of the variance of a candidate's mean log ratio between runs of
-    one cell, less the within-run variance of one run's mean; how many candidates) over the cells
-    measured in several runs, or None when no cell was."""
-    by: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for s in prior:
-        if not s.obs.baseline:
-            by[(s.obs.cell, s.obs.parameter, s.obs.value)][s.obs.run].append(s.y_perf)
-    between, within = [], []
-    for runs in by.values():
+@dataclass(frozen=True)
+class HostContrast:
+    """What the lab's repeated runs say of how much a host moves a contrast."""
+
+    cells: int  # cells measured in several runs
+    runs: int  # their runs, together
+    candidates: int  # non-default candidates measured in each run, together
+    contrast_variance: float  # mean over candidates of a contrast's between-run variance, less repeat noise
+    shared_covariance: float  # mean covariance of two candidates' contrasts of one run: the shared part
+    between: float  # the kernel variance (deviation_kernel's units) fitted to the covariance matrices
+    offset_variance: float  # between-run variance of the baseline's absolute log IOPS: what cancels
+
+
+def host_contrast(prior: list[Sample]) -> HostContrast | None:
+    """The between-run covariance of the contrasts of every cell measured in several runs, or None
+    when no cell was.  Per cell: each run's mean contrast per candidate, their covariance across
+    runs less each candidate's repeat noise (the variance of a mean of its repeats) on the
+    diagonal, compared with deviation_kernel at the candidates (one variance, least squares)."""
+    runs_total, candidates, diagonal, off, fit_num, fit_den, offsets = 0, 0, [], [], 0.0, 0.0, []
+    found = 0
+    for rows in cells(prior).values():
+        runs = sorted({s.obs.run for s in rows})
         if len(runs) < 2:
             continue
-        means = [statistics.fmean(v) for v in runs.values()]
-        between.append(statistics.variance(means))
-        repeats = [v for v in runs.values() if len(v) > 1]
-        within += [statistics.variance(v) / len(v) for v in repeats]
-    if not between:
+        by: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+        obs: dict[tuple, Observation] = {}
+        for s in rows:
+            if not s.obs.baseline:
+                by[settings_key(s.obs)][s.obs.run].append(s.y_perf)
+                obs[settings_key(s.obs)] = s.obs
+        keys = sorted(k for k in by if len(by[k]) == len(runs))
+        means = np.array([[statistics.fmean(by[k][r]) for k in keys] for r in runs])
+        noise = [statistics.fmean(statistics.variance(by[k][r]) / len(by[k][r]) if len(by[k][r]) > 1 else 0.0
+                                  for r in runs) for k in keys]
+        cov = np.cov(means, rowvar=False) - np.diag(noise)
+        X = matrix([obs[k] for k in keys])
+        K = deviation_kernel(X, matrix([obs[keys[0]].with_candidate("recordsize", "128K")])[0], 1.0)
+        fit_num, fit_den = fit_num + float((cov * K).sum()), fit_den + float((K * K).sum())
+        diagonal += list(cov.diagonal())
+        off += list(cov[~np.eye(len(keys), dtype=bool)])
+        offsets.append(statistics.variance([statistics.fmean(math.log(s.obs.perf) for s in rows
+                                                             if s.obs.baseline and s.obs.run == r and s.obs.perf)
+                                            for r in runs]))
+        found, runs_total, candidates = found + 1, runs_total + len(runs), candidates + len(keys)
+    if not found:
         return None
-    return max(statistics.fmean(between) - (statistics.fmean(within) if within else 0.0), 0.0), len(between)
+    return HostContrast(found, runs_total, candidates, max(statistics.fmean(diagonal), 0.0), statistics.fmean(off),
+                        max(fit_num / fit_den, 0.0), statistics.fmean(offsets))
 
 
 def condition_with_siblings(fitted: FittedGP, local: list[Observation], y_local: list[float],

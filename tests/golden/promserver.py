@@ -6,15 +6,20 @@
 """
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import socket
+import ssl
 import subprocess
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
+
+_UNCHECKED = ssl.create_default_context()  # this class's own requests: the tests make their own certificates
+_UNCHECKED.check_hostname, _UNCHECKED.verify_mode = False, ssl.CERT_NONE
 
 
 class PromQLError(Exception):
@@ -29,17 +34,25 @@ def free_port() -> int:
 
 class PrometheusServer:
     def __init__(self, workdir: Path, targets: list[str] = (), scrape_interval: str = "1s", job_options: str = "",
-                 rule_files: list[Path] = (), evaluation_interval: str | None = None):
+                 rule_files: list[Path] = (), evaluation_interval: str | None = None, web_config: Path | None = None,
+                 basic_auth: tuple[str, str] | None = None):
         """`job_options`: more YAML for the scrape job, indented as its keys (e.g. `    scheme: https`);
         `rule_files`: alerting/recording rules to load, evaluated every `evaluation_interval`
-        (the scrape interval by default)."""
+        (the scrape interval by default); `web_config`: its own --web.config.file (TLS, basic
+        auth): `url` is then https:// when it has tls_server_config, which this class's own requests
+        do not check, and they send `basic_auth` (user, password)."""
         binary = shutil.which("prometheus")
         if binary is None:
             raise FileNotFoundError("prometheus not found: install Debian's `prometheus` package")
         self.binary = binary
         self.workdir = Path(workdir)
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.web_config = web_config
+        self.headers = {}
+        if basic_auth is not None:
+            self.headers["Authorization"] = "Basic " + base64.b64encode(":".join(basic_auth).encode()).decode()
+        tls = web_config is not None and "tls_server_config" in Path(web_config).read_text()
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         targets_yaml = json.dumps(list(targets))
         self.config = self.workdir / "prometheus.yml"
         rules = "".join(f"  - {json.dumps(str(Path(r).resolve()))}\n" for r in rule_files)
@@ -61,6 +74,7 @@ class PrometheusServer:
                 f"--storage.tsdb.path={self.workdir / 'data'}",
                 f"--web.listen-address=127.0.0.1:{self.port}",
                 "--web.enable-lifecycle",
+                *([f"--web.config.file={self.web_config}"] if self.web_config is not None else []),
             ],
             stdout=self.log,
             stderr=subprocess.STDOUT,
@@ -68,7 +82,7 @@ class PrometheusServer:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
-                urllib.request.urlopen(f"{self.url}/-/ready", timeout=2).read()
+                self._open(f"{self.url}/-/ready", timeout=2).read()
                 return self
             except OSError:
                 if self.proc.poll() is not None:
@@ -87,10 +101,14 @@ class PrometheusServer:
                 self.proc.wait()
         self.log.close()
 
+    def _open(self, url: str, timeout: float):
+        return urllib.request.urlopen(urllib.request.Request(url, headers=self.headers), timeout=timeout,
+                                      context=_UNCHECKED)
+
     def query(self, expr: str) -> list[dict]:
         url = f"{self.url}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
         try:
-            with urllib.request.urlopen(url, timeout=30) as resp:
+            with self._open(url, timeout=30) as resp:
                 body = json.load(resp)
         except urllib.error.HTTPError as exc:
             body = json.load(exc)
@@ -115,5 +133,5 @@ class PrometheusServer:
 
     def targets(self) -> list[dict]:
         """The active scrape targets (health, lastError, ...) as /api/v1/targets lists them."""
-        with urllib.request.urlopen(f"{self.url}/api/v1/targets?state=active", timeout=30) as resp:
+        with self._open(f"{self.url}/api/v1/targets?state=active", timeout=30) as resp:
             return json.load(resp)["data"]["activeTargets"]

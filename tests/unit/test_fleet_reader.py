@@ -18,6 +18,7 @@ from advisor.fleet.reader import FleetReader
 from advisor.fleet.series import FAMILIES, POOL_INFO
 from advisor.service.app import create_app
 from support import RECORDING
+from support.waiting import await_until
 
 INFO = {"instance": "sib:21134", "pool": "tank", "media": "ssd", "vdev_type": "mirror", "top_vdevs": "2",
         "vdev_width": "2", "ashift": "12", "disks": "4", "disk_model": "QEMU HARDDISK", "openzfs": "2.3"}
@@ -148,3 +149,35 @@ async def test_recommend_answers_as_without_a_fleet(http_client, tmp_path, prome
     finally:
         released.set()
         await server.close()
+
+
+class _FailsOnce(FleetReader):
+    """A reading that fails as refresh does not foresee (fault injection: no Prometheus answer
+    was found that does this; tests/unit/test_fleet_reader.py's junk shapes are all caught)."""
+
+    async def refresh(self, session: aiohttp.ClientSession) -> bool:
+        if not self.failures:
+            raise KeyError("data")
+        return await super().refresh(session)
+
+
+async def test_an_unforeseen_failure_is_counted_and_the_reader_reads_on():
+    server = await _served(_prometheus(ANSWERS))
+    reader = _FailsOnce(FleetSettings(prometheus_url=f"http://127.0.0.1:{server.port}", timeout_seconds=5,
+                                      interval_seconds=30))
+    reader.settings = reader.settings.model_copy(update={"interval_seconds": 0.01})  # below the setting's floor, to read again at once
+    task = asyncio.create_task(reader.run())
+    try:
+        await await_until(lambda: reader.view is not None, 10, "the reader never read after its failure")
+        assert not task.done()
+    finally:
+        task.cancel()
+        await server.close()
+    assert reader.failures == 1
+
+
+def test_a_basic_auth_user_with_a_colon_is_refused(tmp_path):
+    secret = tmp_path / "password"
+    secret.write_text("x")
+    with pytest.raises(ValueError, match="RFC 7617"):
+        FleetSettings(prometheus_url="http://p:9090", basic_auth_username="a:b", basic_auth_password_file=secret)

@@ -6,6 +6,8 @@ check; docs/fleet.md has the figure with a refit per cell)."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from dataclasses import replace
 from functools import partial
 
@@ -23,10 +25,11 @@ from advisor.model.fleet_evaluation import evaluate_fleet, sibling_passes  # noq
 from advisor.model.gp import condition  # noqa: E402 - after the importorskip above
 from advisor.model.siblings import (  # noqa: E402 - after the importorskip above
     BETWEEN_HOST_VARIANCE,
+    HOST_CONTRAST_VARIANCE,
     SiblingSample,
     WithSiblings,
-    between_run_variance,
     condition_with_siblings,
+    host_contrast,
 )
 
 CELL = "zfs2.3.2/hdd-raidz1x4/postgres/512M"
@@ -48,11 +51,18 @@ def held_out(prior):
     return model, queries, sibling_passes(cell)
 
 
-def test_the_between_host_variance_is_the_labs_between_run_variance(prior):
-    found = between_run_variance(prior)
+def test_the_between_host_variances_are_the_labs_between_run_covariance_of_contrasts(prior):
+    """The one cell measured in several runs (hdd-raidz2x6/postgres, three runs, six candidates):
+    a contrast varies between runs by 0.019, half of it shared by the run's candidates (what its
+    baseline adds), and the kernel whose covariance fits that matrix has a variance of 0.010;
+    the baseline's absolute speed varies by 0.014 between runs, which a contrast cancels."""
+    found = host_contrast(prior)
     assert found is not None
-    variance, candidates = found
-    assert candidates == 6 and round(variance, 3) == BETWEEN_HOST_VARIANCE
+    assert (found.cells, found.runs, found.candidates) == (1, 3, 6)
+    assert round(found.contrast_variance, 3) == HOST_CONTRAST_VARIANCE
+    assert round(found.between, 3) == BETWEEN_HOST_VARIANCE
+    assert 0 < found.shared_covariance < found.contrast_variance
+    assert round(found.offset_variance, 3) == 0.014
 
 
 def test_without_siblings_the_prediction_is_todays(held_out):
@@ -104,3 +114,13 @@ def test_the_cli_ends_with_the_fleet_line_and_refuses_bad_variances(capsys):
     assert main(["evaluate", "--fleet", "--between", "-1"]) == 2
     assert main(["evaluate", "--fleet", "--between", "nan"]) == 2
     assert main(["evaluate", "--fleet", "--cells", "no-such-cell"]) == 2
+
+
+@pytest.mark.parametrize("between", ["-1", "nan", "inf", "0.01,abc", ""])
+def test_the_command_refuses_a_between_host_variance_that_is_not_one(between):
+    """The installed command in a process of its own: exit 2, one line naming the value, no traceback."""
+    done = subprocess.run([sys.executable, "-m", "advisor", "evaluate", "--fleet", "--shipped-fit",
+                           f"--between={between}"], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == ("zfs-advisor evaluate: --between takes finite variances >= 0, e.g. 0.01,0.019; "
+                           f"not {between!r}\n")
