@@ -15,9 +15,9 @@ from typing import Any
 
 from advisor.engine.answer import decide_all, one_create
 from advisor.engine.context import Context
+from advisor.engine.derived_pool import pool_media
 from advisor.engine.efficiency import efficiency_item
 from advisor.engine.evaluator import evaluate
-from advisor.engine.facts_pool import pool_media
 from advisor.engine.loader import RuleBook
 from advisor.engine.models import GENERAL, ModelStatus, Recommendation, RecommendResponse, Summary, Target
 from advisor.engine.predicted import PredictionLookup

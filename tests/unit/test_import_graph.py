@@ -85,7 +85,7 @@ ENGINE = sorted(m for m in GRAPH if m == "advisor.engine" or m.startswith("advis
 def test_the_graph_covers_the_whole_package():
     assert {"advisor.service.app", "advisor.cli", "advisor.engine.service", "advisor.exporters.collector",
             "advisor.rules"} <= GRAPH.keys()
-    assert "advisor.engine.catalogue" in GRAPH["advisor.engine.facts_pool"]
+    assert "advisor.engine.catalogue" in GRAPH["advisor.engine.derived_pool"]
 
 
 def test_no_import_cycles():
