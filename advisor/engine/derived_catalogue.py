@@ -6,5 +6,5 @@ from __future__ import annotations
 from advisor.engine import derived_arc, derived_dataset, derived_dedup, derived_host, derived_io, derived_pool
 from advisor.engine.catalogue import CATALOGUE
 
-FACT_MODULES = (derived_host, derived_pool, derived_dedup, derived_arc, derived_io, derived_dataset)
-__all__ = ["CATALOGUE", "FACT_MODULES"]
+DERIVED_MODULES = (derived_host, derived_pool, derived_dedup, derived_arc, derived_io, derived_dataset)
+__all__ = ["CATALOGUE", "DERIVED_MODULES"]

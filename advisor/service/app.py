@@ -58,7 +58,7 @@ from advisor.engine.advice import Advice
 from advisor.engine.answer_cache import AnswerCache
 from advisor.engine.loader import RuleBook, load_rulebook
 from advisor.exporters.base import ExportOptions
-from advisor.exporters.collector import FactsCollector
+from advisor.exporters.collector import MetricsRenderer
 from advisor.host.collect import CommandFacts
 from advisor.host.provider import FactsProvider
 from advisor.process import systemd
@@ -102,7 +102,7 @@ def create_app(settings: Settings) -> web.Application:
     app[RULEBOOK] = book
     app[MODEL] = build_model(settings.state_dir, book, enabled=settings.model)
     app[ANSWERER] = Answerer(book, settings.state_dir, app[MODEL])
-    app[EXPORTER] = FactsCollector()
+    app[EXPORTER] = MetricsRenderer()
     app[CHANGES] = ChangeTracker(tracked(book), settings.state_dir, settings.changes_window_seconds)
     app[RECOGNISER] = Recogniser(signatures(book.workloads))
     app[OPENAPI_JSON] = openapi.openapi_json(book)
