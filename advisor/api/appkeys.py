@@ -12,7 +12,7 @@ from advisor.engine.answer_cache import AnswerCache
 from advisor.engine.loader import RuleBook
 from advisor.exporters.collector import MetricsRenderer
 from advisor.fleet.reader import FleetReader
-from advisor.host.provider import FactsProvider
+from advisor.host.facts_provider import FactsProvider
 from advisor.model.provider import ModelProvider
 from advisor.recognise.window import Recogniser
 from advisor.server.bodies import Bodies

@@ -26,9 +26,9 @@ from advisor.hostmodel.facts import Host
 from advisor.process.logs import RateLimitedLog
 from advisor.server.bodies import Body, body_response
 from advisor.store.db import StoreError
-from advisor.store.health import rows_skipped
 from advisor.store.probe_stats import ProbeStats, probe_stats
 from advisor.store.probes import read_existing
+from advisor.store.reader_health import rows_skipped
 
 log = logging.getLogger(__name__)
 # said again on every request while it lasts: once a minute, with a count (advisor/process/logs.py)

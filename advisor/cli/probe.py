@@ -22,12 +22,9 @@ from advisor.evidence.bound import run_bound
 from advisor.evidence.parameters import ParameterEvidence, summarize
 from advisor.hostmodel.names import InvalidName
 from advisor.probe.candidates import CandidateError, parse_candidate_spec
-from advisor.probe.modparams import ModuleParamError
-from advisor.probe.plan import Budget, Plan
-from advisor.probe.runner import ProbeAborted, ProbeFailed, Progress
-from advisor.probe.safety import LockBusy, UnsafeToProbe
-from advisor.probe.scratch import ScratchError
-from advisor.probe.service import (
+from advisor.probe.plan_runner import ProbeAborted, ProbeFailed, Progress
+from advisor.probe.probe_plan import Budget, Plan
+from advisor.probe.probe_service import (
     EFFICIENCY_TESTS,
     PlanError,
     ProbeConfig,
@@ -35,6 +32,9 @@ from advisor.probe.service import (
     efficiency_seconds,
     parse_budget,
 )
+from advisor.probe.safety import LockBusy, UnsafeToProbe
+from advisor.probe.scratch import ScratchError
+from advisor.probe.temporary_modparams import ModuleParamError
 from advisor.store.db import StoreError
 from advisor.store.probes import ProbeStore, RunRow, read_existing
 

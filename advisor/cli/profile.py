@@ -24,7 +24,8 @@ from advisor.engine.loader import load_rulebook
 from advisor.engine.measured import same_value
 from advisor.evidence.parameters import ParameterEvidence
 from advisor.probe.candidates import Candidate
-from advisor.probe.plan import Plan
+from advisor.probe.probe_plan import Plan
+from advisor.probe.probe_service import ProbeConfig, ProbeService
 from advisor.probe.profiler import (
     CandidateChooser,
     Outcome,
@@ -33,7 +34,6 @@ from advisor.probe.profiler import (
     dataset_reference,
     profiler_config,
 )
-from advisor.probe.service import ProbeConfig, ProbeService
 from advisor.process.logs import setup_logging
 from advisor.store.db import StoreError
 

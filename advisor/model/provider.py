@@ -34,7 +34,7 @@ from advisor.evidence.interval import Z90
 from advisor.hostmodel.facts import Host
 from advisor.hostmodel.tunables import DATASET_DEFAULTS, PREDICTED_PARAMETERS
 from advisor.model import MODEL_VERSION, numpy_missing, sklearn_missing
-from advisor.model.changes import change_observations
+from advisor.model.change_samples import change_observations
 from advisor.model.dataset import Sample, load_csv, prior_path, samples
 from advisor.model.features import (
     KNOWN_COMPRESSION,

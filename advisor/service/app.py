@@ -60,7 +60,7 @@ from advisor.engine.loader import RuleBook, load_rulebook
 from advisor.exporters.base import ExportOptions
 from advisor.exporters.collector import MetricsRenderer
 from advisor.host.collect import CommandFacts
-from advisor.host.provider import FactsProvider
+from advisor.host.facts_provider import FactsProvider
 from advisor.process import systemd
 from advisor.process.memory import release_freed_memory
 from advisor.recognise.signature import signatures
@@ -127,7 +127,7 @@ def check_workloads_setting(workloads: dict[str, str], book: RuleBook) -> None:
 
 
 async def _background_refresh(app: web.Application) -> AsyncIterator[None]:
-    """zpool/zfs run on a timer, not on the scrape path (advisor.host.provider); after each
+    """zpool/zfs run on a timer, not on the scrape path (advisor.host.facts_provider); after each
     run the exporter renders what it builds from their output."""
     heap = HeapFreezer()
     await asyncio.to_thread(app[CHANGES].load)
@@ -151,7 +151,7 @@ async def _background_refresh(app: web.Application) -> AsyncIterator[None]:
 async def _observe_changes(app: web.Application, commands: CommandFacts) -> None:
     """Each command refresh is one sample of the change tracker: the collection made of it (kstats
     read now, or by a request that already combined them with this output), which requests then
-    share (advisor.host.provider): no collection more than there would have been."""
+    share (advisor.host.facts_provider): no collection more than there would have been."""
     provider = app[FACTS]
     try:
         last = provider.last

@@ -51,7 +51,7 @@ FLOORS = [
 ]
 # Same-floor imports, (importing part, imported part): each one the contract allows, and why.
 SAME_FLOOR = {
-    ("layout", "engine"): "the planner reads sizes with the engine's units (layout/inputs.py: engine/units.py)",
+    ("layout", "engine"): "the planner reads sizes with the engine's units (layout/planned_disks.py: engine/units.py)",
     ("model", "probe"): "the evaluation of the whole answer stores probe runs as a probe would "
                         "(model/answers.py: probe/description.py, fio_job.py, pooldesc.py)",
     ("page", "recognise"): "the page shows each dataset's recognised workload (page/gather.py: recognise/classify.py)",
@@ -62,8 +62,8 @@ SAME_FLOOR = {
 # What the floors allow but a part must still not reach, directly or through the modules it
 # imports: a project module (or package) by its dotted name, anything else by its top-level name.
 # The prober's stack (it creates datasets, runs fio, writes module parameters: root's work).
-RUNNER_STACK = ("advisor.probe.service", "advisor.probe.profiler", "advisor.probe.runner", "advisor.probe.foreground",
-                "advisor.probe.scratch", "advisor.probe.safety", "advisor.probe.modparams")
+RUNNER_STACK = ("advisor.probe.probe_service", "advisor.probe.profiler", "advisor.probe.plan_runner", "advisor.probe.foreground",
+                "advisor.probe.scratch", "advisor.probe.safety", "advisor.probe.temporary_modparams")
 # advisor/api/ less what its handlers read from the app: its typed keys and what a reload replaces.
 API_HANDLERS = tuple(m for m in GRAPH if m.startswith("advisor.api.")
                      and m not in ("advisor.api.appkeys", "advisor.api.runtime"))
@@ -256,11 +256,11 @@ def test_tests_import_helpers_from_support_not_from_other_test_modules():
 
 
 def test_the_api_reads_the_host_through_the_facts_provider_alone():
-    """The handlers ask the facts provider (advisor/host/provider.py) for a collection, a scrape's
+    """The handlers ask the facts provider (advisor/host/facts_provider.py) for a collection, a scrape's
     fallback and the host a command output makes; how a collection is assembled
     (advisor/host/collect.py) and each source's parser stay behind it."""
     direct = {(m, t) for m in GRAPH if m == "advisor.api" or m.startswith("advisor.api.")
-              for t in GRAPH[m] if t.startswith("advisor.host.") and t != "advisor.host.provider"}
+              for t in GRAPH[m] if t.startswith("advisor.host.") and t != "advisor.host.facts_provider"}
     assert not direct, sorted(direct)
 
 
