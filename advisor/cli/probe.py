@@ -147,9 +147,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _chosen_by_model(service: ProbeService, args: argparse.Namespace, given: list | None,
                      params: dict[str, str]) -> list:
+    from advisor.model.regression_model import build_model
     from advisor.probe.pooldesc import PoolUnavailable, read_pool_descriptor
     from advisor.probe.profiler import dataset_reference
-    from advisor.service.regression_model import build_model
 
     if given:
         raise PlanError("--budget-probes chooses the candidates itself: give it or --param, not both")

@@ -113,8 +113,8 @@ def model_chooser(service: ProbeService, config: Settings) -> CandidateChooser:
     already is not measured again. Without numpy the model answers in grid order."""
     if config.profiler.budget_probes < 1 or not config.model:
         return choose_candidates
+    from advisor.model.regression_model import build_model
     from advisor.probe.pooldesc import PoolUnavailable, read_pool_descriptor
-    from advisor.service.regression_model import build_model
 
     model = build_model(service.config.state_dir, service.rulebook).fit()
 

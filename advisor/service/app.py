@@ -61,6 +61,7 @@ from advisor.exporters.base import ExportOptions
 from advisor.exporters.collector import MetricsRenderer
 from advisor.host.collect import CommandFacts
 from advisor.host.facts_provider import FactsProvider
+from advisor.model.regression_model import build_model
 from advisor.process import systemd
 from advisor.process.memory import release_freed_memory
 from advisor.recognise.signature import signatures
@@ -71,7 +72,6 @@ from advisor.server.errors import error_middleware
 from advisor.server.limits import HeapFreezer, WorkLimiter
 from advisor.server.passwords import PasswordChecks
 from advisor.service import fleet
-from advisor.service.regression_model import build_model
 
 ROUTES = (health.routes, facts.routes, recommend.routes, workloads.routes, pools.routes, probes.routes, openapi.routes,
           metrics.routes, plan.routes, page.routes, efficiency.routes, changes.routes)

@@ -266,15 +266,15 @@ def test_the_api_reads_the_host_through_the_facts_provider_alone():
 
 def test_the_model_is_built_in_one_place():
     """The service and every command that consults the model build it with
-    advisor/service/regression_model.py (the evaluation's held-out model is a subclass of its own)."""
-    assert callers_of("ModelProvider") == ["advisor.service.regression_model"]
+    advisor/model/regression_model.py (the evaluation's held-out model is a subclass of its own)."""
+    assert callers_of("ModelProvider") == ["advisor.model.regression_model"]
 
 
 def test_a_second_place_that_builds_the_model_is_named(tmp_path):
     root = _copy_of_the_tree(tmp_path)
     module = root / "advisor/cli/plan.py"
     module.write_text(module.read_text() + "\nMODEL = ModelProvider(None, None, None)  # added by the test\n")
-    assert callers_of("ModelProvider", root) == ["advisor.cli.plan", "advisor.service.regression_model"]
+    assert callers_of("ModelProvider", root) == ["advisor.cli.plan", "advisor.model.regression_model"]
 
 
 # The engine's entry point, and who may call it: the one way into the answer (advisor/answering/),
