@@ -266,7 +266,7 @@ def test_the_api_reads_the_host_through_the_facts_provider_alone():
 
 def test_the_model_is_built_in_one_place():
     """The service and every command that consults the model build it with
-    advisor/model/regression_model.py (the evaluation's held-out model is a subclass of its own)."""
+    advisor/model/regression_model.py, the evaluation's held-out models too (`build_model(..., fitted=...)`)."""
     assert callers_of("ModelProvider") == ["advisor.model.regression_model"]
 
 
