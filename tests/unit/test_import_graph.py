@@ -277,16 +277,24 @@ def test_a_second_place_that_builds_the_model_is_named(tmp_path):
     assert callers_of("ModelProvider", root) == ["advisor.cli.plan", "advisor.model.regression_model"]
 
 
-# The engine's entry point, and who may call it: the one way into the answer (advisor/answering/),
-# which hands it the store's evidence and reports and the model's predictions, so that no caller
-# hands it less; inside the engine, the exporter's advice (engine/advice.py: the rules and the
-# model's predictions for the `workloads` setting, computed once per command output).
+# The engine's entry point, and who may call it, each with the reason.
 ENTRY = ("advisor.engine.service", "recommend")
-MAY_CALL_THE_ENGINE = ["advisor.answering.answerer", "advisor.engine.advice"]
+MAY_CALL_THE_ENGINE = {
+    "advisor.answering.answerer": "the one way into the answer: it hands the engine the store's evidence and "
+                                  "reports and the model's predictions, so that no caller hands it less",
+    # Not through the Answerer yet, and why: the exporter's advice for the `workloads` setting is
+    # computed inside a scrape, once per command output and model generation, and waits for a fit
+    # under way at most ADVICE_WAIT_SECONDS (advisor/model/provider.py); the Answerer's lookup and
+    # model status wait up to a minute, and its probe evidence is not in the advice's key. So the
+    # advice reads the rules and the model's predictions but no probe evidence: on a probed
+    # dataset it can differ from /recommend's answer. Routing it through the Answerer needs a wait
+    # bound there and the store's state in the advice's key.
+    "advisor.engine.advice": "the exporter's advice: rules and predictions within a scrape's deadline",
+}
 
 
 def test_the_answer_is_assembled_in_one_place():
-    assert importers_of(*ENTRY) == MAY_CALL_THE_ENGINE
+    assert importers_of(*ENTRY) == sorted(MAY_CALL_THE_ENGINE)
 
 
 @pytest.mark.parametrize("path, added", [
