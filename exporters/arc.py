@@ -81,6 +81,6 @@ SPEC = KStatSpec(
 )
 
 
-@collector("arc", order=10)
+@collector("arc", after=None)
 def collect(scrape: Scrape) -> Iterable[Metric]:
     return kstat_families(SPEC, scrape.host.arc)

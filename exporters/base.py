@@ -98,7 +98,7 @@ class Scrape:
     changes: tuple[dict[str, Any], ...] = ()
     # (dataset, workload or unknown, role, confidence) per busy dataset (advisor/recognise/window.py).
     recognised: tuple[tuple[str, str, str | None, float], ...] = ()
-    # (table, rows skipped since start) of the probe store's reader (advisor/store/health.py).
+    # (table, rows skipped since start) of the probe store's reader (advisor/store/reader_health.py).
     store_rows_skipped: tuple[tuple[str, int], ...] = ()
     # The fleet reader's status (advisor/fleet/reader.py FleetStatus); None when [fleet] is off.
     fleet: Any = None

@@ -17,7 +17,7 @@ WHEN_LABELS = ("pool", "dataset", "parameter", "old", "new", "verdict")
 EFFECT_LABELS = ("pool", "dataset", "parameter", "metric")
 
 
-@collector("changes", order=150)
+@collector("changes", after="efficiency")
 def collect(scrape: Scrape) -> Iterable[Metric]:
     when = GaugeMetricFamily(
         "zfs_advisor_change_timestamp_seconds",

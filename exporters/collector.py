@@ -1,6 +1,6 @@
 """The exporter: runs every source collector on one scrape's facts and writes the text.
 
-`FactsCollector.encoded(scrape, openmetrics)` is the one render path (/metrics), and
+`MetricsRenderer.encoded(scrape, openmetrics)` is the one render path (/metrics), and
 `render_parts(scrape)` the same text as plain bytes: each collector builds fresh families from
 that scrape's `Host`, is timed and guarded (a failing collector costs its own families only),
 and zfs_advisor_scrape_collector_duration_seconds / _success report it like node_exporter. The
@@ -55,7 +55,9 @@ def _digested(parts: Iterable[bytes], digest: hashlib.blake2b) -> Iterator[bytes
         yield part
 
 
-class FactsCollector:
+class MetricsRenderer:
+    """The /metrics text of a scrape: every collector's families, rendered and kept per collector."""
+
     def __init__(self, collectors: Mapping[str, Collect] = COLLECTORS):
         self.collectors = dict(collectors)
         # name -> (what its text was made from, the text deflated in segments of whole families)

@@ -83,7 +83,7 @@ def _compress_ratio(ds: Dataset) -> float | None:
         return None
 
 
-@collector("datasets", order=80, command_output_only=True)
+@collector("datasets", after="tx_assign", command_output_only=True)
 def collect(scrape: Scrape) -> Iterable[Metric]:
     """Properties and space, from `zfs get` alone."""
     src = f"Source: zfs get -Hp.{CACHED}"
@@ -147,7 +147,7 @@ def io_source(scrape: Scrape) -> tuple:
             SameObjects([ds.io for ds in chosen]))
 
 
-@collector("dataset_io", order=90, source=io_source)
+@collector("dataset_io", after="datasets", source=io_source)
 def collect_io(scrape: Scrape) -> Iterable[Metric]:
     """Logical I/O counters, from the objset kstats read for this scrape; a dataset's rows are
     written again only when its kstat changed (and an idle one costs no new object: the

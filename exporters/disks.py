@@ -57,7 +57,7 @@ def _selected(scrape: Scrape) -> list[Disk]:
     return [d for n in dict.fromkeys(names) if (d := scrape.host.disk(n))]
 
 
-@collector("disks", order=100)
+@collector("disks", after="dataset_io")
 def collect(scrape: Scrape) -> Iterable[Metric]:
     disks = _selected(scrape)
     families: list[Metric] = []

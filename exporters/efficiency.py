@@ -14,7 +14,7 @@ from advisor.exporters.base import Scrape, SourceUnreadable, append
 from advisor.exporters.registry import collector
 
 
-@collector("efficiency", order=140)
+@collector("efficiency", after="probes")
 def collect(scrape: Scrape) -> Iterable[Metric]:
     stats = scrape.probes
     if stats is None:

@@ -87,7 +87,7 @@ def _add(latency: HistogramMetricFamily, size: HistogramMetricFamily, labels: li
             size.add_metric([*labels, *size_labels(series)], points, total)
 
 
-@collector("histograms", order=50, command_output_only=True)
+@collector("histograms", after="vdevs", command_output_only=True)
 def collect(scrape: Scrape) -> Iterable[Metric]:
     pool_latency, pool_size = _families("pool")
     vdev_latency, vdev_size = _families("vdev")

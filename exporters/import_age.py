@@ -15,7 +15,7 @@ from advisor.exporters.base import Scrape
 from advisor.exporters.registry import collector
 
 
-@collector("import_age", order=35)
+@collector("import_age", after="pools")
 def collect(scrape: Scrape) -> Iterable[Metric]:
     family = GaugeMetricFamily(
         "zfs_pool_import_age_seconds",

@@ -123,7 +123,7 @@ SPECS = {
 }
 
 
-@collector("kstats", order=20)
+@collector("kstats", after="arc")
 def collect(scrape: Scrape) -> Iterable[Metric]:
     for name, spec in SPECS.items():
         yield from kstat_families(spec, scrape.host.kstats.get(name))

@@ -86,7 +86,7 @@ def metric_name(parameter: str, unit: str) -> str:
     return f"zfs_param_{base}{_SUFFIX[unit]}"
 
 
-@collector("module", order=110, command_output_only=True)
+@collector("module", after="disks", command_output_only=True)
 def collect(scrape: Scrape) -> Iterable[Metric]:
     yield from _version(scrape)
     params = scrape.host.module_params

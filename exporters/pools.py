@@ -128,7 +128,7 @@ def _bytes(pool: Pool, prop: str) -> int | None:
     return int(value) if value is not None and value.isdigit() else None
 
 
-@collector("pools", order=30)
+@collector("pools", after="kstats")
 def collect(scrape: Scrape) -> Iterable[Metric]:
     pools = scrape.pools
     src = f"Source: zpool get -Hp all.{CACHED}"

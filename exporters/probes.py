@@ -17,7 +17,7 @@ from advisor.exporters.registry import collector
 RESULT_LABELS = ["pool", "workload", "parameter", "value", "candidate"]
 
 
-@collector("probes", order=130)
+@collector("probes", after="recommendations")
 def collect(scrape: Scrape) -> Iterable[Metric]:
     stats = scrape.probes
     if stats is None:

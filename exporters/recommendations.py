@@ -31,7 +31,7 @@ def _where(rec: Recommendation) -> tuple[str, str]:
     return rec.pool or "", rec.dataset or ""
 
 
-@collector("recommendations", order=120, command_output_only=True)
+@collector("recommendations", after="module", command_output_only=True)
 def collect(scrape: Scrape) -> Iterable[Metric]:
     info = InfoMetricFamily(
         "zfs_advisor_recommendation",

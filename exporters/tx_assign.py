@@ -18,7 +18,7 @@ from advisor.exporters.registry import collector
 from advisor.hostmodel.facts import TX_ASSIGN_SERIES
 
 
-@collector("tx_assign", order=70)
+@collector("tx_assign", after="txgs")
 def collect(scrape: Scrape) -> Iterable[Metric]:
     family = HistogramMetricFamily(
         "zfs_pool_tx_assign_seconds",

@@ -34,7 +34,7 @@ def _phase(txg: Txg, phase: str) -> float:
     return getattr(txg, f"{phase}_seconds")
 
 
-@collector("txgs", order=60)
+@collector("txgs", after="histograms")
 def collect(scrape: Scrape) -> Iterable[Metric]:
     total = CounterMetricFamily(
         "zfs_pool_txgs",

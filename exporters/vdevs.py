@@ -67,7 +67,7 @@ class _IoFamilies:
         return iter((self.pending, self.active))
 
 
-@collector("vdevs", order=40, command_output_only=True)
+@collector("vdevs", after="import_age", command_output_only=True)
 def collect(scrape: Scrape) -> Iterable[Metric]:
     per_vdev = scrape.options.per_vdev
     pool_io = _IoFamilies("pool", ["pool"])

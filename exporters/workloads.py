@@ -14,7 +14,7 @@ from advisor.exporters.base import Scrape, append
 from advisor.exporters.registry import collector
 
 
-@collector("workloads", order=160)
+@collector("workloads", after="changes")
 def collect(scrape: Scrape) -> Iterable[Metric]:
     info = InfoMetricFamily(
         "zfs_advisor_dataset_workload",

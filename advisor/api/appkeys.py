@@ -10,9 +10,9 @@ from advisor.config.settings import Settings
 from advisor.config.webconfig import WebConfig
 from advisor.engine.answer_cache import AnswerCache
 from advisor.engine.loader import RuleBook
-from advisor.exporters.collector import FactsCollector
+from advisor.exporters.collector import MetricsRenderer
 from advisor.fleet.reader import FleetReader
-from advisor.host.provider import FactsProvider
+from advisor.host.facts_provider import FactsProvider
 from advisor.model.provider import ModelProvider
 from advisor.recognise.window import Recogniser
 from advisor.server.bodies import Bodies
@@ -25,7 +25,7 @@ RULEBOOK = web.AppKey("rulebook", RuleBook)
 MODEL = web.AppKey("model", ModelProvider)  # the regression model (advisor/model/)
 # the one way into the answer: the store's evidence and reports, the model (advisor/answering/)
 ANSWERER = web.AppKey("answerer", Answerer)
-EXPORTER = web.AppKey("exporter", FactsCollector)
+EXPORTER = web.AppKey("exporter", MetricsRenderer)
 RUNTIME = web.AppKey("runtime", Runtime)  # what SIGHUP replaces: export options, the workloads' advice
 WEB_CONFIG = web.AppKey("web_config", WebConfig)  # TLS and basic auth (--web.config.file)
 PASSWORDS = web.AppKey("passwords", PasswordChecks)  # basic auth's bcrypt checks: own thread, cache, limit

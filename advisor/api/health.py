@@ -16,8 +16,8 @@ from aiohttp import web
 from advisor import __version__
 from advisor.api.appkeys import FACTS, SETTINGS
 from advisor.store.db import StoreError, store_stamp
-from advisor.store.health import rows_skipped, unreadable
 from advisor.store.probes import read_existing
+from advisor.store.reader_health import rows_skipped, unreadable
 
 routes = web.RouteTableDef()
 # state directory -> (the store's stamp when its pages were last checked, the damage found)

@@ -1,4 +1,4 @@
-"""GET /metrics: the Prometheus exporter (text format 0.0.4), written by the app's FactsCollector.
+"""GET /metrics: the Prometheus exporter (text format 0.0.4), written by the app's MetricsRenderer.
 
 Facts come from the app's FactsProvider: kstats and sysfs read for this
 scrape, with the latest zpool/zfs output (refreshed in the background every
@@ -20,15 +20,15 @@ from aiohttp import web
 
 from advisor.api.appkeys import BODIES, CHANGES, EXPORTER, FACTS, FLEET, RECOGNISER, RUNTIME, SETTINGS
 from advisor.exporters.base import Scrape
-from advisor.exporters.collector import FactsCollector
+from advisor.exporters.collector import MetricsRenderer
 from advisor.exporters.negotiation import response_headers, variant
 from advisor.hostmodel.facts import Host
 from advisor.process.logs import RateLimitedLog
 from advisor.server.bodies import Body, body_response
 from advisor.store.db import StoreError
-from advisor.store.health import rows_skipped
 from advisor.store.probe_stats import ProbeStats, probe_stats
 from advisor.store.probes import read_existing
+from advisor.store.reader_health import rows_skipped
 
 log = logging.getLogger(__name__)
 # said again on every request while it lasts: once a minute, with a count (advisor/process/logs.py)
@@ -107,7 +107,7 @@ async def get_metrics(request: web.Request) -> web.Response:
     return body_response(body, response_headers(openmetrics, gzip_it))
 
 
-def _rendered(exporter: FactsCollector, scrape: Scrape, openmetrics: bool, gzip_it: bool) -> Body:
+def _rendered(exporter: MetricsRenderer, scrape: Scrape, openmetrics: bool, gzip_it: bool) -> Body:
     """The variant asked for: the text kept deflated (advisor/server/deflated.py), sent inflated a
     segment at a time to a client that wants it plain, or as it is in one gzip member; the
     whole text is never held at once, and the segments of unchanged collectors are reused."""

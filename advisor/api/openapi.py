@@ -21,7 +21,7 @@ from advisor.engine.loader import RuleBook
 from advisor.engine.models import GENERAL, ErrorResponse, PoolList, RecommendResponse, WorkloadInfo, WorkloadList
 from advisor.hostmodel.facts import Host
 from advisor.hostmodel.names import MAX_NAME_LEN, MAX_POOL_NAME_LEN
-from advisor.layout.inputs import ASHIFTS, MEDIA
+from advisor.layout.planned_disks import ASHIFTS, MEDIA
 from advisor.layout.predict import PlanResponse
 from advisor.probe.request import ProbeQueued, ProbeRequest
 from advisor.server.body import MAX_BODY_BYTES

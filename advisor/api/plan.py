@@ -6,7 +6,7 @@ import asyncio
 
 from aiohttp import web
 
-from advisor.layout.inputs import PARAMETERS, PlanInputError, given_disks, parse_block
+from advisor.layout.planned_disks import PARAMETERS, PlanInputError, given_disks, parse_block
 from advisor.layout.predict import plan
 from advisor.server.errors import json_error
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from advisor.api.appkeys import FACTS
-from advisor.engine.pools import pool_list
+from advisor.engine.pool_list import pool_list
 
 routes = web.RouteTableDef()
 

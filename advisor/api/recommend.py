@@ -2,7 +2,7 @@
 
 Without a workload (or with workload=general), the general answer: pool-level and module advice
 that holds for any workload. With workload=auto, or a dataset and no workload, the workload the
-dataset's I/O was recognised as (advisor/recognise/answer.py, docs/recognition.md).
+dataset's I/O was recognised as (advisor/recognise/auto_answer.py, docs/recognition.md).
 
 JSON by default (the contract in docs/architecture.md); readable text for
 `format=text` or `Accept: text/plain`. Bad input is a 400/404 JSON error
@@ -19,11 +19,11 @@ from advisor.answering.answerer import Query
 from advisor.api.appkeys import ANSWERER, ANSWERS, BODIES, FACTS, MODEL, RECOGNISER, SETTINGS
 from advisor.engine.service import TargetError
 from advisor.engine.text import recommend_text
-from advisor.recognise.answer import recommend_auto, wants_auto, with_auto
+from advisor.recognise.auto_answer import recommend_auto, wants_auto, with_auto
 from advisor.server.bodies import body_response
 from advisor.server.errors import json_error
 from advisor.store.db import store_stamp
-from advisor.store.health import with_store_state
+from advisor.store.reader_health import with_store_state
 
 routes = web.RouteTableDef()
 RESERVED = ("workload", "pool", "dataset", "format")

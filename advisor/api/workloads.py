@@ -4,7 +4,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from advisor.api.appkeys import RULEBOOK
-from advisor.engine.workloads import workload_info, workload_list
+from advisor.engine.workload_list import workload_info, workload_list
 from advisor.server.errors import json_error
 
 routes = web.RouteTableDef()

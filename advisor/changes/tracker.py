@@ -132,7 +132,7 @@ class ChangeTracker:
             "old": change.old, "new": change.new, "source": change.source,
             "followed_recommendation": followed(change, self._open),
             # the dataset's workload as the `workloads` setting names it: the model learns from the
-            # change's measured effect for that workload (advisor/model/changes.py)
+            # change's measured effect for that workload (advisor/model/change_samples.py)
             "workload": self._workloads.get(change.dataset) if change.dataset else None,
             "window_seconds": self.window_seconds,
             "before_window": [iso(times[0]), iso(times[-1])] if times else None,

@@ -7,7 +7,7 @@ import sys
 
 from advisor.config.settings import load_settings
 from advisor.engine.loader import load_rulebook
-from advisor.engine.workloads import workload_list
+from advisor.engine.workload_list import workload_list
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -13,7 +13,7 @@ import sys
 
 from advisor.config.settings import load_settings
 from advisor.engine.units import format_size
-from advisor.layout.inputs import PlanInputError, given_disks, measured_disks, parse_block
+from advisor.layout.planned_disks import PlanInputError, given_disks, measured_disks, parse_block
 from advisor.layout.predict import LayoutPrediction, PlanResponse, plan
 from advisor.store.probes import read_existing
 

@@ -22,12 +22,9 @@ from advisor.evidence.bound import run_bound
 from advisor.evidence.parameters import ParameterEvidence, summarize
 from advisor.hostmodel.names import InvalidName
 from advisor.probe.candidates import CandidateError, parse_candidate_spec
-from advisor.probe.modparams import ModuleParamError
-from advisor.probe.plan import Budget, Plan
-from advisor.probe.runner import ProbeAborted, ProbeFailed, Progress
-from advisor.probe.safety import LockBusy, UnsafeToProbe
-from advisor.probe.scratch import ScratchError
-from advisor.probe.service import (
+from advisor.probe.plan_runner import ProbeAborted, ProbeFailed, Progress
+from advisor.probe.probe_plan import Budget, Plan
+from advisor.probe.probe_service import (
     EFFICIENCY_TESTS,
     PlanError,
     ProbeConfig,
@@ -35,6 +32,9 @@ from advisor.probe.service import (
     efficiency_seconds,
     parse_budget,
 )
+from advisor.probe.safety import LockBusy, UnsafeToProbe
+from advisor.probe.scratch import ScratchError
+from advisor.probe.temporary_modparams import ModuleParamError
 from advisor.store.db import StoreError
 from advisor.store.probes import ProbeStore, RunRow, read_existing
 
@@ -147,9 +147,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _chosen_by_model(service: ProbeService, args: argparse.Namespace, given: list | None,
                      params: dict[str, str]) -> list:
+    from advisor.model.regression_model import build_model
     from advisor.probe.pooldesc import PoolUnavailable, read_pool_descriptor
     from advisor.probe.profiler import dataset_reference
-    from advisor.service.regression_model import build_model
 
     if given:
         raise PlanError("--budget-probes chooses the candidates itself: give it or --param, not both")

@@ -24,7 +24,8 @@ from advisor.engine.loader import load_rulebook
 from advisor.engine.measured import same_value
 from advisor.evidence.parameters import ParameterEvidence
 from advisor.probe.candidates import Candidate
-from advisor.probe.plan import Plan
+from advisor.probe.probe_plan import Plan
+from advisor.probe.probe_service import ProbeConfig, ProbeService
 from advisor.probe.profiler import (
     CandidateChooser,
     Outcome,
@@ -33,7 +34,6 @@ from advisor.probe.profiler import (
     dataset_reference,
     profiler_config,
 )
-from advisor.probe.service import ProbeConfig, ProbeService
 from advisor.process.logs import setup_logging
 from advisor.store.db import StoreError
 
@@ -113,8 +113,8 @@ def model_chooser(service: ProbeService, config: Settings) -> CandidateChooser:
     already is not measured again. Without numpy the model answers in grid order."""
     if config.profiler.budget_probes < 1 or not config.model:
         return choose_candidates
+    from advisor.model.regression_model import build_model
     from advisor.probe.pooldesc import PoolUnavailable, read_pool_descriptor
-    from advisor.service.regression_model import build_model
 
     model = build_model(service.config.state_dir, service.rulebook).fit()
 

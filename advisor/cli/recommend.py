@@ -14,9 +14,9 @@ from advisor.engine.models import RecommendResponse
 from advisor.engine.script import recommend_script
 from advisor.engine.service import TargetError
 from advisor.engine.text import recommend_text
-from advisor.recognise.answer import recommend_auto, wants_auto, with_auto
-from advisor.service.regression_model import build_model
-from advisor.store.health import with_store_state
+from advisor.model.regression_model import build_model
+from advisor.recognise.auto_answer import recommend_auto, wants_auto, with_auto
+from advisor.store.reader_health import with_store_state
 
 # Recognition reads a dataset's I/O counters over a window (the service's last 5 minutes,
 # docs/recognition.md); a command reads the host once, so it recognises nothing.

@@ -3,7 +3,8 @@
     loader.py     reads and validates rules/*.yaml and rules/workloads/*.yaml
     schema.py     what a rule and a workload may say (pydantic)
     context.py    the catalogue of facts rules may name, and the Context they are computed in
-    facts_*.py    the facts themselves: workload and host, pool layout, pool measurements, dataset
+    derived_*.py  the facts rules name, derived from the host model: workload and host, pool layout,
+                  the I/O the host shows (derived_io.py), dataset
     evaluator.py  one rule in one context -> passed / change / skipped, explained
     service.py    one request: resolve the target, evaluate every rule, merge
     models.py     the answer (the /recommend JSON contract)

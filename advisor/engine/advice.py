@@ -3,6 +3,11 @@ in the `workloads` setting: the same answer /recommend gives for each, once per 
 
 Plain, synchronous code like the rest of the engine; the caller runs it in a
 worker thread (docs/architecture.md says why).
+
+It calls the engine's `recommend` itself, the one caller besides advisor/answering/answerer.py:
+inside a scrape it may wait for a fit at most ADVICE_WAIT_SECONDS (advisor/model/provider.py),
+which the answerer does not bound, and it hands the engine no probe evidence, so on a probed
+dataset it can differ from /recommend's answer (tests/unit/test_import_graph.py says the same).
 """
 from __future__ import annotations
 

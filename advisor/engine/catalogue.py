@@ -7,8 +7,8 @@ and the loader refuses a rule that names anything else. Each fact has a type
 description (used in evidence and in docs/rules.md). A fact the host did not
 report is None; a rule that needs it is reported as skipped, never guessed.
 
-The facts_* modules add their facts here with `@fact(...)`;
-advisor.engine.facts_catalogue imports all of them once, so that whoever
+The derived_* modules add their facts here with `@fact(...)`;
+advisor.engine.derived_catalogue imports all of them once, so that whoever
 imports it sees the whole catalogue.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The Context one rule is evaluated in: the host, one pool, one dataset, one workload.
 
 Facts are computed on demand from the catalogue (advisor.engine.catalogue) and
-cached for the evaluation; helpers here are what the facts_* modules share.
+cached for the evaluation; helpers here are what the derived_* modules share.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ class Context:
         if name not in self._cache:
             definition = fact_def(name)
             if definition is None:
-                raise KeyError(f"unknown fact {name!r} (the catalogue is complete once advisor.engine.facts_catalogue is imported)")
+                raise KeyError(f"unknown fact {name!r} (the catalogue is complete once advisor.engine.derived_catalogue is imported)")
             try:
                 self._cache[name] = definition.compute(self)
             except (ValueError, ZeroDivisionError, TypeError):

@@ -557,7 +557,7 @@ def _listings(ladder: Ladder, probe: ParameterEvidence | None, pred: ParameterPr
 
 def _local(pred: ParameterPrediction) -> str:
     """What of this pool the prediction is conditioned on: its probes, and the changes applied here
-    whose measured effect the model read (advisor/model/changes.py)."""
+    whose measured effect the model read (advisor/model/change_samples.py)."""
     said = f"{pred.local_probes} probe{'s' if pred.local_probes != 1 else ''}"
     if pred.verified_changes:
         n = pred.verified_changes

@@ -9,7 +9,7 @@ import sys
 from typing import get_args
 
 from advisor.engine.catalogue import fact_def
-from advisor.engine.facts_catalogue import CATALOGUE
+from advisor.engine.derived_catalogue import CATALOGUE
 from advisor.engine.loader import RuleBook, load_rulebook
 from advisor.engine.models import EFFECT_TEXT, Effect, Scope
 from advisor.engine.schema import Aggregate, Clause, FactRef, Rule

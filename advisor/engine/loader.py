@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from advisor.engine import facts_catalogue  # noqa: F401  (rules are validated against the whole catalogue)
+from advisor.engine import derived_catalogue  # noqa: F401  (rules are validated against the whole catalogue)
 from advisor.engine.models import GENERAL
 from advisor.engine.schema import Rule, Workload
 from advisor.evidence.lab_grid import LabMeasurement, read_module_grid

@@ -15,9 +15,9 @@ from typing import Any
 
 from advisor.engine.answer import decide_all, one_create
 from advisor.engine.context import Context
-from advisor.engine.efficiency import efficiency_item
+from advisor.engine.derived_pool import pool_media
+from advisor.engine.efficiency_item import efficiency_item
 from advisor.engine.evaluator import evaluate
-from advisor.engine.facts_pool import pool_media
 from advisor.engine.loader import RuleBook
 from advisor.engine.models import GENERAL, ModelStatus, Recommendation, RecommendResponse, Summary, Target
 from advisor.engine.predicted import PredictionLookup
@@ -99,7 +99,7 @@ def recommend(
 ) -> RecommendResponse:
     """`measured(pool, workload)`: the probe evidence of a pool (advisor/evidence/parameters.py, read from the store by advisor/store/probe_evidence.py), if any;
     `predicted`: the regression model's predictions (advisor/engine/predicted.py), if any;
-    `efficiency(pool)`: the pool's latest stored efficiency report, if any (advisor/engine/efficiency.py).
+    `efficiency(pool)`: the pool's latest stored efficiency report, if any (advisor/engine/efficiency_item.py).
 
     Without a workload (None or `general`), the general answer: the pool-level and module rules
     that hold for any workload (ashift, layout, redundancy, health, free space, ...), no dataset.

@@ -1,5 +1,5 @@
 """What set a probe run's pace: the pool's disks (`storage`), the host's CPU (`cpu`), or neither
-clearly (`unclear`), judged from what the host's counters said over the run (advisor/probe/bound.py
+clearly (`unclear`), judged from what the host's counters said over the run (advisor/probe/run_counters.py
 reads them), and which runs are therefore set aside as evidence about the storage.
 
 A probe compares settings by what fio measured.  When something else on the host held the CPU

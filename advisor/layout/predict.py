@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from advisor.layout.candidates import Candidate, candidates
+from advisor.layout.layouts import Candidate, candidates
 from advisor.layout.raidz_reads import busiest_share
 from advisor.layout.space import Vdev, block_asize, data_capacity, pool_space
 

@@ -44,13 +44,12 @@ from advisor.hostmodel.facts import Dataset, Host, Property
 from advisor.hostmodel.tunables import DATASET_DEFAULTS
 from advisor.model.dataset import Sample, cells
 from advisor.model.evaluation import _fit, _grid, _label, _mean_ratio, _worst_p99_ratio, oracle, probe_in_order, twins
-from advisor.model.provider import ModelProvider
-from advisor.probe.description import ProbeDescription
+from advisor.model.provider import FittedModel
+from advisor.model.regression_model import build_model
 from advisor.probe.fio_job import Hygiene, build_job
 from advisor.probe.pooldesc import describe_pool
 from advisor.store.db import connect
 from advisor.store.probes import ProbeStore, ResultRow
-from advisor.store.results import StoredResults
 
 log = logging.getLogger(__name__)
 POOL = "tank"
@@ -95,14 +94,6 @@ def common_value(workload: Any) -> str:
         return SEQUENTIAL_COMMON
     page = workload.parameters.get("page_size")
     return page.default if page is not None else workload.io.block_size
-
-
-class _HeldOutProvider(ModelProvider):
-    """The service's model provider with a model fitted without the held-out cell."""
-
-    def __init__(self, state_dir: str, book: RuleBook, model: Any, prior: list[Sample], version: str):
-        super().__init__(StoredResults(state_dir), ProbeDescription(), book)
-        self._model, self._prior, self._reason, self._version = model, prior, None, version
 
 
 def _with_dataset(host: Host, name: str, recordsize: str) -> Host:
@@ -262,7 +253,7 @@ def evaluate_answers(model_factory: Callable[[], Any], prior: list[Sample], rows
                 with tempfile.TemporaryDirectory(prefix="zfs-advisor-answers-") as state:
                     if runs:
                         _store_rows(state, host, workload, runs, rows)
-                    provider = _HeldOutProvider(state, book, model, training, f"held-out {held}")
+                    provider = build_model(state, book, fitted=FittedModel(model, training, f"held-out {held}"))
                     # the service's way into the answer, on the held-out model and this cell's store
                     answer = Answerer(book, state, provider).answer(asked, Query(workload_name, pool=pool,
                                                                                  dataset=named))

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypedDict
 
 from advisor.engine.units import parse_size
-from advisor.evidence.arc import described_arc_max
+from advisor.evidence.arc_cap import described_arc_max
 from advisor.evidence.pool_shape import pool_shape
 from advisor.hostmodel.tunables import DATASET_DEFAULTS
 from advisor.layout.raidz_reads import busiest_share, sectors

@@ -15,6 +15,7 @@ import logging
 import math
 import threading
 from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ from advisor.evidence.interval import Z90
 from advisor.hostmodel.facts import Host
 from advisor.hostmodel.tunables import DATASET_DEFAULTS, PREDICTED_PARAMETERS
 from advisor.model import MODEL_VERSION, numpy_missing, sklearn_missing
-from advisor.model.changes import change_observations
+from advisor.model.change_samples import change_observations
 from advisor.model.dataset import Sample, load_csv, prior_path, samples
 from advisor.model.features import (
     KNOWN_COMPRESSION,
@@ -91,12 +92,23 @@ def _used(fleet: Any) -> SiblingsUsed | None:
                         disagreeing=fleet.disagreeing)
 
 
+@dataclass(frozen=True)
+class FittedModel:
+    """A model already fitted, its lab rows and its version: the evaluation's held-out fits
+    (advisor/model/answers.py), handed to the provider instead of the lab prior's fit."""
+
+    model: Any
+    prior: list[Sample]
+    version: str
+
+
 class ModelProvider:
     """`results`: this host's probes (advisor/store/results.py); `probes`: what a probe would run
-    (advisor/probe/description.py)."""
+    (advisor/probe/description.py); `fitted`: a model fitted elsewhere, used as it is (no `fit`)."""
 
     def __init__(self, results: ProbeResults, probes: ProbeDescription, book: RuleBook,
-                 csv_path: str | Path | None = None, seed: int = 0, enabled: bool = True):
+                 csv_path: str | Path | None = None, seed: int = 0, enabled: bool = True,
+                 fitted: FittedModel | None = None):
         self.results = results
         self.probes = probes
         self.enabled = enabled
@@ -116,6 +128,8 @@ class ModelProvider:
         # the pool's default candidate, host) -> what the fleet's last good view has of its siblings
         self.siblings: Callable[[str, str, Observation, Host | None], Any] | None = None
         self.fleet_generation: Callable[[], Hashable] = lambda: None  # the view's: answers follow a new one
+        if fitted is not None:
+            self._model, self._prior, self._reason, self._version = fitted.model, fitted.prior, None, fitted.version
 
     # --- fitting ------------------------------------------------------------------------------
     def begin(self) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from advisor.engine.advice import dataset_states
-from advisor.engine.pools import pool_list
+from advisor.engine.pool_list import pool_list
 from advisor.page import gather, views
 from advisor.page.markup import pool_href
 

@@ -1,19 +1,19 @@
 """What a probe of a workload would run, described without running it (the model's
 ProbeDescription, advisor/model/inputs.py): the fio job it would build, the ARC cap a probe
-reading from the disks sets (advisor/evidence/arc.py), the pool's descriptor, the recordsize grid
+reading from the disks sets (advisor/evidence/arc_cap.py), the pool's descriptor, the recordsize grid
 and its candidates.  Pure: nothing here runs a command or reads the host."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from advisor.evidence.arc import disk_read_equivalent
+from advisor.evidence.arc_cap import disk_read_equivalent
 from advisor.hostmodel.facts import Disk, Pool
 from advisor.probe.candidates import Candidate, make_candidate, recordsize_grid
 from advisor.probe.fio_job import Hygiene, JobError, build_job
 from advisor.probe.pooldesc import describe_pool
 
-PROBE_FILE_BYTES = 256 << 20  # advisor/probe/service.py ProbeConfig.max_file_bytes
+PROBE_FILE_BYTES = 256 << 20  # advisor/probe/probe_service.py ProbeConfig.max_file_bytes
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,10 @@ from advisor.host.files import HostFiles
 from advisor.host.runner import CommandRunner
 from advisor.host.threads import clock_ticks, read_thread_ticks, thread_cpu
 from advisor.host.txgs import read_txgs
-from advisor.probe.efficiency import (
+from advisor.probe.fio_result import load_fio_json, parse_fio_json
+from advisor.probe.foreground import foreground_watch
+from advisor.probe.plan_runner import ProbeFailed, commit_pool, run_watched_fio
+from advisor.probe.pool_efficiency import (
     Efficiency,
     diagnose,
     disk_busy,
@@ -32,10 +35,7 @@ from advisor.probe.efficiency import (
     too_little_moved,
     txgs_during,
 )
-from advisor.probe.fio_result import load_fio_json, parse_fio_json
-from advisor.probe.foreground import foreground_watch
 from advisor.probe.random_efficiency import RandomEfficiency
-from advisor.probe.runner import ProbeFailed, commit_pool, run_watched_fio
 from advisor.probe.safety import Thresholds
 from advisor.probe.scratch import ScratchArea
 

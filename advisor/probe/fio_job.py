@@ -11,7 +11,7 @@ profile's own options, and why (each is a mistake a benchmark of ZFS easily make
 * ``fallocate=none`` — files are laid out by writing them, never sparse (reads of a hole
   never reach a disk);
 * ``size`` capped — a short probe; the ARC is capped below it while the probe runs
-  (advisor/probe/runner.py), so the working set is not served from memory;
+  (advisor/probe/plan_runner.py), so the working set is not served from memory;
 * ``percentile_list`` — p50, p99 and p99.9 of completion latency;
 * ``group_reporting`` — one result with merged latency histograms for the whole job;
 * ``thread`` — jobs are threads of one fio process, so an abort that kills it stops all.

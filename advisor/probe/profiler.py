@@ -31,9 +31,9 @@ from advisor.host.runner import CommandRunner
 from advisor.host.zfs_props import dataset_recordsize
 from advisor.hostmodel.names import InvalidName
 from advisor.probe.candidates import Candidate, CandidateError, parse_candidate_spec
-from advisor.probe.plan import Budget, Plan
+from advisor.probe.probe_plan import Budget, Plan
+from advisor.probe.probe_service import PlanError, ProbeConfig, ProbeService
 from advisor.probe.safety import LockBusy, UnsafeToProbe
-from advisor.probe.service import PlanError, ProbeConfig, ProbeService
 from advisor.store.probe_evidence import evidence
 from advisor.store.probes import RunRow
 

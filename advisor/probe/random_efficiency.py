@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from advisor.host.threads import ThreadCpu
 from advisor.layout.raidz_reads import read_shares
-from advisor.probe.efficiency import (
+from advisor.probe.pool_efficiency import (
     IDLE_DISKS,
     NEAR_LAYOUT,
     RANDOM_BLOCK,

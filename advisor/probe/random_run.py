@@ -19,7 +19,11 @@ from advisor.host.runner import CommandRunner
 from advisor.host.threads import clock_ticks, read_thread_ticks, thread_cpu
 from advisor.host.txgs import read_txgs
 from advisor.host.zfs_props import dataset_recordsize
-from advisor.probe.efficiency import (
+from advisor.probe.efficiency_run import cpu_times
+from advisor.probe.fio_result import load_fio_json, parse_fio_json
+from advisor.probe.foreground import foreground_watch
+from advisor.probe.plan_runner import ProbeFailed, commit_pool, run_watched_fio
+from advisor.probe.pool_efficiency import (
     disk_busy,
     expected_bandwidth,
     layout_rule,
@@ -27,9 +31,6 @@ from advisor.probe.efficiency import (
     raw_read_rates,
     txgs_during,
 )
-from advisor.probe.efficiency_run import cpu_times
-from advisor.probe.fio_result import load_fio_json, parse_fio_json
-from advisor.probe.foreground import foreground_watch
 from advisor.probe.random_efficiency import (
     BLOCK,
     LEVELS,
@@ -44,7 +45,6 @@ from advisor.probe.random_efficiency import (
     random_test_name,
     raw_queue_depth,
 )
-from advisor.probe.runner import ProbeFailed, commit_pool, run_watched_fio
 from advisor.probe.safety import Thresholds
 from advisor.probe.scratch import ScratchArea
 

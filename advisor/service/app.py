@@ -58,9 +58,10 @@ from advisor.engine.advice import Advice
 from advisor.engine.answer_cache import AnswerCache
 from advisor.engine.loader import RuleBook, load_rulebook
 from advisor.exporters.base import ExportOptions
-from advisor.exporters.collector import FactsCollector
+from advisor.exporters.collector import MetricsRenderer
 from advisor.host.collect import CommandFacts
-from advisor.host.provider import FactsProvider
+from advisor.host.facts_provider import FactsProvider
+from advisor.model.regression_model import build_model
 from advisor.process import systemd
 from advisor.process.memory import release_freed_memory
 from advisor.recognise.signature import signatures
@@ -71,7 +72,6 @@ from advisor.server.errors import error_middleware
 from advisor.server.limits import HeapFreezer, WorkLimiter
 from advisor.server.passwords import PasswordChecks
 from advisor.service import fleet
-from advisor.service.regression_model import build_model
 
 ROUTES = (health.routes, facts.routes, recommend.routes, workloads.routes, pools.routes, probes.routes, openapi.routes,
           metrics.routes, plan.routes, page.routes, efficiency.routes, changes.routes)
@@ -101,7 +101,7 @@ def create_app(settings: Settings) -> web.Application:
     )
     app[RULEBOOK] = book
     app[MODEL] = build_model(settings.state_dir, book, enabled=settings.model)
-    app[EXPORTER] = FactsCollector()
+    app[EXPORTER] = MetricsRenderer()
     app[CHANGES] = ChangeTracker(tracked(book), settings.state_dir, settings.changes_window_seconds)
     app[RECOGNISER] = Recogniser(signatures(book.workloads))
     app[ANSWERER] = Answerer(book, settings.state_dir, app[MODEL], app[RECOGNISER].pools_busy)
@@ -127,7 +127,7 @@ def check_workloads_setting(workloads: dict[str, str], book: RuleBook) -> None:
 
 
 async def _background_refresh(app: web.Application) -> AsyncIterator[None]:
-    """zpool/zfs run on a timer, not on the scrape path (advisor.host.provider); after each
+    """zpool/zfs run on a timer, not on the scrape path (advisor.host.facts_provider); after each
     run the exporter renders what it builds from their output."""
     heap = HeapFreezer()
     await asyncio.to_thread(app[CHANGES].load)
@@ -151,7 +151,7 @@ async def _background_refresh(app: web.Application) -> AsyncIterator[None]:
 async def _observe_changes(app: web.Application, commands: CommandFacts) -> None:
     """Each command refresh is one sample of the change tracker: the collection made of it (kstats
     read now, or by a request that already combined them with this output), which requests then
-    share (advisor.host.provider): no collection more than there would have been."""
+    share (advisor.host.facts_provider): no collection more than there would have been."""
     provider = app[FACTS]
     try:
         last = provider.last

@@ -139,7 +139,7 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE probe_runs ADD COLUMN written_bytes INTEGER;
     """,
     # 6: the scratch dataset's primarycache while the repeat ran: "metadata" when the probe kept
-    # its data out of the ARC instead of capping it (advisor/probe/service.py). NULL for results
+    # its data out of the ARC instead of capping it (advisor/probe/probe_service.py). NULL for results
     # stored before: they ran under "all", with the ARC capped as arc_max_bytes says.
     """
     ALTER TABLE probe_results ADD COLUMN scratch_primarycache TEXT;

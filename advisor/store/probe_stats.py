@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from advisor.evidence.arc import described_arc_max
+from advisor.evidence.arc_cap import described_arc_max
 from advisor.evidence.efficiency import PoolEfficiency
 from advisor.evidence.pool_shape import pool_shape
 from advisor.store.efficiency_reports import efficiency_of

@@ -13,7 +13,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel
 
 from advisor.evidence.bound import Verdict
-from advisor.store import health
+from advisor.store import reader_health
 from advisor.store.db import DB_FILE, StoreError, connect_to_read
 from advisor.store.rows import flag, json_column, one, parsed, plausible
 
@@ -320,13 +320,13 @@ def _report(row: sqlite3.Row) -> dict[str, Any]:
 def read_existing(state_dir: str | os.PathLike[str], read: Callable[[ProbeStore | None], T]) -> T:
     """`read(store)` on the database under `state_dir`, or `read(None)` when no probe ever ran
     there: reading never creates the database. Read-only when the state directory cannot be written;
-    a database that cannot be read is noted for /healthz and the answers (advisor/store/health.py)."""
+    a database that cannot be read is noted for /healthz and the answers (advisor/store/reader_health.py)."""
     if Path(state_dir).exists() and not Path(state_dir).is_dir():
         reason = f"the state directory {state_dir} is not a directory"
-        health.read_failed(state_dir, reason)
+        reader_health.read_failed(state_dir, reason)
         raise StoreError(reason)
     if not (Path(state_dir) / DB_FILE).exists():
-        health.read_worked(state_dir)
+        reader_health.read_worked(state_dir)
         return read(None)
     try:
         conn = connect_to_read(state_dir)
@@ -335,12 +335,12 @@ def read_existing(state_dir: str | os.PathLike[str], read: Callable[[ProbeStore 
         finally:
             conn.close()
     except StoreError as exc:  # its message names the file
-        health.read_failed(state_dir, str(exc))
+        reader_health.read_failed(state_dir, str(exc))
         raise
     except sqlite3.Error as exc:  # opened, then a page could not be read
-        health.read_failed(state_dir, f"cannot read {Path(state_dir) / DB_FILE}: {exc}")
+        reader_health.read_failed(state_dir, f"cannot read {Path(state_dir) / DB_FILE}: {exc}")
         raise
-    health.read_worked(state_dir)
+    reader_health.read_worked(state_dir)
     return found
 
 

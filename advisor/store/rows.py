@@ -1,6 +1,6 @@
 """Stored rows parsed where they are read: a row that does not parse (a type SQLite let through, a
 number no measurement has, JSON that is not JSON, a status or scope this code does not know) is
-skipped and counted (advisor/store/health.py), so one damaged row costs itself, not the answer
+skipped and counted (advisor/store/reader_health.py), so one damaged row costs itself, not the answer
 that reads it.
 
 SQLite's column types are affinities, not constraints (https://www.sqlite.org/datatype3.html):
@@ -17,7 +17,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from advisor.store import health
+from advisor.store import reader_health
 
 T = TypeVar("T")
 UNPARSED = (ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError)  # pydantic's are ValueErrors
@@ -51,7 +51,7 @@ def parsed(table: str, rows: Iterable[sqlite3.Row], build: Callable[[sqlite3.Row
         try:
             out.append(build(row))
         except UNPARSED as exc:
-            health.row_skipped(table, _id(row), f"{type(exc).__name__}: {exc}")
+            reader_health.row_skipped(table, _id(row), f"{type(exc).__name__}: {exc}")
     return out
 
 

@@ -151,7 +151,7 @@ VERDICT = text_map({"better": "green", "worse": "red", "mixed": "orange", "no me
 TX_ASSIGN_1MS = "0.001048576"
 
 # zfs_advisor_pool_efficiency_ratio: at 85 % of its layout a pool lost nothing to explain
-# (advisor/probe/efficiency.py NEAR_LAYOUT); below half, most of the disks' rate is lost
+# (advisor/probe/pool_efficiency.py NEAR_LAYOUT); below half, most of the disks' rate is lost
 EFFICIENCY = [(None, "red"), (0.5, "orange"), (0.85, "green")]
 
 

@@ -37,7 +37,7 @@ from support.hostile import (
 from support.rawhttp import get, responses, serving
 from support.service import Service
 from support.tls import make_certs
-from support.waiting import apoll
+from support.waiting import apoll, poll
 
 sys.path.insert(0, str(REPO / "tests" / "bench"))
 import scale_snapshot  # noqa: E402 - after the sys.path line above
@@ -180,9 +180,8 @@ def test_hostile_clients_against_healthz(kind, scaled, tmp_path, tally):
             time.sleep(14)  # the attack's length: its connections held while the poller checks /healthz
         # every hostile connection closed by its deadline (10 s, and 2 s of lingering for a body)
         # once the last of them has had it: opening 400 takes seconds on a loaded machine
-        deadline = time.monotonic() + 20
-        while (left_open := open_files(service.proc.pid) - files_before) > 8 and time.monotonic() < deadline:
-            time.sleep(0.2)
+        poll(lambda: open_files(service.proc.pid) - files_before <= 8, 20, interval=0.2)
+        left_open = open_files(service.proc.pid) - files_before
         for sock in held:
             sock.close()
     answered = poller.answered_share()

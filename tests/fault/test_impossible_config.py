@@ -26,6 +26,7 @@ from advisor.cli import main
 from support import HOSTS
 from support.service import Service
 from support.tls import make_certs
+from support.waiting import wait_until
 
 SNAPSHOT = HOSTS / "2.3.2" / "ssd-mirror2x2" / "idle"
 DEEP = 5000
@@ -64,11 +65,12 @@ def _log(service: Service) -> list[dict]:
 
 
 def _wait_for(service: Service, what: str, seconds: float = 30) -> dict:
-    deadline = time.monotonic() + seconds
-    while not (found := [m for m in _log(service) if m["msg"].startswith(what)]):
-        assert service.proc.poll() is None and time.monotonic() < deadline, service.log.read_text()[-2000:]
-        time.sleep(0.1)
-    return found[0]
+    def found() -> list[dict]:
+        assert service.proc.poll() is None, service.log.read_text()[-2000:]
+        return [m for m in _log(service) if m["msg"].startswith(what)]
+
+    return wait_until(found, seconds, lambda: f"{what!r} in the log: {service.log.read_text()[-2000:]}",
+                      interval=0.1)[0]
 
 
 def test_a_reload_to_tls_versions_openssl_cannot_negotiate_is_refused(tmp_path, certs, tally):

@@ -305,7 +305,7 @@ def _errors(found: dict) -> dict:
 
 @pytest.mark.parametrize("kind", sorted(BAD_ROWS))
 async def test_a_row_that_does_not_parse_is_skipped_and_counted(kind, tmp_path, tally):
-    from advisor.store.health import rows_skipped
+    from advisor.store.reader_health import rows_skipped
     from tests.fault.store_sweep import sweep
 
     table, sql = BAD_ROWS[kind]

@@ -12,11 +12,12 @@ import shutil
 import socket
 import ssl
 import subprocess
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
+
+from support.waiting import poll
 
 _UNCHECKED = ssl.create_default_context()  # this class's own requests: the tests make their own certificates
 _UNCHECKED.check_hostname, _UNCHECKED.verify_mode = False, ssl.CERT_NONE
@@ -79,17 +80,20 @@ class PrometheusServer:
             stdout=self.log,
             stderr=subprocess.STDOUT,
         )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                self._open(f"{self.url}/-/ready", timeout=2).read()
-                return self
-            except OSError:
-                if self.proc.poll() is not None:
-                    break
-                time.sleep(0.2)
+        if poll(self._ready_or_gone, 60, interval=0.2) and self.proc.poll() is None:
+            return self
         self.__exit__()
         raise RuntimeError(f"prometheus did not become ready:\n{(self.workdir / 'prometheus.log').read_text()[-3000:]}")
+
+    def _ready_or_gone(self) -> bool:
+        """True once Prometheus says it is ready, or it has exited (no use waiting)."""
+        if self.proc.poll() is not None:
+            return True
+        try:
+            self._open(f"{self.url}/-/ready", timeout=2).read()
+            return True
+        except OSError:
+            return False
 
     def __exit__(self, *exc) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -118,14 +122,10 @@ class PrometheusServer:
 
     def wait_for(self, expr: str, timeout: float = 60) -> list[dict]:
         """Poll until `expr` returns a non-empty result."""
-        deadline = time.monotonic() + timeout
-        while True:
-            result = self.query(expr)
-            if result:
-                return result
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"no result for {expr} within {timeout} s")
-            time.sleep(0.5)
+        result = poll(lambda: self.query(expr), timeout, interval=0.5)
+        if not result:
+            raise TimeoutError(f"no result for {expr} within {timeout} s")
+        return result
 
     def firing(self, alertname: str) -> list[dict]:
         """The labels of each firing alert of that name (the ALERTS series Prometheus writes)."""

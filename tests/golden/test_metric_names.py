@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from advisor.exporters.base import ExportOptions, Scrape
-from advisor.exporters.collector import FactsCollector
+from advisor.exporters.collector import MetricsRenderer
 from support.hosts import make_host
 from support.metricnames import families_in, violations
 
@@ -40,5 +40,5 @@ def test_recorded_families_follow_the_naming_conventions(golden):
 
 def test_every_option_on_follows_the_naming_conventions():
     options = ExportOptions(per_vdev=True, per_dataset=True, all_disks=True, diskstats=True)
-    text = FactsCollector().render(Scrape(make_host(), options)).decode()
+    text = MetricsRenderer().render(Scrape(make_host(), options)).decode()
     assert violations(families_in(text)) == []

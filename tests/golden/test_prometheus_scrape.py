@@ -13,13 +13,13 @@ import os
 import re
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
 from support import REPO, recorded_snapshots
+from support.waiting import wait_until
 
 from .promserver import PrometheusServer, free_port
 
@@ -62,14 +62,15 @@ def service(request):
         env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:
+        def answering() -> bool:
+            assert proc.poll() is None, "the service exited before it answered /healthz"
             try:
                 urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2).read()
-                break
+                return True
             except OSError:
-                assert proc.poll() is None and time.monotonic() < deadline, "service did not start"
-                time.sleep(0.2)
+                return False
+
+        wait_until(answering, 60, "the service to answer /healthz", interval=0.2)
         yield snapshot, f"127.0.0.1:{port}"
     finally:
         proc.terminate()

@@ -19,7 +19,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
-from advisor.layout.candidates import Candidate  # noqa: E402 - after the sys.path line above
+from advisor.layout.layouts import Candidate  # noqa: E402 - after the sys.path line above
 from advisor.layout.predict import LayoutPrediction, predict  # noqa: E402 - after the sys.path line above
 from advisor.layout.space import pool_space  # noqa: E402 - after the sys.path line above
 from support.labplan import LabLayout, disks_of, lab_layouts, recorded_space  # noqa: E402 - after the sys.path line above

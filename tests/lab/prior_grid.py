@@ -100,12 +100,12 @@ FILES = {"postgres": 4, "mysql": 4, "sqlite": 1, "kafka": 2, "fileserver": 2}
 GUEST_PY = "/opt/zfs-advisor-venv/bin/python"
 STATE_ROOT = "/var/lib/zfs-advisor-prior"
 # zfs_arc_min is lowered to 32 MiB for the whole VM, as the runner does for itself since
-# 99793a9 (advisor/probe/service.py `_arc_limits`).  The cap is a quarter of the working set
+# 99793a9 (advisor/probe/probe_service.py `_arc_limits`).  The cap is a quarter of the working set
 # as the compressed ARC stores it, 64 MiB at the least: 512 MiB of 50 % compressible data
 # (about 296 MiB in the ARC at lz4's 1.73:1) against a 64 MiB cap.  The first grids had
 # 192 MiB (about 111 MiB stored) against 96 MiB, and the ARC served most of it (docs/prior.md).
 ARC_MIN_BYTES = 32 << 20
-OVERHEAD_S = 8.0  # advisor/probe/plan.py OVERHEAD_SECONDS
+OVERHEAD_S = 8.0  # advisor/probe/probe_plan.py OVERHEAD_SECONDS
 
 
 @dataclass(frozen=True)

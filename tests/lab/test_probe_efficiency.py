@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from advisor.probe.efficiency import IDLE_DISKS
+from advisor.probe.pool_efficiency import IDLE_DISKS
 from advisor.probe.random_efficiency import ABOVE_LAYOUT, DISK_IOPS_REACHED
 from labefficiency import RANDOM_PROBE, disk_share, random_lines
 from labparams import lab_params
@@ -145,7 +145,7 @@ def test_five_disks_as_a_stripe_a_raidz1_and_a_raidz2(lab_vm):
 RAW_RANDOM_ALONE = """
 import json, os, subprocess, sys
 sys.path.insert(0, "/project")
-from advisor.probe.efficiency import raw_read_argv
+from advisor.probe.pool_efficiency import raw_read_argv
 devices = [os.path.realpath(p) for p in sys.argv[1:]]
 def sectors():
     lines = {f[2]: (int(f[5]), int(f[9])) for f in (line.split() for line in open("/proc/diskstats"))}

@@ -16,7 +16,7 @@ import json
 
 import pytest
 
-from advisor.layout.candidates import Candidate
+from advisor.layout.layouts import Candidate
 from advisor.layout.predict import LayoutPrediction, predict
 from advisor.layout.raidz_reads import read_shares
 from advisor.layout.space import Vdev

@@ -338,7 +338,7 @@ def arc_limits(vm) -> tuple[str, ...]:
 
 def arc_target(vm, at_least: int = 0) -> int:
     """The ARC's target (arcstats c); first raised to `at_least` if below it, as the prober puts a
-    capped target back: the floor set to it for a moment, then put back (advisor/probe/modparams.py)."""
+    capped target back: the floor set to it for a moment, then put back (advisor/probe/temporary_modparams.py)."""
     script = ("k() { awk -v f=$1 '$1==f{print $3}' /proc/spl/kstat/zfs/arcstats; }; P=/sys/module/zfs/parameters; "
               f"if [ $(k c) -lt {at_least} ]; then m=$(cat $P/zfs_arc_min); e=$(k c_min); "
               f"echo {at_least} > $P/zfs_arc_min; echo $e > $P/zfs_arc_min; echo $m > $P/zfs_arc_min; fi; k c")

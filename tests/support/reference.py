@@ -1,5 +1,5 @@
 """The exporter's output by prometheus_client's own means: every collector of one scrape in a
-`CollectorRegistry`, written by `generate_latest()`.  The reference FactsCollector.render() (the
+`CollectorRegistry`, written by `generate_latest()`.  The reference MetricsRenderer.render() (the
 service's one render path, with its reused text and its fast writer) is held against
 (tests/unit/test_exporter_render.py); collector durations are 0 here, so compare without them."""
 from __future__ import annotations

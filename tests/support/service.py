@@ -10,10 +10,10 @@ import resource
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from support import REPO
+from support.waiting import poll
 
 
 def free_port() -> int:
@@ -42,16 +42,21 @@ class Service:
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(self.argv, env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
                                          preexec_fn=limit)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return self
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    self.__exit__()
-                    raise RuntimeError(f"the service did not start: {self.log.read_text()[-3000:]}") from None
-                time.sleep(0.1)
+        if poll(self._listening_or_gone, 60, interval=0.1) and self.proc.poll() is None:
+            return self
+        self.__exit__()
+        raise RuntimeError(f"the service did not start: {self.log.read_text()[-3000:]}")
+
+    def _listening_or_gone(self) -> bool:
+        """True once the port takes a connection, or the process has exited (no use waiting)."""
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            return True
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+            return True
+        except OSError:
+            return False
 
     def __exit__(self, *exc: object) -> None:
         if self.proc is not None and self.proc.poll() is None:

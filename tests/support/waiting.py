@@ -17,18 +17,20 @@ T = TypeVar("T")
 INTERVAL = 0.02  # between two looks: short beside any timeout here, long beside a look's cost
 
 
-def poll(predicate: Callable[[], T], timeout: float) -> T:
-    """The first true value of `predicate()` within `timeout` seconds, else its last (false) one."""
+def poll(predicate: Callable[[], T], timeout: float, interval: float = INTERVAL) -> T:
+    """The first true value of `predicate()` within `timeout` seconds, else its last (false) one;
+    `interval` longer where a look is costly (a query to another program)."""
     deadline = time.monotonic() + timeout
     while not (value := predicate()) and time.monotonic() < deadline:
-        time.sleep(INTERVAL)
+        time.sleep(interval)
     return value
 
 
-def wait_until(predicate: Callable[[], T], timeout: float, what: str | Callable[[], str]) -> T:
+def wait_until(predicate: Callable[[], T], timeout: float, what: str | Callable[[], str],
+               interval: float = INTERVAL) -> T:
     """`poll`, failing the test with `what` (a text, or a function for one read late, such as a
     log's tail) when the condition did not hold within `timeout` seconds."""
-    value = poll(predicate, timeout)
+    value = poll(predicate, timeout, interval)
     assert value, f"waited {timeout:g} s for {what if isinstance(what, str) else what()}"
     return value
 

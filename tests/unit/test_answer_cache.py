@@ -9,7 +9,7 @@ from advisor.config.settings import Settings
 from advisor.engine.answer_cache import AnswerCache
 from advisor.engine.loader import load_rulebook
 from advisor.engine.service import TargetError, recommend
-from advisor.host.provider import FactsProvider
+from advisor.host.facts_provider import FactsProvider
 from advisor.hostmodel.facts import Dataset, KStat, dataset_reads
 from support import RECORDING
 from support.recorded import recorded_host, with_dataset_properties

@@ -10,10 +10,10 @@ import pytest
 from advisor.answering.answerer import Answerer, Query
 from advisor.engine.loader import load_rulebook
 from advisor.host.snapshot import collect_from_root
+from advisor.model.regression_model import build_model
 from advisor.page import gather
-from advisor.recognise.answer import recommend_auto
+from advisor.recognise.auto_answer import recommend_auto
 from advisor.recognise.classify import Recognition
-from advisor.service.regression_model import build_model
 from support import RECORDING
 
 BOOK = load_rulebook()

@@ -15,7 +15,7 @@ from advisor.engine.loader import RulesError, load_rulebook
 from advisor.engine.service import recommend
 from advisor.engine.text import recommend_text
 from advisor.host.collect import Collection
-from advisor.host.provider import FactsProvider
+from advisor.host.facts_provider import FactsProvider
 from advisor.service.app import create_app
 from support.hosts import synthetic_host
 

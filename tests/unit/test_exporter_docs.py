@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 
 from advisor.exporters.base import ExportOptions, Scrape
-from advisor.exporters.collector import FactsCollector
+from advisor.exporters.collector import MetricsRenderer
 from support.hosts import make_host
 
 REPO = Path(__file__).resolve().parents[2]
@@ -19,7 +19,7 @@ DYNAMIC = re.compile(
 
 def exposed_families() -> set[str]:
     texts = [p.read_text() for p in (REPO / "tests" / "golden" / "metrics").rglob("*.prom")]
-    texts.append(FactsCollector().render(Scrape(make_host(), ExportOptions(per_vdev=True, per_dataset=True))).decode())
+    texts.append(MetricsRenderer().render(Scrape(make_host(), ExportOptions(per_vdev=True, per_dataset=True))).decode())
     return {m for text in texts for m in re.findall(r"^# TYPE (\S+) ", text, re.MULTILINE)}
 
 

@@ -7,7 +7,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from advisor.exporters.base import ExportOptions, Scrape
-from advisor.exporters.collector import COLLECTORS, FactsCollector
+from advisor.exporters.collector import COLLECTORS, MetricsRenderer
 from advisor.exporters.histograms import buckets
 from advisor.exporters.ioclass import latency_labels, queue_labels, size_labels
 from advisor.exporters.params import metric_name
@@ -18,7 +18,7 @@ from support.hosts import LATENCY_ROWS, LATENCY_TEXT, SIZE_TEXT, make_host
 
 
 def scrape_families(host: Host, **options) -> dict:
-    text = FactsCollector().render(Scrape(host=host, options=ExportOptions(**options))).decode()
+    text = MetricsRenderer().render(Scrape(host=host, options=ExportOptions(**options))).decode()
     return {f.name: f for f in text_string_to_metric_families(text)}
 
 
@@ -102,7 +102,7 @@ def _with_pool(host: Host, **update) -> Host:
 
 
 def _current_state(host: Host, stale: bool = False) -> tuple[list[str], dict]:
-    text = FactsCollector().render(Scrape(host=host, stale=stale)).decode()
+    text = MetricsRenderer().render(Scrape(host=host, stale=stale)).decode()
     families = {f.name: f for f in text_string_to_metric_families(text)}
     states = [s.labels["state"] for s in families["zfs_pool_health_state"].samples
               if s.labels["pool"] == "tank" and s.value == 1]
@@ -228,7 +228,7 @@ def test_a_failing_collector_costs_only_its_own_families():
     def broken(scrape):
         raise RuntimeError("boom")
 
-    exporter = FactsCollector({"arc": COLLECTORS["arc"], "broken": broken})
+    exporter = MetricsRenderer({"arc": COLLECTORS["arc"], "broken": broken})
     families = {f.name: f for f in text_string_to_metric_families(exporter.render(Scrape(host=make_host())).decode())}
     assert "zfs_arc_hits" in families
     success = {s.labels["collector"]: s.value for s in families["zfs_advisor_scrape_collector_success"].samples}

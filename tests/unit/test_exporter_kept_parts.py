@@ -16,7 +16,7 @@ from advisor.api.appkeys import EXPORTER
 from advisor.config.settings import Settings
 from advisor.exporters import datasets
 from advisor.exporters.base import ExportOptions, Scrape, go_float
-from advisor.exporters.collector import FactsCollector
+from advisor.exporters.collector import MetricsRenderer
 from advisor.exporters.exposition import RowsFamily, int_value, row_line, text
 from advisor.exporters.negotiation import to_openmetrics
 from advisor.host.snapshot import collect_from_root
@@ -51,8 +51,8 @@ def gunzip_one_member(body: bytes) -> bytes:
                          ids=["default", "detail"])
 def test_kept_and_fresh_segments_are_the_text_of_an_exporter_that_keeps_nothing(path, options):
     scrape = Scrape(host=asyncio.run(collect_from_root(path)).host, options=options, commands_generation=1.0)
-    uncached = without_durations(FactsCollector().render(Scrape(host=scrape.host, options=options)))
-    exporter = FactsCollector()
+    uncached = without_durations(MetricsRenderer().render(Scrape(host=scrape.host, options=options)))
+    exporter = MetricsRenderer()
     exporter.warm(scrape)
     for _ in range(2):  # built, then from the kept segments
         for openmetrics in (False, True):
@@ -108,13 +108,13 @@ async def test_through_the_app_a_kept_part_is_reused_until_its_source_changes(ht
     assert exporter.compressed["datasets"] == built["datasets"]  # zfs get did not run again
     # the whole body is what an exporter with nothing kept writes for the same files
     host = (await collect_from_root(root)).host
-    uncached = to_openmetrics(FactsCollector().render(Scrape(host=host))).decode()
+    uncached = to_openmetrics(MetricsRenderer().render(Scrape(host=host))).decode()
     assert zfs_lines(third) == zfs_lines(uncached) and third.endswith("# EOF\n")
 
 
 def test_a_datasets_lines_are_written_again_only_when_its_kstat_changed():
     host = asyncio.run(collect_from_root(SNAPSHOT)).host
-    exporter = FactsCollector()
+    exporter = MetricsRenderer()
     exporter.render(Scrape(host=host))
     before = dict(datasets._IO_WRITTEN)
     changed = next(d for d in host.datasets if d.io is not None)
@@ -156,7 +156,7 @@ def test_joined_bodies_are_one_gzip_member_of_their_concatenation(groups):
 
 def test_a_command_run_that_says_the_same_keeps_the_compressed_text_and_one_that_differs_rebuilds_it():
     host = asyncio.run(collect_from_root(SNAPSHOT)).host
-    exporter = FactsCollector()
+    exporter = MetricsRenderer()
     first = exporter.encoded(Scrape(host=host, commands_generation=1.0), openmetrics=True)
     built = exporter.compressed.copy()
     again = exporter.encoded(Scrape(host=host, commands_generation=2.0), openmetrics=True)  # zfs get ran again

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from advisor.exporters.base import ExportOptions, Scrape
-from advisor.exporters.collector import FactsCollector
+from advisor.exporters.collector import MetricsRenderer
 from support.hosts import make_host
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,7 +36,7 @@ def exported() -> dict[str, set[str]]:
     """Family (counters with _total, as Prometheus stores them) -> label names, in every golden and a full scrape."""
     texts = [p.read_text() for p in (REPO / "tests" / "golden" / "metrics").rglob("*.prom")]
     detail = ExportOptions(per_vdev=True, per_dataset=True)
-    texts.append(FactsCollector().render(Scrape(make_host(), detail)).decode())
+    texts.append(MetricsRenderer().render(Scrape(make_host(), detail)).decode())
     families: dict[str, set[str]] = {}
     for text in texts:
         for name, labels in re.findall(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{([^}]*)\})? ", text, re.MULTILINE):

@@ -1,8 +1,9 @@
 """Each collector module registers itself (advisor/exporters/registry.py): the exporter runs every
-module's collector in the order they give, with no list to edit."""
+module's collector in the order their `after` links give, with no list to edit and no number."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -28,8 +29,8 @@ def test_every_module_that_registers_a_collector_is_run_in_its_order():
     names = {r.collect.__module__.rsplit(".", 1)[1] for r in registry.registered()}
     assert names == _registering_modules() and len(COLLECTORS) == len(registry.registered())
     assert list(COLLECTORS)[:3] == ["arc", "kstats", "pools"] and list(COLLECTORS)[-1] == "workloads"
-    orders = [r.order for r in registry.registered()]
-    assert orders == sorted(orders) and len(set(orders)) == len(orders)
+    chain = registry.registered()
+    assert chain[0].after is None and all(r.after == before.name for before, r in zip(chain, chain[1:], strict=False))
 
 
 def test_what_a_collector_registers_with_is_what_the_exporter_reuses_by():
@@ -37,10 +38,25 @@ def test_what_a_collector_registers_with_is_what_the_exporter_reuses_by():
     assert {"dataset_io": io_source} == SOURCES
 
 
-def test_an_order_taken_by_another_collector_is_refused(monkeypatch):
+def _entry(name: str, after: str | None) -> registry.Registered:
+    return registry.Registered(name, lambda scrape: (), after)
+
+
+def test_a_new_collector_is_placed_by_the_one_it_follows_with_no_number(monkeypatch):
+    """One after `arc` and `kstats` moved to follow it: the new one between the two, the rest as before."""
     monkeypatch.setattr(registry, "_REGISTERED", dict(registry._REGISTERED))
-    with pytest.raises(ValueError, match="order 10 is taken by 'arc'"):
-        registry.collector("another", order=10)(lambda scrape: ())
-    registry.collector("another", order=15)(lambda scrape: ())
-    assert [r.name for r in sorted(registry._REGISTERED.values(), key=lambda r: r.order)][:3] == [
-        "arc", "another", "kstats"]
+    before = [r.name for r in registry.registered()]
+    registry.collector("another", after="arc")(lambda scrape: ())
+    registry._REGISTERED["kstats"] = dataclasses.replace(registry._REGISTERED["kstats"], after="another")
+    assert [r.name for r in registry.registered()] == [before[0], "another", *before[1:]]
+
+
+@pytest.mark.parametrize("entries, refused", [
+    ([_entry("a", None), _entry("b", "a"), _entry("c", "a")], "'b' and 'c' both follow a"),
+    ([_entry("a", None), _entry("b", None)], "'a' and 'b' both follow none"),
+    ([_entry("a", None), _entry("b", "missing")], r"\['b'\] are not in the chain"),
+    ([_entry("a", None), _entry("b", "c"), _entry("c", "b")], r"\['b', 'c'\] are not in the chain"),
+])
+def test_an_order_the_links_do_not_make_one_chain_is_refused(entries, refused):
+    with pytest.raises(ValueError, match=refused):
+        registry.in_order(entries)

@@ -1,4 +1,4 @@
-"""FactsCollector.render, the service's /metrics writer: the same text as a prometheus_client
+"""MetricsRenderer.render, the service's /metrics writer: the same text as a prometheus_client
 registry of the same collectors (tests/support/reference.py), with the text of collectors built from zpool/zfs output alone reused while that
 output is the same (Scrape.commands_generation), and everything read from kstats written anew."""
 import asyncio
@@ -7,7 +7,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from advisor.exporters.base import ExportOptions, Scrape
-from advisor.exporters.collector import FactsCollector
+from advisor.exporters.collector import MetricsRenderer
 from advisor.host.snapshot import collect_from_root
 from advisor.hostmodel.facts import KStat, Property
 from support import HOSTS
@@ -33,7 +33,7 @@ def samples(text: bytes, name: str) -> dict:
 @pytest.mark.parametrize("options", [ExportOptions(), ExportOptions(per_vdev=True, per_dataset=True)], ids=["default", "detail"])
 def test_render_writes_what_the_registry_writes(path, options):
     scrape = Scrape(host=recorded_host(path), options=options, commands_generation=1.0)
-    exporter = FactsCollector()
+    exporter = MetricsRenderer()
     reference = without_durations(reference_text(scrape))
     assert without_durations(exporter.render(scrape)) == reference
     assert without_durations(exporter.render(scrape)) == reference  # again, from the reused text
@@ -41,7 +41,7 @@ def test_render_writes_what_the_registry_writes(path, options):
 
 def test_command_output_text_is_reused_until_the_output_changes():
     host = recorded_host(RECORDINGS[1])
-    exporter = FactsCollector()
+    exporter = MetricsRenderer()
     first = exporter.render(Scrape(host=host, commands_generation=1.0))
     # What a second run of zfs get would say, and a new arcstats read.
     changed = host.model_copy(update={
@@ -55,14 +55,14 @@ def test_command_output_text_is_reused_until_the_output_changes():
     assert samples(same_run, "zfs_arc_hits_total") == {(): 424242.0}  # kstats are always written anew
     new_run = exporter.render(Scrape(host=changed, commands_generation=2.0))
     assert set(samples(new_run, block).values()) == {4096.0}
-    unknown = FactsCollector()
+    unknown = MetricsRenderer()
     for generation in (None, None):  # no generation: nothing is reused
         assert set(samples(unknown.render(Scrape(host=changed, commands_generation=generation)), block).values()) == {4096.0}
 
 
 def test_options_are_part_of_what_is_reused():
     host = recorded_host(RECORDINGS[1])
-    exporter = FactsCollector()
+    exporter = MetricsRenderer()
     everything = exporter.render(Scrape(host=host, commands_generation=1.0))
     only_root = exporter.render(Scrape(host=host, options=ExportOptions(dataset_include="tank"), commands_generation=1.0))
     names = lambda text: {dict(k)["name"] for k in samples(text, "zfs_dataset_properties_info")}  # noqa: E731 - a one-line helper, read where it is used
@@ -78,8 +78,8 @@ def test_text_rendered_ahead_from_the_command_output_alone_is_what_a_scrape_writ
     commands = asyncio.run(run_commands(files, runner, CollectCache()))
     collection = assemble(files, commands, now)
     options = ExportOptions(per_vdev=True, per_dataset=True)
-    warmed = FactsCollector()
+    warmed = MetricsRenderer()
     warmed.warm(Scrape(host=command_host(files, commands), options=options, commands_generation=commands.finished_at))
     assert set(warmed._text_cache) == {"vdevs", "histograms", "datasets", "module"}
     scrape = Scrape(host=collection.host, options=options, commands_generation=collection.commands_finished_at)
-    assert without_durations(warmed.render(scrape)) == without_durations(FactsCollector().render(scrape))
+    assert without_durations(warmed.render(scrape)) == without_durations(MetricsRenderer().render(scrape))

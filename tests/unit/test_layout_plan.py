@@ -7,8 +7,8 @@ import pytest
 
 from advisor.cli import main
 from advisor.config.settings import Settings
-from advisor.layout.candidates import Candidate, candidates
-from advisor.layout.inputs import PlanInputError, given_disks, measured_disks
+from advisor.layout.layouts import Candidate, candidates
+from advisor.layout.planned_disks import PlanInputError, given_disks, measured_disks
 from advisor.layout.predict import DiskSpec, plan, predict
 from advisor.layout.space import Vdev
 from advisor.probe.pooldesc import describe_pool

@@ -21,7 +21,7 @@ pytest.importorskip("sklearn")
 import numpy as np  # noqa: E402 - after the importorskip above
 
 from advisor.engine.loader import load_rulebook  # noqa: E402 - after the importorskip above
-from advisor.evidence.arc import disk_read_equivalent  # noqa: E402 - after the importorskip above
+from advisor.evidence.arc_cap import disk_read_equivalent  # noqa: E402 - after the importorskip above
 from advisor.model.answers import Grid  # noqa: E402 - after the importorskip above
 from advisor.model.dataset import cells, load_csv, prior_path, samples  # noqa: E402 - after the importorskip above
 from advisor.model.evaluation import ShippedFit, evaluate, evaluate_cell, nested_caution, summary, twins  # noqa: E402 - after the importorskip above

@@ -1,4 +1,4 @@
-"""The model learns from verified changes (advisor/model/changes.py): a change applied to a dataset
+"""The model learns from verified changes (advisor/model/change_samples.py): a change applied to a dataset
 of a named workload, measured before and after by the change tracker, conditions the next
 prediction for that workload on this pool like a probe run does.
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from advisor.config.settings import Settings
-from advisor.model.changes import change_observations, workload_of
+from advisor.model.change_samples import change_observations, workload_of
 from advisor.model.features import Observation
 from advisor.service.app import create_app
 from advisor.store.changes import ChangeStore

@@ -17,7 +17,7 @@ import pytest
 from advisor.api.appkeys import LIMITER
 from advisor.config.settings import Settings
 from advisor.page.markup import pool_href
-from advisor.probe.efficiency import Efficiency, diagnose, layout_rule
+from advisor.probe.pool_efficiency import Efficiency, diagnose, layout_rule
 from advisor.server.limits import WorkLimiter
 from advisor.service.app import create_app
 from advisor.store.db import DB_FILE, connect

@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from advisor.exporters.base import Scrape
-from advisor.exporters.collector import FactsCollector
+from advisor.exporters.collector import MetricsRenderer
 from advisor.host.parsing import ParseError
 from advisor.host.pool_iostats import parse_header_age, parse_iostats
 from advisor.host.snapshot import collect_from_root
@@ -45,7 +45,7 @@ def test_a_header_that_is_not_a_kstats_is_refused(header, reason):
 def test_the_recorded_pools_export_their_import_age():
     host = asyncio.run(collect_from_root(LOAD_21)).host
     assert host.sources["pool_iostats:tank"].ok and host.pool("tank").import_age_seconds == pytest.approx(536.4781117)
-    text = FactsCollector().render(Scrape(host)).decode()
+    text = MetricsRenderer().render(Scrape(host)).decode()
     assert 'zfs_pool_import_age_seconds{pool="tank"} 536.47811172\n' in text
     assert 'zfs_advisor_scrape_collector_success{collector="import_age"} 1.0\n' in text
 

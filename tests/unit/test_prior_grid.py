@@ -11,7 +11,7 @@ import pytest
 from advisor.cli import build_parser
 from advisor.engine.loader import load_rulebook
 from advisor.probe.fio_job import Hygiene, build_job
-from advisor.probe.plan import fit_runtime
+from advisor.probe.probe_plan import fit_runtime
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lab"))
 import prior_grid  # noqa: E402 - after the sys.path line above

@@ -1,4 +1,4 @@
-"""What set a probe run's pace (advisor/probe/bound.py reads the host, advisor/evidence/bound.py
+"""What set a probe run's pace (advisor/probe/run_counters.py reads the host, advisor/evidence/bound.py
 judges): the host's CPU and steal time from /proc/stat, ZFS's kernel threads from their
 /proc/<pid>/task/<tid>/stat, the pool's disks' busy time from /proc/diskstats, read through the
 host's file view as the runner reads them.
@@ -22,8 +22,8 @@ import pytest
 from advisor.evidence.bound import CONTENDED, CPU_SATURATED, DISKS_BUSY, RunLoad, judge, storage_rows
 from advisor.host.cpustat import cpu_share, parse_cpu_times
 from advisor.host.files import HostFiles
-from advisor.probe.bound import io_window, run_load, sample_load
 from advisor.probe.fio_result import parse_fio_json
+from advisor.probe.run_counters import io_window, run_load, sample_load
 from support import HOSTS
 
 TICKS = 100  # USER_HZ of the lab's kernel (the threads recording's clock_ticks)

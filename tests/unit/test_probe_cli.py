@@ -89,7 +89,7 @@ def test_a_cpu_bound_repeat_says_so_as_it_is_measured(capsys):
     from advisor.cli.probe import _progress
     from advisor.probe.candidates import make_candidate
     from advisor.probe.fio_result import parse_fio_json
-    from advisor.probe.runner import Progress
+    from advisor.probe.plan_runner import Progress
 
     fio = Path(__file__).parents[1] / "fixtures" / "fio" / "host-ext4" / "random-read-4jobs.json"
     metrics = parse_fio_json(fio.read_text())

@@ -7,7 +7,9 @@ import pytest
 
 from advisor.host.txgs import parse_txgs
 from advisor.hostmodel.facts import DiskStats
-from advisor.probe.efficiency import (
+from advisor.probe.efficiency_run import efficiency_job
+from advisor.probe.plan_runner import arc_hit_ratio
+from advisor.probe.pool_efficiency import (
     TxgsDuring,
     diagnose,
     disk_busy,
@@ -18,8 +20,6 @@ from advisor.probe.efficiency import (
     too_little_moved,
     txgs_during,
 )
-from advisor.probe.efficiency_run import efficiency_job
-from advisor.probe.runner import arc_hit_ratio
 
 MB = 1e6
 

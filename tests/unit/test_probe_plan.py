@@ -4,11 +4,11 @@ from __future__ import annotations
 import pytest
 
 from advisor.engine.loader import load_rulebook
-from advisor.evidence.arc import stored_bytes
+from advisor.evidence.arc_cap import stored_bytes
 from advisor.host.files import HostFiles
 from advisor.probe.candidates import parse_candidate_spec
-from advisor.probe.plan import OVERHEAD_SECONDS, Budget
-from advisor.probe.service import PlanError, ProbeConfig, ProbeService, parse_budget
+from advisor.probe.probe_plan import OVERHEAD_SECONDS, Budget
+from advisor.probe.probe_service import PlanError, ProbeConfig, ProbeService, parse_budget
 
 
 def _service(tmp_path, c_min: int, c_max: int, cache: str = "arc-cap") -> ProbeService:

@@ -18,9 +18,9 @@ from advisor.host.files import HostFiles
 from advisor.host.runner import CommandResult, ReplayRunner
 from advisor.host.snapshot import collect_from_root, open_snapshot
 from advisor.probe.candidates import make_candidate
-from advisor.probe.plan import Budget
+from advisor.probe.probe_plan import Budget
+from advisor.probe.probe_service import ProbeConfig, ProbeService
 from advisor.probe.profiler import Profiler, choose_candidates, profiler_config
-from advisor.probe.service import ProbeConfig, ProbeService
 from advisor.service.app import create_app
 from advisor.store.db import connect
 from advisor.store.probes import QUEUE_SIGNAL, ProbeStore, ResultRow

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from advisor.host.threads import ThreadBusy, ThreadCpu, ThreadGroup
-from advisor.probe.efficiency import (
+from advisor.probe.efficiency_run import EfficiencyReport
+from advisor.probe.pool_efficiency import (
     Efficiency,
     TxgsDuring,
     expected_bandwidth,
@@ -16,7 +17,6 @@ from advisor.probe.efficiency import (
     raw_read_argv,
     raw_read_rates,
 )
-from advisor.probe.efficiency_run import EfficiencyReport
 from advisor.probe.random_efficiency import (
     RandomLevel,
     best_level,
@@ -192,7 +192,7 @@ def test_every_result_has_the_common_figures_also_when_stored_before_them():
 
 
 def test_the_budget_is_shared_among_the_timed_runs_of_the_parts_asked_for():
-    from advisor.probe.service import efficiency_seconds
+    from advisor.probe.probe_service import efficiency_seconds
     assert efficiency_seconds(20, "sequential") == 5  # a quarter, as before the random part
     assert (efficiency_seconds(300, "random"), efficiency_seconds(300, "all")) == (30, 21)
 
@@ -206,7 +206,7 @@ def test_a_groups_runtime_is_its_own_not_its_threads_added_up():
 
 
 def test_the_sequential_diagnosis_names_a_saturated_thread_before_the_host_wide_cpu():
-    from advisor.probe.efficiency import diagnose
+    from advisor.probe.pool_efficiency import diagnose
     threads = ThreadCpu(seconds=5.0, busiest=[ThreadBusy(name="z_wr_iss", tid=7, busy_ratio=0.95)],
                         groups=[ThreadGroup(name="z_wr_iss", threads=2, busy_ratio=1.4, busiest_ratio=0.95)])
     busy = {"d0": {"busy_ratio": 0.5, "avg_io_bytes": 1 << 20, "read_bytes": 0.0}}

@@ -20,12 +20,12 @@ from advisor.engine.loader import load_rulebook
 from advisor.host.files import HostFiles
 from advisor.host.runner import CommandResult, CommandRunner
 from advisor.probe.candidates import make_candidate
-from advisor.probe.modparams import ModuleParams, ParamGuard
-from advisor.probe.plan import Budget
-from advisor.probe.runner import FIO_ARGV, PlanRunner
+from advisor.probe.plan_runner import FIO_ARGV, PlanRunner
+from advisor.probe.probe_plan import Budget
+from advisor.probe.probe_service import ProbeConfig, ProbeService
 from advisor.probe.safety import Thresholds
 from advisor.probe.scratch import ScratchArea
-from advisor.probe.service import ProbeConfig, ProbeService
+from advisor.probe.temporary_modparams import ModuleParams, ParamGuard
 from advisor.store.probe_evidence import evidence
 
 FIO_JSON = Path(__file__).parents[1] / "fixtures" / "fio" / "lab-zfs2.3.2-ssd-mirror2x2" / "postgres-data-8K-quota.json"
@@ -106,7 +106,7 @@ async def run_plan(tmp_path: Path, pace: str) -> ProbeService:
 
 
 async def test_each_repeat_beside_a_busy_cpu_is_stored_cpu_bound_and_set_aside(tmp_path, caplog):
-    with caplog.at_level(logging.WARNING, logger="advisor.probe.runner"):
+    with caplog.at_level(logging.WARNING, logger="advisor.probe.plan_runner"):
         service = await run_plan(tmp_path, "cpu")
     results = service.store.results(1)
     assert len(results) >= 4 and {r.bound for r in results} == {"cpu"}

@@ -11,9 +11,9 @@ import pytest
 from advisor.host.files import HostFiles
 from advisor.hostmodel.tunables import DATASET_DEFAULTS
 from advisor.probe.candidates import DATASET_PROPERTIES, CandidateError, parse_candidate_spec, recordsize_grid
-from advisor.probe.modparams import ModuleParamError, ModuleParams, ParamGuard, restore_leftovers
+from advisor.probe.probe_service import EFFICIENCY_RUN_ID
 from advisor.probe.safety import LockBusy, ProbeLock
-from advisor.probe.service import EFFICIENCY_RUN_ID
+from advisor.probe.temporary_modparams import ModuleParamError, ModuleParams, ParamGuard, restore_leftovers
 from advisor.store.db import DB_FILE, MIGRATIONS, SCHEMA_VERSION, StoreError, _statements, connect
 from advisor.store.probe_evidence import evidence
 from advisor.store.probes import ProbeStore, ResultRow

@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from advisor.host.provider import FactsProvider
+from advisor.host.facts_provider import FactsProvider
 from advisor.host.runner import EXIT_TIMEOUT, CommandResult, ReplayRunner
 from support import RECORDING, HangingRunner
 from support.waiting import await_until

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.layout.candidates import Candidate
+from advisor.layout.layouts import Candidate
 from advisor.layout.predict import DiskSpec, predict
 from advisor.layout.raidz_reads import read_shares, start_disks
 from advisor.layout.space import Vdev, raidz_asize

@@ -11,7 +11,6 @@ import base64
 import json
 import signal
 import ssl
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -21,6 +20,7 @@ import pytest
 from support import REPO
 from support.service import Service
 from support.tls import bcrypt_hash, make_certs
+from support.waiting import wait_until
 
 HOST = REPO / "tests" / "fixtures" / "hosts" / "2.3.2" / "ssd-mirror2x2" / "idle"
 
@@ -33,12 +33,13 @@ def hup_and_wait(service: Service, done: str) -> list[dict]:
     """SIGHUP, then the log records that begin with `done` ("reloaded" or "reload refused")."""
     before = len([m for m in messages(service) if m["msg"].startswith(done)])
     service.proc.send_signal(signal.SIGHUP)
-    deadline = time.monotonic() + 30
-    while len(found := [m for m in messages(service) if m["msg"].startswith(done)]) == before:
+
+    def new_records() -> list[dict]:
         assert service.proc.poll() is None, f"the service exited on SIGHUP: {service.log.read_text()[-2000:]}"
-        assert time.monotonic() < deadline, f"no {done!r} in the log: {service.log.read_text()[-2000:]}"
-        time.sleep(0.1)
-    return found[before:]
+        return [m for m in messages(service) if m["msg"].startswith(done)][before:]
+
+    return wait_until(new_records, 30, lambda: f"{done!r} in the log: {service.log.read_text()[-2000:]}",
+                      interval=0.1)
 
 
 def get(url: str, headers: dict[str, str] | None = None, context: ssl.SSLContext | None = None) -> tuple[int, str]:
@@ -52,13 +53,11 @@ def get(url: str, headers: dict[str, str] | None = None, context: ssl.SSLContext
 
 
 def metrics(service: Service) -> str:
-    deadline = time.monotonic() + 60
-    while True:  # the first collection may still be under way
+    def collected() -> str | None:  # the first collection may still be under way
         status, body = get(f"http://127.0.0.1:{service.port}/metrics")
-        if status == 200 and "zfs_pool_health_state" in body:
-            return body
-        assert time.monotonic() < deadline, body[-500:]
-        time.sleep(0.5)
+        return body if status == 200 and "zfs_pool_health_state" in body else None
+
+    return wait_until(collected, 60, "/metrics with the first collection's pools", interval=0.5)
 
 
 def test_sighup_applies_workloads_and_metrics_settings_keeps_the_port_and_refuses_a_bad_file(tmp_path):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.engine.facts_arc import innodb_dedicated_share
+from advisor.engine.derived_arc import innodb_dedicated_share
 from advisor.engine.loader import load_rulebook
 from advisor.engine.service import TargetError, recommend
 from advisor.hostmodel.facts import Host, Vdev

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.engine.facts_catalogue import CATALOGUE
+from advisor.engine.derived_catalogue import CATALOGUE
 from advisor.engine.loader import RulesError, load_rulebook
 from advisor.rules import RULES_DIR
 

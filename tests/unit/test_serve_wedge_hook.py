@@ -58,10 +58,11 @@ def serve(env: dict[str, str]) -> tuple[subprocess.Popen, int]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("ZFS_ADVISOR_")}
     proc = subprocess.Popen([sys.executable, "-m", "advisor", "serve", "--port", str(port)], cwd=REPO,
                             env={**clean, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 30
-    while not healthz(port, 1):
-        assert proc.poll() is None and time.monotonic() < deadline, "serve did not start"
-        time.sleep(0.1)
+    def answering() -> bool:
+        assert proc.poll() is None, "serve exited before it answered /healthz"
+        return healthz(port, 1)
+
+    wait_until(answering, 30, "serve to answer /healthz", interval=0.1)
     return proc, port
 
 

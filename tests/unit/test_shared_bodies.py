@@ -157,12 +157,12 @@ async def test_a_sliced_body_lets_go_of_each_chunk_once_sent():
 
 def test_cached_collector_text_is_kept_deflated_in_segments_of_whole_families():
     from advisor.exporters.base import Scrape
-    from advisor.exporters.collector import FactsCollector
+    from advisor.exporters.collector import MetricsRenderer
     from advisor.exporters.negotiation import to_openmetrics
     from support.hosts import make_host
 
     host = make_host(datasets=3000)
-    exporter = FactsCollector()
+    exporter = MetricsRenderer()
     scrape = Scrape(host=host, commands_generation=1.0)
     text = exporter.render(scrape)
     kept = {name: body for name, (_, body) in exporter._text_cache.items()}

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from advisor.exporters.base import Scrape
-from advisor.exporters.collector import FactsCollector
+from advisor.exporters.collector import MetricsRenderer
 from advisor.host.kstat import parse_named_kstat
 from advisor.host.parsing import ParseError
 from advisor.host.snapshot import collect_from_root
@@ -50,7 +50,7 @@ def test_the_throttled_recording_exports_how_long_writes_waited():
     host = asyncio.run(collect_from_root(THROTTLED)).host
     pool = host.pool("tank")
     assert host.sources["tx_assign:tank"].ok and pool.tx_assign == parse_tx_assign(AFTER)
-    text = FactsCollector().render(Scrape(host)).decode()
+    text = MetricsRenderer().render(Scrape(host)).decode()
     lines = {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
              if line.startswith("zfs_pool_tx_assign_seconds")}
     assert lines['zfs_pool_tx_assign_seconds_count{pool="tank"}'] == 720

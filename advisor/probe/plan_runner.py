@@ -20,15 +20,15 @@ from advisor.evidence.bound import judge
 from advisor.host.files import HostFiles
 from advisor.host.kstat import read_named_kstat
 from advisor.host.runner import CommandRunner
-from advisor.probe.bound import io_window, pool_disks, run_load, sample_load
 from advisor.probe.candidates import Candidate
 from advisor.probe.fio_job import FioJob, Hygiene, build_job
 from advisor.probe.fio_result import FioMetrics, FioParseError, parse_fio_json
 from advisor.probe.foreground import ForegroundWatch, HostForegroundWatch, foreground_watch
-from advisor.probe.modparams import ParamGuard
-from advisor.probe.plan import Plan
+from advisor.probe.probe_plan import Plan
+from advisor.probe.run_counters import io_window, pool_disks, run_load, sample_load
 from advisor.probe.safety import Thresholds
 from advisor.probe.scratch import ScratchArea
+from advisor.probe.temporary_modparams import ParamGuard
 from advisor.store.probes import ProbeStore, ResultRow
 
 log = logging.getLogger(__name__)

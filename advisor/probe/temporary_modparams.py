@@ -110,7 +110,7 @@ class ParamGuard:
         self.params.write(name, value)
 
     def cap_arc(self, floor: int | None, cap: int | None) -> None:
-        """The ARC's floor first: the ARC takes a cap only above its floor (advisor/evidence/arc.py)."""
+        """The ARC's floor first: the ARC takes a cap only above its floor (advisor/evidence/arc_cap.py)."""
         if (floor or cap) and not ARC_LIMITS & self._originals.keys():
             now = self.params.arc_target()
             self._arc_target = now[0] if now else None

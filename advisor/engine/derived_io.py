@@ -1,4 +1,4 @@
-"""Facts measured on one pool: latencies (zpool iostat -l), the txg history and mirror read stats.
+"""Facts of the I/O one pool shows: latencies (zpool iostat -l), the txg history and mirror read stats.
 
 Derived suggestions (dirty data, delay scale) need enough busy transaction
 groups; with too few they are unknown and the rules that use them are skipped.

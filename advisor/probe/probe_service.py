@@ -15,7 +15,7 @@ from advisor.engine.loader import RuleBook
 from advisor.engine.schema import Workload
 from advisor.engine.service import TargetError, resolve_params
 from advisor.engine.units import format_size
-from advisor.evidence.arc import ARC_SHARE, arc_limits, stored_bytes
+from advisor.evidence.arc_cap import ARC_SHARE, arc_limits, stored_bytes
 from advisor.evidence.parameters import ParameterEvidence
 from advisor.host.cpustat import CpuTimes, cpu_share, read_cpu_times
 from advisor.host.files import HostFiles
@@ -26,12 +26,12 @@ from advisor.hostmodel.names import SCRATCH_DATASET, check_pool_name
 from advisor.probe.candidates import Candidate, make_candidate, nearest_first, recordsize_grid
 from advisor.probe.fio_job import FioJob, Hygiene, JobError, build_job
 from advisor.probe.foreground import foreground_rate, foreground_watch
-from advisor.probe.modparams import ModuleParamError, ModuleParams, ParamGuard, restore_leftovers
-from advisor.probe.plan import Budget, Plan, estimate_seconds, fit_runtime
+from advisor.probe.plan_runner import ARCSTATS, PlanRunner, ProbeAborted, ProbeFailed, ProgressCallback
 from advisor.probe.pooldesc import PoolUnavailable, read_pool_descriptor
-from advisor.probe.runner import ARCSTATS, PlanRunner, ProbeAborted, ProbeFailed, ProgressCallback
+from advisor.probe.probe_plan import Budget, Plan, estimate_seconds, fit_runtime
 from advisor.probe.safety import ProbeLock, Thresholds, UnsafeToProbe, check_pool
 from advisor.probe.scratch import ScratchArea, ScratchError
+from advisor.probe.temporary_modparams import ModuleParamError, ModuleParams, ParamGuard, restore_leftovers
 from advisor.store.db import connect
 from advisor.store.probe_evidence import evidence
 from advisor.store.probes import DAY_SECONDS, ProbeStore, RunRow, RunStatus
@@ -203,7 +203,7 @@ class ProbeService:
     def _arc_limits(self, stored: int) -> tuple[int | None, int | None]:
         """(zfs_arc_min to set while probing, or None; zfs_arc_max to set, or None when the
         ARC's limits cannot be read): a quarter of the working set as the ARC stores it
-        (advisor/evidence/arc.py)."""
+        (advisor/evidence/arc_cap.py)."""
         try:
             c_min = int(read_named_kstat(self.files, ARCSTATS).values["c_min"])
         except (OSError, ValueError, KeyError):

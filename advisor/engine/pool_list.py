@@ -1,7 +1,7 @@
 """The imported pools, their media and layout, and their datasets: GET /v1/pools and the page."""
 from __future__ import annotations
 
-from advisor.engine import facts_catalogue  # noqa: F401  (the pool.* facts below)
+from advisor.engine import derived_catalogue  # noqa: F401  (the pool.* facts below)
 from advisor.engine.context import Context
 from advisor.engine.models import PoolInfo, PoolList
 from advisor.hostmodel.facts import Host
