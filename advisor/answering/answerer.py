@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from advisor.answering.application_bound import qualified
+from advisor.answering.qualified_effects import qualified
 from advisor.engine.loader import RuleBook
 from advisor.engine.models import GENERAL, ModelStatus, RecommendResponse
 from advisor.engine.predicted import PredictionLookup

@@ -84,7 +84,7 @@ async def get_recommend(request: web.Request) -> web.Response:
     # one body per collection, query and state of the probe store (which is also what refits the
     # model's local part), however many ask at once; the answer in it is rebuilt only when what it
     # read changed (ANSWERS), or a new fleet view came (docs/fleet.md), or the pools' disks' window
-    # that bounds each expected effect changed (advisor/answering/application_bound.py)
+    # that bounds each expected effect changed (advisor/answering/qualified_effects.py)
     query = (tuple(sorted(args.items())), store_stamp(state_dir), request.app[RECOGNISER].generation if auto else None,
              request.app[RECOGNISER].pools_generation, model.fleet_generation())
     variant = (query, text)

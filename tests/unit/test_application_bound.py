@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from advisor.answering.answerer import Answerer, Query
-from advisor.answering.application_bound import application_bound
+from advisor.answering.qualified_effects import application_bound
 from advisor.api.appkeys import RECOGNISER
 from advisor.config.settings import Settings
 from advisor.engine.loader import load_rulebook
