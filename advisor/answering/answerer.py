@@ -11,6 +11,7 @@ out of every other module outside the engine.
 """
 from __future__ import annotations
 
+import copy
 import functools
 import os
 from collections.abc import Callable, Mapping
@@ -34,9 +35,15 @@ from advisor.store.probe_evidence import stored_evidence
 class Predictions(Protocol):
     """The regression model as an answer reads it (advisor/model/provider.py `ModelProvider`)."""
 
-    def lookup(self, host: Host, params: dict[str, str] | None = None) -> PredictionLookup | None: ...
+    def lookup(self, host: Host, params: dict[str, str] | None = None,
+               wait_seconds: float = ...) -> PredictionLookup | None: ...
 
-    def status(self) -> ModelStatus | None: ...
+    def status(self, wait_seconds: float = ...) -> ModelStatus | None: ...
+
+
+# How long an answer waits for a fit under way before it goes on without the model (a fit takes
+# seconds on a real host; `within` bounds it for a caller with a deadline of its own)
+MODEL_WAIT_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,7 @@ class Answerer:
         self.model = model
         # the daemon's window of the pools' disks (advisor/recognise/window.py); None: no window
         self.pools_busy = pools_busy
+        self.wait_seconds = MODEL_WAIT_SECONDS
         self.measured: Callable[[str, str], list[ParameterEvidence]] | None = (
             None if state_dir is None else stored_evidence(state_dir))
         self.efficiency: Callable[[str], PoolEfficiency | None] | None = (
@@ -76,12 +84,22 @@ class Answerer:
                          dataset=query.dataset, now=query.now, measured=self.measured,
                          # the general answer reads no prediction: it need not wait for a fit under way
                          predicted=None if general else self._predicted(host, query.params),
-                         model_status=None if general or self.model is None else self.model.status(),
+                         model_status=None if general else self._model_status(),
                          efficiency=self.efficiency if query.with_efficiency else None)
         return answer if self.pools_busy is None else qualified(answer, self.pools_busy())
 
+    def _model_status(self) -> ModelStatus | None:
+        return None if self.model is None else self.model.status(self.wait_seconds)
+
     def _predicted(self, host: Host, params: dict[str, str]) -> PredictionLookup | None:
-        return None if self.model is None else self.model.lookup(host, dict(params))
+        return None if self.model is None else self.model.lookup(host, dict(params), self.wait_seconds)
+
+    def within(self, wait_seconds: float) -> Answerer:
+        """This answerer, waiting at most `wait_seconds` for a fit under way (the exporter's advice,
+        inside a scrape's deadline); past it the answer says the model is being fitted."""
+        bounded = copy.copy(self)
+        bounded.wait_seconds = wait_seconds
+        return bounded
 
     def reading_once(self) -> Answerer:
         """This answerer for many answers on one host (a page): each pool and workload's evidence,
@@ -93,6 +111,7 @@ class _ReadingOnce(Answerer):
     def __init__(self, of: Answerer) -> None:
         super().__init__(of.book, None, of.model, of.pools_busy)
         self.state_dir = of.state_dir
+        self.wait_seconds = of.wait_seconds
         self.measured = None if of.measured is None else functools.cache(of.measured)
         self.efficiency = None if of.efficiency is None else functools.cache(of.efficiency)
         self._lookups: dict[tuple[tuple[str, str], ...], PredictionLookup | None] = {}

@@ -185,11 +185,12 @@ class ModelProvider:
         log.info("regression model %s %s (%d lab rows)", self._version, how, len(prior))
         return self
 
-    def status(self) -> ModelStatus | None:
-        """What answers say about the model; None when it is turned off (not consulted)."""
+    def status(self, wait_seconds: float = 60.0) -> ModelStatus | None:
+        """What answers say about the model; None when it is turned off (not consulted). A fit under
+        way is waited for at most `wait_seconds`: past it, the status says it is being fitted."""
         if not self.enabled:
             return None
-        self.wait()
+        self.wait(wait_seconds)
         if self._model is None:
             return ModelStatus(available=False, reason=self._reason)
         return ModelStatus(available=True, version=self._version, lab_runs=len(self._prior))

@@ -49,3 +49,19 @@ def test_the_page_shows_the_answer_the_api_gives(host, answerer, tmp_path):
     auto = recommend_auto(answerer, host, {"tank/home": WAL}, Query("auto", dataset="tank/home"))
     assert shown.answer.response is not None and shown.recognised == WAL
     assert shown.answer.response.recommendations == auto.recommendations
+
+
+def test_an_answer_within_a_bound_goes_on_while_the_model_is_fitted(host, tmp_path):
+    """A scrape cannot wait a fit out: past its bound the answer is the rules' and probes', and says
+    the model is being fitted; the fit done, the same answerer reads it."""
+    model = build_model(tmp_path, BOOK)
+    model.begin()  # a fit under way, as the service starts one
+    bounded = Answerer(BOOK, tmp_path, model).within(0)
+    asked = Query("postgres", dataset="tank/home")
+    during = bounded.answer(host, asked)
+    assert during.model is not None and not during.model.available and "being fitted" in (during.model.reason or "")
+    assert next(r for r in during.recommendations if r.parameter == "recordsize").source == "rule"
+    model.fit()
+    after = bounded.answer(host, asked)
+    assert after.model is not None and after.model.available
+    assert next(r for r in after.recommendations if r.parameter == "recordsize").source in ("model", "rule+model")
