@@ -4,9 +4,9 @@ which calls the engine's `recommend`.
 
 GET /recommend (advisor/api/recommend.py), `zfs-advisor recommend` and `verify`
 (advisor/cli/recommend.py), the page (advisor/page/gather.py), `workload=auto`
-(advisor/recognise/auto_answer.py), the change tracker's general answer (advisor/changes/followed.py)
-and the evaluation of the whole answer (advisor/model/answers.py) all ask through it, so they
-cannot differ in what they hand the engine; tests/unit/test_import_graph.py keeps `recommend`
+(advisor/recognise/auto_answer.py), the change tracker's general answer (advisor/changes/followed.py),
+the exporter's advice (advisor/answering/exported_advice.py) and the evaluation of the whole answer
+(advisor/model/answers.py) all ask through it, so they cannot differ in what they hand the engine; tests/unit/test_import_graph.py keeps `recommend`
 out of every other module outside the engine.
 """
 from __future__ import annotations

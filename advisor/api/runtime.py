@@ -6,8 +6,8 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from advisor.answering.exported_advice import Advice
 from advisor.config.webconfig import WebConfig
-from advisor.engine.advice import Advice
 from advisor.exporters.base import ExportOptions
 
 

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from advisor.answering.answerer import Answerer, Query
+from advisor.answering.exported_advice import Advice
 from advisor.changes.detect import Change
-from advisor.engine.advice import Advice
 from advisor.engine.measured import same_value
 from advisor.engine.models import Recommendation
 from advisor.hostmodel.facts import Host
@@ -30,7 +30,7 @@ def open_recommendations(host: Host, advice: Advice, generation: float) -> list[
     found = [(w, r) for w, r in advice.for_host(host, generation) if r.status == "change"]
     try:
         # the general answer reads neither probe evidence nor predictions: an answerer of the rules alone
-        general = Answerer(advice.book).answer(host, Query(now=host.collected_at))
+        general = Answerer(advice.answerer.book).answer(host, Query(now=host.collected_at))
         found += [("general", r) for r in general.recommendations if r.status == "change"]
     except Exception:  # the change is still recorded, without the general advice; the log says why
         log.exception("the general recommendations failed")

@@ -14,12 +14,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from advisor.answering.exported_advice import Advice
 from advisor.changes import stats
 from advisor.changes.detect import MAX_PER_COLLECTION, Change, Tracked, Values, detect, values
 from advisor.changes.followed import followed, open_recommendations
 from advisor.changes.measure import METRICS, window_values
 from advisor.changes.samples import Samples
-from advisor.engine.advice import Advice
 from advisor.engine.models import Recommendation
 from advisor.hostmodel.facts import Host
 from advisor.store.changes import MAX_LISTED, ChangeStore

@@ -9,7 +9,6 @@
     service.py    one request: resolve the target, evaluate every rule, merge
     models.py     the answer (the /recommend JSON contract)
     text.py       the same answer as text; verify lines
-    advice.py     the advice the exporter publishes for the datasets named in the settings
     docs.py       docs/rules.md, generated from the rules
 
 The regression model (later) plugs in at `service.merge`: it may fill

@@ -50,7 +50,6 @@ from advisor.model.inputs import ProbeDescription, ProbeResults
 from advisor.model.select import choose, feasible
 
 log = logging.getLogger(__name__)
-ADVICE_WAIT_SECONDS = 5.0
 
 
 def grid(probes: ProbeDescription, parameter: str, workload: Any, params: dict[str, str] | None = None) -> list[str]:
@@ -226,13 +225,6 @@ class ModelProvider:
         if job is None:
             return None
         return query(WorkloadShape.of(workload), job.text, job.working_set_bytes, job.arc_max_bytes, descriptor, pool)
-
-    def advice_lookup(self, host: Host) -> tuple[object, PredictionLookup | None]:
-        """For the exporter's advice (advisor/engine/advice.py): (what the predictions depend on,
-        the lookup); the advice is recomputed when the first changes.  A scrape waits for a fit
-        under way at most ADVICE_WAIT_SECONDS (its deadline is short), then goes on without it."""
-        lookup = self.lookup(host, wait_seconds=ADVICE_WAIT_SECONDS)
-        return (self._version, self._generation), lookup
 
     def covers(self, base: Observation) -> bool:
         """Whether the lab measured workloads like this one: the same I/O pattern, and a block size

@@ -2,7 +2,7 @@
 `PageError` saying why not (the handlers, advisor/api/page.py, answer it as an HTML 4xx/503)."""
 from __future__ import annotations
 
-from advisor.engine.advice import dataset_states
+from advisor.answering.exported_advice import dataset_states
 from advisor.engine.pool_list import pool_list
 from advisor.page import gather, views
 from advisor.page.markup import pool_href

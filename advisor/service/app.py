@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 from advisor.answering.answerer import Answerer
+from advisor.answering.exported_advice import Advice
 from advisor.api import (
     changes,
     efficiency,
@@ -54,7 +55,6 @@ from advisor.changes.detect import tracked
 from advisor.changes.tracker import ChangeTracker
 from advisor.config.settings import Settings, SettingsError
 from advisor.config.webconfig import check_exposure, load_web_config
-from advisor.engine.advice import Advice
 from advisor.engine.answer_cache import AnswerCache
 from advisor.engine.loader import RuleBook, load_rulebook
 from advisor.exporters.base import ExportOptions
@@ -107,7 +107,7 @@ def create_app(settings: Settings) -> web.Application:
     app[ANSWERER] = Answerer(book, settings.state_dir, app[MODEL], app[RECOGNISER].pools_busy)
     app[OPENAPI_JSON] = openapi.openapi_json(book)
     app[RUNTIME] = Runtime(ExportOptions.from_settings(settings),
-                           Advice(book, settings.workloads, app[MODEL].advice_lookup),
+                           Advice(app[ANSWERER], settings.workloads),
                            client_ca_digest(web_config))
     for routes in ROUTES:
         app.add_routes(routes)

@@ -19,12 +19,12 @@ from dataclasses import dataclass, field, replace
 
 from aiohttp import web
 
-from advisor.api.appkeys import EXPORTER, MODEL, RULEBOOK, RUNTIME, SETTINGS, WEB_CONFIG
+from advisor.answering.exported_advice import Advice
+from advisor.api.appkeys import ANSWERER, EXPORTER, RULEBOOK, RUNTIME, SETTINGS, WEB_CONFIG
 from advisor.api.runtime import Runtime, client_ca_digest
 from advisor.config.settings import Settings, SettingsError
 from advisor.config.tlscheck import set_versions
 from advisor.config.webconfig import TLS_VERSIONS, WebConfig, check_exposure, load_web_config
-from advisor.engine.advice import Advice
 from advisor.exporters.base import ExportOptions
 from advisor.process.logs import setup_logging
 from advisor.service.app import check_workloads_setting
@@ -85,7 +85,7 @@ def reload(app: web.Application, load: Callable[[], Settings], ssl_context: ssl.
     runtime = app[RUNTIME]
     runtime.export_options = ExportOptions.from_settings(live)
     if "workloads" in update:
-        runtime.advice = Advice(app[RULEBOOK], live.workloads, app[MODEL].advice_lookup)
+        runtime.advice = Advice(app[ANSWERER], live.workloads)
     if update:  # what /metrics renders depends on the settings (users and certificates do not)
         runtime.generation += 1
         app[EXPORTER].forget()  # text rendered under the old settings

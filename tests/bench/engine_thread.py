@@ -17,7 +17,8 @@ import statistics
 import time
 from functools import partial
 
-from advisor.engine.advice import advise
+from advisor.answering.answerer import Answerer
+from advisor.answering.exported_advice import advise
 from advisor.engine.loader import load_rulebook
 from advisor.engine.service import recommend
 from advisor.host.snapshot import collect_from_root
@@ -79,8 +80,9 @@ def main() -> None:
     pool = host.pools[0].name if host.pools else "tank"
     workloads = {f"{pool}/scale/ds{i:05d}": "postgres" for i in range(args.datasets)}
     found = sum(host.dataset(d) is not None for d in workloads)
+    answerer = Answerer(book)  # the rules alone: no probe store, no model
     for in_thread in (False, True, False, True):
-        took, stall = asyncio.run(worst_stall_ms(lambda: advise(host, book, workloads), in_thread))
+        took, stall = asyncio.run(worst_stall_ms(lambda: advise(host, answerer, workloads), in_thread))
         print(f"  advice for {found} datasets {'in a thread ' if in_thread else 'on the loop '} "
               f"{took:.0f} ms, worst event-loop stall {stall:.1f} ms")
 

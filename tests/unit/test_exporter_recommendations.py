@@ -73,14 +73,15 @@ async def test_a_dataset_of_the_setting_that_does_not_exist_is_a_self_metric(htt
 
 
 def test_a_missing_dataset_is_logged_once_while_it_stays_missing(caplog):
-    from advisor.engine.advice import Advice
+    from advisor.answering.answerer import Answerer
+    from advisor.answering.exported_advice import Advice
     from advisor.engine.loader import load_rulebook
     from advisor.hostmodel.facts import Dataset, SourceStatus
     from support.hosts import synthetic_host
 
-    advice = Advice(load_rulebook(), {"tank/pg": "postgres", "tank/new": "media"})
+    advice = Advice(Answerer(load_rulebook()), {"tank/pg": "postgres", "tank/new": "media"})
     host = synthetic_host()
-    caplog.set_level("WARNING", logger="advisor.engine.advice")
+    caplog.set_level("WARNING", logger="advisor.answering.exported_advice")
     for generation in (1.0, 2.0, 3.0):  # three command runs
         advice.for_host(host, generation)
     warnings = [r.getMessage() for r in caplog.records if "does not exist" in r.getMessage()]

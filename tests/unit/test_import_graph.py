@@ -282,14 +282,6 @@ ENTRY = ("advisor.engine.service", "recommend")
 MAY_CALL_THE_ENGINE = {
     "advisor.answering.answerer": "the one way into the answer: it hands the engine the store's evidence and "
                                   "reports and the model's predictions, so that no caller hands it less",
-    # Not through the Answerer yet, and why: the exporter's advice for the `workloads` setting is
-    # computed inside a scrape, once per command output and model generation, and waits for a fit
-    # under way at most ADVICE_WAIT_SECONDS (advisor/model/provider.py); the Answerer's lookup and
-    # model status wait up to a minute, and its probe evidence is not in the advice's key. So the
-    # advice reads the rules and the model's predictions but no probe evidence: on a probed
-    # dataset it can differ from /recommend's answer. Routing it through the Answerer needs a wait
-    # bound there and the store's state in the advice's key.
-    "advisor.engine.advice": "the exporter's advice: rules and predictions within a scrape's deadline",
 }
 
 
