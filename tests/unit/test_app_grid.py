@@ -85,3 +85,24 @@ def test_a_reading_without_its_parts_is_refused():
         appevidence.parse_reading("@@STAT\ncpu  1 2 3 4 5 6 7 8 0 0\n")
     with pytest.raises(ValueError, match="no tps line"):
         labapps.parse_pgbench("pgbench: error: connection to server failed")
+
+
+def test_a_throttle_change_at_run_time_is_the_command_lines_total_limits():
+    import labqmp
+    cmd = labqmp.throttle_command("d2", 15, 2_000_000)
+    assert cmd["execute"] == "block_set_io_throttle"
+    assert cmd["arguments"] == {"device": "d2", "iops": 15, "bps": 2_000_000,
+                                "bps_rd": 0, "bps_wr": 0, "iops_rd": 0, "iops_wr": 0}
+    assert labqmp.throttle_command("d0", None, None)["arguments"]["iops"] == 0  # an unthrottled disk: no limit
+
+
+def test_throttles_and_recordsizes_interleave_as_one_list_of_cells():
+    cells = [(f, rs) for f in (0.02, 0.01) for rs in ("8K", "128K")]
+    order = [c for _, c in app_grid.interleaved(cells, 2)]
+    assert order[:4] == cells and order[4:] == cells[::-1]
+
+
+def test_synchronous_commit_off_reaches_the_server_only_when_asked():
+    on, off = labapps.Settings(), labapps.Settings(synchronous_commit="off")
+    assert "synchronous_commit" not in labapps._pg_start("/tank/apps/pg-8K", on)
+    assert "-o '-c synchronous_commit=off'" in labapps._pg_start("/tank/apps/pg-8K", off)
