@@ -165,13 +165,14 @@ def run_layout(name: str, args: argparse.Namespace, s: labapps.Settings, meta: d
                               "setup_s": round(time.monotonic() - t0),
                               "disks": [asdict(d) for d in scaled(full, args.throttle_scale[0]).disks], **facts})
         run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-        cells = [(f, rs) for f in args.throttle_scale for rs in args.recordsizes]
+        cells = [(f, c, rs) for f in args.throttle_scale for c in args.clients for rs in args.recordsizes]
         for app in apps:
-            for position, (repeat, (factor, rs)) in enumerate(interleaved(cells, args.repeats), 1):
+            for position, (repeat, (factor, clients, rs)) in enumerate(interleaved(cells, args.repeats), 1):
+                s = replace(s, clients=clients)
                 layout = scaled(full, factor)
                 vm.set_throttles(layout.disks)
                 started = datetime.now(UTC).isoformat(timespec="seconds")
-                objsets = (args.objsets / f"{name}-{app.name}-{rs}-x{factor:g}-{repeat}" if args.objsets else None)
+                objsets = (args.objsets / f"{name}-{app.name}-{rs}-x{factor:g}-c{clients}-{repeat}" if args.objsets else None)
                 measured = one_run(vm, app, rs, s, disks, objsets)
                 disk = layout.disks[0]
                 row = {"started_at": started, "zfs_version": facts["zfs_module"].split("-")[0],
@@ -183,25 +184,25 @@ def run_layout(name: str, args: argparse.Namespace, s: labapps.Settings, meta: d
                        "run_id": run_id, "throttle_scale": factor, "clients": s.clients,
                        "synchronous_commit": s.synchronous_commit if app.source == "pg" else "", **measured}
                 append_rows(args.out, [row])
-                log(f"{name} {app.name} {rs} x{factor:g} #{repeat}: {row['value']} {app.metric}, {row['bound']}: "
+                log(f"{name} {app.name} {rs} x{factor:g} c{clients} #{repeat}: {row['value']} {app.metric}, {row['bound']}: "
                     f"{row['bound_reason']}")
 
 
 def summary(rows: list[dict[str, str]]) -> str:
     """Per (layout, app, disk throttle, recordsize): the metric's mean and each repeat, the bound of
     each run."""
-    groups: dict[tuple[str, str, str, str], list[dict[str, str]]] = {}
+    groups: dict[tuple[str, ...], list[dict[str, str]]] = {}
     for r in rows:
-        groups.setdefault((r["layout"], r["app"], r["disk_iops"], r["recordsize"]), []).append(r)
-    out = ["| layout | app | disk IOPS | recordsize | mean | repeats (run order) | disks busy (busiest) | guest CPU | "
-           "host CPU | bound |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for (layout, app, iops, rs), rs_rows in groups.items():
+        groups.setdefault((r["layout"], r["app"], r["disk_iops"], r.get("clients", ""), r["recordsize"]), []).append(r)
+    out = ["| layout | app | disk IOPS | clients | recordsize | mean | repeats (run order) | disks busy (busiest) | "
+           "guest CPU | host CPU | bound |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for (layout, app, iops, clients, rs), rs_rows in groups.items():
         vals = [float(r["value"]) for r in rs_rows]
         def pct(col: str, rows: list = rs_rows) -> str:
             return " / ".join(f"{float(r[col]):.0%}" if r[col] else "-" for r in rows)
 
         runs = " / ".join(f"{v:g} (#{r['position']})" for v, r in zip(vals, rs_rows, strict=True))
-        out.append(f"| {layout} | {app} | {iops} | {rs} | {sum(vals) / len(vals):.1f} {rs_rows[0]['metric']} | {runs} | "
+        out.append(f"| {layout} | {app} | {iops} | {clients} | {rs} | {sum(vals) / len(vals):.1f} {rs_rows[0]['metric']} | {runs} | "
                    f"{pct('disk_busy_max')} | {pct('guest_cpu_busy')} | {pct('host_cpu_busy')} | "
                    f"{' / '.join(r['bound'] for r in rs_rows)} |")
     return "\n".join(out)
@@ -242,7 +243,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=int, default=labapps.Settings.seconds, help="one timed run")
     ap.add_argument("--throttle-scale", default="1", help="every disk's IOPS and MB/s throttle times this; "
                     "several (0.02,0.01): each a cell of its own in one boot")
-    ap.add_argument("--clients", type=int, default=labapps.Settings.clients, help="pgbench's clients (-c)")
+    ap.add_argument("--clients", default=str(labapps.Settings.clients),
+                    help="pgbench's clients (-c); several (8,16): each a cell of its own")
     ap.add_argument("--synchronous-commit", choices=("on", "off"), default=labapps.Settings.synchronous_commit,
                     help="PostgreSQL's synchronous_commit (on as Debian ships it)")
     ap.add_argument("--pg-scale", type=int, default=labapps.Settings.pg_scale, help="pgbench -i -s")
@@ -252,12 +254,14 @@ def main(argv: list[str] | None = None) -> int:
     args.layouts, args.apps, args.recordsizes = (v.split(",") for v in (args.layouts, args.apps, args.recordsizes))
     try:
         args.throttle_scale = [float(f) for f in args.throttle_scale.split(",")]
+        args.clients = [int(c) for c in args.clients.split(",")]
     except ValueError:
-        ap.error(f"--throttle-scale: numbers separated by commas, not {args.throttle_scale!r}")
+        ap.error(f"--throttle-scale and --clients: numbers separated by commas, not {args.throttle_scale!r}, "
+                 f"{args.clients!r}")
     unknown = [a for a in args.apps if a not in labapps.APPS] + [x for x in args.layouts if x not in lablayouts.load()]
     if unknown:
         ap.error(f"unknown: {', '.join(unknown)}; apps: {', '.join(labapps.APPS)}; layouts: see tests/lab/vm layouts")
-    s = labapps.Settings(seconds=args.seconds, clients=args.clients, synchronous_commit=args.synchronous_commit,
+    s = labapps.Settings(seconds=args.seconds, clients=max(args.clients), synchronous_commit=args.synchronous_commit,
                          pg_scale=args.pg_scale)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     meta_path = args.out.with_suffix(".meta.json")
