@@ -51,7 +51,7 @@ ARC_MAX_BYTES = 64 << 20  # with PostgreSQL's 32 MiB shared_buffers, well under 
 COLUMNS = ("started_at,zfs_version,image,layout,disk_iops,disk_bps,app,metric,higher_is_better,recordsize,"
            "compression,repeat,position,value,seconds,disk_busy_max,disk_busy_mean,guest_cpu_busy,guest_cpu_steal,"
            "host_cpu_busy,bound,bound_reason,arc_max_bytes,app_cache_bytes,data_bytes,run_id,throttle_scale,clients,"
-           "synchronous_commit").split(",")
+           "synchronous_commit,disk_ops_max").split(",")
 Cell = TypeVar("Cell")
 
 
@@ -135,7 +135,7 @@ def one_run(vm: LabVM, app: labapps.App, rs: str, s: labapps.Settings, disks: li
                                  host_share.busy if host_share else None)
     bound, why = appevidence.verdict(load)
     return {"value": app.parse(output), "seconds": round(load.seconds, 2),
-            "disk_busy_max": round(load.busiest[1], 3), "disk_busy_mean": round(load.mean_disk_busy, 3),
+            "disk_busy_max": round(load.busiest[1], 3), "disk_ops_max": round(max(load.disks_ops.values(), default=0), 1), "disk_busy_mean": round(load.mean_disk_busy, 3),
             "guest_cpu_busy": _r(load.cpu_busy), "guest_cpu_steal": _r(load.cpu_steal),
             "host_cpu_busy": _r(load.host_cpu_busy), "bound": bound, "bound_reason": why}
 
