@@ -222,8 +222,10 @@ def write_provenance(csv_path: Path, meta: dict) -> Path:
                   "own throttles)" for b in run["boots"] if "setup_s" in b]
         for boot in run["boots"]:
             d = boot["disks"][0]
+            scales = run["throttle_scale"] if isinstance(run["throttle_scale"], list) else [run["throttle_scale"]]
+            cells = " at the first scale; each row's disk_iops and disk_bps are its own" if len(scales) > 1 else ""
             lines.append(f"  - layout `{boot['layout']}`: {len(boot['disks'])} disks at {d['iops']} IOPS, "
-                         f"{d['bps'] / 1e6:.0f} MB/s each; OpenZFS `{boot['zfs_module']}`, kernel {boot['kernel']}; "
+                         f"{d['bps'] / 1e6:.0f} MB/s each{cells}; OpenZFS `{boot['zfs_module']}`, kernel {boot['kernel']}; "
                          f"{', '.join(f'{k} {v}' for k, v in boot['apps'].items())}; data "
                          f"{', '.join(f'{k} {v >> 20} MiB' for k, v in boot['data_bytes'].items())}")
     lines += ["", "VM: qemu TCG (no KVM), 2 vCPUs, 4096 MiB, image `" + (rows[0]["image"] if rows else "?") +
