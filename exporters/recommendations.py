@@ -1,7 +1,8 @@
 """The advisor's current advice as info series: what to change, on which dataset, for which workload;
 and which datasets of the `workloads` setting do not exist.
 
-Source: the rules engine (advisor/engine) run on the latest facts for every
+Source: the answer GET /recommend gives (advisor/answering/: the rules engine with the probe
+store's results and the regression model) on the latest facts, for every
 dataset named in the `workloads` setting (dataset -> workload). One series
 per recommendation whose status is "change" (a pool or module change wanted by
 several workloads once, naming them all); when a dataset is tuned as its
@@ -39,7 +40,7 @@ def collect(scrape: Scrape) -> Iterable[Metric]:
         "prints them (current is empty when unknown), the rule's confidence (0..1); a pool or module change wanted "
         "by several workloads is one series naming them all (workload=\"a,b\", no dataset, for a module parameter "
         "no pool either). GET /recommend?workload=W&dataset=D explains it. "
-        f"Source: the rules engine (rules/*.yaml) on the latest facts.{CACHED}",
+        f"Source: GET /recommend's answer (the rules engine with probe results and the regression model) on the latest facts.{CACHED}",
         labels=list(LABELS),
     )
     workloads: dict[tuple[str, ...], set[str]] = {}
