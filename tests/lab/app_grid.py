@@ -3,13 +3,16 @@
     tests/lab/app-grid --layouts ssd-mirror2x2 --apps pgbench-tpcb --recordsizes 8K,32K,128K
     tests/lab/app-grid --layouts hdd-mirror2x2 --apps copy --repeats 3 --seconds 60
     tests/lab/app-grid --throttle-scale 0.25 ...        # every disk's IOPS and MB/s throttle x 0.25
+    tests/lab/app-grid --throttle-scale 0.02,0.01 ...   # both in one boot: does the metric follow the disks?
 
 Boots the application image (line 2.3-apps, `tests/lab/build-image --zfs 2.3-apps`) once per
 layout, holding /tmp/lab-vm.lock from boot to shutdown.  Per layout: the ARC capped (zfs_arc_max,
 zfs(4)) and the application's own cache sized so the data set does not fit; each application's
 data made once in `tank/appsrc` and copied onto one dataset per recordsize (labapps.py).  Then
-the runs, repeats in interleaved order (the recordsizes forward, then backward, ...), each after
-`zpool export`/`zpool import` (an empty ARC): start the application, read the guest's counters,
+the runs, repeats in interleaved order (the cells, each a throttle scale and a recordsize, forward,
+then backward, ...), each after `zpool export`/`zpool import` (an empty ARC).  The setup runs at the
+layout's own throttles; each run at its scale's, set through qemu's QMP socket (labqmp.py).  A run:
+start the application, read the guest's counters,
 the measured command, read them again, stop.  Each run is one CSV row with the application's
 metric and what set its pace (appevidence.py): the pool disks' busy share, the guest's and the
 host's CPU, and `bound` (`storage`, `cpu` or `unclear`).  Rows are appended as they come; a
@@ -28,6 +31,7 @@ import time
 from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parents[2]))  # the repository: `advisor` without PYTHONPATH
@@ -46,15 +50,17 @@ ARC_MAX_BYTES = 64 << 20  # with PostgreSQL's 32 MiB shared_buffers, well under 
 
 COLUMNS = ("started_at,zfs_version,image,layout,disk_iops,disk_bps,app,metric,higher_is_better,recordsize,"
            "compression,repeat,position,value,seconds,disk_busy_max,disk_busy_mean,guest_cpu_busy,guest_cpu_steal,"
-           "host_cpu_busy,bound,bound_reason,arc_max_bytes,app_cache_bytes,data_bytes,run_id").split(",")
+           "host_cpu_busy,bound,bound_reason,arc_max_bytes,app_cache_bytes,data_bytes,run_id,throttle_scale,clients,"
+           "synchronous_commit,disk_ops_max").split(",")
+Cell = TypeVar("Cell")
 
 
-def interleaved(recordsizes: list[str], repeats: int) -> list[tuple[int, str]]:
-    """(repeat, recordsize) in run order: forward, backward, forward...: no recordsize always first
-    or last, so a drift of the host over the grid does not fall on one of them."""
+def interleaved(cells: list[Cell], repeats: int) -> list[tuple[int, Cell]]:
+    """(repeat, cell) in run order: forward, backward, forward...: no cell always first or last, so a
+    drift of the host over the grid does not fall on one of them."""
     order = []
     for r in range(repeats):
-        order += [(r + 1, rs) for rs in (recordsizes if r % 2 == 0 else recordsizes[::-1])]
+        order += [(r + 1, c) for c in (cells if r % 2 == 0 else cells[::-1])]
     return order
 
 
@@ -129,7 +135,7 @@ def one_run(vm: LabVM, app: labapps.App, rs: str, s: labapps.Settings, disks: li
                                  host_share.busy if host_share else None)
     bound, why = appevidence.verdict(load)
     return {"value": app.parse(output), "seconds": round(load.seconds, 2),
-            "disk_busy_max": round(load.busiest[1], 3), "disk_busy_mean": round(load.mean_disk_busy, 3),
+            "disk_busy_max": round(load.busiest[1], 3), "disk_ops_max": round(max(load.disks_ops.values(), default=0), 1), "disk_busy_mean": round(load.mean_disk_busy, 3),
             "guest_cpu_busy": _r(load.cpu_busy), "guest_cpu_steal": _r(load.cpu_steal),
             "host_cpu_busy": _r(load.host_cpu_busy), "bound": bound, "bound_reason": why}
 
@@ -148,19 +154,25 @@ def append_rows(path: Path, rows: list[dict]) -> None:
 
 
 def run_layout(name: str, args: argparse.Namespace, s: labapps.Settings, meta: dict) -> None:
-    layout = scaled(lablayouts.get(name), args.throttle_scale)
+    full = lablayouts.get(name)
     apps = [labapps.APPS[a] for a in args.apps]
     vm = LabVM(labimage.APPS, name, project=args.project, memory_mib=4096)
-    vm.layout, vm.attached = layout, [layout]  # the scaled throttles
     with VMLock(), vm:
         disks = guest_disks(vm)
-        facts = guest_setup(vm, apps, args.recordsizes, s)
-        meta["boots"].append({"layout": name, "disks": [asdict(d) for d in layout.disks], **facts})
+        t0 = time.monotonic()
+        facts = guest_setup(vm, apps, args.recordsizes, s)  # at the layout's own throttles: faster
+        meta["boots"].append({"layout": name, "boot_s": round(vm.timings["boot_to_ssh"]),
+                              "setup_s": round(time.monotonic() - t0),
+                              "disks": [asdict(d) for d in scaled(full, args.throttle_scale[0]).disks], **facts})
         run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+        cells = [(f, c, rs) for f in args.throttle_scale for c in args.clients for rs in args.recordsizes]
         for app in apps:
-            for position, (repeat, rs) in enumerate(interleaved(args.recordsizes, args.repeats), 1):
+            for position, (repeat, (factor, clients, rs)) in enumerate(interleaved(cells, args.repeats), 1):
+                s = replace(s, clients=clients)
+                layout = scaled(full, factor)
+                vm.set_throttles(layout.disks)
                 started = datetime.now(UTC).isoformat(timespec="seconds")
-                objsets = (args.objsets / f"{name}-{app.name}-{rs}-{repeat}" if args.objsets else None)
+                objsets = (args.objsets / f"{name}-{app.name}-{rs}-x{factor:g}-c{clients}-{repeat}" if args.objsets else None)
                 measured = one_run(vm, app, rs, s, disks, objsets)
                 disk = layout.disks[0]
                 row = {"started_at": started, "zfs_version": facts["zfs_module"].split("-")[0],
@@ -169,26 +181,28 @@ def run_layout(name: str, args: argparse.Namespace, s: labapps.Settings, meta: d
                        "recordsize": rs, "compression": s.compression, "repeat": repeat, "position": position,
                        "arc_max_bytes": ARC_MAX_BYTES, "data_bytes": facts["data_bytes"][app.source],
                        "app_cache_bytes": s.pg_shared_buffers_mib << 20 if app.source == "pg" else 0,
-                       "run_id": run_id, **measured}
+                       "run_id": run_id, "throttle_scale": factor, "clients": s.clients,
+                       "synchronous_commit": s.synchronous_commit if app.source == "pg" else "", **measured}
                 append_rows(args.out, [row])
-                log(f"{name} {app.name} {rs} #{repeat}: {row['value']} {app.metric}, {row['bound']}: "
+                log(f"{name} {app.name} {rs} x{factor:g} c{clients} #{repeat}: {row['value']} {app.metric}, {row['bound']}: "
                     f"{row['bound_reason']}")
 
 
 def summary(rows: list[dict[str, str]]) -> str:
-    """Per (layout, app, recordsize): the metric's mean and each repeat, the bound of each run."""
-    groups: dict[tuple[str, str, str], list[dict[str, str]]] = {}
+    """Per (layout, app, disk throttle, recordsize): the metric's mean and each repeat, the bound of
+    each run."""
+    groups: dict[tuple[str, ...], list[dict[str, str]]] = {}
     for r in rows:
-        groups.setdefault((r["layout"], r["app"], r["recordsize"]), []).append(r)
-    out = ["| layout | app | recordsize | mean | repeats (run order) | disks busy (busiest) | guest CPU | host CPU | "
-           "bound |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for (layout, app, rs), rs_rows in groups.items():
+        groups.setdefault((r["layout"], r["app"], r["disk_iops"], r.get("clients", ""), r["recordsize"]), []).append(r)
+    out = ["| layout | app | disk IOPS | clients | recordsize | mean | repeats (run order) | disks busy (busiest) | "
+           "guest CPU | host CPU | bound |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for (layout, app, iops, clients, rs), rs_rows in groups.items():
         vals = [float(r["value"]) for r in rs_rows]
         def pct(col: str, rows: list = rs_rows) -> str:
             return " / ".join(f"{float(r[col]):.0%}" if r[col] else "-" for r in rows)
 
         runs = " / ".join(f"{v:g} (#{r['position']})" for v, r in zip(vals, rs_rows, strict=True))
-        out.append(f"| {layout} | {app} | {rs} | {sum(vals) / len(vals):.1f} {rs_rows[0]['metric']} | {runs} | "
+        out.append(f"| {layout} | {app} | {iops} | {clients} | {rs} | {sum(vals) / len(vals):.1f} {rs_rows[0]['metric']} | {runs} | "
                    f"{pct('disk_busy_max')} | {pct('guest_cpu_busy')} | {pct('host_cpu_busy')} | "
                    f"{' / '.join(r['bound'] for r in rs_rows)} |")
     return "\n".join(out)
@@ -204,10 +218,14 @@ def write_provenance(csv_path: Path, meta: dict) -> Path:
         lines.append(f"- `{run['command']}` at commit {run['commit']}: {run['started_at']} to "
                      f"{run.get('ended_at', '?')}, wall time {run.get('wall_s', 0) / 60:.1f} min; settings "
                      f"{json.dumps(run['settings'])}; disk throttles x {run['throttle_scale']}")
+        lines += [f"  - layout `{b['layout']}`: boot to ssh {b['boot_s']} s, setup {b['setup_s']} s (at the layout's "
+                  "own throttles)" for b in run["boots"] if "setup_s" in b]
         for boot in run["boots"]:
             d = boot["disks"][0]
+            scales = run["throttle_scale"] if isinstance(run["throttle_scale"], list) else [run["throttle_scale"]]
+            cells = " at the first scale; each row's disk_iops and disk_bps are its own" if len(scales) > 1 else ""
             lines.append(f"  - layout `{boot['layout']}`: {len(boot['disks'])} disks at {d['iops']} IOPS, "
-                         f"{d['bps'] / 1e6:.0f} MB/s each; OpenZFS `{boot['zfs_module']}`, kernel {boot['kernel']}; "
+                         f"{d['bps'] / 1e6:.0f} MB/s each{cells}; OpenZFS `{boot['zfs_module']}`, kernel {boot['kernel']}; "
                          f"{', '.join(f'{k} {v}' for k, v in boot['apps'].items())}; data "
                          f"{', '.join(f'{k} {v >> 20} MiB' for k, v in boot['data_bytes'].items())}")
     lines += ["", "VM: qemu TCG (no KVM), 2 vCPUs, 4096 MiB, image `" + (rows[0]["image"] if rows else "?") +
@@ -225,15 +243,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--recordsizes", default="8K,32K,128K")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--seconds", type=int, default=labapps.Settings.seconds, help="one timed run")
-    ap.add_argument("--throttle-scale", type=float, default=1.0, help="every disk's IOPS and MB/s throttle times this")
+    ap.add_argument("--throttle-scale", default="1", help="every disk's IOPS and MB/s throttle times this; "
+                    "several (0.02,0.01): each a cell of its own in one boot")
+    ap.add_argument("--clients", default=str(labapps.Settings.clients),
+                    help="pgbench's clients (-c); several (8,16): each a cell of its own")
+    ap.add_argument("--synchronous-commit", choices=("on", "off"), default=labapps.Settings.synchronous_commit,
+                    help="PostgreSQL's synchronous_commit (on as Debian ships it)")
+    ap.add_argument("--pg-scale", type=int, default=labapps.Settings.pg_scale, help="pgbench -i -s")
     ap.add_argument("--objsets", type=Path, help="record the pool's objset kstats over each run here")
     ap.add_argument("--out", type=Path, default=labimage.LAB_DIR / "apps-data" / "apps-zfs2.3.csv")
     args = ap.parse_args(argv)
     args.layouts, args.apps, args.recordsizes = (v.split(",") for v in (args.layouts, args.apps, args.recordsizes))
+    try:
+        args.throttle_scale = [float(f) for f in args.throttle_scale.split(",")]
+        args.clients = [int(c) for c in args.clients.split(",")]
+    except ValueError:
+        ap.error(f"--throttle-scale and --clients: numbers separated by commas, not {args.throttle_scale!r}, "
+                 f"{args.clients!r}")
     unknown = [a for a in args.apps if a not in labapps.APPS] + [x for x in args.layouts if x not in lablayouts.load()]
     if unknown:
         ap.error(f"unknown: {', '.join(unknown)}; apps: {', '.join(labapps.APPS)}; layouts: see tests/lab/vm layouts")
-    s = labapps.Settings(seconds=args.seconds)
+    s = labapps.Settings(seconds=args.seconds, clients=max(args.clients), synchronous_commit=args.synchronous_commit,
+                         pg_scale=args.pg_scale)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     meta_path = args.out.with_suffix(".meta.json")
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else {"runs": []}

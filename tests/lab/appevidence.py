@@ -19,7 +19,9 @@ recorded beside it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from advisor.evidence.bound import CPU_SATURATED, DISKS_BUSY
 from advisor.host.cpustat import CpuTimes, cpu_share, parse_cpu_times
@@ -60,6 +62,9 @@ class CellLoad:
     cpu_busy: float | None  # the guest's CPUs, of every CPU's time (steal included)
     cpu_steal: float | None
     host_cpu_busy: float | None = None  # the host's CPUs over the cell (qemu and everything else)
+    # each pool disk's completed reads and writes a second: under qemu's IOPS throttle a disk can run
+    # at its limit while io_ticks says half busy (docs/apps.md, "Throttles"), so both are kept
+    disks_ops: dict[str, float] = field(default_factory=dict)
 
     @property
     def busiest(self) -> tuple[str, float]:
@@ -74,8 +79,13 @@ def cell_load(before: Reading, after: Reading, pool_disks: list[str], host_cpu_b
     seconds = after.clock - before.clock
     busy = {name: min(1.0, max(0.0, after.disks[name].io_seconds - before.disks[name].io_seconds) / seconds)
             for name in pool_disks if name in before.disks and name in after.disks and seconds > 0}
+    ops = {name: (_ops(after.disks[name]) - _ops(before.disks[name])) / seconds for name in busy}
     share = cpu_share(before.cpu, after.cpu)
-    return CellLoad(seconds, busy, share.busy if share else None, share.steal if share else None, host_cpu_busy)
+    return CellLoad(seconds, busy, share.busy if share else None, share.steal if share else None, host_cpu_busy, ops)
+
+
+def _ops(d: DiskStats) -> int:
+    return d.reads_completed + d.writes_completed
 
 
 def verdict(load: CellLoad) -> tuple[str, str]:
@@ -94,3 +104,19 @@ def verdict(load: CellLoad) -> tuple[str, str]:
     if saturated:
         return "unclear", f"the disks and the CPU were both near saturation: {text}"
     return "unclear", f"neither the disks nor the CPU were saturated (latency or a lock set the pace): {text}"
+
+
+def main(paths: list[str]) -> None:
+    """Each run's raw output (app-grid --objsets: run.txt, or a grid's runs/*.txt) -> per pool disk
+    (the sdX the readings hold) its busy share and completed operations a second."""
+    for path in paths:
+        before, after, _ = Path(path).read_text().split("@@SPLIT\n", 2)
+        b, a = parse_reading(before), parse_reading(after)
+        disks = sorted(n for n in b.disks if n.startswith("sd") and n[2:].isalpha())
+        load = cell_load(b, a, disks)
+        print(f"{path}: {load.seconds:.1f} s; " + ", ".join(
+            f"{n} {load.disks_busy[n]:.0%} busy {load.disks_ops[n]:.1f} ops/s" for n in disks))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

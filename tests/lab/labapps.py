@@ -25,6 +25,7 @@ class Settings:
     clients: int = 8  # pgbench's as in the first try (docs/apps.md)
     pg_scale: int = 10  # pgbench -s: 10 x 100,000 accounts, about 150 MiB of tables and indexes
     pg_shared_buffers_mib: int = 32  # PostgreSQL's own cache, well below the data
+    synchronous_commit: str = "on"  # as Debian ships it; "off" is a common admin's choice (docs/apps.md)
     tree_mib: int = 256  # the copy's tree: small files from /usr plus large random ones
     compression: str = "off"  # the data set must not fit the ARC compressed
 
@@ -57,7 +58,8 @@ def _pg_conf(s: Settings) -> str:
 
 
 def _pg_start(folder: str, s: Settings) -> str:
-    return _as_postgres(f"pg_ctl -D {folder}/data -l {folder}/server.log -w -t 600 start >/dev/null")
+    opts = f"-o '-c synchronous_commit={s.synchronous_commit}' " if s.synchronous_commit != "on" else ""
+    return _as_postgres(f"pg_ctl -D {folder}/data -l {folder}/server.log {opts}-w -t 600 start >/dev/null")
 
 
 def _pg_stop(folder: str, s: Settings) -> str:

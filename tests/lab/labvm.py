@@ -33,6 +33,7 @@ from pathlib import Path
 
 import labimage
 import lablayouts as layouts_mod
+import labqmp
 
 BOOT_TIMEOUT = float(os.environ.get("ZFS_ADVISOR_LAB_BOOT_TIMEOUT", "420"))
 # Units that only cost boot time here (ten seconds and more under emulation):
@@ -133,6 +134,7 @@ class LabVM:
             "-kernel", str(self.image.kernel_file), "-initrd", str(self.image.initrd),
             "-append", KERNEL_CMDLINE,
             "-serial", f"file:{self.tmp / 'console.log'}",
+            "-qmp", f"unix:{self.qmp_socket},server=on,wait=off",  # labqmp.py: throttles changed at run time
             "-drive", f"file={self.tmp / 'root.qcow2'},if=none,id=root,format=qcow2,cache=unsafe",
             "-device", "virtio-blk-pci,drive=root",
             "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{self.port}-:22",
@@ -149,6 +151,22 @@ class LabVM:
 
     def disks(self) -> list[layouts_mod.Disk]:
         return [d for layout in self.attached for d in layout.disks]
+
+    @property
+    def qmp_socket(self) -> Path:
+        assert self.tmp is not None
+        return self.tmp / "qmp.sock"
+
+    def set_throttles(self, disks: Sequence[layouts_mod.Disk]) -> None:
+        """Give the attached disks, in their order, the IOPS and MB/s throttles of `disks` (the same
+        disks with other limits), while the VM runs; read back from qemu, LabError if not taken."""
+        wanted = {f"d{i}": (d.iops or 0, d.bps or 0) for i, d in enumerate(disks)}
+        with labqmp.QMP(self.qmp_socket) as qmp:
+            for drive, (iops, bps) in wanted.items():
+                qmp.set_throttle(drive, iops, bps)
+            held = qmp.throttles()
+        if any(held.get(drive) != limits for drive, limits in wanted.items()):
+            raise LabError(f"qemu holds the throttles {held}, not {wanted}")
 
     def start(self) -> None:
         t0 = time.monotonic()
