@@ -119,3 +119,33 @@ def test_synchronous_commit_off_reaches_the_server_only_when_asked():
     on, off = labapps.Settings(), labapps.Settings(synchronous_commit="off")
     assert "synchronous_commit" not in labapps._pg_start("/tank/apps/pg-8K", on)
     assert "-o '-c synchronous_commit=off'" in labapps._pg_start("/tank/apps/pg-8K", off)
+
+
+def _fixture_load(name: str):
+    import appevidence
+
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "apps" / name
+    before, after = (appevidence.parse_reading((fixture / f).read_text()) for f in ("before.txt", "after.txt"))
+    return appevidence.cell_load(before, after, ["sda", "sdb", "sdc", "sdd"]), (fixture / "pgbench.out").read_text()
+
+
+def test_the_recorded_storage_paced_run_held_its_disks_at_their_7_iops_with_the_guest_half_idle():
+    """tests/fixtures/apps/pgbench-tpcb-8K-syncoff-7iops-storage: every disk at its throttle
+    (7 IOPS), the guest's CPU about half busy; io_ticks still under the verdict's 80 %."""
+    import appevidence
+
+    load, report = _fixture_load("pgbench-tpcb-8K-syncoff-7iops-storage")
+    assert all(7.0 <= ops < 7.8 for ops in load.disks_ops.values()), load.disks_ops
+    assert load.cpu_busy == pytest.approx(0.53, abs=0.01)
+    assert min(load.disks_busy.values()) > 0.64 and max(load.disks_busy.values()) < 0.70
+    assert appevidence.verdict(load)[0] == "unclear"  # the guest's counters alone: neither saturated
+    assert labapps.parse_pgbench(report) == pytest.approx(9.116)
+
+
+def test_the_recorded_cpu_heavy_run_left_its_disks_below_their_30_iops():
+    """tests/fixtures/apps/pgbench-tpcb-8K-c16-30iops-cpu: 16 clients at 30 IOPS, the disks at
+    80-87 % of their throttle and the guest's CPU 83 % (the host's, 100 %, is in the grid's CSV)."""
+    load, report = _fixture_load("pgbench-tpcb-8K-c16-30iops-cpu")
+    assert all(24 < ops < 26.5 for ops in load.disks_ops.values()), load.disks_ops
+    assert load.cpu_busy == pytest.approx(0.835, abs=0.01)
+    assert labapps.parse_pgbench(report) == pytest.approx(20.070069)
