@@ -11,12 +11,13 @@ from advisor.evidence.application_bound import PoolBusy, amdahl_bound, bound_tex
 
 
 def application_bound(gain: float, busy: PoolBusy) -> ApplicationBound | None:
-    busiest, mean, verdict = busy.busiest, busy.mean, busy.verdict
-    if busiest is None or mean is None or verdict == "unknown" or gain <= 1:  # a gain's bound, "at most"
+    lower, upper, mean, verdict = busy.busiest, busy.busiest_upper, busy.mean, busy.verdict
+    if lower is None or upper is None or mean is None or verdict == "unknown" or gain <= 1:  # a gain's "at most"
         return None
-    ratio = round(amdahl_bound(gain, busiest[1]), 3)
-    return ApplicationBound(disks_busy=busiest[1], disks_busy_mean=round(mean, 2), bound_ratio=ratio,
-                            window_seconds=busy.window_seconds, verdict=verdict, text=bound_text(busy, ratio))
+    ratio = round(amdahl_bound(gain, upper[1]), 3)  # the upper end: "at most" holds whichever end is right
+    return ApplicationBound(disks_busy=lower[1], disks_busy_upper=upper[1], disks_busy_mean=round(mean, 2),
+                            bound_ratio=ratio, window_seconds=busy.window_seconds, verdict=verdict,
+                            text=bound_text(busy, ratio))
 
 
 def _qualified(rec: Recommendation, pool: str | None, pools: Mapping[str, PoolBusy]) -> Recommendation:

@@ -44,15 +44,21 @@ class Evidence(Out):
 
 class ApplicationBound(Out):
     """How far the storage gain can reach the application, from the pool's disks' busy share over the
-    daemon's window (advisor/evidence/application_bound.py: Amdahl's bound)."""
+    daemon's window (advisor/evidence/application_bound.py: Amdahl's bound at the busy share's upper end)."""
 
-    disks_busy: float = Field(description="the pool's busiest member disk's share of the window with I/O in flight")
-    disks_busy_mean: float = Field(description="the mean of the pool's member disks' shares")
-    bound_ratio: float = Field(description="the most the application's metric can move: 1 / ((1 - disks_busy) + "
-                               "disks_busy / change_ratio), an upper bound assuming its time is the disks' busy "
-                               "time plus other work")
+    disks_busy: float = Field(description="the lower end of the pool's busiest member disk's share of the window "
+                              "with I/O in flight: io_ticks of /proc/diskstats, which under-counts with several "
+                              "I/Os in flight (Linux 5.0 and later)")
+    disks_busy_upper: float = Field(description="the upper end: the busiest disk's summed I/O time (the weighted "
+                                    "time of /proc/diskstats) over the window, at most 1; busy time never exceeds it")
+    disks_busy_mean: float = Field(description="the mean of the pool's member disks' lower ends")
+    bound_ratio: float = Field(description="the most the application's metric can move: 1 / ((1 - b) + b / "
+                               "change_ratio) with b = disks_busy_upper, an upper bound assuming its time is the "
+                               "disks' busy time plus other work")
     window_seconds: float
-    verdict: Literal["storage-bound", "not storage-bound"]
+    verdict: Literal["storage-bound", "not storage-bound", "undetermined"] = Field(
+        description="storage-bound when disks_busy reaches 0.8, not storage-bound when disks_busy_upper stays "
+                    "below it, undetermined between (the disks may have set the pace)")
     text: str
 
 
