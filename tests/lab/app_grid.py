@@ -1,7 +1,8 @@
 """The application lab: real applications' own metrics per layout and recordsize, as CSV.
 
     tests/lab/app-grid --layouts ssd-mirror2x2 --apps pgbench-tpcb --recordsizes 8K,32K,128K
-    tests/lab/app-grid --layouts hdd-mirror2x2 --apps copy --repeats 3 --seconds 60
+    tests/lab/app-grid --layouts hdd-mirror2x2 --apps copy,borg --repeats 3
+    tests/lab/app-grid --apps mariadb-oltp --throttle-scale 0.005 ...  # sysbench oltp_read_write
     tests/lab/app-grid --throttle-scale 0.25 ...        # every disk's IOPS and MB/s throttle x 0.25
     tests/lab/app-grid --throttle-scale 0.02,0.01 ...   # both in one boot: does the metric follow the disks?
 
@@ -46,7 +47,7 @@ from prior_grid import VMLock, log, snapshot_project  # noqa: E402 - after the s
 LAYOUTS = ("ssd-mirror2x2", "hdd-mirror2x2", "hdd-raidz1x4")
 PARAMS = "/sys/module/zfs/parameters"
 ARC_MIN_BYTES = 32 << 20
-ARC_MAX_BYTES = 64 << 20  # with PostgreSQL's 32 MiB shared_buffers, well under pgbench -s 10 (about 160 MiB)
+ARC_MAX_BYTES = 64 << 20  # with the applications' 32 MiB caches, well under their data (pgbench -s 10: about 160 MiB)
 
 COLUMNS = ("started_at,zfs_version,image,layout,disk_iops,disk_bps,app,metric,higher_is_better,recordsize,"
            "compression,repeat,position,value,seconds,disk_busy_max,disk_busy_mean,guest_cpu_busy,guest_cpu_steal,"
@@ -93,7 +94,7 @@ def guest_setup(vm: LabVM, apps: list[labapps.App], recordsizes: list[str], s: l
     for app in {a.source: a for a in apps}.values():
         t0 = time.monotonic()
         vm.exec(app.setup(s), check=True, timeout=3600)
-        for rs in recordsizes:
+        for rs in recordsizes:  # the data's copies come before each run when fresh (run_layout)
             vm.exec(labapps.copy_onto(app, rs, s), check=True, timeout=3600)
         sizes[app.source] = int(vm.exec(f"du -sb {labapps.SOURCE}/{app.source} | cut -f1", check=True).stdout)
         log(f"{app.source}: {sizes[app.source] >> 20} MiB laid out and copied in {time.monotonic() - t0:.0f} s")
@@ -170,6 +171,9 @@ def run_layout(name: str, args: argparse.Namespace, s: labapps.Settings, meta: d
             for position, (repeat, (factor, clients, rs)) in enumerate(interleaved(cells, args.repeats), 1):
                 s = replace(s, clients=clients)
                 layout = scaled(full, factor)
+                if app.data_on_dataset and s.fresh_copy:  # at the layout's own throttles, outside the run's window
+                    vm.set_throttles(full.disks)
+                    vm.exec(labapps.fresh_copy(app, rs, s), check=True, timeout=3600)
                 vm.set_throttles(layout.disks)
                 started = datetime.now(UTC).isoformat(timespec="seconds")
                 objsets = (args.objsets / f"{name}-{app.name}-{rs}-x{factor:g}-c{clients}-{repeat}" if args.objsets else None)
@@ -180,7 +184,7 @@ def run_layout(name: str, args: argparse.Namespace, s: labapps.Settings, meta: d
                        "app": app.name, "metric": app.metric, "higher_is_better": int(app.higher_is_better),
                        "recordsize": rs, "compression": s.compression, "repeat": repeat, "position": position,
                        "arc_max_bytes": ARC_MAX_BYTES, "data_bytes": facts["data_bytes"][app.source],
-                       "app_cache_bytes": s.pg_shared_buffers_mib << 20 if app.source == "pg" else 0,
+                       "app_cache_bytes": labapps.cache_bytes(app, s),
                        "run_id": run_id, "throttle_scale": factor, "clients": s.clients,
                        "synchronous_commit": s.synchronous_commit if app.source == "pg" else "", **measured}
                 append_rows(args.out, [row])

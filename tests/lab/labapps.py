@@ -4,8 +4,9 @@ measured command and reports its own metric.  The packages come with the applica
 (tests/lab/recipe/apps/apps.sh, line 2.3-apps): nothing is installed during a run.
 
 Every application's data starts in a source dataset (`tank/appsrc`, recordsize 128K) and is copied
-once onto `tank/apps/<app>-<recordsize>` with `cp -a`: the copy writes every record anew at the
-dataset's recordsize, so each recordsize holds the same data.
+onto `tank/apps/<app>-<recordsize>` with `cp -a` before every run (`fresh_copy`): the copy writes
+every record anew at the dataset's recordsize, so each recordsize holds the same data, and no run
+inherits the bloat or the fragmentation of the runs before it.
 """
 from __future__ import annotations
 
@@ -25,9 +26,13 @@ class Settings:
     clients: int = 8  # pgbench's as in the issue's first try (docs/apps.md)
     pg_scale: int = 10  # pgbench -s: 10 x 100,000 accounts, about 150 MiB of tables and indexes
     pg_shared_buffers_mib: int = 32  # PostgreSQL's own cache, well below the data
+    sb_tables: int = 4  # sysbench's tables, of sb_table_size rows each: about 70 MiB of InnoDB data per
+    sb_table_size: int = 150_000  # million rows (docs/apps.md), against 64 MiB of ARC and 32 MiB of buffer pool
+    innodb_buffer_pool_mib: int = 32  # MariaDB's own cache, well below the data
     synchronous_commit: str = "on"  # as Debian ships it; "off" is a common admin's choice (docs/apps.md)
     tree_mib: int = 256  # the copy's tree: small files from /usr plus large random ones
     compression: str = "off"  # the data set must not fit the ARC compressed
+    fresh_copy: bool = True  # every run on a new copy of the data (no bloat inherited from earlier runs)
 
 
 @dataclass(frozen=True)
@@ -109,6 +114,57 @@ def parse_pgbench(output: str) -> float:
     return _number_of(r"^tps = ([0-9.]+) \(without initial connection time\)", output, "no tps line in pgbench's output")
 
 
+# --- MariaDB (InnoDB) and sysbench ---------------------------------------------------------------
+
+MY_SOCKET = "/tmp/mariadb.sock"
+_SYSBENCH = "sysbench --db-driver=mysql --mysql-socket={sock} --mysql-user=root --mysql-db=sbtest"
+
+
+def _my_conf(folder: str, s: Settings) -> str:
+    """A server of its own on the copy: the buffer pool below the data, a local socket only; the
+    rest as Debian's MariaDB 10.11 ships it (innodb_flush_log_at_trx_commit = 1, the doublewrite
+    buffer on)."""
+    return "\n".join(["[mariadbd]", f"datadir = {folder}/data", f"socket = {MY_SOCKET}", "skip-networking",
+                      "user = mysql", f"pid-file = {folder}/mariadbd.pid", f"log-error = {folder}/server.log",
+                      f"innodb_buffer_pool_size = {s.innodb_buffer_pool_mib}M", "max_connections = 40"])
+
+
+def _my_start(folder: str, s: Settings) -> str:
+    # --defaults-file: Debian's /etc/mysql config (its datadir and socket) is not read
+    return (f"cat > {folder}/my.cnf <<'EOF'\n{_my_conf(folder, s)}\nEOF\n"
+            f"(setsid mariadbd --defaults-file={folder}/my.cnf </dev/null >/dev/null 2>&1 &)\n"
+            f"mariadb-admin --socket={MY_SOCKET} --wait=600 --connect-timeout=5 ping >/dev/null")
+
+
+def _my_stop(folder: str, s: Settings) -> str:
+    return (f"mariadb-admin --socket={MY_SOCKET} shutdown && "
+            f"while [ -e {folder}/mariadbd.pid ]; do sleep 0.5; done")
+
+
+def _my_setup(s: Settings) -> str:
+    folder = f"{SOURCE}/my"
+    sysbench = _SYSBENCH.format(sock=MY_SOCKET)
+    return "\n".join([
+        f"install -d -o mysql -g mysql {folder}",
+        f"mariadb-install-db --user=mysql --datadir={folder}/data >/dev/null",
+        _my_start(folder, s),
+        f"mariadb --socket={MY_SOCKET} -e 'CREATE DATABASE sbtest'",
+        f"{sysbench} --tables={s.sb_tables} --table-size={s.sb_table_size} oltp_read_write prepare >/dev/null",
+        _my_stop(folder, s),
+    ])
+
+
+def _sysbench_run(folder: str, s: Settings) -> str:
+    return (f"{_SYSBENCH.format(sock=MY_SOCKET)} --tables={s.sb_tables} --table-size={s.sb_table_size} "
+            f"--threads={s.clients} --time={s.seconds} --report-interval=0 oltp_read_write run")
+
+
+def parse_sysbench(output: str) -> float:
+    """sysbench's report -> transactions a second ("transactions: N (X per sec.)")."""
+    return _number_of(r"^\s*transactions:\s+\d+\s+\(([0-9.]+) per sec\.\)", output,
+                      "no transactions line in sysbench's output")
+
+
 # --- a copy of a tree of small and large files --------------------------------------------------
 
 TREE_SMALL = ("/usr/share", "/usr/lib/python3")  # real small files: the image's documentation, locales, Python
@@ -138,6 +194,23 @@ def parse_copy(output: str) -> float:
     return _number_of(r"^copy seconds ([0-9.]+)$", output, "no 'copy seconds' line")
 
 
+# --- a backup: borgbackup writing a repository ------------------------------------------------------
+
+def _borg_start(folder: str, s: Settings) -> str:
+    # a new, empty repository each run, unencrypted (docs/apps.md: the cipher would set the pace)
+    return f"rm -rf {folder}/repo && borg init --encryption none {folder}/repo && zpool sync tank"
+
+
+def _borg_run(folder: str, s: Settings) -> str:
+    return (f"start=$(date +%s.%N) && borg create --compression none {folder}/repo::run {SOURCE}/tree && "
+            f"zpool sync tank && awk -v a=$start -v b=$(date +%s.%N) "
+            f"'BEGIN {{ printf \"backup seconds %.2f\\n\", b - a }}'")
+
+
+def parse_backup(output: str) -> float:
+    return _number_of(r"^backup seconds ([0-9.]+)$", output, "no 'backup seconds' line")
+
+
 def _nothing(folder: str, s: Settings) -> str:
     return "true"
 
@@ -147,7 +220,11 @@ APPS: dict[str, App] = {
                         parse_pgbench),
     "pgbench-select": App("pgbench-select", "tps", True, "pg", _pg_setup, _pg_prepare_run, _pgbench(True), _pg_stop,
                           parse_pgbench),
+    "mariadb-oltp": App("mariadb-oltp", "tps", True, "my", _my_setup, _my_start, _sysbench_run, _my_stop,
+                        parse_sysbench),
     "copy": App("copy", "seconds", False, "tree", _tree_setup, _copy_start, _copy_run, _nothing, parse_copy,
+                False),
+    "borg": App("borg", "seconds", False, "tree", _tree_setup, _borg_start, _borg_run, _nothing, parse_backup,
                 False),
 }
 
@@ -157,8 +234,18 @@ def dataset(app: App, recordsize: str) -> str:
     return f"tank/apps/{app.source}-{recordsize}"
 
 
+def fresh_copy(app: App, recordsize: str, s: Settings) -> str:
+    """The recordsize's dataset destroyed and copied anew from the source, for one run."""
+    return f"zfs destroy -r {dataset(app, recordsize)} 2>/dev/null; {copy_onto(app, recordsize, s)}"
+
+
+def cache_bytes(app: App, s: Settings) -> int:
+    """The application's own cache (0: it has none but the ARC)."""
+    return {"pg": s.pg_shared_buffers_mib, "my": s.innodb_buffer_pool_mib}.get(app.source, 0) << 20
+
+
 def copy_onto(app: App, recordsize: str, s: Settings) -> str:
-    """Create the recordsize's dataset and copy the source there (once per layout)."""
+    """Create the recordsize's dataset and copy the source there (when it is not there yet)."""
     ds = dataset(app, recordsize)
     fill = (f" && cp -a {SOURCE}/{app.source}/. /{ds}/ && chown --reference={SOURCE}/{app.source} /{ds}"
             if app.data_on_dataset else "")

@@ -149,3 +149,19 @@ def test_the_recorded_cpu_heavy_run_left_its_disks_below_their_30_iops():
     assert all(24 < ops < 26.5 for ops in load.disks_ops.values()), load.disks_ops
     assert load.cpu_busy == pytest.approx(0.835, abs=0.01)
     assert labapps.parse_pgbench(report) == pytest.approx(20.070069)
+
+
+@pytest.mark.parametrize("app", [a for a in sorted(labapps.APPS) if labapps.APPS[a].data_on_dataset])
+def test_a_fresh_copy_replaces_the_recordsizes_dataset_before_copying(app):
+    a, s = labapps.APPS[app], labapps.Settings()
+    script = labapps.fresh_copy(a, "16K", s)
+    destroy, copy = script.index(f"zfs destroy -r {labapps.dataset(a, '16K')}"), script.index("cp -a")
+    assert destroy < copy and "recordsize=16K" in script
+
+
+def test_each_database_keeps_its_own_cache_below_the_arc_and_the_file_work_none():
+    s = labapps.Settings(pg_shared_buffers_mib=32, innodb_buffer_pool_mib=24)
+    assert labapps.cache_bytes(labapps.APPS["pgbench-tpcb"], s) == 32 << 20
+    assert labapps.cache_bytes(labapps.APPS["mariadb-oltp"], s) == 24 << 20
+    assert labapps.cache_bytes(labapps.APPS["borg"], s) == 0
+    assert "innodb_buffer_pool_size = 24M" in labapps._my_conf("/tank/apps/my-8K", s)
