@@ -165,6 +165,46 @@ def parse_sysbench(output: str) -> float:
                       "no transactions line in sysbench's output")
 
 
+# --- the probe's own fio job, as an application of the same cell -----------------------------------
+
+FIO_FILE_BYTES = 40 << 20  # per fio job's file: postgres' 4 data jobs make 160 MiB, about pgbench -s 10
+
+
+def _fio_job(workload: str, folder: str, s: Settings, layout_only: bool = False) -> str:
+    """The profile's probe job (advisor/probe/fio_job.py, as a probe renders it) on `folder`."""
+    from advisor.engine.loader import load_rulebook
+    from advisor.probe.fio_job import Hygiene, build_job
+    job = build_job(load_rulebook().workloads[workload], folder,
+                    Hygiene(runtime_seconds=s.seconds, ramp_seconds=2, max_file_bytes=FIO_FILE_BYTES))
+    return job.layout_text if layout_only else job.text
+
+
+def _fio_setup(workload: str) -> Callable[[Settings], str]:
+    def setup(s: Settings) -> str:
+        folder = f"{SOURCE}/fio-{workload}"
+        return (f"mkdir -p {folder} && cat > /tmp/layout.fio <<'EOF'\n{_fio_job(workload, folder, s, True)}\nEOF\n"
+                "fio --output=/dev/null /tmp/layout.fio")
+    return setup
+
+
+def _fio_run(workload: str) -> Callable[[str, Settings], str]:
+    def run(folder: str, s: Settings) -> str:
+        # the copy of the laid-out files: fio finds them at their size and does not lay them out again
+        return (f"cat > /tmp/run.fio <<'EOF'\n{_fio_job(workload, folder, s)}\nEOF\n"
+                "fio --output-format=json /tmp/run.fio")
+    return run
+
+
+def parse_fio(output: str) -> float:
+    """fio's JSON report -> reads and writes a second, all jobs (what a probe compares)."""
+    import json
+    start = output.find("{")
+    if start < 0:
+        raise ValueError(f"no JSON in fio's output: {output[-300:]!r}")
+    report = json.loads(output[start:])
+    return sum(j["read"]["iops"] + j["write"]["iops"] for j in report["jobs"])
+
+
 # --- a copy of a tree of small and large files --------------------------------------------------
 
 TREE_SMALL = ("/usr/share", "/usr/lib/python3")  # real small files: the image's documentation, locales, Python
@@ -222,6 +262,10 @@ APPS: dict[str, App] = {
                           parse_pgbench),
     "mariadb-oltp": App("mariadb-oltp", "tps", True, "my", _my_setup, _my_start, _sysbench_run, _my_stop,
                         parse_sysbench),
+    "fio-postgres": App("fio-postgres", "IOPS", True, "fio-postgres", _fio_setup("postgres"), _nothing,
+                        _fio_run("postgres"), _nothing, parse_fio),
+    "fio-mysql": App("fio-mysql", "IOPS", True, "fio-mysql", _fio_setup("mysql"), _nothing, _fio_run("mysql"),
+                     _nothing, parse_fio),
     "copy": App("copy", "seconds", False, "tree", _tree_setup, _copy_start, _copy_run, _nothing, parse_copy,
                 False),
     "borg": App("borg", "seconds", False, "tree", _tree_setup, _borg_start, _borg_run, _nothing, parse_backup,

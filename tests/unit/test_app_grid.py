@@ -165,3 +165,22 @@ def test_each_database_keeps_its_own_cache_below_the_arc_and_the_file_work_none(
     assert labapps.cache_bytes(labapps.APPS["mariadb-oltp"], s) == 24 << 20
     assert labapps.cache_bytes(labapps.APPS["borg"], s) == 0
     assert "innodb_buffer_pool_size = 24M" in labapps._my_conf("/tank/apps/my-8K", s)
+
+
+def test_the_fio_cell_runs_the_probes_own_job_on_the_copy_and_reads_its_iops():
+    """The fio 'application' is the profile's probe job as a probe renders it, on the run's dataset;
+    its metric is every job's reads and writes a second, read from a real fio report
+    (tests/fixtures/fio/host-ext4/postgres.json)."""
+    import json
+
+    s = labapps.Settings(seconds=30)
+    script = labapps.APPS["fio-postgres"].run("/tank/apps/fio-postgres-8K", s)
+    assert "directory=/tank/apps/fio-postgres-8K" in script and "runtime=30" in script
+    assert "rw=randrw" in script and "bs=8K" in script and "create_only" not in script
+    assert "create_only=1" in labapps.APPS["fio-postgres"].setup(s)
+    report = (Path(__file__).resolve().parents[1] / "fixtures" / "fio" / "host-ext4" / "postgres.json").read_text()
+    jobs = json.loads(report)["jobs"]
+    assert labapps.parse_fio("fio: a warning first\n" + report) == pytest.approx(
+        sum(j["read"]["iops"] + j["write"]["iops"] for j in jobs))
+    with pytest.raises(ValueError, match="no JSON"):
+        labapps.parse_fio("fio: failed to open /tank/x")
