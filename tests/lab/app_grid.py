@@ -129,6 +129,7 @@ def one_run(vm: LabVM, app: labapps.App, rs: str, s: labapps.Settings, disks: li
     if objsets:
         vm.copy_out("/tmp/objsets", objsets)
         (objsets / "run.txt").write_text(r.stdout)  # the guest's readings and the application's report, raw
+        (objsets / "dataset").write_text(labapps.dataset(app, rs) + "\n")  # the run's own: recognition reads it
     before, after, output = r.stdout.split("@@SPLIT\n", 2)
     if r.rc != 0:
         raise RuntimeError(f"{app.name} at {rs} failed (rc {r.rc}): {output[-800:]}")

@@ -30,10 +30,13 @@ def main() -> int:
     sigs = signatures(load_rulebook().workloads)
     for run in sorted(p for p in args.directory.iterdir() if p.is_dir()):
         samples = read_job(run / "objsets")
-        # the run's own dataset: the one that did the most reads and writes over the recording
+        # the run's own dataset, as app-grid wrote it; in older recordings the one that did the most
+        # reads and writes (which can be another: the source of a copy)
         names = set(samples[0].datasets) & set(samples[-1].datasets) if samples else set()
-        busiest = max(names, key=lambda n: sum(samples[-1].datasets[n][:2]) - sum(samples[0].datasets[n][:2]),
-                      default=None)  # Counters: reads, writes, ...
+        told = run / "dataset"
+        busiest = told.read_text().strip() if told.exists() else max(
+            names, key=lambda n: sum(samples[-1].datasets[n][:2]) - sum(samples[0].datasets[n][:2]),
+            default=None)  # Counters: reads, writes, ...
         if busiest is None:
             print(f"{run.name}: no samples")
             continue
