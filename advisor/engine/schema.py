@@ -329,6 +329,9 @@ class Role(Strict):
     name: Annotated[str, Field(pattern=SLUG)]
     description: str
     dataset_type: Literal["filesystem", "volume"] = "filesystem"
+    # other roles whose files sit on this role's dataset unless someone moves them (PostgreSQL's
+    # pg_wal inside the data directory): recognition also knows their mix (advisor/recognise/signature.py)
+    shares_with: list[Annotated[str, Field(pattern=SLUG)]] = Field(default_factory=list)
 
 
 class Parameter(Strict):
@@ -357,6 +360,11 @@ class Workload(Strict):
     def _check(self) -> Workload:
         if "role" in self.parameters:
             raise ValueError("`role` is implied by `roles`; do not declare it as a parameter")
+        names = [r.name for r in self.roles]
+        for role in self.roles:
+            wrong = [o for o in role.shares_with if o not in names or o == role.name]
+            if wrong:
+                raise ValueError(f"role {role.name}: shares_with {wrong} must name the workload's other roles {names}")
         if "global" not in self.fio or len(self.fio) < 2:
             raise ValueError("fio needs a [global] section and at least one job")
         for section, options in self.fio.items():

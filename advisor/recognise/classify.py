@@ -89,11 +89,14 @@ def classify(traits: Traits | None, sigs: list[Signature]) -> Recognition:
     if not fits:
         return Recognition(UNKNOWN, None, 0.0, traits, reason="no workload profile to compare with")
     best_fit, best = fits[0]
-    runner_up = fits[1][0] if len(fits) > 1 else 0.0
+    # the runner-up is the best other answer: a role alone and the same role sharing its dataset
+    # (postgres/data and postgres/data+wal) are one answer, not two that fit alike
+    others = [(f, s) for f, s in fits[1:] if s.answer != best.answer]
+    runner_up = others[0][0] if others else 0.0
     confidence = best_fit - runner_up
     if confidence < MIN_CONFIDENCE:
         why = (f"fits no profile well (best {best.label}: {best_fit:.2f})" if best_fit < MIN_CONFIDENCE else
-               f"fits {best.label} and {fits[1][1].label} alike ({best_fit:.2f}, {runner_up:.2f})")
+               f"fits {best.label} and {others[0][1].label} alike ({best_fit:.2f}, {runner_up:.2f})")
         return Recognition(UNKNOWN, None, confidence, traits, shown, why)
     return Recognition(best.workload, best.role, confidence, traits, shown,
                        f"fits {best.label} ({best_fit:.2f}; next {runner_up:.2f})")

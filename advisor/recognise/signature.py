@@ -38,10 +38,16 @@ class Signature:
     read_fraction: tuple[float, float]  # of operations, a range
     syncs_per_write: tuple[float, float]  # fsync/fdatasync calls per write, a range
     random: bool | None  # every section random (True), none (False), some (None)
+    shared: tuple[str, ...] = ()  # other roles whose files share the dataset: their sections are in the mix
 
     @property
     def label(self) -> str:
-        return f"{self.workload}/{self.role}"
+        return f"{self.workload}/{self.role}" + "".join(f"+{r}" for r in self.shared)
+
+    @property
+    def answer(self) -> tuple[str, str]:
+        """The workload and role an answer is for: a role sharing its dataset is still that role."""
+        return self.workload, self.role
 
 
 def section(options: dict[str, str]) -> Section:
@@ -62,11 +68,14 @@ def section(options: dict[str, str]) -> Section:
     return Section(fraction, parse_size(options.get("bs", "4K")), syncs, rw.startswith("rand"))
 
 
-def role_signature(workload: Workload, role: str) -> Signature:
+def role_signature(workload: Workload, role: str, shared: tuple[str, ...] = ()) -> Signature:
+    """The role's signature; with `shared`, of the role's dataset holding those roles' files too: their
+    sections side by side, as a probe of each would run them."""
     values = {name: p.default for name, p in workload.parameters.items()}
     glob = {k: str(v).format(**values) for k, v in workload.fio.get("global", {}).items()}
+    names = list(dict.fromkeys(n for r in (role, *shared) for n in probe_sections(workload, r)))
     parts = [section({**glob, **{k: str(v).format(**values) for k, v in workload.fio[name].items()}})
-             for name in probe_sections(workload, role)]
+             for name in names]
     reads = _mean_sizes([p.size for p in parts if p.read_fraction > 0])
     writes = _mean_sizes([p.size for p in parts if p.read_fraction < 1])
     fractions = [p.read_fraction for p in parts]
@@ -76,7 +85,7 @@ def role_signature(workload: Workload, role: str) -> Signature:
     syncs = [p.syncs_per_write for p in parts if p.read_fraction < 1] or [0.0]
     randoms = {p.random for p in parts}
     return Signature(workload.name, role, reads, writes, (low, high), (min(syncs), max(syncs)),
-                     randoms.pop() if len(randoms) == 1 else None)
+                     randoms.pop() if len(randoms) == 1 else None, shared)
 
 
 def _mean_sizes(sizes: list[int]) -> tuple[int, int] | None:
@@ -98,8 +107,9 @@ def signatures(workloads: dict[str, Workload]) -> list[Signature]:
         for role in workload.roles:
             if role.dataset_type != "filesystem":
                 continue
-            try:
-                found.append(role_signature(workload, role.name))
-            except (JobError, KeyError, ValueError):
-                continue  # a role without a job of its own says nothing to compare with
+            for shared in ((), tuple(role.shares_with)) if role.shares_with else ((),):
+                try:
+                    found.append(role_signature(workload, role.name, shared))
+                except (JobError, KeyError, ValueError):
+                    continue  # a role without a job of its own says nothing to compare with
     return found
