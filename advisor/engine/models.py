@@ -201,7 +201,7 @@ class WorkloadInfo(Out):
     title: str
     description: str
     io: dict[str, Any]
-    roles: list[dict[str, str]]
+    roles: list[dict[str, str | list[str]]]  # name, description, dataset_type, shares_with
     parameters: dict[str, WorkloadParameter]
     fio_job: str
     references: list[str]

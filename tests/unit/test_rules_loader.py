@@ -163,6 +163,14 @@ def test_workload_with_unknown_fio_placeholder_is_rejected(rules_copy):
         load_rulebook(rules_copy)
 
 
+@pytest.mark.parametrize("shared", ["[data]", "[logs]"])
+def test_a_role_can_share_its_dataset_only_with_the_workloads_other_roles(rules_copy, shared):
+    path = rules_copy / "workloads" / "postgres.yaml"
+    path.write_text(path.read_text().replace("shares_with: [wal]", f"shares_with: {shared}", 1))
+    with pytest.raises(RulesError, match=r"postgres.yaml: invalid workload.*role data: shares_with"):
+        load_rulebook(rules_copy)
+
+
 def test_workload_name_must_match_file(rules_copy):
     path = rules_copy / "workloads" / "postgres.yaml"
     (rules_copy / "workloads" / "pg.yaml").write_text(path.read_text())
