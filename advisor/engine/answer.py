@@ -29,13 +29,14 @@ def decide_all(recs: list[Recommendation], workload: Workload | None, params: di
 
     def measurer(rec: Recommendation, values: list[str]) -> list[str] | str | None:
         pool = rec.pool or (pools[0] if pools else None)
-        if pool is None or not probed(rec.parameter):
+        if not probed(rec.parameter):
             return None  # no command the probe would refuse (it cannot set volblocksize, say)
         if rec.scope == "module":  # sysfs takes plain numbers, not 391.3M
             values = [raw_value(rec, v) for v in values]
-        argv = ["zfs-advisor", "probe", "--pool", pool, "--workload", workload.name if workload else "WORKLOAD",
+        argv = ["zfs-advisor", "probe", "--pool", pool or "POOL", "--workload", workload.name if workload else "WORKLOAD",
                 *role_args, "--param", f"{rec.parameter}={','.join(values)}"]
-        return argv if workload is not None else shlex.join(argv)  # a placeholder: text, not a runnable argv
+        # a placeholder (no workload asked for, a host without a pool yet): text, not a runnable argv
+        return argv if workload is not None and pool is not None else shlex.join(argv)
 
     def setter(rec: Recommendation, value: str) -> list[str] | str | None:
         # sysfs takes plain numbers: the exact one behind a shown "64M"
