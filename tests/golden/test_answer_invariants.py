@@ -25,7 +25,8 @@ def test_the_answer_keeps_the_decisions_promises(path):
 
 def test_the_goldens_hold_undecided_items_of_each_kind():
     """The check above meets what it checks: undecided items with a probe's argv, and with a
-    placeholder (the general answer's module parameters)."""
+    placeholder (the general answer's module parameters); an undecided volblocksize is in no
+    recording (tests/unit/test_undecided_measure.py derives one)."""
     undecided = [r for path in ANSWERS for r in json.loads(path.read_text())["recommendations"]
                  if r["status"] == "undecided"]
     assert any(r["measure_argv"] for r in undecided) and any(r["measure_argv"] is None for r in undecided)
