@@ -5,11 +5,12 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable
 
-from advisor.engine.decide import Ladder, decide, predicted_here, raw_value
+from advisor.engine.decide import Ladder, Steps, decide, predicted_here, raw_value
 from advisor.engine.measured import dataset_command, latest_module_evidence, module_command
 from advisor.engine.models import Recommendation, Target
 from advisor.engine.predicted import PredictionLookup
 from advisor.engine.schema import Workload
+from advisor.engine.volblocksize_measure import volblocksize_steps
 from advisor.evidence.lab_grid import LabMeasurement
 from advisor.evidence.parameters import ParameterEvidence
 from advisor.hostmodel.tunables import PROBED_PARAMETERS
@@ -27,15 +28,19 @@ def decide_all(recs: list[Recommendation], workload: Workload | None, params: di
     module_evidence = latest_module_evidence(measured)
     job = probe_job(workload, role)
 
-    def measurer(rec: Recommendation, values: list[str]) -> list[str] | str | None:
+    def measurer(rec: Recommendation, values: list[str]) -> list[str] | str | Steps | None:
         pool = rec.pool or (pools[0] if pools else None)
-        if pool is None or not probed(rec.parameter):
-            return None  # no command the probe would refuse (it cannot set volblocksize, say)
+        if rec.parameter == "volblocksize" and pool is not None and rec.dataset and workload is not None:
+            return volblocksize_steps(pool, rec.dataset, rec.dataset in new_datasets, values, workload, role, params,
+                                      _shown(rec, "dataset.compression"), job)
+        if not probed(rec.parameter):
+            return None  # no command the probe would refuse
         if rec.scope == "module":  # sysfs takes plain numbers, not 391.3M
             values = [raw_value(rec, v) for v in values]
-        argv = ["zfs-advisor", "probe", "--pool", pool, "--workload", workload.name if workload else "WORKLOAD",
+        argv = ["zfs-advisor", "probe", "--pool", pool or "POOL", "--workload", workload.name if workload else "WORKLOAD",
                 *role_args, "--param", f"{rec.parameter}={','.join(values)}"]
-        return argv if workload is not None else shlex.join(argv)  # a placeholder: text, not a runnable argv
+        # a placeholder (no workload asked for, a host without a pool yet): text, not a runnable argv
+        return argv if workload is not None and pool is not None else shlex.join(argv)
 
     def setter(rec: Recommendation, value: str) -> list[str] | str | None:
         # sysfs takes plain numbers: the exact one behind a shown "64M"
@@ -87,6 +92,11 @@ def one_create(target: Target, recs: list[Recommendation], new_datasets: frozens
     changed = {id(r) for r in changes}
     recs = [r.model_copy(update={"apply": command, "apply_argv": argv}) if id(r) in changed else r for r in recs]
     return target.model_copy(update={"create": command, "create_argv": argv}), recs
+
+
+def _shown(rec: Recommendation, fact: str) -> str | None:
+    """A fact of the rule's evidence as ZFS prints it, when the rule cites it."""
+    return next((e.display for e in rec.evidence if e.fact == fact), None)
 
 
 def probed(parameter: str | None) -> bool:

@@ -47,11 +47,26 @@ from advisor.evidence.lab_grid import LabMeasurement
 from advisor.evidence.parameters import CandidateEvidence, ParameterEvidence
 from advisor.hostmodel.tunables import PREDICTED_PARAMETERS
 
+
+@dataclass(frozen=True)
+class Steps:
+    """A measurement of several commands, each an argv, run in order, each only once the one
+    before has succeeded (a zvol's volblocksize: advisor/engine/volblocksize_measure.py);
+    `about` says what they do, for the answer's explanation."""
+    argvs: tuple[tuple[str, ...], ...]
+    about: str
+
+    @property
+    def text(self) -> str:
+        return " && ".join(shlex.join(argv) for argv in self.argvs)
+
+
 # (recommendation, value) -> the command that sets it (argv, or a shell line for module parameters)
 Setter = Callable[[Recommendation, str], "list[str] | str | None"]
-# (recommendation, values to compare) -> the probe command that measures them (argv; or text when
-# it holds a placeholder the user fills in), or None
-Measurer = Callable[[Recommendation, list[str]], "list[str] | str | None"]
+# (recommendation, values to compare) -> the command that measures them: a probe's argv (or text
+# when it holds a placeholder the user fills in), the steps of a measurement no probe can make, or
+# None
+Measurer = Callable[[Recommendation, list[str]], "list[str] | str | Steps | None"]
 
 
 # How sure a prediction must be that the proposal beats the current value before it is advised
@@ -159,7 +174,7 @@ def _decide(rec: Recommendation, ladder: Ladder, setter: Setter, measurer: Measu
         update["requirement"] = f"= {value}"
     else:
         update |= _keep(rec, status, [v for v in (current, value, ruled) if v], measurer,
-                        baseline=_baseline(probe, pred))
+                        baseline=_baseline(probe, pred), explanation=update["explanation"])
         if ruled is not None or not same_value(value, current):
             update["requirement"] = f"= {current} (the evidence does not support {ruled or value})"
     return rec.model_copy(update=update)
@@ -333,8 +348,8 @@ def _rule_alone(rec: Recommendation, measurer: Measurer) -> Recommendation:
         return rec
     verdict = (f"The sources disagree and nothing has been measured or predicted for this setting here, so the "
                f"advice is to keep {rec.current} until a measurement decides.")
-    update = _keep(rec, "undecided", [v for v in (rec.current, rec.recommended) if v], measurer, baseline=None)
-    return rec.model_copy(update=update | {"explanation": f"{rec.explanation} {verdict}"})
+    return rec.model_copy(update=_keep(rec, "undecided", [v for v in (rec.current, rec.recommended) if v], measurer,
+                                       baseline=None, explanation=f"{rec.explanation} {verdict}"))
 
 
 def _lab_decides(rec: Recommendation, lab: LabMeasurement, setter: Setter, measurer: Measurer,
@@ -369,18 +384,22 @@ def _lab_decides(rec: Recommendation, lab: LabMeasurement, setter: Setter, measu
     said = (f"The lab measured {show(new.value)} at {pct(gain.ratio)} IOPS against {show(old.value)}"
             f"{_interval_text(gain)}")
     update: dict = {"evidence": rec.evidence + evidence, "source": "rule+lab" if gain.separated else "lab"}
+
+    def explained(verdict: str) -> str:
+        return " ".join(p for p in [rec.explanation, listing, verdict] if p)
+
     if gain.separated:
         update |= _change(rec, ruled, gain, setter, f"{job}, run in the lab")
-        verdict = f"{said}: the documentation and the lab agree, change it (and measure it here: a probe decides)."
+        update["explanation"] = explained(f"{said}: the documentation and the lab agree, change it (and measure it "
+                                          "here: a probe decides).")
     elif gain.interval is not None and gain.interval[1] < 1.0:
-        update |= _keep(rec, "passed", [current, ruled], measurer, baseline=None)
+        update |= _keep(rec, "passed", [current, ruled], measurer, baseline=None,
+                        explanation=explained(f"{said}: a loss beyond the run's noise, so keep {current}."))
         update["requirement"] = f"= {current} (the lab measured {ruled} lower)"
-        verdict = f"{said}: a loss beyond the run's noise, so keep {current}."
     else:
-        update |= _keep(rec, "undecided", [current, ruled], measurer, baseline=None)
+        update |= _keep(rec, "undecided", [current, ruled], measurer, baseline=None, explanation=explained(
+            f"{said}, within the run's noise: keep {current} unless a probe of this pool shows a gain."))
         update["requirement"] = f"= {current} (the lab did not tell {ruled} from it)"
-        verdict = f"{said}, within the run's noise: keep {current} unless a probe of this pool shows a gain."
-    update["explanation"] = " ".join(p for p in [rec.explanation, listing, verdict] if p)
     return rec.model_copy(update=update)
 
 
@@ -398,7 +417,7 @@ def _lab_gain_elsewhere(rec: Recommendation, ev: ParameterEvidence, show: Callab
         return ""
     ratio, interval, best = max(better, key=lambda x: x[0])
     command = measurer(rec, [current, show(best.value)])
-    how = f" ({shlex.join(command) if isinstance(command, list) else command})" if command else ""
+    how = f" ({_command_text(command)})" if command else ""
     return (f"The lab measured {show(best.value)} at {pct(ratio)} IOPS against {show(old.value)} (90% interval "
             f"{span(interval)}), beyond its noise; the rule keeps {current} for the reasons above, and only a "
             f"measurement of this pool can say whether the gain holds here{how}.")
@@ -483,22 +502,33 @@ def _change(rec: Recommendation, value: str, gain: Gain | None, setter: Setter, 
         effect = ExpectedEffect(metric=gain.metric, change_ratio=round(gain.ratio, 3),
                                 interval=(round(gain.interval[0], 3), round(gain.interval[1], 3)), measured_on=job)
     return {"recommended": value, "change": True, "status": "change", "apply": apply, "apply_argv": argv,
-            "expected_effect": effect, "measure": None, "measure_argv": None}
+            "expected_effect": effect, "measure": None, "measure_argv": None, "measure_steps": None}
 
 
-def _keep(rec: Recommendation, status: str, values: list[str], measurer: Measurer, baseline: str | None) -> dict:
-    """Keep the current value: nothing to apply; an undecided item says how to decide."""
+def _keep(rec: Recommendation, status: str, values: list[str], measurer: Measurer, baseline: str | None,
+          explanation: str) -> dict:
+    """Keep the current value: nothing to apply; an undecided item says how to decide, and a
+    measurement of several steps what they do."""
     update: dict = {"recommended": rec.current, "change": False, "status": status, "apply": None,
                     "apply_argv": None, "apply_note": None, "expected_effect": None,
-                    "measure": None, "measure_argv": None}
+                    "measure": None, "measure_argv": None, "measure_steps": None, "explanation": explanation}
     if status == "undecided":
         compared = _distinct([baseline, *values] if baseline else values)
         command = measurer(rec, compared) if len(compared) > 1 else None
-        if isinstance(command, list):
+        if isinstance(command, Steps):
+            update |= {"measure": command.text, "measure_steps": [list(a) for a in command.argvs],
+                       "explanation": f"{explanation} {command.about}"}
+        elif isinstance(command, list):
             update |= {"measure": shlex.join(command), "measure_argv": command}
         elif command is not None:
             update["measure"] = command
     return update
+
+
+def _command_text(command: list[str] | str | Steps) -> str:
+    if isinstance(command, Steps):
+        return command.text
+    return shlex.join(command) if isinstance(command, list) else command
 
 
 def _distinct(values: Sequence[str | None]) -> list[str]:

@@ -78,10 +78,14 @@ class ExpectedEffect(Out):
     def _without_bound_unless_known(self, handler: SerializerFunctionWrapHandler):
         """`application_bound` only where it is known: the others stay as they were (no return
         type: the JSON schema stays the fields')."""
-        out = handler(self)
-        if out.get("application_bound", ()) is None:
-            del out["application_bound"]
-        return out
+        return _without_null(handler(self), "application_bound")
+
+
+def _without_null(out: dict[str, Any], name: str) -> dict[str, Any]:
+    """A field added for few answers left out where it is null, so the other answers read as before."""
+    if out.get(name, ()) is None:
+        del out[name]
+    return out
 
 
 class Recommendation(Out):
@@ -112,12 +116,23 @@ class Recommendation(Out):
     pool: str | None = None
     dataset: str | None = None
     skipped_reason: str | None = None
-    measure: str | None = Field(None, description="for `undecided`: the command whose measurement decides; for "
-                                "`info`: the command that measures it again")
+    measure: str | None = Field(None, description="for `undecided`: the command whose measurement decides (the "
+                                "steps of `measure_steps` joined with &&, where given); for `info`: the command "
+                                "that measures it again")
     measure_argv: list[str] | None = Field(None, description="the same command as an argv list (no shell)")
+    measure_steps: list[list[str]] | None = Field(
+        None, description="for `undecided`, where measuring takes several commands (a zvol's volblocksize: test "
+        "zvols made, fio run on them, the test zvols destroyed): each command as an argv, to run in order, each "
+        "only once the one before has succeeded (`measure` is them joined with &&); left out otherwise")
     # The rule's `at_least` (shown value, what it is): the decision proposes nothing below it; not
     # part of the document
     _at_least: tuple[str, str] | None = PrivateAttr(None)
+
+    @model_serializer(mode="wrap")
+    def _without_steps_unless_any(self, handler: SerializerFunctionWrapHandler):
+        """`measure_steps` only where a measurement takes several commands (no return type: the
+        JSON schema stays the fields')."""
+        return _without_null(handler(self), "measure_steps")
 
 
 class Target(Out):

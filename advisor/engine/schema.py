@@ -385,6 +385,22 @@ class Workload(Strict):
     def role(self, name: str | None) -> Role:
         return next((r for r in self.roles if r.name == name), self.roles[0])
 
+    def job_sections(self, role: str | None) -> list[str]:
+        """The fio sections that emulate `role` (ValueError for none): a section named after the
+        role alone when there is one; otherwise every section not named after another role (e.g.
+        postgres' `wal` section belongs on the WAL dataset, not on the data dataset being probed)."""
+        roles = [r.name for r in self.roles]
+        chosen = role or roles[0]
+        if chosen not in roles:
+            raise ValueError(f"workload {self.name} has no role {chosen!r}; valid: {roles}")
+        sections = [s for s in self.fio if s != "global"]
+        if chosen in sections:
+            return [chosen]
+        left = [s for s in sections if s not in roles]
+        if not left:
+            raise ValueError(f"workload {self.name}: no fio section for role {chosen!r}")
+        return left
+
     def all_parameters(self) -> dict[str, Parameter]:
         """Declared parameters plus `role` (which of the workload's datasets)."""
         roles = Parameter(

@@ -76,6 +76,9 @@ def _kept(rec: Recommendation) -> list[str]:
     what = f"{rec.parameter}{where(rec)}"
     if rec.status == "undecided":
         lines = _comment(f"MEASURE {what}: keep {rec.current} until measured. {rec.explanation}")
+        if rec.measure_steps:
+            return lines + _comment("To decide, run, each step once the one before has succeeded:", "  ") + [
+                line for n, step in enumerate(rec.measure_steps, 1) for line in _comment(f"{n}. {shlex.join(step)}", "    ")]
         return lines + (_comment(f"To decide, run: {rec.measure}", "  ") if rec.measure else [])
     if rec.status == "passed":
         return _comment(f"keep {what}: {rec.current} ({rec.requirement}). Rule {rec.rule}.")

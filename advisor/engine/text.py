@@ -5,6 +5,7 @@ reasons, command and references), laid out for a terminal.
 """
 from __future__ import annotations
 
+import shlex
 import textwrap
 
 from advisor.engine.models import EFFECT_TEXT, GENERAL, Recommendation, RecommendResponse
@@ -67,14 +68,22 @@ def recommendation_lines(rec: Recommendation) -> list[str]:
         if rec.apply_note:
             lines += _wrap("note: " + rec.apply_note)
         lines += _wrap(f"takes effect {EFFECT_TEXT[rec.effect]}; reversible: {rec.reversible}")
-    if rec.status == "undecided" and rec.measure:
-        lines += _wrap("measure: " + rec.measure)
+    if rec.status == "undecided":
+        lines += _measure_lines(rec)
     if rec.status == "info" and rec.measure:
         lines += _wrap("measure again: " + rec.measure)
     if rec.evidence and rec.status != "skipped":
         lines += _wrap("evidence: " + "; ".join(f"{e.fact}={e.display}" for e in rec.evidence))
     lines += [f"        see: {ref}" for ref in rec.references]
     return lines
+
+
+def _measure_lines(rec: Recommendation) -> list[str]:
+    """How to decide: one command, or steps (a zvol's volblocksize), one a line."""
+    if rec.measure_steps:
+        return _wrap("measure, each step once the one before has succeeded:") + [
+            line for n, step in enumerate(rec.measure_steps, 1) for line in _wrap(f"{n}. {shlex.join(step)}", " " * 10)]
+    return _wrap("measure: " + rec.measure) if rec.measure else []
 
 
 def _heading(response: RecommendResponse) -> list[str]:

@@ -2,6 +2,8 @@
 title, explanation, evidence, expected effect with its interval, the command, references."""
 from __future__ import annotations
 
+import shlex
+
 from advisor.engine.models import EFFECT_TEXT, Recommendation
 from advisor.engine.text import APPLICATION_CAVEAT, metric_name, where
 from advisor.page.gather import Answer
@@ -36,6 +38,11 @@ def _command(label: str, command: str | None) -> str:
     return f"<p>{label}: <code>{esc(command)}</code></p>" if command else ""
 
 
+def _steps(steps: list[list[str]]) -> str:
+    items = "".join(f"<li><code>{esc(shlex.join(step))}</code></li>" for step in steps)
+    return f"<p>Measure, each step once the one before has succeeded:</p><ol>{items}</ol>"
+
+
 def recommendation(rec: Recommendation) -> str:
     parts = [f'<article class="rec {esc(rec.status)}"><h4><span class="badge {esc(rec.status)}">'
              f"{esc(LABEL[rec.status])}</span> {esc(rec.parameter)}{esc(where(rec))} "
@@ -50,7 +57,7 @@ def recommendation(rec: Recommendation) -> str:
             parts.append(f"<p>Note: {esc(rec.apply_note)}</p>")
         parts.append(f"<p>Takes effect {esc(EFFECT_TEXT[rec.effect])}; reversible: {esc(rec.reversible)}</p>")
     if rec.status == "undecided":
-        parts.append(_command("Measure", rec.measure))
+        parts.append(_steps(rec.measure_steps) if rec.measure_steps else _command("Measure", rec.measure))
     if rec.evidence and rec.status != "skipped":
         items = "".join(f"<li><code>{esc(e.fact)}</code> = {esc(e.display)}: {esc(e.description)}</li>"
                         for e in rec.evidence)

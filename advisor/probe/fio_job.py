@@ -61,20 +61,11 @@ class JobError(ValueError):
 
 
 def probe_sections(workload: Workload, role: str | None) -> list[str]:
-    """The job sections that emulate `role`: a section named after the role alone when there
-    is one; otherwise every section not named after another role (e.g. postgres' `wal`
-    section belongs on the WAL dataset, not on the data dataset being probed)."""
-    roles = [r.name for r in workload.roles]
-    chosen = role or roles[0]
-    if chosen not in roles:
-        raise JobError(f"workload {workload.name} has no role {chosen!r}; valid: {roles}")
-    sections = [s for s in workload.fio if s != "global"]
-    if chosen in sections:
-        return [chosen]
-    left = [s for s in sections if s not in roles]
-    if not left:
-        raise JobError(f"workload {workload.name}: no fio section for role {chosen!r}")
-    return left
+    """The job sections that emulate `role` (Workload.job_sections), or JobError."""
+    try:
+        return workload.job_sections(role)
+    except ValueError as exc:
+        raise JobError(str(exc)) from None
 
 
 def build_job(workload: Workload, directory: str, hygiene: Hygiene = Hygiene(), role: str | None = None,

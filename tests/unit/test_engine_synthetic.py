@@ -6,12 +6,15 @@ used by the API tests.
 """
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from advisor.engine.context import Context
 from advisor.engine.loader import load_rulebook
 from advisor.engine.service import TargetError, recommend
 from advisor.hostmodel.facts import Dataset, Host, Property, Vdev, ZfsInfo
+from support.answer_promises import check_promises
 from support.hosts import MIB, disk, leaf, props, synthetic_host
 
 BOOK = load_rulebook()
@@ -297,8 +300,21 @@ def test_a_new_zvol_is_judged_by_the_default_volblocksize_of_its_version(version
     assert response.target.dataset == "tank/vm" and response.target.new_dataset
     rec = by_rule(response)["volblocksize-vm"]
     assert (rec.current, rec.status) == (current, status)
-    # undecided, but the probe runs on file systems and refuses volblocksize: no command it would refuse
-    assert rec.measure is None and rec.measure_argv is None
+    # undecided: no probe can set volblocksize, so the steps of a test on new zvols (test_undecided_measure.py)
+    assert (rec.measure_steps is not None) == (status == "undecided") and rec.measure_argv is None
+
+
+def test_a_module_parameter_on_a_host_with_no_pool_names_the_probe_with_a_placeholder():
+    """zfs_txg_timeout=30 (sources disagree) on a host whose pools are still to be made: nothing to
+    probe yet, so the probe's command with POOL in place of a pool, as text."""
+    host = synthetic_host("ssd-mirror2x2")
+    host.pools, host.datasets = [], []
+    host.module_params["zfs_txg_timeout"] = "30"
+    response = recommend(host, BOOK, "postgres")
+    rec = next(r for r in response.recommendations if r.parameter == "zfs_txg_timeout")
+    assert (rec.status, rec.measure_argv) == ("undecided", None)
+    assert rec.measure == "zfs-advisor probe --pool POOL --workload postgres --param zfs_txg_timeout=30,5"
+    check_promises(json.loads(response.model_dump_json()))
 
 
 def test_a_new_backup_dataset_is_advised_zstd_whatever_the_pool_root_holds():
