@@ -5,12 +5,14 @@ a zvol, fixed when it is created (zfsprops(7), `volblocksize`). The OpenZFS guid
 test their own case (Workload Tuning, "zvol volblocksize"), so an undecided answer gives that test
 as commands, each an argv, run in order, each only once the one before has succeeded:
 
-1. per candidate, a sparse test zvol of TEST_ZVOL_BYTES in the same pool (never the user's zvol),
+1. per candidate, a test zvol of TEST_ZVOL_BYTES in the same pool (never the user's zvol), not
+   sparse: its refreservation holds the space, so on a pool without it `zfs create` fails and
+   nothing is written, rather than the test filling the pool (zfsprops(7), `refreservation`),
    with the user's zvol's compression (larger blocks compress better: part of what is compared)
    and, for a random job, `primarycache=metadata` as a probe's scratch dataset has (reads reach
    the disks, docs/probes.md);
 2. `udevadm settle`: udev makes /dev/zvol/POOL/NAME after `zfs create` has returned (udevadm(8));
-3. one fio: each test zvol written once in full (a sparse zvol's unwritten blocks read as zeros
+3. one fio: each test zvol written once in full (a zvol's unwritten blocks read as zeros
    without reaching a disk), then the workload's job on each, in two passes in opposite order so
    that a drift of the pool over the run falls on both alike and the spread between a
    candidate's passes shows the noise;
@@ -46,7 +48,7 @@ def volblocksize_steps(pool: str, zvol: str, new: bool, values: list[str], workl
     one first; `compression`: the zvol's, or None to inherit the pool's; `job`: the fio job as the
     answer names it."""
     random = workload.io.pattern == "random"
-    creates = [("zfs", "create", "-s", "-V", _size(TEST_ZVOL_BYTES), "-o", f"volblocksize={v}",
+    creates = [("zfs", "create", "-V", _size(TEST_ZVOL_BYTES), "-o", f"volblocksize={v}",
                 *(("-o", f"compression={compression}") if compression else ()),
                 *(("-o", "primarycache=metadata") if random else ()), candidate_zvol(pool, v)) for v in values]
     destroys = [("zfs", "destroy", candidate_zvol(pool, v)) for v in values]
@@ -57,13 +59,14 @@ def volblocksize_steps(pool: str, zvol: str, new: bool, values: list[str], workl
     about = (
         "No probe measures volblocksize: the probe writes files in a scratch file system, and a zvol's volblocksize "
         "is set when it is created (zfsprops(7)); the OpenZFS guide asks users to test their own case. `measure` "
-        f"does that on new test zvols{'' if new else f', never on {zvol}'}: a sparse zvol of {_size(TEST_ZVOL_BYTES)} "
+        f"does that on new test zvols{'' if new else f', never on {zvol}'}: a zvol of {_size(TEST_ZVOL_BYTES)} "
         f"at each of {', '.join(values)} in pool {pool} (named {TEST_ZVOL_PREFIX}VALUE"
         + "".join(f", {m}" for m in made)
         + f"), each written once in full, then {job} on each for {RUNTIME_SECONDS} s in {PASSES} passes ({order}), "
         "then each destroyed. Each step runs only once the one before has succeeded, so the destroys remove only "
         "what the steps made; if a step fails, destroy any test zvol `zfs list` still shows. The test writes "
-        f"{_size(TEST_ZVOL_BYTES * len(values))} to the pool (have that free), then runs "
+        f"{_size(TEST_ZVOL_BYTES * len(values))} to the pool, each test zvol reserving its size first (not sparse: "
+        "without the space `zfs create` fails and nothing is written), then runs "
         f"{PASSES * len(values) * (RUNTIME_SECONDS + RAMP_SECONDS)} s of fio jobs, competing with the guests' I/O: "
         f"run it while the pool is otherwise idle. A candidate beats {first} when both its passes report more IOPS than both of "
         f"{first}'s: a claim about fio until the guests' own metrics confirm it. "

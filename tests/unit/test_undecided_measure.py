@@ -60,9 +60,9 @@ async def test_a_zvol_at_4k_is_undecided_with_the_steps_that_measure_it(http_cli
     assert (rec["status"], rec["current"], rec["recommended"], rec["apply"]) == ("undecided", "4K", "4K", None)
     steps = rec["measure_steps"]
     assert steps[:3] == [
-        ["zfs", "create", "-s", "-V", "1G", "-o", "volblocksize=4K", "-o", "compression=lz4", "-o",
+        ["zfs", "create", "-V", "1G", "-o", "volblocksize=4K", "-o", "compression=lz4", "-o",
          "primarycache=metadata", "tank/zfs-advisor-volblocksize-4K"],
-        ["zfs", "create", "-s", "-V", "1G", "-o", "volblocksize=16K", "-o", "compression=lz4", "-o",
+        ["zfs", "create", "-V", "1G", "-o", "volblocksize=16K", "-o", "compression=lz4", "-o",
          "primarycache=metadata", "tank/zfs-advisor-volblocksize-16K"],
         ["udevadm", "settle"]]
     assert steps[4:] == [["zfs", "destroy", "tank/zfs-advisor-volblocksize-4K"],
