@@ -152,7 +152,7 @@ def render(book: RuleBook) -> str:
     ]
     for name, w in sorted(book.workloads.items()):
         params = ", ".join(f"`{k}` ({'/'.join(p.values)})" for k, p in w.parameters.items()) or "-"
-        roles = ", ".join(r.name for r in w.roles)
+        roles = ", ".join(r.name + (f" (its dataset often holds the {', '.join(r.shares_with)} too)" if r.shares_with else "") for r in w.roles)
         lines.append(
             f"| `{name}` — {w.title} | {w.io.pattern} | {w.io.block_size} | {w.io.read_fraction:.0%} | "
             f"{w.io.sync} | {roles} | {params} |"
