@@ -70,7 +70,10 @@ class RunLoad(BaseModel):
     fio_cores: float | None = None  # CPUs' worth fio used (its own report)
     zfs_thread_cores: float | None = None  # CPUs' worth ZFS's kernel threads used (None: not read)
     others_ratio: float | None = None  # of every CPU's time: busy, but neither steal nor the probe's
-    disks_busy: dict[str, float] = {}  # the pool's disks: share of the window with I/O in flight
+    disks_busy: dict[str, float] = {}  # the pool's disks: share of the window with I/O in flight (io_ticks)
+    # the same disks' summed I/O time over the window (field 11 of /proc/diskstats), not capped: an
+    # upper end of the busy share where io_ticks under-counts overlapping I/O (docs/apps.md)
+    disks_in_flight: dict[str, float] = {}
 
     @property
     def busiest_disk(self) -> tuple[str, float] | None:
@@ -97,6 +100,11 @@ def judge(load: RunLoad) -> Judged:
     disk, disk_busy = busiest
     cpu = _cpu_text(load)
     disks = f"the busiest disk, {disk}, was busy {disk_busy:.0%} of the {load.seconds:.0f} s"
+    in_flight = load.disks_in_flight.get(disk)
+    if disk_busy < DISKS_BUSY and in_flight is not None and in_flight >= DISKS_BUSY:
+        # said, not judged on: a CPU verdict stays on the lower end, the side that keeps no bad evidence
+        disks += (f" by io_ticks, with I/O in flight up to {min(in_flight, 1.0):.0%} of it by the summed I/O time "
+                  "(io_ticks counts less where I/Os overlap)")
     saturated, disks_busy = busy >= CPU_SATURATED, disk_busy >= DISKS_BUSY
     if saturated and contention >= CONTENDED and not disks_busy:
         return Judged(verdict="cpu", reason=f"the host's CPU set the pace, not the storage: {cpu}, while {disks}")

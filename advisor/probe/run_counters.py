@@ -1,7 +1,7 @@
 """The host's counters read before and after each fio run of a probe, and what they say about the
 run (advisor/evidence/bound.py judges it): the host's CPU and steal time (/proc/stat), ZFS's kernel
 threads' CPU (/proc/<pid>/task/<tid>/stat, as the efficiency runs read it) and the busy time of the
-pool's disks (/proc/diskstats io_ticks).  Everything is read through the host's file view, so a
+pool's disks (/proc/diskstats io_ticks, and the summed I/O time as its upper end).  Everything is read through the host's file view, so a
 recorded host replays it; a counter that cannot be read is left out, and the run is then not judged
 on it.
 """
@@ -63,9 +63,12 @@ def run_load(before: LoadSample, after: LoadSample, seconds: float, fio_cores: f
         others = max(0.0, share.busy - share.steal - probe / share.cpus)
     disks = {name: min(1.0, max(0.0, after.disks[name].io_seconds - b.io_seconds) / seconds)
              for name, b in before.disks.items() if name in after.disks and seconds > 0}
+    in_flight = {name: max(0.0, after.disks[name].weighted_io_seconds - b.weighted_io_seconds) / seconds
+                 for name, b in before.disks.items() if name in after.disks and seconds > 0}
     return RunLoad(seconds=seconds, cpus=share.cpus if share else None,
                    cpu_busy_ratio=share.busy if share else None, cpu_steal_ratio=share.steal if share else None,
-                   fio_cores=fio_cores, zfs_thread_cores=zfs, others_ratio=others, disks_busy=disks)
+                   fio_cores=fio_cores, zfs_thread_cores=zfs, others_ratio=others, disks_busy=disks,
+                   disks_in_flight=in_flight)
 
 
 def io_window(elapsed: float, runtime_seconds: float, ramp_seconds: float) -> float:

@@ -159,6 +159,28 @@ def test_the_recorded_idle_and_load_diskstats_give_the_disks_busy_share():
     assert judge(load).verdict == "unclear" and "CPU counters could not be read" in judge(load).reason
 
 
+def test_the_summed_io_time_is_said_beside_io_ticks_and_does_not_change_a_cpu_verdict():
+    """A hogged run whose busiest disk io_ticks put at 19 % while its I/Os were in flight 1.4 times
+    the window (several at once): the verdict stays `cpu` (the lower end keeps no bad evidence), and
+    the reason says the disks may have been busier than io_ticks shows."""
+    load = RunLoad(seconds=38, cpus=2, cpu_busy_ratio=0.98, cpu_steal_ratio=0.0, others_ratio=0.53,
+                   disks_busy={"sdc": 0.19, "sdb": 0.1}, disks_in_flight={"sdc": 1.4, "sdb": 0.5})
+    judged = judge(load)
+    assert judged.verdict == "cpu"
+    assert "sdc, was busy 19% of the 38 s by io_ticks, with I/O in flight up to 100% of it" in judged.reason
+    quiet = load.model_copy(update={"disks_in_flight": {"sdc": 0.3}})
+    assert "in flight" not in judge(quiet).reason  # both ends low: nothing more to say
+
+
+def test_the_recorded_diskstats_give_the_summed_io_time_at_or_above_io_ticks():
+    at = {name: datetime.fromisoformat(json.loads((SSD / name / "manifest.json").read_text())["created_at"]
+                                       .replace("Z", "+00:00")) for name in ("idle", "load")}
+    first, second = (sample_load(HostFiles(SSD / name), ["sdb", "sdc", "sdd"]) for name in ("idle", "load"))
+    load = run_load(first, second, (at["load"] - at["idle"]).total_seconds(), None, TICKS)
+    assert set(load.disks_in_flight) == set(load.disks_busy)
+    assert all(load.disks_in_flight[d] >= load.disks_busy[d] for d in load.disks_busy), load
+
+
 @pytest.mark.parametrize("busy, others, disk, verdict", [
     (CPU_SATURATED, CONTENDED, DISKS_BUSY - 0.01, "cpu"),
     (CPU_SATURATED - 0.01, 0.8, 0.3, "unclear"),  # busy, not saturated
