@@ -4,6 +4,9 @@ Leave one cell (layout × workload) out, let the advisor probe it by expected im
 `--budget` candidates and pick; print its pick against the measured best of the whole grid and
 against the ZFS default, and how often the 90 % intervals cover the held-out measurements.
 
+The other modes: `--answers` (advisor/model/answers.py), `--pairs`, `--fleet` (evaluate_fleet.py) and
+`--apps` (evaluate_apps.py: the answers on the application lab's grids).
+
 Exit codes: 0 done, 1 the model cannot run here (no scikit-learn, no prior rows), 2 bad usage.
 """
 from __future__ import annotations
@@ -17,7 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from advisor.cli import evaluate_fleet
+from advisor.cli import evaluate_apps, evaluate_fleet
 from advisor.model import sklearn_missing
 from advisor.model.dataset import load_csv, prior_path, samples
 from advisor.process.logs import setup_logging
@@ -29,8 +32,8 @@ if TYPE_CHECKING:  # imported where used: evaluating needs scikit-learn
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("evaluate", help="the regression model against the lab prior (leave one cell out)")
     p.add_argument("--prior", metavar="CSV", help=f"prior data (default: the shipped {prior_path().name})")
-    p.add_argument("--budget", default="1,2", metavar="N[,N...]",
-                   help="candidates probed per held-out cell, the baseline included (default 1,2)")
+    p.add_argument("--budget", metavar="N[,N...]",
+                   help="candidates probed per held-out cell, the baseline included (default 1,2; --apps always scores 0,1,2)")
     p.add_argument("--models", default="gp,quantile-gb", metavar="NAME[,NAME...]",
                    help="models to compare: gp, gp-v9, gp-hdd-linear-mean, gp-with-width, gp-no-linear-mean, "
                         "quantile-gb, gp-workload (default gp,quantile-gb)")
@@ -60,10 +63,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "raw and calibrated by a scale fitted on the other cells' pairs (budgets may include 0; the "
                         "shipped fit with --shipped-fit, seconds; else a refit per cell of the first model of --models)")
     p.add_argument("--hosts", metavar="DIR",
-                   help="--answers: the lab's host recordings, one <layout>/idle per layout (default: "
+                   help="--answers, --apps: the lab's host recordings, one <layout>/idle per layout (default: "
                         "tests/fixtures/hosts/<the prior's OpenZFS version> of this checkout)")
     p.add_argument("--shipped-fit", action="store_true",
-                   help="--answers: condition the shipped fit on the other cells instead of refitting without each "
+                   help="--answers, --apps: condition the shipped fit on the other cells instead of refitting without each "
                         "(seconds instead of minutes; its hyperparameters saw every cell)")
     p.add_argument("--test", metavar="CSV",
                    help="--answers: score the cells of CSV (lab rows in the prior's columns, none of its cells in the "
@@ -73,6 +76,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="--answers: decide with these CHANGE_PROBABILITY values instead of the shipped one (how sure "
                         "a prediction must be of a gain to advise a change; one table each)")
     evaluate_fleet.add_arguments(p)
+    evaluate_apps.add_arguments(p)
     p.add_argument("--json", action="store_true", help="the per-cell results and summaries as JSON")
     p.set_defaults(func=run)
 
@@ -83,24 +87,32 @@ def run(args: argparse.Namespace) -> int:
         print(f"zfs-advisor evaluate: {missing}", file=sys.stderr)
         return 1
     from advisor.model.answers import MEASURE
-    from advisor.model.regress import MODELS
 
     try:
         budgets, cautions, nested, deviations, leaps = _numbers(args, MEASURE)
     except _Usage as exc:
         print(f"zfs-advisor evaluate: {exc}", file=sys.stderr)
         return 2
-    names = [m.strip() for m in args.models.split(",") if m.strip()]
-    unknown = [m for m in names if m not in MODELS]
     if args.test and not args.answers:
         print("zfs-advisor evaluate: --test scores answers: give --answers with it", file=sys.stderr)
         return 2
     if args.fleet:
         return evaluate_fleet.run_fleet(args, _held_out_setup)
+    if args.apps is not None:
+        return evaluate_apps.run_apps(args, _lab_rows, _answers_factory)
     if args.answers:
         return _answers(args, budgets)
     if args.pairs:
         return _pairs(args, budgets)
+    return _picks(args, budgets, (cautions, nested, deviations, leaps))
+
+
+def _picks(args: argparse.Namespace, budgets: list[int], settings: tuple) -> int:
+    """The model's pick against each held-out cell's grid (the mode without --answers, --pairs, ...)."""
+    from advisor.model.regress import MODELS
+
+    names = [m.strip() for m in args.models.split(",") if m.strip()]
+    unknown = [m for m in names if m not in MODELS]
     if unknown or not names or not budgets or min(budgets) < 1:
         print(f"zfs-advisor evaluate: models must be among {sorted(MODELS)} and budgets >= 1", file=sys.stderr)
         return 2
@@ -117,10 +129,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"zfs-advisor evaluate: {len(cells)} cell(s) in the prior: leaving one out needs at least two",
               file=sys.stderr)
         return 1
-    report = _leave_one_out(args, names, budgets, (cautions, nested, deviations, leaps), prior, cells, held)
+    report = _leave_one_out(args, names, budgets, settings, prior, cells, held)
     if args.json:
         print(json.dumps(report, indent=2))
     return 0
+
+
+DEFAULT_BUDGETS = "1,2"  # --budget's, where the mode takes it (--apps scores 0, 1 and 2)
 
 
 class _Usage(ValueError):
@@ -133,7 +148,7 @@ def _numbers(args: argparse.Namespace, measure: int) -> tuple[list[int], list[fl
     try:  # `measure` (--answers): the probe an undecided answer's own command runs; a number is a
         # count of probes, never MEASURE's internal value (-1 must stay a bad budget)
         budgets = [measure if b.strip() == "measure" and args.answers else _count(b)
-                   for b in args.budget.split(",") if b.strip()]
+                   for b in (args.budget or DEFAULT_BUDGETS).split(",") if b.strip()]
     except ValueError:
         raise _Usage(f"--budget {args.budget!r}: expected numbers like 1,2 (--answers: and measure)") from None
     try:

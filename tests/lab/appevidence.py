@@ -8,14 +8,14 @@ The guest prints, around the run, two readings of
     @@DISKSTATS /proc/diskstats
     @@CLOCK     seconds since the epoch (date +%s.%N)
 
-and this module turns them into the disks' busy share (io_ticks, field 13 of /proc/diskstats:
-iostat(1)'s %util), the guest's CPU busy and steal shares (proc(5)), and a verdict.  The parsers are
-the daemon's own (advisor/host/cpustat.py, advisor/host/disks.py), the thresholds those of a probe
-run's verdict (advisor/evidence/bound.py); the rule differs in one point: a probe's own CPU use is a
-cost of the setting, an application's is the application, so a saturated CPU with idle disks is
-`cpu` whoever used it.  Under qemu's TCG the guest sees no steal: a host shared with other work
-shows as a busier guest CPU (each emulated instruction takes longer), so the host's own CPU is
-recorded beside it.
+(parsed by advisor/host/run_readings.py), and this module turns them into the disks' busy share
+(io_ticks, field 13 of /proc/diskstats: iostat(1)'s %util), the guest's CPU busy and steal shares
+(proc(5)), and a verdict.  The parsers are the daemon's own (advisor/host/cpustat.py,
+advisor/host/disks.py), the thresholds those of a probe run's verdict (advisor/evidence/bound.py);
+the rule differs in one point: a probe's own CPU use is a cost of the setting, an application's is
+the application, so a saturated CPU with idle disks is `cpu` whoever used it.  Under qemu's TCG the
+guest sees no steal: a host shared with other work shows as a busier guest CPU (each emulated
+instruction takes longer), so the host's own CPU is recorded beside it.
 """
 from __future__ import annotations
 
@@ -24,35 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor.evidence.bound import CPU_SATURATED, DISKS_BUSY
-from advisor.host.cpustat import CpuTimes, cpu_share, parse_cpu_times
-from advisor.host.disks import parse_diskstats
-from advisor.hostmodel.facts import DiskStats
+from advisor.host.cpustat import cpu_share
+from advisor.host.run_readings import Reading, completed_ops, parse_reading, parse_run, scsi_disks
+
+# Reading and parse_reading live in advisor/host/run_readings.py (evaluate --apps reads the runs too);
+# the lab's scripts and tests still take them from here
+__all__ = ["SNAPSHOT", "CellLoad", "Reading", "cell_load", "parse_reading", "verdict"]
 
 SNAPSHOT = "{ echo @@STAT; cat /proc/stat; echo @@DISKSTATS; cat /proc/diskstats; echo @@CLOCK; date +%s.%N; }"
-
-
-@dataclass(frozen=True)
-class Reading:
-    cpu: CpuTimes
-    disks: dict[str, DiskStats]
-    clock: float
-
-
-def parse_reading(text: str) -> Reading:
-    """One SNAPSHOT's output -> its three parts; ValueError when a part is missing."""
-    parts: dict[str, list[str]] = {}
-    current = None
-    for line in text.splitlines():
-        if line.startswith("@@"):
-            current = line[2:].strip()
-            parts[current] = []
-        elif current:
-            parts[current].append(line)
-    missing = {"STAT", "DISKSTATS", "CLOCK"} - parts.keys()
-    if missing:
-        raise ValueError(f"the guest's reading lacks {', '.join(sorted(missing))}")
-    return Reading(parse_cpu_times("\n".join(parts["STAT"])), parse_diskstats("\n".join(parts["DISKSTATS"])),
-                   float(parts["CLOCK"][0]))
 
 
 @dataclass(frozen=True)
@@ -79,13 +58,9 @@ def cell_load(before: Reading, after: Reading, pool_disks: list[str], host_cpu_b
     seconds = after.clock - before.clock
     busy = {name: min(1.0, max(0.0, after.disks[name].io_seconds - before.disks[name].io_seconds) / seconds)
             for name in pool_disks if name in before.disks and name in after.disks and seconds > 0}
-    ops = {name: (_ops(after.disks[name]) - _ops(before.disks[name])) / seconds for name in busy}
+    ops = completed_ops(before, after, list(busy))
     share = cpu_share(before.cpu, after.cpu)
     return CellLoad(seconds, busy, share.busy if share else None, share.steal if share else None, host_cpu_busy, ops)
-
-
-def _ops(d: DiskStats) -> int:
-    return d.reads_completed + d.writes_completed
 
 
 def verdict(load: CellLoad) -> tuple[str, str]:
@@ -110,9 +85,8 @@ def main(paths: list[str]) -> None:
     """Each run's raw output (app-grid --objsets: run.txt, or a grid's runs/*.txt) -> per pool disk
     (the sdX the readings hold) its busy share and completed operations a second."""
     for path in paths:
-        before, after, _ = Path(path).read_text().split("@@SPLIT\n", 2)
-        b, a = parse_reading(before), parse_reading(after)
-        disks = sorted(n for n in b.disks if n.startswith("sd") and n[2:].isalpha())
+        b, a, _ = parse_run(Path(path).read_text())
+        disks = scsi_disks(b)
         load = cell_load(b, a, disks)
         print(f"{path}: {load.seconds:.1f} s; " + ", ".join(
             f"{n} {load.disks_busy[n]:.0%} busy {load.disks_ops[n]:.1f} ops/s" for n in disks))
