@@ -255,6 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--synchronous-commit", choices=("on", "off"), default=labapps.Settings.synchronous_commit,
                     help="PostgreSQL's synchronous_commit (on as Debian ships it)")
     ap.add_argument("--pg-scale", type=int, default=labapps.Settings.pg_scale, help="pgbench -i -s")
+    ap.add_argument("--compression", default=labapps.Settings.compression,
+                    help="every dataset's compression (off: the data set must not fit the ARC compressed)")
     ap.add_argument("--objsets", type=Path, help="record the pool's objset kstats over each run here")
     ap.add_argument("--out", type=Path, default=labimage.LAB_DIR / "apps-data" / "apps-zfs2.3.csv")
     args = ap.parse_args(argv)
@@ -269,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"unknown: {', '.join(unknown)}; apps: {', '.join(labapps.APPS)}; layouts: see tests/lab/vm layouts")
     s = labapps.Settings(seconds=args.seconds, clients=max(args.clients), synchronous_commit=args.synchronous_commit,
-                         pg_scale=args.pg_scale)
+                         pg_scale=args.pg_scale, compression=args.compression)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     meta_path = args.out.with_suffix(".meta.json")
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else {"runs": []}
