@@ -11,6 +11,7 @@ from advisor.engine.models import Recommendation, Target
 from advisor.engine.predicted import PredictionLookup
 from advisor.engine.schema import Workload
 from advisor.engine.volblocksize_measure import volblocksize_steps
+from advisor.evidence.app_findings import AppFinding
 from advisor.evidence.lab_grid import LabMeasurement
 from advisor.evidence.parameters import ParameterEvidence
 from advisor.hostmodel.tunables import PROBED_PARAMETERS
@@ -19,9 +20,11 @@ from advisor.hostmodel.tunables import PROBED_PARAMETERS
 def decide_all(recs: list[Recommendation], workload: Workload | None, params: dict[str, str], pools: list[str],
                new_datasets: frozenset[str], measured: dict[str, list[ParameterEvidence]],
                predicted: PredictionLookup | None,
-               lab: Callable[[str], LabMeasurement | None] | None = None) -> list[Recommendation]:
+               lab: Callable[[str], LabMeasurement | None] | None = None,
+               finding: Callable[[str], AppFinding | None] | None = None) -> list[Recommendation]:
     """`measured`: pool -> the probe evidence of this workload there; `predicted`: the model's lookup;
     `lab`: a module parameter -> the lab's grid of this workload on a pool of this answer's medium;
+    `finding`: a dataset parameter -> what the application lab found of the prior's evidence there;
     `workload` None: the general answer, whose probe commands name the workload as a placeholder."""
     role = params.get("role")
     role_args = ["--role", role] if workload is not None and role and role != workload.roles[0].name else []
@@ -59,7 +62,8 @@ def decide_all(recs: list[Recommendation], workload: Workload | None, params: di
             if predicted is not None and workload is not None and predicted_here(rec):
                 extra = [v for v in (rec.current, rec.recommended) if v]
                 prediction = predicted(rec.pool or "", workload.name, rec.parameter, extra)
-            ladder = Ladder(probe=ev, prediction=prediction, new_dataset=rec.dataset in new_datasets, job=job)
+            ladder = Ladder(probe=ev, prediction=prediction, new_dataset=rec.dataset in new_datasets, job=job,
+                            finding=finding(rec.parameter) if finding is not None and rec.parameter else None)
         else:
             ladder = Ladder()
         out.append(decide(rec, ladder, setter, measurer))

@@ -42,6 +42,7 @@ from advisor.engine.measured import WRITE_P99_TOLERANCE, candidate_display, find
 from advisor.engine.models import Evidence, ExpectedEffect, Recommendation
 from advisor.engine.predicted import ParameterPrediction, pct, span
 from advisor.engine.units import parse_size, shown_value
+from advisor.evidence.app_findings import AppFinding
 from advisor.evidence.interval import Z90
 from advisor.evidence.lab_grid import LabMeasurement
 from advisor.evidence.parameters import CandidateEvidence, ParameterEvidence
@@ -125,6 +126,9 @@ class Ladder:
     # The load the probe, the model and the lab measure for this answer: an expected effect is a
     # ratio of that job's IOPS, a claim about fio until the application's own metric confirms it.
     job: str = "the probe's fio job"
+    # What the application lab found of the prior's evidence for this parameter on this medium
+    # (advisor/evidence/app_findings.py): a gain the model alone predicts must survive it.
+    finding: AppFinding | None = None
 
 
 def decide(rec: Recommendation, ladder: Ladder, setter: Setter, measurer: Measurer) -> Recommendation:
@@ -160,12 +164,15 @@ def _decide(rec: Recommendation, ladder: Ladder, setter: Setter, measurer: Measu
     if rec._at_least is not None and probe is None and _smaller(proposal, rec._at_least[0]):  # a probe here decides
         proposal, why = _at_least(rec, rec._at_least, proposal, probe, pred)
     status, value, gain, verdict = _verdict(rec, proposal, probe, pred, ladder.new_dataset)
+    held: list[Evidence] = []
+    if status == "change" and (holds := _application_holds(rec, value, gain, probe, ladder.finding)):
+        status, verdict, held = "undecided", holds[0], [holds[1]]
     ruled = rec.recommended if rec.status == "change" else None
     notes = [why] if why else []
     if ruled is not None and not same_value(ruled, value) and current is not None:
         notes.append(_rule_note(ruled, current, probe, pred))
     trade = _latency_note(current, pred) if status != "change" and pred is not None else ""
-    update: dict = {"evidence": rec.evidence + _evidence(rec, ladder, probe, pred),
+    update: dict = {"evidence": rec.evidence + _evidence(rec, ladder, probe, pred) + held,
                     "source": _source(rec, status, value, probe, pred),
                     "explanation": " ".join(p for p in [rec.explanation, *_listings(ladder, probe, pred), *notes,
                                                         verdict, trade] if p)}
@@ -229,6 +236,40 @@ def _verdict(rec: Recommendation, proposal: str, probe: ParameterEvidence | None
         f"{proposal} is {_by(gain)} {pct(gain.ratio)} {_metric(pred)} over the current {current}"
         f"{_interval_text(gain)}, which does not rule out no gain or a loss: keep {current} until a probe tells "
         "them apart.")
+
+
+def _application_holds(rec: Recommendation, value: str, gain: Gain | None, probe: ParameterEvidence | None,
+                       finding: AppFinding | None) -> tuple[str, Evidence] | None:
+    """Why a change the model alone predicts is not made, and the application's figure as evidence
+    (`application.<parameter>`); None when it stands: the prior
+    behind the prediction was paced by the lab's emulated CPU, and where the disks set the pace a real
+    application did not confirm the gain (advisor/evidence/app_findings.py).  A probe of this pool
+    measures at the pool's own pace: once it has measured the gain beyond its noise, the finding says
+    nothing; until then the prior's part of the prediction cannot make the change."""
+    current = rec.current
+    if finding is None or gain is None or current is None:
+        return None
+    measured = _measured(current, value, probe)
+    if measured is not None and measured.separated:
+        return None
+    pair = finding.unconfirmed(value, current)
+    if pair is None:
+        return None
+    lo, hi = pair.interval
+    found = (f"{finding.application} measured {value} at {pair.ratio:.2f}x the {finding.metric} of {current} "
+             f"(90 % interval {lo:.2f}-{hi:.2f}) on {finding.where}")
+    fact = Evidence(fact=f"application.{rec.parameter}", value=round(pair.ratio, 3),
+                    display=f"{value} at {pair.ratio:.2f}x {current} ({finding.metric}, 90 % {lo:.2f}-{hi:.2f})",
+                    description=f"{finding.application}, on {finding.where} (the lab's grid {finding.grid})")
+    return (f"{value} is {_by(gain)} {pct(gain.ratio)} over the current {current}{_interval_text(gain)}, but the "
+            "confidence in that gain rests on the lab's fio measurements, whose pace the lab's emulated CPU set, not "
+            "its disks; "
+            f"{found}{', ' + finding.probe_job if finding.probe_job else ''}. A storage change is for a pool whose "
+            f"disks set the pace, and there the predicted gain did not reach the application: keep {current} until a "
+            "probe of this pool measures a gain at its own pace beyond the run's noise"
+            f"{' (this one did not: ' + pct(measured.ratio) + ' IOPS' + _interval_text(measured) + ')' if measured else ''}, "
+            "and check the result with the application's own metric."
+            ), fact
 
 
 def _agreed(rec: Recommendation, probe: ParameterEvidence | None,

@@ -157,6 +157,7 @@ def render(book: RuleBook) -> str:
             f"| `{name}` — {w.title} | {w.io.pattern} | {w.io.block_size} | {w.io.read_fraction:.0%} | "
             f"{w.io.sync} | {roles} | {params} |"
         )
+    lines += findings_section(book)
     by_scope: dict[str, list[Rule]] = {}
     for rule in book.rules:
         by_scope.setdefault(rule.scope, []).append(rule)
@@ -176,6 +177,27 @@ def render(book: RuleBook) -> str:
         lines.append(f"| `{name}` | {d.type} | {d.description} |")
     lines.append("| `module.<name>` | int or bytes | any zfs module parameter, from /sys/module/zfs/parameters |")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def findings_section(book: RuleBook) -> list[str]:
+    """What the application lab taught the answers (advisor/model/data/app-findings.json)."""
+    if not book.app_findings:
+        return []
+    lines = ["", "## What the applications taught", "",
+             "The prior behind the model's predictions was measured in the lab VM with the disks at full speed, where",
+             "the emulated CPU set the pace. The application lab ([apps.md](apps.md)) ran real applications with the",
+             "disks throttled until they set it. Where an application did not confirm a gain the model alone",
+             "predicts (no probe of the pool yet) between two values it measured, on the same medium, the answer",
+             "keeps the current value, `undecided`, with the probe that measures both at the pool's own pace and",
+             "the application's figure as evidence (`application.<parameter>`). A probe of the pool decides.", "",
+             "| medium | workload | parameter | application | where | measured (90 % interval) |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for (medium, workload, parameter), f in sorted(book.app_findings.items()):
+        pairs = "; ".join(f"{p.value} at {p.ratio:.2f}x {p.against} ({p.interval[0]:.2f}-{p.interval[1]:.2f})"
+                          for p in f.pairs)
+        lines.append(f"| {medium} | `{workload}` | `{parameter}` | {f.application} | {f.where} (grid "
+                     f"`{f.grid}`) | {f.metric}: {pairs} |")
+    return lines
 
 
 def main() -> int:

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from advisor.engine import derived_catalogue  # noqa: F401  (rules are validated against the whole catalogue)
 from advisor.engine.models import GENERAL
 from advisor.engine.schema import Rule, Workload
+from advisor.evidence.app_findings import AppFinding, read_findings
 from advisor.evidence.lab_grid import LabMeasurement, read_module_grid
 from advisor.hostmodel.tunables import TUNABLES_FILE
 from advisor.rules import RULES_DIR
@@ -26,6 +27,7 @@ log = logging.getLogger(__name__)
 MAX_FILE_BYTES = 1 << 20
 # the lab's module-parameter grid (tests/lab/prior-grid --module-param), shipped as package data
 MODULE_GRID = Path(__file__).resolve().parents[1] / "model" / "data" / "module-grid-zfs2.3.csv"
+APP_FINDINGS = Path(__file__).resolve().parents[1] / "model" / "data" / "app-findings.json"
 # libyaml's safe loader when PyYAML was built with it (about 10x faster); both build plain data only.
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -41,6 +43,8 @@ class RuleBook:
     directory: Path
     # (media, workload, module parameter) -> what the lab measured of it (advisor/evidence/lab_grid.py)
     lab_modules: dict[tuple[str, str, str], LabMeasurement] = field(default_factory=dict)
+    # (medium, workload, parameter) -> what a real application showed of the prior's evidence there
+    app_findings: dict[tuple[str, str, str], AppFinding] = field(default_factory=dict)
 
     def rule(self, rule_id: str) -> Rule | None:
         return next((r for r in self.rules if r.id == rule_id), None)
@@ -127,7 +131,7 @@ def load_rulebook(directory: str | os.PathLike[str] | None = None) -> RuleBook:
     if not base.is_dir():
         raise RulesError(f"rules directory {base} does not exist")
     workloads = load_workloads(base)
-    book = RuleBook(tuple(load_rules(base, workloads)), workloads, base, load_lab_modules())
+    book = RuleBook(tuple(load_rules(base, workloads)), workloads, base, load_lab_modules(), load_app_findings())
     for name in unmatched_workloads(book):
         log.warning("workload %s matches no workload-specific rule: it gets only the rules for all workloads "
                     "(select it by name or by its io traits in a rule's `workloads:`)", name)
@@ -142,6 +146,17 @@ def load_lab_modules(path: Path = MODULE_GRID) -> dict[tuple[str, str, str], Lab
         return read_module_grid(path.read_text(encoding="utf-8"))
     except (KeyError, TypeError, ValueError) as exc:  # a damaged file (a column gone, a row cut): the rules work without it
         log.warning("the lab's module-parameter grid %s is not readable, not used: %s", path, exc)
+        return {}
+
+
+def load_app_findings(path: Path = APP_FINDINGS) -> dict[tuple[str, str, str], AppFinding]:
+    """The application lab's findings shipped with the program; none when the file is absent."""
+    if not path.is_file():
+        return {}
+    try:
+        return read_findings(path.read_text(encoding="utf-8"))
+    except (KeyError, TypeError, ValueError, IndexError) as exc:  # damaged: answers go without it, as before it
+        log.warning("the application lab's findings %s are not readable, not used: %s", path, exc)
         return {}
 
 

@@ -22,6 +22,7 @@ from advisor.engine.loader import RuleBook
 from advisor.engine.models import GENERAL, ModelStatus, Recommendation, RecommendResponse, Summary, Target
 from advisor.engine.predicted import PredictionLookup
 from advisor.engine.schema import Rule, Workload
+from advisor.evidence.app_findings import AppFinding
 from advisor.evidence.efficiency import PoolEfficiency
 from advisor.evidence.lab_grid import LabMeasurement
 from advisor.evidence.parameters import ParameterEvidence
@@ -146,7 +147,7 @@ def recommend(
     proposed = frozenset(r.dataset for r in merged if r.dataset and host.dataset(r.dataset) is None)
     by_pool = {p.name: measured(p.name, workload.name) for p in pools} if measured is not None else {}
     merged = decide_all(merged, workload, resolved, [p.name for p in pools], proposed, by_pool, predicted,
-                        _lab(book, workload.name, host, pools))
+                        _lab(book, workload.name, host, pools), _finding(book, workload.name, host, pools))
     target, merged = one_create(target, merged, proposed)
     merged += _efficiency_items(pools, efficiency)
     return _response(host, workload.name, resolved, target, merged, pools, now, model_status)
@@ -160,6 +161,16 @@ def _lab(book: RuleBook, workload: str, host: Host, pools: list) -> Callable[[st
         return lambda parameter: None
     medium = media.pop()
     return lambda parameter: book.lab_modules.get((medium, workload, parameter))
+
+
+def _finding(book: RuleBook, workload: str, host: Host, pools: list) -> Callable[[str], AppFinding | None]:
+    """A dataset parameter -> what the application lab found of the prior's evidence for this workload
+    on the answer's medium (one medium, as for the lab's module grid)."""
+    media = {pool_media(host, p) for p in pools}
+    if len(media) != 1:
+        return lambda parameter: None
+    medium = media.pop()
+    return lambda parameter: book.app_findings.get((medium, workload, parameter))
 
 
 def _check_not_empty(host: Host, pool: str | None, dataset: str | None) -> None:

@@ -73,6 +73,9 @@ class AnswerResult:
     loss: bool  # a change measured worse than the current value at all
     changes: list[str] = field(default_factory=list)
     estimated: bool = False  # a setting the grid did not measure, scored as the product of two effects
+    # parameters whose change the application lab held (advisor/evidence/app_findings.py): the fio
+    # grid is not their judge, `evaluate --apps` is; they are counted, not scored in fio's units
+    held: list[str] = field(default_factory=list)
 
 
 @contextlib.contextmanager
@@ -262,7 +265,10 @@ def evaluate_answers(model_factory: Callable[[], Any], prior: list[Sample], rows
                     if 0 not in budgets:
                         continue
                 final, statuses = _final(answer.recommendations, dataset, start)
-                out.append(_score(held, budget, start_name, grid, start, final, statuses, probed))
+                result = _score(held, budget, start_name, grid, start, final, statuses, probed)
+                result.held = [r.parameter for r in answer.recommendations if r.dataset == dataset and r.parameter
+                               and any(e.fact == f"application.{r.parameter}" for e in r.evidence)]
+                out.append(result)
     return out
 
 
@@ -339,13 +345,16 @@ def load_hosts(directory: Path) -> dict[str, Host]:
 
 def summary(results: list[AnswerResult]) -> dict[str, Any]:
     """Fractions of the best are capped at 1: a final setting that measured more than the oracle
-    broke the write p99 limit the oracle keeps (counted apart, as kept or changed to)."""
-    scored = [min(r.vs_best, 1.0) for r in results if r.vs_best is not None]
+    broke the write p99 limit the oracle keeps (counted apart, as kept or changed to).  An answer the
+    application lab held is not scored in fio's units (it is held because an application disagreed
+    with them): it is counted in `held`."""
+    scored = [min(r.vs_best, 1.0) for r in results if r.vs_best is not None and not r.held]
     p99 = [r.p99_vs_default for r in results if r.p99_vs_default is not None]
     over = [r for r in results if r.p99_vs_default is not None and r.p99_vs_default > WRITE_P99_TOLERANCE]
     return {
         "answers": len(results),
         "scored": len(scored),
+        "held": sum(bool(r.held) for r in results),  # by the application lab: judged by `evaluate --apps`
         "median_vs_best": statistics.median(scored) if scored else math.nan,
         "mean_vs_best": statistics.fmean(scored) if scored else math.nan,
         "worst_vs_best": min(scored) if scored else math.nan,
@@ -380,7 +389,8 @@ def budget_name(budget: int) -> str:
 def summary_table(results: list[AnswerResult]) -> str:
     """One row per budget, per workload within it and overall."""
     lines = ["| probes | workload | answers | median of best | mean | worst | < 90 % | changes | undecided | "
-             "losses | harm | write p99 > 1.5x default: changed to / kept |", "|" + " --- |" * 12]
+             "losses | harm | write p99 > 1.5x default: changed to / kept | held by an application (not scored) |",
+             "|" + " --- |" * 13]
     for budget in sorted({r.budget for r in results}):
         at = [r for r in results if r.budget == budget]
         groups = [(w, [r for r in at if r.cell.split("/")[2] == w]) for w in sorted({r.cell.split("/")[2] for r in at})]
@@ -388,5 +398,5 @@ def summary_table(results: list[AnswerResult]) -> str:
             s = summary(group)
             lines.append(f"| {budget_name(budget)} | {name} | {s['answers']} | {s['median_vs_best']:.1%} | {s['mean_vs_best']:.1%} "
                          f"| {s['worst_vs_best']:.1%} | {s['below_90']} | {s['changes']} | {s['undecided']} | "
-                         f"{s['losses']} | {s['harm']} | {s['p99_over_changed']} / {s['p99_over_kept']} |")
+                         f"{s['losses']} | {s['harm']} | {s['p99_over_changed']} / {s['p99_over_kept']} | {s['held']} |")
     return "\n".join(lines)

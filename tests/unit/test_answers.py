@@ -82,6 +82,20 @@ def test_every_answer_without_probes_is_within_80_percent_of_the_best(results):
     assert answers.summary(at)["worst_vs_best"] >= 0.8, answers.table(at)
 
 
+def test_the_answers_the_application_lab_holds_are_postgres_recordsize_on_ssd_and_go_unscored_in_fio_units(results):
+    """The application lab's finding (advisor/model/data/app-findings.json): on SSD pools a 0-probe
+    change of PostgreSQL's recordsize the model alone predicts is held (pgbench at the disks' pace
+    did not confirm it); such an answer keeps the current value and is not scored in fio's units,
+    where it would lose by construction. With a probe of the pool nothing is held."""
+    held = [r for r in results if r.held]
+    assert held and all(r.budget == 0 and r.cell.split("/")[2] == "postgres" and r.held == ["recordsize"]
+                        for r in held), answers.table(held)
+    assert {r.cell.split("/")[1] for r in held} <= {"ssd-mirror2x2", "ssd-raidz1x4", "near-full"}
+    assert all(r.statuses["recordsize"] == "undecided" for r in held)
+    at = [r for r in results if r.budget == 0]
+    assert answers.summary(at)["held"] == len(held) and answers.summary(at)["scored"] <= len(at) - len(held)
+
+
 def test_the_cli_prints_the_tables_and_refuses_bad_budgets(capsys):
     assert main(["evaluate", "--answers", "--shipped-fit", "--budget", "0", "--cells", "ssd-mirror2x2/mysql",
                  "--json"]) == 0

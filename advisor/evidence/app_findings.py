@@ -1,0 +1,71 @@
+"""What the application lab found about the prior's evidence: per medium, workload and parameter,
+how a real application ranked the values where the disks, not the emulated CPU, set the pace
+(docs/apps.md; advisor/model/data/app-findings.json, checked against the committed grids by
+tests/unit/test_app_findings.py).
+
+Why an answer needs it: the prior behind the model's predictions was measured in the lab VM with
+the disks at their full throttle, where the emulated CPU and each I/O's latency through it set the
+pace (a probe there is judged `unclear`, its CPUs 86-90 % busy: docs/lab.md).  In that regime the
+postgres probe's job ran 2.35 times the IOPS at recordsize 8K as at 128K; with the disks throttled
+until they set the pace, pgbench ranked 128K above 8K, and so did the probe's own job.  A gain the
+model predicts from that prior is therefore no evidence of a gain on a pool whose disks set the
+pace, which is what a storage change is for.  Where a finding covers a proposal and the current
+value and the application did not confirm the gain, the answer keeps the current value and says
+how to measure it (advisor/engine/decide.py); a probe of the pool itself, at its own pace, decides.
+
+Pure: `read_findings` takes the file's text (the loader reads it once, at start-up).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from advisor.engine.units import parse_size
+
+
+@dataclass(frozen=True)
+class PairFinding:
+    value: str
+    against: str
+    ratio: float  # the application's metric at `value` over `against` (> 1: better, whichever way it points)
+    interval: tuple[float, float]  # 90 %
+
+
+@dataclass(frozen=True)
+class AppFinding:
+    medium: str
+    workload: str
+    parameter: str
+    application: str  # what ran, in words
+    where: str  # the layout and throttle, in words
+    grid: str  # the committed grid it comes from (tests/lab/apps-data/<grid>.csv)
+    metric: str
+    pairs: tuple[PairFinding, ...]
+    probe_job: str  # what the probe's own fio job measured at the same pace, in words ("" if not run)
+
+    def pair(self, value: str, against: str) -> PairFinding | None:
+        """The application's ratio of `value` over `against` (inverted if measured the other way)."""
+        v, a = parse_size(value), parse_size(against)
+        for p in self.pairs:
+            if (parse_size(p.value), parse_size(p.against)) == (v, a):
+                return p
+            if (parse_size(p.value), parse_size(p.against)) == (a, v):
+                return PairFinding(value, against, 1 / p.ratio, (1 / p.interval[1], 1 / p.interval[0]))
+        return None
+
+    def unconfirmed(self, proposal: str, current: str) -> PairFinding | None:
+        """The pair when the application measured both and did not confirm `proposal` beating
+        `current` beyond its noise (its 90 % interval does not lie above 1); else None."""
+        found = self.pair(proposal, current)
+        return found if found is not None and found.interval[0] <= 1.0 else None
+
+
+def read_findings(text: str) -> dict[tuple[str, str, str], AppFinding]:
+    out = {}
+    for f in json.loads(text)["findings"]:
+        pairs = tuple(PairFinding(p["value"], p["against"], float(p["ratio"]),
+                                  (float(p["interval"][0]), float(p["interval"][1]))) for p in f["pairs"])
+        finding = AppFinding(f["medium"], f["workload"], f["parameter"], f["application"], f["where"], f["grid"],
+                             f["metric"], pairs, f.get("probe_job", ""))
+        out[(finding.medium, finding.workload, finding.parameter)] = finding
+    return out
