@@ -18,9 +18,10 @@ Pure: `read_findings` takes the file's text (the loader reads it once, at start-
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from advisor.engine.units import parse_size
+Same = Callable[[str, str], bool]  # whether two values are one ("8K", "8192"): the engine's same_value
 
 
 @dataclass(frozen=True)
@@ -43,20 +44,19 @@ class AppFinding:
     pairs: tuple[PairFinding, ...]
     probe_job: str  # what the probe's own fio job measured at the same pace, in words ("" if not run)
 
-    def pair(self, value: str, against: str) -> PairFinding | None:
+    def pair(self, value: str, against: str, same: Same) -> PairFinding | None:
         """The application's ratio of `value` over `against` (inverted if measured the other way)."""
-        v, a = parse_size(value), parse_size(against)
         for p in self.pairs:
-            if (parse_size(p.value), parse_size(p.against)) == (v, a):
+            if same(p.value, value) and same(p.against, against):
                 return p
-            if (parse_size(p.value), parse_size(p.against)) == (a, v):
+            if same(p.value, against) and same(p.against, value):
                 return PairFinding(value, against, 1 / p.ratio, (1 / p.interval[1], 1 / p.interval[0]))
         return None
 
-    def unconfirmed(self, proposal: str, current: str) -> PairFinding | None:
+    def unconfirmed(self, proposal: str, current: str, same: Same) -> PairFinding | None:
         """The pair when the application measured both and did not confirm `proposal` beating
         `current` beyond its noise (its 90 % interval does not lie above 1); else None."""
-        found = self.pair(proposal, current)
+        found = self.pair(proposal, current, same)
         return found if found is not None and found.interval[0] <= 1.0 else None
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import urllib.request
 
@@ -53,6 +54,16 @@ def _cited(answer: dict) -> list[str]:
     return [e["description"] for e in _recordsize(answer)["evidence"] if "sibling pools" in e["description"]]
 
 
+def _interval(rec: dict) -> tuple[float, float]:
+    """The 90 % interval of 8K's effect: the expected effect's, or for a held answer, which promises
+    none, the model's prediction it shows as evidence ("+141% IOPS (+58%..+268%)")."""
+    if rec["expected_effect"] is not None:
+        return tuple(rec["expected_effect"]["interval"])
+    [shown] = [e["display"] for e in rec["evidence"] if e["fact"] == "model.recordsize.8K.ratio"]
+    low, high = re.search(r"\(([-+]\d+)%\.\.([-+]\d+)%\)", shown).groups()
+    return 1 + int(low) / 100, 1 + int(high) / 100
+
+
 async def _local_answer(http_client, state) -> dict:
     """This host's answer over `state`'s probe store, in this process."""
     client = await http_client(create_app(Settings(root=str(RECORDING), state_dir=str(state))))
@@ -85,10 +96,12 @@ async def test_the_third_daemon_answers_from_its_two_probed_siblings_as_from_its
     alone = _recordsize(await _local_answer(http_client, tmp_path / "nothing-probed"))
     fleet = _recordsize(with_fleet)
     assert (fleet["status"], fleet["recommended"]) == (own["status"], own["recommended"]) == ("change", "8K")
-    # the lab alone says 8K too, less sure: the siblings' probes narrow the interval of the expected
-    # effect toward the one of the pool's own two probes (docs/fleet.md has the numbers)
-    width = {name: r["expected_effect"]["interval"][1] / r["expected_effect"]["interval"][0]
-             for name, r in (("fleet", fleet), ("own", own), ("alone", alone))}
+    # the lab alone predicts 8K too, less sure (and on this SSD pool the application lab holds that
+    # change until a pool of this kind measures both values: advisor/model/data/app-findings.json):
+    # the siblings' probes narrow the interval of the effect toward the one of the pool's own two
+    # probes (docs/fleet.md has the numbers)
+    assert (alone["status"], alone["recommended"]) == ("undecided", "128K")
+    width = {name: _interval(r)[1] / _interval(r)[0] for name, r in (("fleet", fleet), ("own", own), ("alone", alone))}
     assert width["own"] < width["fleet"] < width["alone"]
     low, high = own["expected_effect"]["interval"]
     assert low < fleet["expected_effect"]["change_ratio"] < high

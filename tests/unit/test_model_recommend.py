@@ -19,11 +19,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from advisor.config.settings import Settings
 from advisor.engine.decide import Ladder, decide
 from advisor.engine.models import Recommendation
-from advisor.engine.predicted import CandidatePrediction, PairEffect, ParameterPrediction
-from advisor.evidence.parameters import CandidateEvidence, ParameterEvidence
+from advisor.engine.predicted import ParameterPrediction
 from advisor.model import MODEL_VERSION
 from advisor.service.app import create_app
 from support import RECORDING, REPO
+from support.decisions import probe_run as _probe
+from support.decisions import recordsize_rec as _rec
+from support.decisions import synthetic_prediction as _synthetic
 from support.probes import seed_recordsize_probe
 
 EFFECT = "zfs_advisor_recommendation_expected_effect_ratio"
@@ -42,7 +44,7 @@ async def test_recommend_carries_the_models_prediction(http_client, tmp_path):
     assert rec["source"] in ("model", "rule+model")
     assert f"from 0 probes on this pool and {model['lab_runs']} lab runs" in rec["explanation"]
     assert any(v in rec["explanation"] for v in ("change it.", "favours keeping", "until a probe tells them apart",
-                                                "until a probe of this pool measures a gain"))  # held: app-findings.json
+                                                "until a probe of this pool measures both"))  # held: app-findings.json
     assert any(e["fact"].startswith("model.recordsize.") for e in rec["evidence"])
     # the recording is the lab's SSD mirror, where the application lab holds the model's 0-probe change of
     # recordsize (advisor/model/data/app-findings.json): no effect is promised, the application's figure is named
@@ -128,29 +130,6 @@ def test_without_numpy_the_rules_answer_and_say_why():
 
 
 # --- the decision, on predictions typed in by hand (synthetic: tests the logic only) ------------
-def _rec(recommended: str = "32K", current: str = "128K", disagree: str | None = None) -> Recommendation:
-    return Recommendation(parameter="recordsize", scope="dataset", current=current, recommended=recommended,
-                          change=True, status="change", confidence=0.5, explanation="The rule says 32K.",
-                          rule="recordsize-postgres", title="t", pool="tank", dataset="tank/pg",
-                          apply="zfs set recordsize=32K tank/pg", apply_argv=["zfs", "set", "recordsize=32K", "tank/pg"],
-                          effect="new-writes", reversible="yes", references=[], sources_disagree=disagree)
-
-
-def _synthetic(best: str, diff_interval: tuple[float, float], pair: tuple[str, str] = ("32K", "8K"),
-               values: dict[str, float] | None = None) -> ParameterPrediction:
-    """Candidates at `values` (perf / the default's), each with a +-10 % interval; every pair's
-    effect the ratio of the two with +-10 %, except `pair`'s, which gets `diff_interval`."""
-    values = values or {"8K": 1.6, "32K": 1.3, "128K": 1.0}
-    cands = [CandidatePrediction(value=v, ratio=r, interval=(r * 0.9, r * 1.1), baseline=v == "128K")
-             for v, r in values.items()]
-    effects = [PairEffect(from_value=a, to_value=b, ratio=values[b] / values[a],
-                          interval=diff_interval if (a, b) == pair else (0.9 * values[b] / values[a],
-                                                                         1.1 * values[b] / values[a]))
-               for a in values for b in values if a != b]
-    return ParameterPrediction(parameter="recordsize", metric="iops", best=best, candidates=cands, effects=effects,
-                               local_probes=0, lab_runs=10, model_version="test")
-
-
 def _decide(rec: Recommendation, pred: ParameterPrediction | None) -> Recommendation:
     return decide(rec, Ladder(prediction=pred), lambda r, v: ["zfs", "set", f"{r.parameter}={v}", r.dataset],
                   lambda r, vs: ["zfs-advisor", "probe", "--pool", "tank", "--param", f"{r.parameter}={','.join(vs)}"])
@@ -324,19 +303,6 @@ async def test_a_rules_value_the_model_predicts_to_lose_is_not_advised_on_the_la
     assert "The rule's 32K is predicted -" in rec["explanation"]
     assert all(r["expected_effect"] is None or r["expected_effect"]["change_ratio"] > 1
                for r in answer["recommendations"] if r["status"] == "change")
-
-
-def _probe(values: dict[str, float], log_sd: float = 0.04) -> ParameterEvidence:
-    """A probe run of recordsize at `values` (mean IOPS), two repeats each, the first value the run's baseline."""
-    first = next(iter(values))
-    cands = [CandidateEvidence(value=v, baseline=v == first, rank=i, repeats=2, iops=iops, iops_min=iops * 0.97,
-                               iops_max=iops * 1.03, iops_dispersion=0.06, run_interval=None, write_p99_seconds=0.006,
-                               read_p99_seconds=None, sync_p99_seconds=None, compress_ratio=None, arc_hit_ratio=None,
-                               effect_ratio=iops / values[first], effect_interval=None, write_p99_ratio=1.0,
-                               distinguishable=False)
-             for i, (v, iops) in enumerate(values.items())]
-    return ParameterEvidence(parameter="recordsize", run_id=7, baseline=first, best=max(values, key=values.get),
-                             pool={}, candidates=cands, repeat_log_sd=log_sd, degrees_of_freedom=len(values))
 
 
 def test_a_gain_the_probe_of_both_values_did_not_find_keeps_the_current_value():
