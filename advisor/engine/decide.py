@@ -262,7 +262,7 @@ def _application_holds(rec: Recommendation, value: str, gain: Gain | None, probe
              f"(90 % interval {lo:.2f}-{hi:.2f}) on {finding.where}")
     fact = Evidence(fact=f"application.{rec.parameter}", value=round(pair.ratio, 3),
                     display=f"{value} at {pair.ratio:.2f}x {current} ({finding.metric}, 90 % {lo:.2f}-{hi:.2f})",
-                    description=f"{finding.application}, on {finding.where} (the lab's grid {finding.grid})")
+                    description=f"{finding.application}, on {finding.where} (the lab's grid {pair.grid})")
     return (f"{value} is {_by(gain)} {pct(gain.ratio)} over the current {current}{_interval_text(gain)}, but the "
             "confidence in that gain rests on the lab's fio measurements, whose pace the lab's emulated CPU set, not "
             "its disks; "

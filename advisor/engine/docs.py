@@ -193,10 +193,9 @@ def findings_section(book: RuleBook) -> list[str]:
              "| medium | workload | parameter | application | where | measured (90 % interval) |",
              "| --- | --- | --- | --- | --- | --- |"]
     for (medium, workload, parameter), f in sorted(book.app_findings.items()):
-        pairs = "; ".join(f"{p.value} at {p.ratio:.2f}x {p.against} ({p.interval[0]:.2f}-{p.interval[1]:.2f})"
-                          for p in f.pairs)
-        lines.append(f"| {medium} | `{workload}` | `{parameter}` | {f.application} | {f.where} (grid "
-                     f"`{f.grid}`) | {f.metric}: {pairs} |")
+        pairs = "; ".join(f"{p.value} at {p.ratio:.2f}x {p.against} ({p.interval[0]:.2f}-{p.interval[1]:.2f}; "
+                          f"grid `{p.grid}`)" for p in f.pairs)
+        lines.append(f"| {medium} | `{workload}` | `{parameter}` | {f.application} | {f.where} | {f.metric}: {pairs} |")
     return lines
 
 

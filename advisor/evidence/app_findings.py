@@ -30,6 +30,7 @@ class PairFinding:
     against: str
     ratio: float  # the application's metric at `value` over `against` (> 1: better, whichever way it points)
     interval: tuple[float, float]  # 90 %
+    grid: str = ""  # the committed grid it comes from (tests/lab/apps-data/<grid>.csv)
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,6 @@ class AppFinding:
     parameter: str
     application: str  # what ran, in words
     where: str  # the layout and throttle, in words
-    grid: str  # the committed grid it comes from (tests/lab/apps-data/<grid>.csv)
     metric: str
     pairs: tuple[PairFinding, ...]
     probe_job: str  # what the probe's own fio job measured at the same pace, in words ("" if not run)
@@ -50,7 +50,7 @@ class AppFinding:
             if same(p.value, value) and same(p.against, against):
                 return p
             if same(p.value, against) and same(p.against, value):
-                return PairFinding(value, against, 1 / p.ratio, (1 / p.interval[1], 1 / p.interval[0]))
+                return PairFinding(value, against, 1 / p.ratio, (1 / p.interval[1], 1 / p.interval[0]), p.grid)
         return None
 
     def unconfirmed(self, proposal: str, current: str, same: Same) -> PairFinding | None:
@@ -64,8 +64,8 @@ def read_findings(text: str) -> dict[tuple[str, str, str], AppFinding]:
     out = {}
     for f in json.loads(text)["findings"]:
         pairs = tuple(PairFinding(p["value"], p["against"], float(p["ratio"]),
-                                  (float(p["interval"][0]), float(p["interval"][1]))) for p in f["pairs"])
-        finding = AppFinding(f["medium"], f["workload"], f["parameter"], f["application"], f["where"], f["grid"],
+                                  (float(p["interval"][0]), float(p["interval"][1])), p["grid"]) for p in f["pairs"])
+        finding = AppFinding(f["medium"], f["workload"], f["parameter"], f["application"], f["where"],
                              f["metric"], pairs, f.get("probe_job", ""))
         out[(finding.medium, finding.workload, finding.parameter)] = finding
     return out
