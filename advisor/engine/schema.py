@@ -325,6 +325,14 @@ class IoProfile(Strict):
         return v
 
 
+class SharedIo(Strict):
+    """What a role's dataset does with the shared roles' files in it, where the fio job's sections
+    side by side say less than the application does (ranges; each widens the jobs' own)."""
+    why: str  # in words, with the source: a profile's claim about its application
+    read_fraction: tuple[float, float] | None = None  # of operations
+    write_sizes: tuple[str, str] | None = None  # the mean write request's range ("8K", "256K")
+
+
 class Role(Strict):
     name: Annotated[str, Field(pattern=SLUG)]
     description: str
@@ -332,6 +340,7 @@ class Role(Strict):
     # other roles whose files sit on this role's dataset unless someone moves them (PostgreSQL's
     # pg_wal inside the data directory): recognition also knows their mix (advisor/recognise/signature.py)
     shares_with: list[Annotated[str, Field(pattern=SLUG)]] = Field(default_factory=list)
+    shared_io: SharedIo | None = None
 
 
 class Parameter(Strict):

@@ -70,7 +70,8 @@ def section(options: dict[str, str]) -> Section:
 
 def role_signature(workload: Workload, role: str, shared: tuple[str, ...] = ()) -> Signature:
     """The role's signature; with `shared`, of the role's dataset holding those roles' files too: their
-    sections side by side, as a probe of each would run them."""
+    sections side by side, as a probe of each would run them, widened by what the role's `shared_io`
+    says the application does there (a profile's claim, with its source)."""
     values = {name: p.default for name, p in workload.parameters.items()}
     glob = {k: str(v).format(**values) for k, v in workload.fio.get("global", {}).items()}
     names = list(dict.fromkeys(n for r in (role, *shared) for n in probe_sections(workload, r)))
@@ -84,6 +85,11 @@ def role_signature(workload: Workload, role: str, shared: tuple[str, ...] = ()) 
         low, high = max(low, BOTH_WAYS if reads else 0.0), min(high, 1 - BOTH_WAYS if writes else 1.0)
     syncs = [p.syncs_per_write for p in parts if p.read_fraction < 1] or [0.0]
     randoms = {p.random for p in parts}
+    io = workload.role(role).shared_io if shared else None
+    if io is not None and io.read_fraction is not None:
+        low, high = min(low, io.read_fraction[0]), max(high, io.read_fraction[1])
+    if io is not None and io.write_sizes is not None and writes is not None:
+        writes = (min(writes[0], parse_size(io.write_sizes[0])), max(writes[1], parse_size(io.write_sizes[1])))
     return Signature(workload.name, role, reads, writes, (low, high), (min(syncs), max(syncs)),
                      randoms.pop() if len(randoms) == 1 else None, shared)
 

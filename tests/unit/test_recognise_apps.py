@@ -1,0 +1,42 @@
+"""Recognition of real applications (docs/recognition.md, "Real applications"): the pool's objset
+kstats sampled every 5 s beside each run of the application lab (tests/lab/app-grid --objsets,
+recordings in tests/lab/apps-data/objsets/<grid>/<run>/, each with the run's own dataset), cut
+into 10 s windows and classified as the daemon does."""
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from advisor.engine.loader import load_rulebook
+from advisor.recognise.classify import UNKNOWN, classify
+from advisor.recognise.recorded import read_job, windows
+from advisor.recognise.signature import signatures
+from support import REPO
+
+RECORDINGS = REPO / "tests" / "lab" / "apps-data" / "objsets"
+SIGS = signatures(load_rulebook().workloads)
+DATABASES = {"postgres", "mysql", "sqlite"}
+
+
+def recognised(run: Path, seconds: float = 10.0) -> Counter:
+    dataset = (run / "dataset").read_text().strip()
+    found = [classify(t, SIGS) for t in windows(read_job(run / "objsets"), dataset, seconds)]
+    return Counter(f"{f.workload}/{f.role}" if f.known else UNKNOWN for f in found)
+
+
+def runs(app: str) -> list[Path]:
+    return sorted(r for grid in RECORDINGS.iterdir() for r in grid.iterdir() if r.name.startswith(f"{app}-"))
+
+
+@pytest.mark.parametrize("app", ["pgbench-tpcb", "fio-postgres"])
+def test_a_real_postgresql_and_its_probe_job_are_postgres_data_in_four_windows_of_five(app):
+    """PostgreSQL 15 under pgbench, data and WAL in one data directory (initdb's default): its
+    windows are postgres/data (through postgres/data+wal) in at least 4 of 5, and never another
+    profile."""
+    got = sum((recognised(r) for r in runs(app)), Counter())
+    total = sum(got.values())
+    assert total >= 10, got
+    assert got["postgres/data"] >= 0.8 * total, got
+    assert set(got) <= {"postgres/data", UNKNOWN}, got
