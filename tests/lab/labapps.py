@@ -10,6 +10,7 @@ inherits the bloat or the fragmentation of the runs before it.
 """
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from collections.abc import Callable
@@ -170,11 +171,17 @@ def parse_sysbench(output: str) -> float:
 FIO_FILE_BYTES = 40 << 20  # per fio job's file: postgres' 4 data jobs make 160 MiB, about pgbench -s 10
 
 
+@functools.cache
+def _workloads() -> dict:
+    """The profiles, read once: a grid runs for an hour, and the checkout may change under it."""
+    from advisor.engine.loader import load_rulebook
+    return load_rulebook().workloads
+
+
 def _fio_job(workload: str, folder: str, s: Settings, layout_only: bool = False) -> str:
     """The profile's probe job (advisor/probe/fio_job.py, as a probe renders it) on `folder`."""
-    from advisor.engine.loader import load_rulebook
     from advisor.probe.fio_job import Hygiene, build_job
-    job = build_job(load_rulebook().workloads[workload], folder,
+    job = build_job(_workloads()[workload], folder,
                     Hygiene(runtime_seconds=s.seconds, ramp_seconds=2, max_file_bytes=FIO_FILE_BYTES))
     return job.layout_text if layout_only else job.text
 
