@@ -32,6 +32,7 @@ def test_the_wheel_holds_one_package_its_data_and_the_command(wheel):
     assert {n.split("/")[0] for n in names if not n.startswith("zfs_advisor-")} == {"advisor"}
     assert "advisor/rules/recordsize.yaml" in names and "advisor/rules/workloads/postgres.yaml" in names
     assert any(n.startswith("advisor/model/data/") and n.endswith(".gp.json") for n in names)
+    assert "advisor/model/data/app-findings.json" in names  # the application lab's findings: answers hold on them
     assert "advisor/exporters/__init__.py" in names
     entry_points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
     assert "zfs-advisor = advisor.cli:main" in entry_points
