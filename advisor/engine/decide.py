@@ -165,7 +165,7 @@ def _decide(rec: Recommendation, ladder: Ladder, setter: Setter, measurer: Measu
         proposal, why = _at_least(rec, rec._at_least, proposal, probe, pred)
     status, value, gain, verdict = _verdict(rec, proposal, probe, pred, ladder.new_dataset)
     held: list[Evidence] = []
-    if status == "change" and (holds := _application_holds(rec, value, gain, probe, pred, ladder.finding)):
+    if status == "change" and (holds := _application_holds(rec, value, gain, probe, ladder.finding)):
         status, verdict, held = "undecided", holds[0], [holds[1]]
     ruled = rec.recommended if rec.status == "change" else None
     notes = [why] if why else []
@@ -239,20 +239,20 @@ def _verdict(rec: Recommendation, proposal: str, probe: ParameterEvidence | None
 
 
 def _application_holds(rec: Recommendation, value: str, gain: Gain | None, probe: ParameterEvidence | None,
-                       pred: ParameterPrediction | None, finding: AppFinding | None) -> tuple[str, Evidence] | None:
+                       finding: AppFinding | None) -> tuple[str, Evidence] | None:
     """Why a change the model alone predicts is not made, and the application's figure as evidence
     (`application.<parameter>`); None when it stands: the prior
     behind the prediction was paced by the lab's emulated CPU, and where the disks set the pace a real
-    application did not confirm the gain (advisor/evidence/app_findings.py).  The finding is about
-    the prior alone: once a real pool of this kind has been measured at its own pace (this pool's
-    probe of both values, or sibling pools' probes the prediction read: docs/fleet.md), the
-    decision is the evidence's, as without the finding."""
+    application did not confirm the gain (advisor/evidence/app_findings.py).  A probe of this pool
+    that measured the gain beyond its own noise, at the pool's own pace, decides as without the
+    finding.  Short of that the model's confidence is still the prior's: its interval conditioned on
+    a noisy probe, or on sibling pools' probes (docs/fleet.md), narrows around the prior's effect,
+    which the application did not confirm."""
     current = rec.current
     if finding is None or gain is None or current is None:
         return None
-    if pred is not None and pred.siblings is not None and pred.siblings.probes > 0:
-        return None
-    if _measured(current, value, probe) is not None:
+    measured = _measured(current, value, probe)
+    if measured is not None and measured.separated:
         return None
     pair = finding.unconfirmed(value, current, same_value)
     if pair is None:
@@ -268,8 +268,9 @@ def _application_holds(rec: Recommendation, value: str, gain: Gain | None, probe
             "its disks; "
             f"{found}{', ' + finding.probe_job if finding.probe_job else ''}. A storage change is for a pool whose "
             f"disks set the pace, and there the predicted gain did not reach the application: keep {current} until a "
-            "probe of this pool measures both at its own pace, and check the result with the application's own "
-            "metric."
+            "probe of this pool measures a gain at its own pace beyond the run's noise"
+            f"{' (this one measured ' + pct(measured.ratio) + ' IOPS' + _interval_text(measured) + ')' if measured else ''}"
+            ", and check the result with the application's own metric."
             ), fact
 
 

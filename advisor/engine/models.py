@@ -216,7 +216,7 @@ class WorkloadInfo(Out):
     title: str
     description: str
     io: dict[str, Any]
-    roles: list[dict[str, str | list[str]]]  # name, description, dataset_type, shares_with
+    roles: list[dict[str, Any]]  # a profile's roles as it declares them (name, description, dataset_type, ...)
     parameters: dict[str, WorkloadParameter]
     fio_job: str
     references: list[str]

@@ -6,12 +6,14 @@ tests/unit/test_app_findings.py).
 Why an answer needs it: the prior behind the model's predictions was measured in the lab VM with
 the disks at their full throttle, where the emulated CPU and each I/O's latency through it set the
 pace (a probe there is judged `unclear`, its CPUs 86-90 % busy: docs/lab.md).  In that regime the
-postgres probe's job ran 2.35 times the IOPS at recordsize 8K as at 128K; with the disks throttled
-until they set the pace, pgbench ranked 128K above 8K, and so did the probe's own job.  A gain the
+postgres probe's job ran 2.35 times the IOPS at recordsize 8K as at 128K (with lz4: the emulated CPU
+recompressing 128K records); with the disks throttled until they set the pace, pgbench measured 8K
+at 1.04x 128K (0.94-1.15) and the probe's own job 1.16x within a noise of 0.56-2.42.  A gain the
 model predicts from that prior is therefore no evidence of a gain on a pool whose disks set the
 pace, which is what a storage change is for.  Where a finding covers a proposal and the current
 value and the application did not confirm the gain, the answer keeps the current value and says
-how to measure it (advisor/engine/decide.py); a probe of the pool itself, at its own pace, decides.
+how to measure it (advisor/engine/decide.py); a probe of the pool itself that measures the gain
+beyond its noise, at the pool's own pace, decides.
 
 Pure: `read_findings` takes the file's text (the loader reads it once, at start-up).
 """

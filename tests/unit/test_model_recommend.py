@@ -44,7 +44,7 @@ async def test_recommend_carries_the_models_prediction(http_client, tmp_path):
     assert rec["source"] in ("model", "rule+model")
     assert f"from 0 probes on this pool and {model['lab_runs']} lab runs" in rec["explanation"]
     assert any(v in rec["explanation"] for v in ("change it.", "favours keeping", "until a probe tells them apart",
-                                                "until a probe of this pool measures both"))  # held: app-findings.json
+                                                "until a probe of this pool measures a gain"))  # held: app-findings.json
     assert any(e["fact"].startswith("model.recordsize.") for e in rec["evidence"])
     # the recording is the lab's SSD mirror, where the application lab holds the model's 0-probe change of
     # recordsize (advisor/model/data/app-findings.json): no effect is promised, the application's figure is named
