@@ -20,6 +20,7 @@ from advisor.model.app_evaluation import score, summary_line, unanswerable
 from advisor.model.app_grids import PACED_SHARE, load_grids
 from advisor.model.dataset import load_csv, samples
 from support import REPO
+from support.app_grid_rows import write_grid
 
 GRIDS = REPO / "tests" / "lab" / "apps-data"
 KEY = ("zfs_version", "layout", "app", "disk_iops", "disk_bps", "clients", "synchronous_commit", "compression")
@@ -92,15 +93,8 @@ def test_a_run_without_raw_readings_is_read_from_its_disk_ops_max_column(tmp_pat
 
 def _write(path: Path, rows: list[tuple], metric: str = "tps", higher: int = 1, app: str = "pgbench-tpcb",
            layout: str = "ssd-mirror2x2") -> Path:
-    """A grid of hand-made rows (recordsize, value, disk IOPS throttle, disk ops/s)."""
-    with path.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["zfs_version", "layout", "disk_iops", "disk_bps", "app", "metric", "higher_is_better", "recordsize",
-                    "compression", "repeat", "position", "value", "clients", "synchronous_commit", "disk_ops_max"])
-        for i, (rs, value, iops, ops) in enumerate(rows, 1):
-            w.writerow(["2.3.2", layout, iops, iops * 140_000, app, metric, higher, rs, "off",
-                        1 + sum(r[0] == rs and r[2] == iops for r in rows[:i - 1]), i, value, 8, "off", ops])
-    return path
+    """A grid of hand-made rows (recordsize, value, disk IOPS throttle, disk ops/s) of one app."""
+    return write_grid(path, [(app, *r) for r in rows], metric, higher, layout)
 
 
 def _answer(current: str, final: str, status: str, budget: int = 0) -> AnswerResult:
