@@ -1,5 +1,6 @@
 """`evaluate --apps` probes at the application's own pace: the probe's fio job run beside an
-application cell (advisor/model/same_pace.py) is the 1- and 2-probe answers' probe.  The grids are hand-made (tests/support/app_grid_rows.py):
+application cell (advisor/model/same_pace.py) is the 1- and 2-probe answers' probe, and is scored
+for fidelity (advisor/model/probe_fidelity.py).  The grids are hand-made (tests/support/app_grid_rows.py):
 the fio job's rows at 7 IOPS set against the fio grid's (the prior's cell, measured at 1,500 IOPS),
 where the postgres job ran 8K at 2.35x of 128K."""
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pytest
 from advisor.model.app_grids import load_grids
 from advisor.model.dataset import cells, load_csv, samples
 from advisor.model.features import settings_key
+from advisor.model.probe_fidelity import fidelity, table, verdict
 from advisor.model.same_pace import probe_source, twin
 from support import HOSTS
 from support.app_grid_rows import write_grid
@@ -141,8 +143,39 @@ def test_the_fallback_is_flagged_in_the_table_and_the_json(tmp_path, capsys):
         assert a["probes_cell"] == (fio_name if a["probes_from"] == "cell" else "")
         outside = [p for p in a["probed"] if p not in ("recordsize=128K", "recordsize=8K")]
         assert a["fallback"] == (f"the probe would measure {', '.join(outside)}, not in this cell" if outside else "")
+    [row] = report["fidelity"]
+    assert row["fio_best"] == row["app_best"] == "128K" and row["fio_paced"] and row["app_paced"]
     assert main(["evaluate", "--apps", str(tmp_path), "--shipped-fit"]) == 0
     text = capsys.readouterr().out
+    assert text.startswith("does the probe's job rank the recordsizes as the application does")
+    assert text.index("8K/128K: fio 0.88") < text.index("probes start")
     fell = [a for a in by.values() if a["fallback"]]
     assert ("fio grid* " in text) == ("* the fio grid's probes (" in text) == bool(fell)
     assert all(a["fallback"] in text for a in fell)
+
+
+def test_fidelity_compares_each_recordsizes_ratio_to_the_default_with_its_interval(tmp_path):
+    """At 7 IOPS the job ranks 8K below 128K as pgbench does (both beyond their noise); at 350 IOPS
+    it ranks 8K above, pgbench below: they disagree.  Both follow the throttle, 7 to 350."""
+    rows = _beside((16.6, 16.0), (19.0, 18.0)) + _beside((1500.0, 1550.0), (950.0, 900.0), iops=350, pg=5)
+    grid = _cells(tmp_path, rows)
+    by = {r.disk_iops: r for r in fidelity(grid)}
+    assert sorted(by) == [7, 350]
+    [slow], [fast] = by[7].ratios, by[350].ratios
+    assert (slow.recordsize, slow.reference) == ("8K", "128K")
+    assert slow.fio == pytest.approx(16.3 / 18.5) and slow.app == pytest.approx(8.6 / 10.25)
+    assert slow.fio_interval[1] < 1 and slow.app_interval[1] < 1 and slow.verdict == "agree"
+    assert fast.fio_interval[0] > 1 and fast.verdict == "disagree"
+    assert (by[7].fio_best, by[350].fio_best, by[350].app_best) == ("128K", "8K", "128K")
+    assert (by[7].fio_best_mean, by[7].app_best_mean) == pytest.approx((18.5, 10.25))
+    assert all(r.fio_paced and r.app_paced for r in by.values())
+    text = table(list(by.values()))
+    assert "8K/128K: fio 0.88 (" in text and ": agree" in text and ": disagree" in text
+
+
+def test_the_verdict_calls_a_side_only_beyond_the_noise():
+    assert verdict(0.9, (0.8, 0.95), 0.85, (0.8, 0.9)) == "agree"
+    assert verdict(1.2, (1.1, 1.3), 0.85, (0.8, 0.9)) == "disagree"
+    assert verdict(1.2, (1.1, 1.3), 0.95, (0.8, 1.1)) == "fio alone beyond its noise, opposite directions"
+    assert verdict(0.95, (0.8, 1.1), 0.85, (0.8, 0.9)) == "the application alone beyond its noise, same direction"
+    assert verdict(0.9, None, 0.95, (0.8, 1.1)) == "neither beyond its noise, same direction"
