@@ -5,6 +5,8 @@ the fio job's rows at 7 IOPS set against the fio grid's (the prior's cell, measu
 where the postgres job ran 8K at 2.35x of 128K."""
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import math
 from functools import partial
@@ -179,3 +181,44 @@ def test_the_verdict_calls_a_side_only_beyond_the_noise():
     assert verdict(1.2, (1.1, 1.3), 0.95, (0.8, 1.1)) == "fio alone beyond its noise, opposite directions"
     assert verdict(0.95, (0.8, 1.1), 0.85, (0.8, 0.9)) == "the application alone beyond its noise, same direction"
     assert verdict(0.9, None, 0.95, (0.8, 1.1)) == "neither beyond its noise, same direction"
+
+
+# --- the committed grid with the fio job beside pgbench (docs/apps.md, "The probe at the application's pace")
+BESIDE = "pgbench-fio-ssd-mirror2x2-zfs2.3"
+
+
+@pytest.fixture(scope="module")
+def beside_report():
+    pytest.importorskip("sklearn")
+    from advisor.cli import main
+
+    capsys_free = io.StringIO()
+    with contextlib.redirect_stdout(capsys_free):
+        assert main(["evaluate", "--apps", "--shipped-fit", "--json"]) == 0
+    return json.loads(capsys_free.getvalue())
+
+
+def test_the_committed_fio_job_beside_pgbench_is_scored_for_fidelity(beside_report):
+    """At 7 IOPS both paced by the disks and neither ranks 8K against 128K beyond its noise; at
+    1,500 IOPS the storage paced neither, and fio alone ranks 8K above 128K."""
+    rows = {f["disk_iops"]: f for f in beside_report["fidelity"] if f["app_cell"].startswith(BESIDE)}
+    assert sorted(rows) == [7, 1500]
+    assert (rows[7]["fio_paced"], rows[7]["app_paced"], rows[1500]["fio_paced"], rows[1500]["app_paced"]) == \
+        (True, True, False, False)
+    [slow], [fast] = rows[7]["ratios"], rows[1500]["ratios"]
+    assert slow["fio_interval"][0] < 1 < slow["fio_interval"][1] and slow["app_interval"][0] < 1 < slow["app_interval"][1]
+    assert slow["verdict"] == "neither beyond its noise, same direction"
+    assert fast["fio_interval"][0] > 1 and fast["verdict"] == "fio alone beyond its noise, same direction"
+
+
+def test_the_committed_cells_answers_probe_at_its_pace(beside_report):
+    """Its 1- and 2-probe answers take the fio job's rows but where the plan measures 4K (a dataset
+    at 8K, 2 probes); the cell ranks nothing, so no answer of it is harm."""
+    mine = {(a["budget"], a["start"]): a for a in beside_report["answers"] if a["cell"].startswith(f"{BESIDE}:")}
+    assert sorted(mine) == [(b, s) for b in (0, 1, 2) for s in ("common", "default")]
+    fell = {k for k, a in mine.items() if a["probes_from"] == "fio grid"}
+    assert fell == {(2, "common")} and "recordsize=4K" in mine[(2, "common")]["fallback"]
+    assert all(a["probes_cell"].startswith(f"{BESIDE}: fio-postgres, 7 IOPS") for k, a in mine.items()
+               if k[0] > 0 and k not in fell)
+    assert mine[(2, "default")]["probed"] == ["recordsize=128K", "recordsize=8K"]
+    assert not any(a["harm"] for a in mine.values())
