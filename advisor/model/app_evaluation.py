@@ -87,7 +87,8 @@ def unanswerable(cells: list[AppCell], prior: list[Sample], hosts: dict[str, Hos
 def _no_answer(cell: AppCell, prior: list[Sample], hosts: dict[str, Host]) -> str | None:
     workload = APP_WORKLOADS.get(cell.app)
     if cell.app.startswith("fio-"):
-        return "the probe's own fio job: scored for fidelity (the first table), not as an application"
+        return ("the probe's own fio job: not scored as an application (in the fidelity table where one ran "
+                "beside it)")
     if workload is None:
         return f"no workload stands for {cell.app} (APP_WORKLOADS)"
     if not fio_cells(cell, prior):
