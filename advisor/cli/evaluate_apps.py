@@ -19,7 +19,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--apps", nargs="?", const="", metavar="DIR",
                    help="score the answer of /recommend (as --answers gives it, at 0, 1 and 2 probes, for a new "
                         "dataset and one at the workload's common value) on the application lab's grids in DIR "
-                        "(default: tests/lab/apps-data of this checkout), in the cells the storage paced; the "
+                        "(default: tests/lab/apps-data of this checkout), in the cells the storage paced, the "
+                        "probes from the probe's fio job beside the cell where its grid ran one; first, whether "
+                        "that job ranks the recordsizes as the application does; the "
                         "shipped fit conditioned without the layout's fio cell with --shipped-fit, else a refit; "
                         "the last line sums it up")
 
@@ -28,7 +30,7 @@ def run_apps(args: argparse.Namespace, lab_rows: Callable[[str | None, str], lis
              answers_factory: Callable[[argparse.Namespace, list], Callable[[], Any] | int]) -> int:
     """`lab_rows` reads the prior, `answers_factory` makes the model --answers fits (cli/evaluate.py)."""
     from advisor.engine.loader import load_rulebook
-    from advisor.model import answers, app_evaluation
+    from advisor.model import answers, app_evaluation, probe_fidelity
     from advisor.model.app_grids import load_grids
 
     if args.budget is not None:
@@ -56,15 +58,19 @@ def run_apps(args: argparse.Namespace, lab_rows: Callable[[str | None, str], lis
     if isinstance(factory, int):
         return factory
     setup_logging("info", "text")  # a refit takes a minute: say which fio cell it is on (stderr)
-    given = app_evaluation.answers_for(cells, factory, prior, answers.measured_rows(args.prior), load_rulebook(),
-                                       hosts)
-    results = app_evaluation.evaluate(cells, given, prior)
+    rows, book = answers.measured_rows(args.prior), load_rulebook()
+    cache: dict = {}  # one fit without the fio cell serves both calls
+    given = app_evaluation.answers_for(cells, factory, prior, rows, book, hosts, cache)
+    same_pace = app_evaluation.same_pace_for(cells, factory, prior, rows, book, hosts, cache)
+    results = app_evaluation.evaluate(cells, given, prior, same_pace)
+    fidelity = probe_fidelity.fidelity(cells)
     if args.json:
-        print(json.dumps({"cells": [{**asdict(c), "name": c.name, "ranks": c.ranks()} for c in cells],
+        print(json.dumps({"fidelity": [asdict(f) for f in fidelity],
+                          "cells": [{**asdict(c), "name": c.name, "ranks": c.ranks()} for c in cells],
                           "answers": [asdict(r) for r in results],
                           "summary": app_evaluation.summary(cells, results)}, indent=2))
     else:
-        print(app_evaluation.report(cells, results))
+        print(probe_fidelity.table(fidelity) + "\n\n" + app_evaluation.report(cells, results))
     return 0
 
 

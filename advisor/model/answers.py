@@ -76,6 +76,25 @@ class AnswerResult:
     # parameters whose change the application lab held (advisor/evidence/app_findings.py): the fio
     # grid is not their judge, `evaluate --apps` is; they are counted, not scored in fio's units
     held: list[str] = field(default_factory=list)
+    probes_from: str = ""  # where the probes' results came from: "" the cell's own grid, else a ProbeSource's name
+    outside: list[str] = field(default_factory=list)  # what the probe would measure that its source did not
+
+
+@dataclass
+class ProbeSource:
+    """Probe results from elsewhere than the held-out cell's grid (`evaluate --apps`: the probe's fio
+    job run in an application's cell, at that cell's pace).  `samples`: the grid's key of a candidate
+    -> what a probe of it measures there, each sample one repeat; `rows`: their numbers for the
+    store (`Measured`).  The probe plan still chooses among the grid's candidates: a budget whose
+    plan picks one the source did not measure is answered from the grid, with the candidates named
+    (AnswerResult.outside), never from a mix of the two."""
+    name: str
+    samples: dict[tuple, list[Sample]]
+    rows: Measured
+
+    def over(self, grid: dict[tuple, list[Sample]]) -> dict[tuple, list[Sample]]:
+        """The grid with the source's samples in place of its own where the source measured them."""
+        return {k: self.samples.get(k) or v for k, v in grid.items()}
 
 
 @contextlib.contextmanager
@@ -221,12 +240,15 @@ def _score(cell: str, budget: int, start_name: str, grid: Grid, start: dict[str,
 
 def evaluate_answers(model_factory: Callable[[], Any], prior: list[Sample], rows: Measured, book: RuleBook,
                      hosts: dict[str, Host], budgets: list[int], only: str = "",
-                     cache: dict | None = None, fitted_on: list[Sample] | None = None) -> list[AnswerResult]:
+                     cache: dict | None = None, fitted_on: list[Sample] | None = None,
+                     source: ProbeSource | None = None) -> list[AnswerResult]:
     """Every cell whose name contains `only` and whose layout has a recording in `hosts`
     (layout -> the host facts of its idle recording); `rows`: the prior's measured numbers.
     `fitted_on`: the lab rows the model was fitted on when `prior` holds cells it never saw
-    (`evaluate --test`); by default the prior without the held-out cell."""
+    (`evaluate --test`); by default the prior without the held-out cell.  `source`: the probes'
+    results from there instead of the cell's grid, at the numbered budgets (ProbeSource)."""
     cache = {} if cache is None else cache
+    rows = {**rows, **source.rows} if source is not None else rows
     by_cell = cells(prior)
     out: list[AnswerResult] = []
     for held in sorted(by_cell):
@@ -252,7 +274,7 @@ def evaluate_answers(model_factory: Callable[[], Any], prior: list[Sample], rows
             for budget in sorted({*budgets, 0} if MEASURE in budgets else budgets, key=lambda b: (b == MEASURE, b)):
                 # an existing dataset: the profiler told of it measures its value first (docs/probes.md)
                 reference = grid.key(start["recordsize"], start["compression"]) if start_name == "common" else None
-                runs, probed = _probes(model, grid, budget, unprobed, dataset, reference)
+                runs, probed, outside = _probes(model, grid, budget, unprobed, dataset, reference, source)
                 with tempfile.TemporaryDirectory(prefix="zfs-advisor-answers-") as state:
                     if runs:
                         _store_rows(state, host, workload, runs, rows)
@@ -268,26 +290,37 @@ def evaluate_answers(model_factory: Callable[[], Any], prior: list[Sample], rows
                 result = _score(held, budget, start_name, grid, start, final, statuses, probed)
                 result.held = [r.parameter for r in answer.recommendations if r.dataset == dataset and r.parameter
                                and any(e.fact == f"application.{r.parameter}" for e in r.evidence)]
+                if source is not None and budget > 0:
+                    result.probes_from, result.outside = ("" if outside else source.name), outside
                 out.append(result)
     return out
 
 
-def _probes(model: Any, grid: Grid, budget: int, unprobed: list[Recommendation] | None,
-            dataset: str, reference: tuple | None = None) -> tuple[list[list[Sample]], list[str]]:
-    """The probe runs of the pool, and their labels.  A number: that many candidates in the order
-    the profiler asks for them (the default, then expected improvement; with a `reference`, the
-    dataset's current value, then expected improvement, as one run), in the lab's own runs.
+def _probes(model: Any, grid: Grid, budget: int, unprobed: list[Recommendation] | None, dataset: str,
+            reference: tuple | None = None,
+            source: ProbeSource | None = None) -> tuple[list[list[Sample]], list[str], list[str]]:
+    """The probe runs of the pool, their labels, and those of the candidates a `source` did not
+    measure.  A number: that many candidates in the order the profiler asks for them (the default,
+    then expected improvement; with a `reference`, the dataset's current value, then expected
+    improvement, as one run), in the lab's own runs, or in the source's where it measured every
+    candidate the plan picks (else the grid's, the source's missing candidates named).
     MEASURE: when the answer without probes left the recordsize undecided, one run of every value
-    its measure command names (`probe --param recordsize=128K,8K,4K`); otherwise nothing."""
+    its measure command names (`probe --param recordsize=128K,8K,4K`), from the grid; otherwise nothing."""
     if budget != MEASURE:
-        local, labels = probe_in_order(model, grid.by_key, budget, reference)
+        outside: list[str] = []
+        if source is not None:
+            local, labels = probe_in_order(model, source.over(grid.by_key), budget, reference)
+            measured = {_label(v[0].obs) for v in source.samples.values()}
+            outside = [label for label in labels if label not in measured]
+        if source is None or outside:
+            local, labels = probe_in_order(model, grid.by_key, budget, reference)
         if reference is not None and budget >= 2:
-            return ([local] if local else []), labels  # one run, the reference first: its baseline
-        return _by_lab_run(local), labels
+            return ([local] if local else []), labels, outside  # one run, the reference first: its baseline
+        return _by_lab_run(local), labels, outside
     keys = [k for k in (grid.key(v, DATASET_DEFAULTS["compression"]) for v in _asked_values(unprobed or [], dataset))
             if k is not None]
     run = [s for k in keys for s in grid.by_key[k]]
-    return ([run] if run else []), [_label(grid.by_key[k][0].obs) for k in keys]
+    return ([run] if run else []), [_label(grid.by_key[k][0].obs) for k in keys], []
 
 
 def _asked_values(recs: list[Recommendation], dataset: str) -> list[str]:

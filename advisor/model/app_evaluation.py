@@ -6,8 +6,12 @@ cells the storage paced).  For each scored cell, the answers are those `evaluate
 for the fio cell of the workload the app stands for (APP_WORKLOADS) on the cell's layout: the
 layout's recorded host, a new dataset (recordsize 128K, the ZFS default) and one at the
 workload's common value (8K for postgres), at each probe budget, the probes being that fio cell's
-own rows (advisor/model/answers.py, `evaluate_answers`; the same code, not a copy).  The recordsize
-the answer leaves the dataset at, changed or kept, is looked up in the application's cell:
+own rows (advisor/model/answers.py, `evaluate_answers`; the same code, not a copy).  Where the
+application's grid ran the probe's own fio job beside the cell, at its throttle, the 1- and
+2-probe answers take their probes from that job's rows instead: the probe at the application's
+pace (advisor/model/same_pace.py); a budget whose probe plan picks a candidate the job did not
+measure is the fio grid's answer, and says which candidate.  The recordsize the answer leaves the
+dataset at, changed or kept, is looked up in the application's cell:
 
 * its fraction of the best: the recordsize's mean over the best mean of the cell (best / it for a
   metric where lower is better);
@@ -29,7 +33,8 @@ from advisor.engine.loader import RuleBook
 from advisor.hostmodel.facts import Host
 from advisor.model.answers import AnswerResult, Measured, evaluate_answers
 from advisor.model.app_grids import AppCell
-from advisor.model.dataset import Sample
+from advisor.model.dataset import Sample, cells
+from advisor.model.same_pace import probe_source, twin
 
 # the app -> the workload profile it stands for (rules/workloads/)
 APP_WORKLOADS = {"pgbench-tpcb": "postgres", "pgbench-select": "postgres"}
@@ -51,6 +56,17 @@ class AppAnswer:
     vs_current: float | None  # > 1: better than the current value, whichever way the metric points
     interval: tuple[float, float] | None  # 90 % interval of vs_current
     harm: bool
+    probes_from: str = "-"  # "cell": the fio job beside the cell; "fio grid": the layout's; "-": no probes
+    probes_cell: str = ""  # with "cell": that job's cell (AppCell.name)
+    fallback: str = ""  # why the fio grid's ("" where the probes are the cell's, or none)
+
+
+@dataclass
+class SamePace:
+    """An application cell's answers at 1 and 2 probes with the probes from the fio job beside it."""
+    fio_cell: str  # AppCell.name of that job's cell ("" when there is none)
+    why_not: str  # why every budget's probes come from the fio grid ("" when they need not)
+    answers: dict[str, list[AnswerResult]]  # the prior's fio cell -> its answers
 
 
 def fio_cells(cell: AppCell, prior: list[Sample]) -> list[str]:
@@ -70,6 +86,9 @@ def unanswerable(cells: list[AppCell], prior: list[Sample], hosts: dict[str, Hos
 
 def _no_answer(cell: AppCell, prior: list[Sample], hosts: dict[str, Host]) -> str | None:
     workload = APP_WORKLOADS.get(cell.app)
+    if cell.app.startswith("fio-"):
+        return ("the probe's own fio job: not scored as an application (in the fidelity table where one ran "
+                "beside it)")
     if workload is None:
         return f"no workload stands for {cell.app} (APP_WORKLOADS)"
     if not fio_cells(cell, prior):
@@ -86,23 +105,62 @@ def answers_for(cells: list[AppCell], model_factory: Callable[[], Any], prior: l
     return {f: evaluate_answers(model_factory, prior, rows, book, hosts, list(BUDGETS), f, cache) for f in wanted}
 
 
-def score(cell: AppCell, answer: AnswerResult) -> AppAnswer:
-    """One answer's recordsize looked up in one application cell."""
+def same_pace_for(all_cells: list[AppCell], model_factory: Callable[[], Any], prior: list[Sample], rows: Measured,
+                  book: RuleBook, hosts: dict[str, Host], cache: dict | None = None) -> dict[str, SamePace]:
+    """Scored cell (AppCell.name) -> its answers with probes, the probes from the fio job beside it
+    (advisor/model/same_pace.py) where its grid ran one."""
+    by_prior_cell = cells(prior)
+    out: dict[str, SamePace] = {}
+    for cell in (c for c in all_cells if c.scored):
+        fio = twin(cell, all_cells, APP_WORKLOADS[cell.app])
+        if fio is None:
+            out[cell.name] = SamePace("", "no fio job beside this cell in its grid", {})
+            continue
+        answers: dict[str, list[AnswerResult]] = {}
+        why_not = ""
+        for f in fio_cells(cell, prior):
+            source, why_not = probe_source(fio, by_prior_cell[f])
+            if source is not None:
+                answers[f] = evaluate_answers(model_factory, prior, rows, book, hosts, [b for b in BUDGETS if b > 0],
+                                              f, cache, source=source)
+        out[cell.name] = SamePace(fio.name, "" if answers else why_not, answers)
+    return out
+
+
+def score(cell: AppCell, answer: AnswerResult, why_grid: str = "") -> AppAnswer:
+    """One answer's recordsize looked up in one application cell; `why_grid`: why its probes, if
+    any, are the fio grid's when the answer does not say (AnswerResult.outside)."""
     current, final = answer.current.split(",")[0], answer.final.split(",")[0]
     ranked, measured = cell.ranks(), cell.lookup(final) is not None
     vs_current, interval = cell.ratio(final, current) if measured and cell.lookup(current) else (None, None)
     changed = answer.statuses.get("recordsize") == "change" and final != current
+    probes_from, fallback = "-", ""
+    if answer.budget != 0:
+        probes_from = "cell" if answer.probes_from else "fio grid"
+        if answer.outside:
+            fallback = f"the probe would measure {', '.join(answer.outside)}, not in this cell"
+        elif not answer.probes_from:
+            fallback = why_grid
     return AppAnswer(cell=cell.name, fio_cell=answer.cell, budget=answer.budget, start=answer.start,
                      probed=answer.probed, current=current, final=final,
                      status=answer.statuses.get("recordsize", "-"),
                      mean=cell.means()[cell.lookup(final) or final] if measured else None,
                      vs_best=cell.fraction_of_best(final), vs_current=vs_current, interval=interval,
-                     harm=changed and ranked and interval is not None and interval[1] < 1.0)
+                     harm=changed and ranked and interval is not None and interval[1] < 1.0,
+                     probes_from=probes_from, probes_cell=answer.probes_from, fallback=fallback)
 
 
-def evaluate(cells: list[AppCell], answers: dict[str, list[AnswerResult]], prior: list[Sample]) -> list[AppAnswer]:
-    """Every scored cell's answers, scored."""
-    return [score(cell, a) for cell in cells if cell.scored for f in fio_cells(cell, prior) for a in answers.get(f, [])]
+def evaluate(cells: list[AppCell], answers: dict[str, list[AnswerResult]], prior: list[Sample],
+             same_pace: dict[str, SamePace] | None = None) -> list[AppAnswer]:
+    """Every scored cell's answers, scored: at 0 probes the fio cell's, with probes the cell's own
+    fio job's where `same_pace` holds them (else the fio cell's, with why)."""
+    out = []
+    for cell in (c for c in cells if c.scored):
+        pace = (same_pace or {}).get(cell.name, SamePace("", "", {}))
+        for f in fio_cells(cell, prior):
+            mine = {(a.budget, a.start): a for a in pace.answers.get(f, [])}
+            out += [score(cell, mine.get((a.budget, a.start), a), pace.why_not) for a in answers.get(f, [])]
+    return out
 
 
 def _percent(value: float | None) -> str:
@@ -139,14 +197,21 @@ def cell_table(cell: AppCell, results: list[AppAnswer]) -> str:
              f"  {cell.metric} ({'higher' if cell.higher_is_better else 'lower'} is better), mean (repeats): {measured}; "
              f"best {cell.best()}",
              f"  {noise}", f"  paced: {cell.why}",
-             f"  {'probes':6s} {'start':7s} {'probed':30s} {'current':7s} {'final':5s} {'status':9s} "
+             f"  {'probes':6s} {'start':7s} {'probed':30s} {'from':9s} {'current':7s} {'final':5s} {'status':9s} "
              f"{cell.metric:>6s} {'vs best':>7s} {'vs current (90 %)':>18s} harm"]
-    for r in sorted(results, key=lambda r: (r.budget, r.start != "default")):
+    ordered = sorted(results, key=lambda r: (r.budget, r.start != "default"))
+    for r in ordered:
         ratio = "-" if r.vs_current is None else f"{r.vs_current:.2f}" + (
             f" ({r.interval[0]:.2f}-{r.interval[1]:.2f})" if r.interval else "")
-        lines.append(f"  {r.budget:<6d} {r.start:7s} {' '.join(r.probed) or '-':30s} {r.current:7s} {r.final:5s} "
+        lines.append(f"  {r.budget:<6d} {r.start:7s} {' '.join(r.probed) or '-':30s} "
+                     f"{r.probes_from + ('*' if r.fallback else ''):9s} {r.current:7s} {r.final:5s} "
                      f"{r.status:9s} {'-' if r.mean is None else f'{r.mean:.2f}':>6s} {_percent(r.vs_best):>7s} "
                      f"{ratio:>18s} {'HARM' if r.harm else ''}")
+    why: dict[str, list[str]] = {}
+    for r in ordered:
+        if r.fallback:
+            why.setdefault(r.fallback, []).append(f"{r.budget} probes {r.start}")
+    lines += [f"  * the fio grid's probes ({', '.join(at)}): {reason}" for reason, at in why.items()]
     return "\n".join(lines)
 
 
