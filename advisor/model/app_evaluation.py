@@ -37,7 +37,7 @@ from advisor.model.dataset import Sample, cells
 from advisor.model.same_pace import probe_source, twin
 
 # the app -> the workload profile it stands for (rules/workloads/)
-APP_WORKLOADS = {"pgbench-tpcb": "postgres", "pgbench-select": "postgres"}
+APP_WORKLOADS = {"pgbench-tpcb": "postgres", "pgbench-select": "postgres", "mariadb-oltp": "mysql"}
 BUDGETS = (0, 1, 2)
 
 

@@ -112,12 +112,15 @@ OBJSETS = ("mkdir -p /tmp/objsets && rm -f /tmp/objsets/*; ( n=10; while :; do f
 
 
 def one_run(vm: LabVM, app: labapps.App, rs: str, s: labapps.Settings, disks: list[str],
-            objsets: Path | None = None) -> dict:
-    """Start, read, run, read, stop; -> the row's measured part.  With `objsets`, the pool's objset
+            throttled: lablayouts.Layout, full: lablayouts.Layout, objsets: Path | None = None) -> dict:
+    """Start, throttle, read, run, read, stop; -> the row's measured part.  The pool's import and the
+    application's start run at the layout's own throttles (MariaDB's start at 7 IOPS outlasted its
+    client's handshake), the measured command at `throttled`'s, the stop at `full`'s again.  With `objsets`, the pool's objset
     kstats sampled over the run are copied there, with the run's raw readings and report (run.txt)."""
     folder = "/" + labapps.dataset(app, rs)
     vm.exec("zpool export tank && zpool import -d /dev/disk/by-id tank", check=True, timeout=600)
     vm.exec(app.start(folder, s), check=True, timeout=600)
+    vm.set_throttles(throttled.disks)
     sampler = (OBJSETS, "kill $sampler; ") if objsets else ("", "")
     script = (f"{sampler[0]}{appevidence.SNAPSHOT} > /tmp/before; {{ {app.run(folder, s)} ; }} > /tmp/app.out 2>&1; "
               f"rc=$?; {appevidence.SNAPSHOT} > /tmp/after; {sampler[1]}cat /tmp/before; echo @@SPLIT; "
@@ -125,6 +128,7 @@ def one_run(vm: LabVM, app: labapps.App, rs: str, s: labapps.Settings, disks: li
     host_before = parse_cpu_times(host_cpu())
     r = vm.exec(script, timeout=s.seconds * 20 + 600)
     host_share = cpu_share(host_before, parse_cpu_times(host_cpu()))
+    vm.set_throttles(full.disks)  # a server's shutdown writes its dirty pages: not at 7 IOPS
     vm.exec(app.stop(folder, s), check=True, timeout=600)
     if objsets:
         vm.copy_out("/tmp/objsets", objsets)
@@ -172,13 +176,12 @@ def run_layout(name: str, args: argparse.Namespace, s: labapps.Settings, meta: d
             for position, (repeat, (factor, clients, rs)) in enumerate(interleaved(cells, args.repeats), 1):
                 s = replace(s, clients=clients)
                 layout = scaled(full, factor)
-                if app.data_on_dataset and s.fresh_copy:  # at the layout's own throttles, outside the run's window
-                    vm.set_throttles(full.disks)
+                vm.set_throttles(full.disks)  # the copy, the import and the start at the layout's own
+                if app.data_on_dataset and s.fresh_copy:
                     vm.exec(labapps.fresh_copy(app, rs, s), check=True, timeout=3600)
-                vm.set_throttles(layout.disks)
                 started = datetime.now(UTC).isoformat(timespec="seconds")
                 objsets = (args.objsets / f"{name}-{app.name}-{rs}-x{factor:g}-c{clients}-{repeat}" if args.objsets else None)
-                measured = one_run(vm, app, rs, s, disks, objsets)
+                measured = one_run(vm, app, rs, s, disks, layout, full, objsets)
                 disk = layout.disks[0]
                 row = {"started_at": started, "zfs_version": facts["zfs_module"].split("-")[0],
                        "image": vm.image.path.name, "layout": name, "disk_iops": disk.iops, "disk_bps": disk.bps,

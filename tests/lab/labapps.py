@@ -134,7 +134,7 @@ def _my_start(folder: str, s: Settings) -> str:
     # --defaults-file: Debian's /etc/mysql config (its datadir and socket) is not read
     return (f"cat > {folder}/my.cnf <<'EOF'\n{_my_conf(folder, s)}\nEOF\n"
             f"(setsid mariadbd --defaults-file={folder}/my.cnf </dev/null >/dev/null 2>&1 &)\n"
-            f"mariadb-admin --socket={MY_SOCKET} --wait=600 --connect-timeout=5 ping >/dev/null")
+            f"mariadb-admin --socket={MY_SOCKET} --wait=600 --connect-timeout=60 ping >/dev/null")
 
 
 def _my_stop(folder: str, s: Settings) -> str:
