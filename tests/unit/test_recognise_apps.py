@@ -40,3 +40,12 @@ def test_a_real_postgresql_and_its_probe_job_are_postgres_data_in_four_windows_o
     assert total >= 10, got
     assert got["postgres/data"] >= 0.8 * total, got
     assert set(got) <= {"postgres/data", UNKNOWN}, got
+
+
+@pytest.mark.parametrize("app", ["copy", "borg"])
+def test_file_work_is_never_named_a_database(app):
+    """`cp -a` of a tree of small and large files, and borg writing a backup of it: no window of
+    theirs is a database's, whatever else it is called (unknown, mostly)."""
+    got = sum((recognised(r) for r in runs(app)), Counter())
+    assert sum(got.values()) >= 10, got
+    assert not [k for k in got if k.split("/")[0] in DATABASES], got
