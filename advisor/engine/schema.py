@@ -331,6 +331,7 @@ class SharedIo(Strict):
     why: str  # in words, with the source: a profile's claim about its application
     read_fraction: tuple[float, float] | None = None  # of operations
     write_sizes: tuple[str, str] | None = None  # the mean write request's range ("8K", "256K")
+    syncs_per_write: tuple[float, float] | None = None  # fsync/fdatasync calls per write
 
 
 class Role(Strict):

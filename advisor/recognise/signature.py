@@ -90,7 +90,10 @@ def role_signature(workload: Workload, role: str, shared: tuple[str, ...] = ()) 
         low, high = min(low, io.read_fraction[0]), max(high, io.read_fraction[1])
     if io is not None and io.write_sizes is not None and writes is not None:
         writes = (min(writes[0], parse_size(io.write_sizes[0])), max(writes[1], parse_size(io.write_sizes[1])))
-    return Signature(workload.name, role, reads, writes, (low, high), (min(syncs), max(syncs)),
+    sync_range = (min(syncs), max(syncs))
+    if io is not None and io.syncs_per_write is not None:
+        sync_range = (min(sync_range[0], io.syncs_per_write[0]), max(sync_range[1], io.syncs_per_write[1]))
+    return Signature(workload.name, role, reads, writes, (low, high), sync_range,
                      randoms.pop() if len(randoms) == 1 else None, shared)
 
 

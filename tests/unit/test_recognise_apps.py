@@ -30,16 +30,19 @@ def runs(app: str) -> list[Path]:
     return sorted(r for grid in RECORDINGS.iterdir() for r in grid.iterdir() if r.name.startswith(f"{app}-"))
 
 
-@pytest.mark.parametrize("app", ["pgbench-tpcb", "fio-postgres"])
-def test_a_real_postgresql_and_its_probe_job_are_postgres_data_in_four_windows_of_five(app):
-    """PostgreSQL 15 under pgbench, data and WAL in one data directory (initdb's default): its
-    windows are postgres/data (through postgres/data+wal) in at least 4 of 5, and never another
-    profile."""
+@pytest.mark.parametrize(("app", "expected"), [("pgbench-tpcb", "postgres/data"), ("fio-postgres", "postgres/data"),
+                                               ("mariadb-oltp", "mysql/data"), ("fio-mysql", "mysql/data")])
+def test_a_real_database_and_its_probe_job_are_their_profiles_data_in_four_windows_of_five(app, expected):
+    """PostgreSQL 15 under pgbench (data and WAL in one data directory, initdb's default) and MariaDB
+    10.11 under sysbench oltp_read_write (the redo log in the data directory, as Debian ships it):
+    their windows are the profile's data role (through its role sharing the dataset with the log)
+    in at least 4 of 5, and never another profile. The ranges of the two roles' shared_io were set
+    on these recordings (docs/recognition.md): a check that they hold, not a held-out test."""
     got = sum((recognised(r) for r in runs(app)), Counter())
     total = sum(got.values())
-    assert total >= 10, got
-    assert got["postgres/data"] >= 0.8 * total, got
-    assert set(got) <= {"postgres/data", UNKNOWN}, got
+    assert total >= 8, got
+    assert got[expected] >= 0.8 * total, got
+    assert set(got) <= {expected, UNKNOWN}, got
 
 
 @pytest.mark.parametrize("app", ["copy", "borg"])
