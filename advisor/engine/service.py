@@ -8,10 +8,10 @@ carrying the valid choices, which the API turns into a 400/404.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from advisor.engine.answer import decide_all, one_create
 from advisor.engine.context import Context
@@ -22,9 +22,7 @@ from advisor.engine.loader import RuleBook
 from advisor.engine.models import GENERAL, ModelStatus, Recommendation, RecommendResponse, Summary, Target
 from advisor.engine.predicted import PredictionLookup
 from advisor.engine.schema import Rule, Workload
-from advisor.evidence.app_findings import AppFinding
 from advisor.evidence.efficiency import PoolEfficiency
-from advisor.evidence.lab_grid import LabMeasurement
 from advisor.evidence.parameters import ParameterEvidence
 from advisor.hostmodel.facts import Host
 from advisor.hostmodel.names import InvalidName, check_dataset_name, check_pool_name
@@ -147,30 +145,26 @@ def recommend(
     proposed = frozenset(r.dataset for r in merged if r.dataset and host.dataset(r.dataset) is None)
     by_pool = {p.name: measured(p.name, workload.name) for p in pools} if measured is not None else {}
     merged = decide_all(merged, workload, resolved, [p.name for p in pools], proposed, by_pool, predicted,
-                        _lab(book, workload.name, host, pools), _finding(book, workload.name, host, pools))
+                        _on_medium(book.lab_modules, workload.name, host, pools),
+                        _on_medium(book.app_findings, workload.name, host, pools))
     target, merged = one_create(target, merged, proposed)
     merged += _efficiency_items(pools, efficiency)
     return _response(host, workload.name, resolved, target, merged, pools, now, model_status)
 
 
-def _lab(book: RuleBook, workload: str, host: Host, pools: list) -> Callable[[str], LabMeasurement | None]:
-    """A module parameter -> the lab's grid of this workload on a pool of the answer's medium (one
-    medium: a host of SSD and HDD pools has no one lab pool to stand for it)."""
+T = TypeVar("T")
+
+
+def _on_medium(table: Mapping[tuple[str, str, str], T], workload: str, host: Host,
+               pools: list) -> Callable[[str], T | None]:
+    """A parameter -> what the lab measured of this workload on a pool of the answer's medium: the
+    module grid (`book.lab_modules`) or the application lab's findings (`book.app_findings`). One
+    medium only: a host of SSD and HDD pools has no one lab pool to stand for it."""
     media = {pool_media(host, p) for p in pools}
     if len(media) != 1:
         return lambda parameter: None
     medium = media.pop()
-    return lambda parameter: book.lab_modules.get((medium, workload, parameter))
-
-
-def _finding(book: RuleBook, workload: str, host: Host, pools: list) -> Callable[[str], AppFinding | None]:
-    """A dataset parameter -> what the application lab found of the prior's evidence for this workload
-    on the answer's medium (one medium, as for the lab's module grid)."""
-    media = {pool_media(host, p) for p in pools}
-    if len(media) != 1:
-        return lambda parameter: None
-    medium = media.pop()
-    return lambda parameter: book.app_findings.get((medium, workload, parameter))
+    return lambda parameter: table.get((medium, workload, parameter))
 
 
 def _check_not_empty(host: Host, pool: str | None, dataset: str | None) -> None:
