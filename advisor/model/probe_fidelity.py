@@ -111,3 +111,32 @@ def table(rows: list[Fidelity]) -> str:
         if r.why_none:
             lines.append(f"  no ratio: {r.why_none}")
     return "\n".join(lines) if rows else "fidelity: no application cell has the probe's fio job beside it"
+
+
+def markdown(rows: list[Fidelity], cells: list[AppCell]) -> str:
+    """docs/apps.md's fidelity table: per application, layout and pace, the probe's best recordsize and
+    what the application measured there, as a fraction of its own best (regenerate with
+    `python -m advisor.model.probe_fidelity`; tests/unit/test_apps_doc.py keeps the doc in step)."""
+    by_name = {c.name: c for c in cells}
+    lines = ["| application | layout | disks (IOPS each) | paced by the disks (fio / app) | probe's best | "
+             "application's best | the app at the probe's best | over 128K, fio / app (90 % intervals) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        cell = by_name[r.app_cell]
+        fraction = cell.fraction_of_best(r.fio_best)
+        at_probe = "not measured" if fraction is None else f"{fraction * 100:.1f} %"
+        pairs = "; ".join(f"{p.recordsize}: {_ratio(p.fio, p.fio_interval)} / {_ratio(p.app, p.app_interval)}, "
+                          f"{p.verdict}" for p in r.ratios) or r.why_none
+        paced = f"{'yes' if r.fio_paced else 'no'} / {'yes' if r.app_paced else 'no'}"
+        lines.append(f"| {cell.app} | {cell.layout} | {r.disk_iops} | {paced} | {r.fio_best} | {r.app_best} | "
+                     f"{at_probe} | {pairs} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+
+    from advisor.model.app_grids import load_grids
+
+    grids = load_grids(Path(__file__).resolve().parent.parent.parent / "tests" / "lab" / "apps-data")
+    print(markdown(fidelity(grids), grids))
