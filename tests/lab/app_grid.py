@@ -5,6 +5,7 @@
     tests/lab/app-grid --apps mariadb-oltp --throttle-scale 0.005 ...  # sysbench oltp_read_write
     tests/lab/app-grid --throttle-scale 0.25 ...        # every disk's IOPS and MB/s throttle x 0.25
     tests/lab/app-grid --throttle-scale 0.02,0.01 ...   # both in one boot: does the metric follow the disks?
+    tests/lab/app-grid --throttle-scale 0.01 --bytes-per-op 16K ...  # MB/s = IOPS x 16K: large requests cost more
 
 Boots the application image (line 2.3-apps, `tests/lab/build-image --zfs 2.3-apps`) once per
 layout, holding /tmp/lab-vm.lock from boot to shutdown.  Per layout: the ARC capped (zfs_arc_max,
@@ -40,6 +41,7 @@ import appevidence  # noqa: E402 - after the sys.path line above
 import labapps  # noqa: E402 - after the sys.path line above
 import labimage  # noqa: E402 - after the sys.path line above
 import lablayouts  # noqa: E402 - after the sys.path line above
+from advisor.engine.units import parse_size  # noqa: E402 - after the sys.path line above
 from advisor.host.cpustat import cpu_share, parse_cpu_times  # noqa: E402 - after the sys.path line above
 from labvm import LabVM  # noqa: E402 - after the sys.path line above
 from prior_grid import VMLock, log, snapshot_project  # noqa: E402 - after the sys.path line above
@@ -65,14 +67,19 @@ def interleaved(cells: list[Cell], repeats: int) -> list[tuple[int, Cell]]:
     return order
 
 
-def scaled(layout: lablayouts.Layout, factor: float) -> lablayouts.Layout:
+def scaled(layout: lablayouts.Layout, factor: float, bytes_per_op: int | None = None) -> lablayouts.Layout:
     """The layout with every disk's qemu throttle times `factor` (the emulated CPU must not be what
-    bounds an application: docs/apps.md)."""
-    if factor == 1:
+    bounds an application: docs/apps.md); with `bytes_per_op`, each disk's MB/s set to its scaled
+    IOPS times that, so a request larger than it costs its size (an SSD's cost: docs/apps.md,
+    "What a request costs")."""
+    if factor == 1 and bytes_per_op is None:
         return layout
-    disks = tuple(replace(d, iops=int(d.iops * factor) if d.iops else None,
-                          bps=int(d.bps * factor) if d.bps else None) for d in layout.disks)
-    return replace(layout, disks=disks)
+    disks = []
+    for d in layout.disks:
+        iops = int(d.iops * factor) if d.iops else None
+        bps = iops * bytes_per_op if bytes_per_op and iops else int(d.bps * factor) if d.bps else None
+        disks.append(replace(d, iops=iops, bps=bps))
+    return replace(layout, disks=tuple(disks))
 
 
 def host_cpu() -> str:
@@ -169,13 +176,14 @@ def run_layout(name: str, args: argparse.Namespace, s: labapps.Settings, meta: d
         facts = guest_setup(vm, apps, args.recordsizes, s)  # at the layout's own throttles: faster
         meta["boots"].append({"layout": name, "boot_s": round(vm.timings["boot_to_ssh"]),
                               "setup_s": round(time.monotonic() - t0),
-                              "disks": [asdict(d) for d in scaled(full, args.throttle_scale[0]).disks], **facts})
+                              "disks": [asdict(d) for d in scaled(full, args.throttle_scale[0], args.bytes_per_op).disks],
+                              **facts})
         run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
         cells = [(f, c, rs) for f in args.throttle_scale for c in args.clients for rs in args.recordsizes]
         for app in apps:
             for position, (repeat, (factor, clients, rs)) in enumerate(interleaved(cells, args.repeats), 1):
                 s = replace(s, clients=clients)
-                layout = scaled(full, factor)
+                layout = scaled(full, factor, args.bytes_per_op)
                 vm.set_throttles(full.disks)  # the copy, the import and the start at the layout's own
                 if app.data_on_dataset and s.fresh_copy:
                     vm.exec(labapps.fresh_copy(app, rs, s), check=True, timeout=3600)
@@ -233,7 +241,7 @@ def write_provenance(csv_path: Path, meta: dict) -> Path:
             scales = run["throttle_scale"] if isinstance(run["throttle_scale"], list) else [run["throttle_scale"]]
             cells = " at the first scale; each row's disk_iops and disk_bps are its own" if len(scales) > 1 else ""
             lines.append(f"  - layout `{boot['layout']}`: {len(boot['disks'])} disks at {d['iops']} IOPS, "
-                         f"{d['bps'] / 1e6:.0f} MB/s each{cells}; OpenZFS `{boot['zfs_module']}`, kernel {boot['kernel']}; "
+                         f"{d['bps'] / 1e6:.3g} MB/s each{cells}; OpenZFS `{boot['zfs_module']}`, kernel {boot['kernel']}; "
                          f"{', '.join(f'{k} {v}' for k, v in boot['apps'].items())}; data "
                          f"{', '.join(f'{k} {v >> 20} MiB' for k, v in boot['data_bytes'].items())}")
     lines += ["", "VM: qemu TCG (no KVM), 2 vCPUs, 4096 MiB, image `" + (rows[0]["image"] if rows else "?") +
@@ -253,6 +261,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=int, default=labapps.Settings.seconds, help="one timed run")
     ap.add_argument("--throttle-scale", default="1", help="every disk's IOPS and MB/s throttle times this; "
                     "several (0.02,0.01): each a cell of its own in one boot")
+    ap.add_argument("--bytes-per-op", type=parse_size, metavar="SIZE",
+                    help="each disk's MB/s throttle set to its (scaled) IOPS times SIZE (16K: a 128K request costs "
+                    "eight 8K ones, as on an SSD; without it the layout's MB/s scaled, about 133K an operation "
+                    "on the SSD profile)")
     ap.add_argument("--clients", default=str(labapps.Settings.clients),
                     help="pgbench's clients (-c); several (8,16): each a cell of its own")
     ap.add_argument("--synchronous-commit", choices=("on", "off"), default=labapps.Settings.synchronous_commit,
@@ -283,7 +295,8 @@ def main(argv: list[str] | None = None) -> int:
         commit = snapshot_project(args.project)
         run = {"command": "tests/lab/app-grid " + " ".join(argv if argv is not None else sys.argv[1:]),
                "commit": commit, "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
-               "settings": asdict(s), "throttle_scale": args.throttle_scale, "boots": []}
+               "settings": asdict(s), "throttle_scale": args.throttle_scale,
+               "bytes_per_op": args.bytes_per_op, "boots": []}
         meta["runs"].append(run)
         t0 = time.monotonic()
         try:

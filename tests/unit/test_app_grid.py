@@ -33,6 +33,13 @@ def test_a_scaled_layout_throttles_every_disk_and_keeps_the_rest():
     assert app_grid.scaled(layout, 1) is layout
 
 
+def test_bytes_per_op_makes_a_large_request_cost_its_size():
+    # the SSD profile (1,500 IOPS, 200 MB/s) scaled by 0.01: 15 IOPS, and MB/s = 15 x 16 KiB, so a
+    # 128K request takes eight operations' worth of the byte budget
+    ssd = app_grid.scaled(lablayouts.get("ssd-mirror2x2"), 0.01, 16384)
+    assert [(d.iops, d.bps) for d in ssd.disks] == [(15, 15 * 16384)] * 4
+
+
 @pytest.mark.parametrize("app", sorted(labapps.APPS))
 def test_each_app_has_its_dataset_per_recordsize(app):
     a = labapps.APPS[app]
