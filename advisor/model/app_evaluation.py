@@ -9,8 +9,12 @@ workload's common value (8K for postgres), at each probe budget, the probes bein
 own rows (advisor/model/answers.py, `evaluate_answers`; the same code, not a copy).  Where the
 application's grid ran the probe's own fio job beside the cell, at its throttle, the 1- and
 2-probe answers take their probes from that job's rows instead: the probe at the application's
-pace (advisor/model/same_pace.py); a budget whose probe plan picks a candidate the job did not
-measure is the fio grid's answer, and says which candidate.  The recordsize the answer leaves the
+pace (advisor/model/same_pace.py); where its grid did not, the job at the same pace in another
+grid (`boot`: another boot of the same layout and throttle, as a probe run on another day would
+be); a budget whose probe plan picks a candidate the job did not measure is the fio grid's answer,
+and says which candidate.  The fio grid's probes ran at the layout's full throttle, where the
+lab's emulated CPU set their pace (docs/lab.md): they stand for a probe at the cell's pace only
+where nothing better exists, and are marked.  The recordsize the answer leaves the
 dataset at, changed or kept, is looked up in the application's cell:
 
 * its fraction of the best: the recordsize's mean over the best mean of the cell (best / it for a
@@ -34,7 +38,7 @@ from advisor.hostmodel.facts import Host
 from advisor.model.answers import AnswerResult, Measured, evaluate_answers
 from advisor.model.app_grids import AppCell
 from advisor.model.dataset import Sample, cells
-from advisor.model.same_pace import probe_source, twin
+from advisor.model.same_pace import pace_twin, probe_source
 
 # the app -> the workload profile it stands for (rules/workloads/)
 APP_WORKLOADS = {"pgbench-tpcb": "postgres", "pgbench-select": "postgres", "mariadb-oltp": "mysql"}
@@ -56,8 +60,9 @@ class AppAnswer:
     vs_current: float | None  # > 1: better than the current value, whichever way the metric points
     interval: tuple[float, float] | None  # 90 % interval of vs_current
     harm: bool
-    probes_from: str = "-"  # "cell": the fio job beside the cell; "fio grid": the layout's; "-": no probes
-    probes_cell: str = ""  # with "cell": that job's cell (AppCell.name)
+    probes_from: str = "-"  # "cell": the fio job beside the cell; "boot": that job at the cell's pace in
+    # another grid (another boot); "fio grid": the layout's; "-": no probes
+    probes_cell: str = ""  # with "cell" or "boot": that job's cell (AppCell.name)
     fallback: str = ""  # why the fio grid's ("" where the probes are the cell's, or none)
 
 
@@ -112,9 +117,9 @@ def same_pace_for(all_cells: list[AppCell], model_factory: Callable[[], Any], pr
     by_prior_cell = cells(prior)
     out: dict[str, SamePace] = {}
     for cell in (c for c in all_cells if c.scored):
-        fio = twin(cell, all_cells, APP_WORKLOADS[cell.app])
+        fio = pace_twin(cell, all_cells, APP_WORKLOADS[cell.app])
         if fio is None:
-            out[cell.name] = SamePace("", "no fio job beside this cell in its grid", {})
+            out[cell.name] = SamePace("", "no fio job at this cell's pace in any grid", {})
             continue
         answers: dict[str, list[AnswerResult]] = {}
         why_not = ""
@@ -136,7 +141,8 @@ def score(cell: AppCell, answer: AnswerResult, why_grid: str = "") -> AppAnswer:
     changed = answer.statuses.get("recordsize") == "change" and final != current
     probes_from, fallback = "-", ""
     if answer.budget != 0:
-        probes_from = "cell" if answer.probes_from else "fio grid"
+        probes_from = ("fio grid" if not answer.probes_from else
+                       "cell" if answer.probes_from.startswith(f"{cell.grid}: ") else "boot")
         if answer.outside:
             fallback = f"the probe would measure {', '.join(answer.outside)}, not in this cell"
         elif not answer.probes_from:
@@ -212,6 +218,8 @@ def cell_table(cell: AppCell, results: list[AppAnswer]) -> str:
         if r.fallback:
             why.setdefault(r.fallback, []).append(f"{r.budget} probes {r.start}")
     lines += [f"  * the fio grid's probes ({', '.join(at)}): {reason}" for reason, at in why.items()]
+    boots = sorted({r.probes_cell for r in ordered if r.probes_from == "boot"})
+    lines += [f"  boot: the probes are the probe's fio job at this cell's pace in another boot: {b}" for b in boots]
     return "\n".join(lines)
 
 

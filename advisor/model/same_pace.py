@@ -36,6 +36,19 @@ def twin(cell: AppCell, cells: list[AppCell], workload: str) -> AppCell | None:
                  (c.grid, c.zfs_version, c.layout, c.disk_iops, c.disk_bps, c.clients, c.compression) == same), None)
 
 
+def pace_twin(cell: AppCell, cells: list[AppCell], workload: str) -> AppCell | None:
+    """The fio job to take `cell`'s probes from: its `twin` where its grid ran one, else the job at
+    the same pace in another grid (another boot of the same layout, disk throttle, clients and
+    compression: a probe run on another day of the same pool), the one with the most runs."""
+    same = twin(cell, cells, workload)
+    if same is not None:
+        return same
+    pace = (cell.zfs_version, cell.layout, cell.disk_iops, cell.disk_bps, cell.clients, cell.compression)
+    others = [c for c in cells if c.app == FIO_APP.format(workload=workload) and
+              (c.zfs_version, c.layout, c.disk_iops, c.disk_bps, c.clients, c.compression) == pace]
+    return max(others, key=lambda c: (len(c.runs), c.grid), default=None)
+
+
 def probe_source(fio: AppCell, held: list[Sample]) -> tuple[ProbeSource | None, str]:
     """(the fio cell's rows as a probe of the prior's cell `held`, or None with why)."""
     templates: dict[int, Observation] = {}

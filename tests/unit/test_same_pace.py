@@ -18,7 +18,7 @@ from advisor.model.app_grids import load_grids
 from advisor.model.dataset import cells, load_csv, samples
 from advisor.model.features import settings_key
 from advisor.model.probe_fidelity import fidelity, table, verdict
-from advisor.model.same_pace import probe_source, twin
+from advisor.model.same_pace import pace_twin, probe_source, twin
 from support import HOSTS
 from support.app_grid_rows import write_grid
 
@@ -55,6 +55,23 @@ def test_the_fio_job_beside_a_cell_is_its_grids_at_its_throttle(tmp_path):
     pg7 = next(c for c in grid if c.app == "pgbench-tpcb" and c.disk_iops == 7)
     assert twin(pg7, [c for c in grid if c.disk_iops != 7], "postgres") is None
     assert twin(pg7, grid, "mysql") is None  # no fio-mysql ran
+
+
+def test_without_its_own_the_fio_job_at_the_same_pace_in_another_grid_stands_in(tmp_path):
+    """Another boot of the same layout and throttle: the probe on another day of the same pool.
+    Never the job at another throttle, and the cell's own grid's job first."""
+    pg_only = [r for r in _beside((1.0, 1.0), (1.0, 1.0)) if r[0] == "pgbench-tpcb"]
+    write_grid(tmp_path / "a.csv", pg_only)
+    write_grid(tmp_path / "b.csv", _beside((16.6, 16.0), (19.0, 18.0)))
+    write_grid(tmp_path / "c.csv", _beside((830.0, 800.0), (950.0, 900.0), iops=350, pg=50))
+    grids = load_grids(tmp_path)
+    alone = next(c for c in grids if c.grid == "a")
+    assert twin(alone, grids, "postgres") is None
+    other = pace_twin(alone, grids, "postgres")
+    assert other is not None and (other.grid, other.app, other.disk_iops) == ("b", "fio-postgres", 7)
+    beside = next(c for c in grids if c.grid == "b" and c.app == "pgbench-tpcb")
+    assert pace_twin(beside, grids, "postgres") is twin(beside, grids, "postgres")
+    assert pace_twin(alone, [c for c in grids if c.grid != "b"], "postgres") is None
 
 
 def test_the_probe_results_for_a_cell_are_that_cells_fio_rows(tmp_path, prior):
