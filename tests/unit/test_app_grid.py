@@ -184,3 +184,46 @@ def test_the_fio_cell_runs_the_probes_own_job_on_the_copy_and_reads_its_iops():
         sum(j["read"]["iops"] + j["write"]["iops"] for j in jobs))
     with pytest.raises(ValueError, match="no JSON"):
         labapps.parse_fio("fio: failed to open /tank/x")
+
+
+def test_a_separate_wal_moves_pg_wal_onto_a_128k_child_after_the_data_copy():
+    """--pg-wal separate: the copy's pg_wal moved to tank/apps/pg-<rs>/wal (recordsize 128K, the run's
+    compression) and linked back, postgres's and 0700 as initdb leaves it; the other apps untouched."""
+    s = labapps.Settings(pg_wal="separate", compression="lz4")
+    pg = labapps.APPS["pgbench-select"]
+    script = labapps.fresh_copy(pg, "8K", s)
+    steps = script.split(" && ")
+    at = {step: i for i, step in enumerate(steps)}
+    data_copy = at[f"cp -a {labapps.SOURCE}/pg/. /tank/apps/pg-8K/"]
+    child = at["zfs create -o recordsize=128K -o compression=lz4 tank/apps/pg-8K/wal"]
+    moved = at["cp -a /tank/apps/pg-8K/data/pg_wal/. /tank/apps/pg-8K/wal/"]
+    removed = at["rm -rf /tank/apps/pg-8K/data/pg_wal"]
+    linked = at["ln -s /tank/apps/pg-8K/wal /tank/apps/pg-8K/data/pg_wal"]
+    assert data_copy < child < moved < removed < linked < at["chmod 0700 /tank/apps/pg-8K/wal"]
+    assert "chown postgres:postgres /tank/apps/pg-8K/wal" in steps
+    assert script.startswith("zfs destroy -r tank/apps/pg-8K ")  # -r: the WAL's child goes with it
+    assert labapps.run_datasets(pg, "8K", s) == ["tank/apps/pg-8K", "tank/apps/pg-8K/wal"]
+    for other in ("mariadb-oltp", "fio-postgres"):
+        assert "/wal" not in labapps.fresh_copy(labapps.APPS[other], "8K", s)
+        assert labapps.run_datasets(labapps.APPS[other], "8K", s) == [labapps.dataset(labapps.APPS[other], "8K")]
+    same = labapps.Settings()
+    assert "pg_wal" not in labapps.fresh_copy(pg, "8K", same)
+    assert labapps.run_datasets(pg, "8K", same) == ["tank/apps/pg-8K"]
+
+
+def test_rows_are_not_appended_to_a_grid_of_other_columns(tmp_path):
+    """A committed grid older than the pg_wal column: a new row would land beside its header."""
+    old = Path(__file__).resolve().parents[1] / "lab" / "apps-data" / "pgbench-ssd-mirror2x2-zfs2.3.csv"
+    why = app_grid.header_mismatch(old)
+    assert why is not None and "pg_wal" in why and "new --out" in why
+    new = tmp_path / "grid.csv"
+    assert app_grid.header_mismatch(new) is None
+    app_grid.append_rows(new, [{"app": "pgbench-tpcb", "pg_wal": "separate"}])
+    assert app_grid.header_mismatch(new) is None
+
+
+def test_the_wal_option_takes_only_its_choices(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        app_grid.main(["--pg-wal", "apart"])  # refused while the arguments are parsed: nothing booted
+    assert exit_.value.code == 2
+    assert "choose from 'same', 'separate'" in capsys.readouterr().err
