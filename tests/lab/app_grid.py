@@ -2,6 +2,7 @@
 
     tests/lab/app-grid --layouts ssd-mirror2x2 --apps pgbench-tpcb --recordsizes 8K,32K,128K
     tests/lab/app-grid --layouts hdd-mirror2x2 --apps copy,borg --repeats 3
+    tests/lab/app-grid --apps copy,borg --tree-mib 512 ...  # 256 MiB of random files beside the small ones
     tests/lab/app-grid --apps mariadb-oltp --throttle-scale 0.005 ...  # sysbench oltp_read_write
     tests/lab/app-grid --throttle-scale 0.25 ...        # every disk's IOPS and MB/s throttle x 0.25
     tests/lab/app-grid --throttle-scale 0.02,0.01 ...   # both in one boot: does the metric follow the disks?
@@ -278,11 +279,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="PostgreSQL's WAL in its data directory (same) or on a dataset of its own at "
                     f"recordsize {labapps.WAL_RECORDSIZE} (separate)")
     ap.add_argument("--pg-scale", type=int, default=labapps.Settings.pg_scale, help="pgbench -i -s")
+    ap.add_argument("--tree-mib", type=int, default=labapps.Settings.tree_mib,
+                    help="copy's and borg's tree: half of this in 32 MiB files of random bytes (at least one), "
+                    "beside the image's small files")
     ap.add_argument("--compression", default=labapps.Settings.compression,
                     help="every dataset's compression (off: the data set must not fit the ARC compressed)")
     ap.add_argument("--objsets", type=Path, help="record the pool's objset kstats over each run here")
     ap.add_argument("--out", type=Path, default=labimage.LAB_DIR / "apps-data" / "apps-zfs2.3.csv")
     args = ap.parse_args(argv)
+    if args.tree_mib < 1:
+        ap.error(f"--tree-mib: a number of MiB, 1 or more, not {args.tree_mib}")
     args.layouts, args.apps, args.recordsizes = (v.split(",") for v in (args.layouts, args.apps, args.recordsizes))
     try:
         args.throttle_scale = [float(f) for f in args.throttle_scale.split(",")]
@@ -297,7 +303,8 @@ def main(argv: list[str] | None = None) -> int:
     if mismatch:
         ap.error(mismatch)
     s = labapps.Settings(seconds=args.seconds, clients=max(args.clients), synchronous_commit=args.synchronous_commit,
-                         pg_wal=args.pg_wal, pg_scale=args.pg_scale, compression=args.compression)
+                         pg_wal=args.pg_wal, pg_scale=args.pg_scale, tree_mib=args.tree_mib,
+                         compression=args.compression)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     meta_path = args.out.with_suffix(".meta.json")
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else {"runs": []}

@@ -227,3 +227,15 @@ def test_the_wal_option_takes_only_its_choices(capsys):
         app_grid.main(["--pg-wal", "apart"])  # refused while the arguments are parsed: nothing booted
     assert exit_.value.code == 2
     assert "choose from 'same', 'separate'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("tree_mib", "files"), [(256, 4), (512, 8), (16, 1)])
+def test_the_tree_holds_half_its_mib_in_32_mib_random_files(tree_mib, files):
+    script = labapps._tree_setup(labapps.Settings(tree_mib=tree_mib))
+    assert f"for i in $(seq {files}); do head -c 32M /dev/urandom" in script
+
+
+def test_tree_mib_is_refused_below_one_before_anything_runs(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        app_grid.main(["--apps", "copy", "--tree-mib", "0", "--layouts", "no-such-layout"])  # never a boot
+    assert exit_.value.code == 2 and "--tree-mib: a number of MiB, 1 or more, not 0" in capsys.readouterr().err
