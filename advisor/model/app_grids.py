@@ -3,7 +3,8 @@
 A grid is one CSV of `tests/lab/app-grid` (docs/apps.md) with its `<stem>.meta.json` and, where
 the run kept them, each run's raw readings in `runs/<stem>/` (`<app>-<recordsize>-x<scale>-c<clients>-<repeat>.txt`).
 A cell is one grid's rows of one layout, app, disk throttle (IOPS and MB/s), number of clients,
-`synchronous_commit` and compression: its recordsizes, each with its repeats.  The app's metric
+`synchronous_commit`, `pg_wal` (PostgreSQL's WAL on a dataset of its own or not) and compression:
+its recordsizes, each with its repeats.  The app's metric
 and whether higher is better are the CSV's.
 
 **Which cells are scored: the storage paced them.**  The rows' `bound` verdict cannot say: it is
@@ -72,6 +73,7 @@ class AppCell:
     clients: str
     synchronous_commit: str
     compression: str
+    pg_wal: str = ""  # "separate": PostgreSQL's WAL on a dataset of its own; "same" or "" (not recorded): beside the data
     runs: list[AppRun] = field(default_factory=list)
     scored: bool = False
     why: str = ""  # why it is scored (the pace's evidence) or why not
@@ -79,7 +81,8 @@ class AppCell:
     @property
     def name(self) -> str:
         return (f"{self.grid}: {self.app}, {self.disk_iops} IOPS {self.disk_bps / 1e6:g} MB/s, {self.clients} clients, "
-                f"synchronous_commit {self.synchronous_commit or '-'}, compression {self.compression}")
+                f"synchronous_commit {self.synchronous_commit or '-'}, compression {self.compression}"
+                + (", WAL on its own dataset" if self.pg_wal == "separate" else ""))
 
     def values(self) -> dict[str, list[float]]:
         """recordsize -> its repeats' values, the recordsizes from small to large."""
@@ -160,13 +163,14 @@ def _grid_cells(path: Path, settings: dict, runs_dir: Path) -> list[AppCell]:
         for row in csv.DictReader(f):
             clients = row.get("clients") or str(settings.get("clients", ""))
             sync = row.get("synchronous_commit") or str(settings.get("synchronous_commit", ""))
+            wal = row.get("pg_wal") or ""  # a grid older than the column ran every WAL beside its data
             key = (row["zfs_version"], row["layout"], row["app"], row["disk_iops"], row["disk_bps"], clients, sync,
-                   row["compression"])
+                   row["compression"], wal)
             cell = by.setdefault(key, AppCell(
                 grid=path.stem, zfs_version=row["zfs_version"], layout=row["layout"], app=row["app"],
                 metric=row["metric"], higher_is_better=row["higher_is_better"] == "1", disk_iops=int(row["disk_iops"]),
                 disk_bps=int(row["disk_bps"]), clients=clients, synchronous_commit=sync,
-                compression=row["compression"]))
+                compression=row["compression"], pg_wal=wal))
             ops, source = _disk_ops(row, clients, runs_dir)
             cell.runs.append(AppRun(recordsize=format_size(parse_size(row["recordsize"])), repeat=int(row["repeat"]),
                                     position=int(row["position"]), value=float(row["value"]), disk_ops=ops,
@@ -222,8 +226,8 @@ def pace(cell: AppCell, grid: list[AppCell]) -> tuple[bool, str]:
 
 
 def _same_but_throttle(a: AppCell, b: AppCell) -> bool:
-    return (a.zfs_version, a.layout, a.app, a.clients, a.synchronous_commit, a.compression) == \
-        (b.zfs_version, b.layout, b.app, b.clients, b.synchronous_commit, b.compression)
+    return (a.zfs_version, a.layout, a.app, a.clients, a.synchronous_commit, a.compression, a.pg_wal) == \
+        (b.zfs_version, b.layout, b.app, b.clients, b.synchronous_commit, b.compression, b.pg_wal)
 
 
 def _followed(a: AppCell, b: AppCell) -> bool | None:

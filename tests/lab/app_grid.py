@@ -2,10 +2,12 @@
 
     tests/lab/app-grid --layouts ssd-mirror2x2 --apps pgbench-tpcb --recordsizes 8K,32K,128K
     tests/lab/app-grid --layouts hdd-mirror2x2 --apps copy,borg --repeats 3
+    tests/lab/app-grid --apps copy,borg --tree-mib 512 ...  # 256 MiB of random files beside the small ones
     tests/lab/app-grid --apps mariadb-oltp --throttle-scale 0.005 ...  # sysbench oltp_read_write
     tests/lab/app-grid --throttle-scale 0.25 ...        # every disk's IOPS and MB/s throttle x 0.25
     tests/lab/app-grid --throttle-scale 0.02,0.01 ...   # both in one boot: does the metric follow the disks?
     tests/lab/app-grid --throttle-scale 0.01 --bytes-per-op 16K ...  # MB/s = IOPS x 16K: large requests cost more
+    tests/lab/app-grid --apps pgbench-tpcb --pg-wal separate ...  # the WAL on a dataset of its own (128K)
 
 Boots the application image (line 2.3-apps, `tests/lab/build-image --zfs 2.3-apps`) once per
 layout, holding /tmp/lab-vm.lock from boot to shutdown.  Per layout: the ARC capped (zfs_arc_max,
@@ -54,7 +56,7 @@ ARC_MAX_BYTES = 64 << 20  # with the applications' 32 MiB caches, well under the
 COLUMNS = ("started_at,zfs_version,image,layout,disk_iops,disk_bps,app,metric,higher_is_better,recordsize,"
            "compression,repeat,position,value,seconds,disk_busy_max,disk_busy_mean,guest_cpu_busy,guest_cpu_steal,"
            "host_cpu_busy,bound,bound_reason,arc_max_bytes,app_cache_bytes,data_bytes,run_id,throttle_scale,clients,"
-           "synchronous_commit,disk_ops_max").split(",")
+           "synchronous_commit,disk_ops_max,pg_wal").split(",")
 Cell = TypeVar("Cell")
 
 
@@ -140,7 +142,8 @@ def one_run(vm: LabVM, app: labapps.App, rs: str, s: labapps.Settings, disks: li
     if objsets:
         vm.copy_out("/tmp/objsets", objsets)
         (objsets / "run.txt").write_text(r.stdout)  # the guest's readings and the application's report, raw
-        (objsets / "dataset").write_text(labapps.dataset(app, rs) + "\n")  # the run's own: recognition reads it
+        # the run's own, one a line, the data's first: the recognition reads them
+        (objsets / "dataset").write_text("".join(d + "\n" for d in labapps.run_datasets(app, rs, s)))
     before, after, output = r.stdout.split("@@SPLIT\n", 2)
     if r.rc != 0:
         raise RuntimeError(f"{app.name} at {rs} failed (rc {r.rc}): {output[-800:]}")
@@ -155,6 +158,19 @@ def one_run(vm: LabVM, app: labapps.App, rs: str, s: labapps.Settings, disks: li
 
 def _r(v: float | None) -> float | str:
     return "" if v is None else round(v, 3)
+
+
+def header_mismatch(path: Path) -> str | None:
+    """Why rows cannot be appended to `path` (its header is not COLUMNS: an older grid), or None."""
+    if not path.exists():
+        return None
+    with path.open(newline="") as f:
+        header = next(csv.reader(f), [])
+    if header == COLUMNS:
+        return None
+    missing = [c for c in COLUMNS if c not in header]
+    return (f"{path} has other columns than this app-grid writes (missing: {', '.join(missing) or 'none'}): "
+            "its rows would be misread; write to a new --out")
 
 
 def append_rows(path: Path, rows: list[dict]) -> None:
@@ -198,7 +214,8 @@ def run_layout(name: str, args: argparse.Namespace, s: labapps.Settings, meta: d
                        "arc_max_bytes": ARC_MAX_BYTES, "data_bytes": facts["data_bytes"][app.source],
                        "app_cache_bytes": labapps.cache_bytes(app, s),
                        "run_id": run_id, "throttle_scale": factor, "clients": s.clients,
-                       "synchronous_commit": s.synchronous_commit if app.source == "pg" else "", **measured}
+                       "synchronous_commit": s.synchronous_commit if app.source == "pg" else "",
+                       "pg_wal": s.pg_wal if app.source == "pg" else "", **measured}
                 append_rows(args.out, [row])
                 log(f"{name} {app.name} {rs} x{factor:g} c{clients} #{repeat}: {row['value']} {app.metric}, {row['bound']}: "
                     f"{row['bound_reason']}")
@@ -209,7 +226,8 @@ def summary(rows: list[dict[str, str]]) -> str:
     each run."""
     groups: dict[tuple[str, ...], list[dict[str, str]]] = {}
     for r in rows:
-        groups.setdefault((r["layout"], r["app"], r["disk_iops"], r.get("clients", ""), r["recordsize"]), []).append(r)
+        app = r["app"] + (" (WAL on its own dataset)" if r.get("pg_wal") == "separate" else "")
+        groups.setdefault((r["layout"], app, r["disk_iops"], r.get("clients", ""), r["recordsize"]), []).append(r)
     out = ["| layout | app | disk IOPS | clients | recordsize | mean | repeats (run order) | disks busy (busiest) | "
            "guest CPU | host CPU | bound |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for (layout, app, iops, clients, rs), rs_rows in groups.items():
@@ -269,12 +287,20 @@ def main(argv: list[str] | None = None) -> int:
                     help="pgbench's clients (-c); several (8,16): each a cell of its own")
     ap.add_argument("--synchronous-commit", choices=("on", "off"), default=labapps.Settings.synchronous_commit,
                     help="PostgreSQL's synchronous_commit (on as Debian ships it)")
+    ap.add_argument("--pg-wal", choices=labapps.PG_WAL, default=labapps.Settings.pg_wal,
+                    help="PostgreSQL's WAL in its data directory (same) or on a dataset of its own at "
+                    f"recordsize {labapps.WAL_RECORDSIZE} (separate)")
     ap.add_argument("--pg-scale", type=int, default=labapps.Settings.pg_scale, help="pgbench -i -s")
+    ap.add_argument("--tree-mib", type=int, default=labapps.Settings.tree_mib,
+                    help="copy's and borg's tree: half of this in 32 MiB files of random bytes (at least one), "
+                    "beside the image's small files")
     ap.add_argument("--compression", default=labapps.Settings.compression,
                     help="every dataset's compression (off: the data set must not fit the ARC compressed)")
     ap.add_argument("--objsets", type=Path, help="record the pool's objset kstats over each run here")
     ap.add_argument("--out", type=Path, default=labimage.LAB_DIR / "apps-data" / "apps-zfs2.3.csv")
     args = ap.parse_args(argv)
+    if args.tree_mib < 1:
+        ap.error(f"--tree-mib: a number of MiB, 1 or more, not {args.tree_mib}")
     args.layouts, args.apps, args.recordsizes = (v.split(",") for v in (args.layouts, args.apps, args.recordsizes))
     try:
         args.throttle_scale = [float(f) for f in args.throttle_scale.split(",")]
@@ -285,8 +311,12 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [a for a in args.apps if a not in labapps.APPS] + [x for x in args.layouts if x not in lablayouts.load()]
     if unknown:
         ap.error(f"unknown: {', '.join(unknown)}; apps: {', '.join(labapps.APPS)}; layouts: see tests/lab/vm layouts")
+    mismatch = header_mismatch(args.out)
+    if mismatch:
+        ap.error(mismatch)
     s = labapps.Settings(seconds=args.seconds, clients=max(args.clients), synchronous_commit=args.synchronous_commit,
-                         pg_scale=args.pg_scale, compression=args.compression)
+                         pg_wal=args.pg_wal, pg_scale=args.pg_scale, tree_mib=args.tree_mib,
+                         compression=args.compression)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     meta_path = args.out.with_suffix(".meta.json")
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else {"runs": []}

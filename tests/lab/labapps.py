@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 PG_BIN = "/usr/lib/postgresql/15/bin"
+PG_WAL = ("same", "separate")  # Settings.pg_wal's choices
+WAL_RECORDSIZE = "128K"  # the default: only the data's recordsize is under test
 PG_SOCKET = "/tmp"
 SOURCE = "/tank/appsrc"
 
@@ -31,6 +33,7 @@ class Settings:
     sb_table_size: int = 150_000  # million rows (docs/apps.md), against 64 MiB of ARC and 32 MiB of buffer pool
     innodb_buffer_pool_mib: int = 32  # MariaDB's own cache, well below the data
     synchronous_commit: str = "on"  # as Debian ships it; "off" is a common admin's choice (docs/apps.md)
+    pg_wal: str = "same"  # PG_WAL: the WAL in the data directory, or on a dataset of its own at 128K
     tree_mib: int = 256  # the copy's tree: small files from /usr plus large random ones
     compression: str = "off"  # the data set must not fit the ARC compressed
     fresh_copy: bool = True  # every run on a new copy of the data (no bloat inherited from earlier runs)
@@ -295,10 +298,31 @@ def cache_bytes(app: App, s: Settings) -> int:
     return {"pg": s.pg_shared_buffers_mib, "my": s.innodb_buffer_pool_mib}.get(app.source, 0) << 20
 
 
+def wal_apart(app: App, s: Settings) -> bool:
+    """Whether the run's PostgreSQL WAL is on a dataset of its own (`--pg-wal separate`)."""
+    return app.source == "pg" and s.pg_wal == "separate"
+
+
+def run_datasets(app: App, recordsize: str, s: Settings) -> list[str]:
+    """The datasets a run writes to, the data's first (the one the recognition's table reads)."""
+    ds = dataset(app, recordsize)
+    return [ds, f"{ds}/wal"] if wal_apart(app, s) else [ds]
+
+
+def _wal_onto_own_dataset(ds: str, s: Settings) -> str:
+    """The copy's pg_wal moved to a child dataset at WAL_RECORDSIZE and linked back, owned and
+    moded as initdb leaves pg_wal (postgres, 0700)."""
+    wal, pg_wal = f"/{ds}/wal", f"/{ds}/data/pg_wal"
+    return (f" && zfs create -o recordsize={WAL_RECORDSIZE} -o compression={s.compression} {ds}/wal"
+            f" && cp -a {pg_wal}/. {wal}/ && rm -rf {pg_wal} && ln -s {wal} {pg_wal}"
+            f" && chown postgres:postgres {wal} && chown -h postgres:postgres {pg_wal} && chmod 0700 {wal}")
+
+
 def copy_onto(app: App, recordsize: str, s: Settings) -> str:
     """Create the recordsize's dataset and copy the source there (when it is not there yet)."""
     ds = dataset(app, recordsize)
     fill = (f" && cp -a {SOURCE}/{app.source}/. /{ds}/ && chown --reference={SOURCE}/{app.source} /{ds}"
             if app.data_on_dataset else "")
+    wal = _wal_onto_own_dataset(ds, s) if wal_apart(app, s) else ""
     return (f"zfs list {ds} >/dev/null 2>&1 || {{ zfs create -p -o recordsize={recordsize} "
-            f"-o compression={s.compression} {ds}{fill} && zpool sync tank; }}")
+            f"-o compression={s.compression} {ds}{fill}{wal} && zpool sync tank; }}")

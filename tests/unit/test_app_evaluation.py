@@ -223,3 +223,25 @@ def test_the_cli_says_which_option_is_wrong(tmp_path, capsys):
     assert "--apps" in capsys.readouterr().err
     assert main(["evaluate", "--apps", "--budget", "0"]) == 2
     assert "--budget" in capsys.readouterr().err
+
+
+def _with_wal(path: Path, wal: list[str]) -> None:
+    rows = _rows(path)
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=[*rows[0], "pg_wal"])
+        w.writeheader()
+        w.writerows({**row, "pg_wal": v} for row, v in zip(rows, wal, strict=True))
+
+
+def test_a_wal_on_its_own_dataset_is_a_cell_of_its_own_and_says_so(tmp_path):
+    """app-grid --pg-wal: the runs with PostgreSQL's WAL on a dataset of its own never share a cell
+    with those beside their data, nor count as their twin at another throttle."""
+    path = _write(tmp_path / "wal.csv", [("8K", 9.0, 10, 10.0), ("128K", 10.0, 10, 10.0),
+                                         ("8K", 12.0, 10, 10.0), ("128K", 11.0, 10, 10.0)])
+    _with_wal(path, ["same", "same", "separate", "separate"])
+    same, separate = load_grids(tmp_path)
+    assert [r.value for r in same.runs] == [9.0, 10.0] and [r.value for r in separate.runs] == [12.0, 11.0]
+    assert separate.name.endswith(", WAL on its own dataset") and "WAL" not in same.name
+    _write(path, [("8K", 9.0, 10, 10.0), ("128K", 10.0, 10, 10.0), ("8K", 18.0, 20, 20.0), ("128K", 10.0, 20, 20.0)])
+    _with_wal(path, ["same", "same", "separate", "separate"])  # 128K deaf to the throttle, were they twins
+    assert all(c.scored and "not run at another throttle" in c.why for c in load_grids(tmp_path))

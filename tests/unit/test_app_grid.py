@@ -191,3 +191,58 @@ def test_the_fio_cell_runs_the_probes_own_job_on_the_copy_and_reads_its_iops():
         sum(j["read"]["iops"] + j["write"]["iops"] for j in jobs))
     with pytest.raises(ValueError, match="no JSON"):
         labapps.parse_fio("fio: failed to open /tank/x")
+
+
+def test_a_separate_wal_moves_pg_wal_onto_a_128k_child_after_the_data_copy():
+    """--pg-wal separate: the copy's pg_wal moved to tank/apps/pg-<rs>/wal (recordsize 128K, the run's
+    compression) and linked back, postgres's and 0700 as initdb leaves it; the other apps untouched."""
+    s = labapps.Settings(pg_wal="separate", compression="lz4")
+    pg = labapps.APPS["pgbench-select"]
+    script = labapps.fresh_copy(pg, "8K", s)
+    steps = script.split(" && ")
+    at = {step: i for i, step in enumerate(steps)}
+    data_copy = at[f"cp -a {labapps.SOURCE}/pg/. /tank/apps/pg-8K/"]
+    child = at["zfs create -o recordsize=128K -o compression=lz4 tank/apps/pg-8K/wal"]
+    moved = at["cp -a /tank/apps/pg-8K/data/pg_wal/. /tank/apps/pg-8K/wal/"]
+    removed = at["rm -rf /tank/apps/pg-8K/data/pg_wal"]
+    linked = at["ln -s /tank/apps/pg-8K/wal /tank/apps/pg-8K/data/pg_wal"]
+    assert data_copy < child < moved < removed < linked < at["chmod 0700 /tank/apps/pg-8K/wal"]
+    assert "chown postgres:postgres /tank/apps/pg-8K/wal" in steps
+    assert script.startswith("zfs destroy -r tank/apps/pg-8K ")  # -r: the WAL's child goes with it
+    assert labapps.run_datasets(pg, "8K", s) == ["tank/apps/pg-8K", "tank/apps/pg-8K/wal"]
+    for other in ("mariadb-oltp", "fio-postgres"):
+        assert "/wal" not in labapps.fresh_copy(labapps.APPS[other], "8K", s)
+        assert labapps.run_datasets(labapps.APPS[other], "8K", s) == [labapps.dataset(labapps.APPS[other], "8K")]
+    same = labapps.Settings()
+    assert "pg_wal" not in labapps.fresh_copy(pg, "8K", same)
+    assert labapps.run_datasets(pg, "8K", same) == ["tank/apps/pg-8K"]
+
+
+def test_rows_are_not_appended_to_a_grid_of_other_columns(tmp_path):
+    """A committed grid older than the pg_wal column: a new row would land beside its header."""
+    old = Path(__file__).resolve().parents[1] / "lab" / "apps-data" / "pgbench-ssd-mirror2x2-zfs2.3.csv"
+    why = app_grid.header_mismatch(old)
+    assert why is not None and "pg_wal" in why and "new --out" in why
+    new = tmp_path / "grid.csv"
+    assert app_grid.header_mismatch(new) is None
+    app_grid.append_rows(new, [{"app": "pgbench-tpcb", "pg_wal": "separate"}])
+    assert app_grid.header_mismatch(new) is None
+
+
+def test_the_wal_option_takes_only_its_choices(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        app_grid.main(["--pg-wal", "apart"])  # refused while the arguments are parsed: nothing booted
+    assert exit_.value.code == 2
+    assert "choose from 'same', 'separate'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("tree_mib", "files"), [(256, 4), (512, 8), (16, 1)])
+def test_the_tree_holds_half_its_mib_in_32_mib_random_files(tree_mib, files):
+    script = labapps._tree_setup(labapps.Settings(tree_mib=tree_mib))
+    assert f"for i in $(seq {files}); do head -c 32M /dev/urandom" in script
+
+
+def test_tree_mib_is_refused_below_one_before_anything_runs(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        app_grid.main(["--apps", "copy", "--tree-mib", "0", "--layouts", "no-such-layout"])  # never a boot
+    assert exit_.value.code == 2 and "--tree-mib: a number of MiB, 1 or more, not 0" in capsys.readouterr().err

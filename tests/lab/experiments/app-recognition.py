@@ -35,44 +35,52 @@ def main() -> int:
         return table(args.directory, args.seconds, sigs)
     for run in sorted(p for p in args.directory.iterdir() if p.is_dir()):
         samples = read_job(run / "objsets")
-        # the run's own dataset, as app-grid wrote it; in older recordings the one that did the most
-        # reads and writes (which can be another: the source of a copy)
+        # the run's own datasets, as app-grid wrote them (the data's, then the WAL's where it has its
+        # own); in older recordings the one that did the most reads and writes (which can be another:
+        # the source of a copy)
         names = set(samples[0].datasets) & set(samples[-1].datasets) if samples else set()
         told = run / "dataset"
-        busiest = told.read_text().strip() if told.exists() else max(
+        busiest = told.read_text().split() if told.exists() else [max(
             names, key=lambda n: sum(samples[-1].datasets[n][:2]) - sum(samples[0].datasets[n][:2]),
-            default=None)  # Counters: reads, writes, ...
-        if busiest is None:
+            default=None)]  # Counters: reads, writes, ...
+        if None in busiest:
             print(f"{run.name}: no samples")
             continue
-        found = [classify(t, sigs) for t in windows(samples, busiest, args.seconds)]
-        seen = Counter(f"{r.workload}/{r.role}" if r.known else r.workload for r in found)
-        print(f"{run.name} ({busiest}, {len(found)} windows of {args.seconds:g} s): "
-              + ", ".join(f"{k} {v}" for k, v in seen.most_common()))
-        for r in found:
-            print("   ", json.dumps(r.shown()))
+        for dataset in busiest:
+            found = [classify(t, sigs) for t in windows(samples, dataset, args.seconds)]
+            seen = Counter(f"{r.workload}/{r.role}" if r.known else r.workload for r in found)
+            print(f"{run.name} ({dataset}, {len(found)} windows of {args.seconds:g} s): "
+                  + ", ".join(f"{k} {v}" for k, v in seen.most_common()))
+            for r in found:
+                print("   ", json.dumps(r.shown()))
     return 0
 
 
 EXPECTED = {"pgbench-tpcb": "postgres/data", "pgbench-select": "postgres/data", "fio-postgres": "postgres/data",
             "mariadb-oltp": "mysql/data", "fio-mysql": "mysql/data", "copy": "no database", "borg": "no database"}
+WAL_EXPECTED = "postgres/wal"  # a run's second dataset: PostgreSQL's WAL on its own (app-grid --pg-wal separate)
 DATABASES = ("postgres/", "mysql/", "sqlite/")
 
 
 def table(directory: Path, seconds: float, sigs: list) -> int:
     by_app: dict[str, Counter] = {}
+    expected: dict[str, str] = {}
     runs: Counter = Counter()
     for grid in sorted(p for p in directory.iterdir() if p.is_dir()):
         for run in sorted(p for p in grid.iterdir() if p.is_dir()):
             app = next((a for a in EXPECTED if run.name.startswith(a + "-")), run.name)
-            dataset = (run / "dataset").read_text().strip()
-            found = [classify(t, sigs) for t in windows(read_job(run / "objsets"), dataset, seconds)]
-            by_app.setdefault(app, Counter()).update(f"{r.workload}/{r.role}" if r.known else UNKNOWN for r in found)
-            runs[app] += 1
+            samples = read_job(run / "objsets")
+            # one row per dataset of the run: the data's is the application's, a second its WAL's
+            for i, dataset in enumerate((run / "dataset").read_text().split()):
+                row = app if i == 0 else f"{app}, WAL"
+                expected[row] = EXPECTED.get(app, "?") if i == 0 else WAL_EXPECTED
+                found = [classify(t, sigs) for t in windows(samples, dataset, seconds)]
+                by_app.setdefault(row, Counter()).update(f"{r.workload}/{r.role}" if r.known else UNKNOWN for r in found)
+                runs[row] += 1
     print(f"| application | runs | windows of {seconds:g} s | expected | as expected | recognised as |")
     print("| --- | --- | --- | --- | --- | --- |")
     for app, got in by_app.items():
-        want = EXPECTED.get(app, "?")
+        want = expected[app]
         ok = (sum(v for k, v in got.items() if not k.startswith(DATABASES)) if want == "no database" else got[want])
         print(f"| {app} | {runs[app]} | {sum(got.values())} | {want} | {ok} | "
               + ", ".join(f"{k} {v}" for k, v in got.most_common()) + " |")
