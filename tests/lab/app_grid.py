@@ -3,6 +3,7 @@
     tests/lab/app-grid --layouts ssd-mirror2x2 --apps pgbench-tpcb --recordsizes 8K,32K,128K
     tests/lab/app-grid --layouts hdd-mirror2x2 --apps copy,borg --repeats 3
     tests/lab/app-grid --apps copy,borg --tree-mib 512 ...  # 256 MiB of random files beside the small ones
+    tests/lab/app-grid --apps media-read --recordsizes 128K,1M --media-mib 192 ...  # large files read back
     tests/lab/app-grid --apps mariadb-oltp --throttle-scale 0.005 ...  # sysbench oltp_read_write
     tests/lab/app-grid --throttle-scale 0.25 ...        # every disk's IOPS and MB/s throttle x 0.25
     tests/lab/app-grid --throttle-scale 0.02,0.01 ...   # both in one boot: does the metric follow the disks?
@@ -294,6 +295,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tree-mib", type=int, default=labapps.Settings.tree_mib,
                     help="copy's and borg's tree: half of this in 32 MiB files of random bytes (at least one), "
                     "beside the image's small files")
+    ap.add_argument("--media-mib", type=int, default=labapps.Settings.media_mib,
+                    help=f"media-read's files: this in {labapps.MEDIA_FILES} files of random bytes")
     ap.add_argument("--compression", default=labapps.Settings.compression,
                     help="every dataset's compression (off: the data set must not fit the ARC compressed)")
     ap.add_argument("--objsets", type=Path, help="record the pool's objset kstats over each run here")
@@ -301,6 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.tree_mib < 1:
         ap.error(f"--tree-mib: a number of MiB, 1 or more, not {args.tree_mib}")
+    if args.media_mib < labapps.MEDIA_FILES:
+        ap.error(f"--media-mib: a number of MiB, {labapps.MEDIA_FILES} or more (one a file), not {args.media_mib}")
     args.layouts, args.apps, args.recordsizes = (v.split(",") for v in (args.layouts, args.apps, args.recordsizes))
     try:
         args.throttle_scale = [float(f) for f in args.throttle_scale.split(",")]
@@ -316,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(mismatch)
     s = labapps.Settings(seconds=args.seconds, clients=max(args.clients), synchronous_commit=args.synchronous_commit,
                          pg_wal=args.pg_wal, pg_scale=args.pg_scale, tree_mib=args.tree_mib,
-                         compression=args.compression)
+                         media_mib=args.media_mib, compression=args.compression)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     meta_path = args.out.with_suffix(".meta.json")
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else {"runs": []}

@@ -35,6 +35,7 @@ class Settings:
     synchronous_commit: str = "on"  # as Debian ships it; "off" is a common admin's choice (docs/apps.md)
     pg_wal: str = "same"  # PG_WAL: the WAL in the data directory, or on a dataset of its own at 128K
     tree_mib: int = 256  # the copy's tree: small files from /usr plus large random ones
+    media_mib: int = 192  # media-read's files, MEDIA_FILES of them: 3 times the ARC's cap
     compression: str = "off"  # the data set must not fit the ARC compressed
     fresh_copy: bool = True  # every run on a new copy of the data (no bloat inherited from earlier runs)
 
@@ -261,6 +262,35 @@ def parse_backup(output: str) -> float:
     return _number_of(r"^backup seconds ([0-9.]+)$", output, "no 'backup seconds' line")
 
 
+# --- large media-like files read back whole -------------------------------------------------------
+
+MEDIA_FILES = 4
+
+
+def _media_setup(s: Settings) -> str:
+    # random bytes: nothing for a compression to take off, as in video or photos
+    each = max(1, s.media_mib // MEDIA_FILES)
+    return (f"mkdir -p {SOURCE}/media && for i in $(seq {MEDIA_FILES}); do "
+            f"head -c {each}M /dev/urandom > {SOURCE}/media/media-$i.bin; done")
+
+
+def _media_read(folder: str, s: Settings) -> str:
+    # each file whole, in 1 MiB reads; a subshell so that a failed dd fails the run and not the harness's
+    # script; LC_ALL=C: dd's report in the parser's format
+    return (f"( for f in {folder}/media-*.bin; do LC_ALL=C dd if=\"$f\" of=/dev/null bs=1M || exit 1; done )")
+
+
+def parse_media_read(output: str) -> float:
+    """dd's reports, one a file -> MB/s (10^6 bytes a second, as dd prints them) over all the files:
+    their bytes over the seconds dd took for them."""
+    runs = [(int(b), float(t)) for b, t in re.findall(r"^(\d+) bytes\b.* copied, ([0-9.e+-]+) s,", output, re.M)]
+    seconds = sum(t for _, t in runs)
+    if len(runs) != MEDIA_FILES or seconds <= 0:  # a file short: the number would still look like one
+        raise ValueError(f"{len(runs)} dd 'bytes ... copied' lines, not {MEDIA_FILES} with a time: "
+                         f"{output[-300:]!r}")
+    return sum(b for b, _ in runs) / seconds / 1e6
+
+
 def _nothing(folder: str, s: Settings) -> str:
     return "true"
 
@@ -280,6 +310,8 @@ APPS: dict[str, App] = {
                 False),
     "borg": App("borg", "seconds", False, "tree", _tree_setup, _borg_start, _borg_run, _nothing, parse_backup,
                 False),
+    "media-read": App("media-read", "MB/s", True, "media", _media_setup, _nothing, _media_read, _nothing,
+                      parse_media_read),
 }
 
 

@@ -57,7 +57,8 @@ def main() -> int:
 
 
 EXPECTED = {"pgbench-tpcb": "postgres/data", "pgbench-select": "postgres/data", "fio-postgres": "postgres/data",
-            "mariadb-oltp": "mysql/data", "fio-mysql": "mysql/data", "copy": "no database", "borg": "no database"}
+            "mariadb-oltp": "mysql/data", "fio-mysql": "mysql/data", "copy": "no database", "borg": "no database",
+            "media-read": "media/data"}
 WAL_EXPECTED = "postgres/wal"  # a run's second dataset: PostgreSQL's WAL on its own (app-grid --pg-wal separate)
 DATABASES = ("postgres/", "mysql/", "sqlite/")
 
