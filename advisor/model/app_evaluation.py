@@ -41,7 +41,9 @@ from advisor.model.dataset import Sample, cells
 from advisor.model.same_pace import pace_twin, probe_source
 
 # the app -> the workload profile it stands for (rules/workloads/)
-APP_WORKLOADS = {"pgbench-tpcb": "postgres", "pgbench-select": "postgres", "mariadb-oltp": "mysql"}
+APP_WORKLOADS = {"pgbench-tpcb": "postgres", "pgbench-select": "postgres", "mariadb-oltp": "mysql",
+                 "copy": "fileserver",  # a tree of small and large files written whole, as onto a share
+                 "borg": "backup", "media-read": "media"}
 BUDGETS = (0, 1, 2)
 
 

@@ -166,14 +166,16 @@ def test_a_cell_whose_repeats_spread_more_than_its_recordsizes_differ_harms_noth
 
 def test_a_paced_cell_no_answer_can_be_scored_on_is_listed_with_why(tmp_path):
     rows = [("8K", 9.0, 10, 10.0), ("128K", 10.0, 10, 10.0)]
-    _write(tmp_path / "a.csv", rows, app="copy", metric="seconds", higher=0)
+    _write(tmp_path / "a.csv", rows, app="rsync", metric="seconds", higher=0)
+    _write(tmp_path / "d.csv", rows, app="borg", metric="seconds", higher=0)
     _write(tmp_path / "b.csv", rows, layout="hdd-stripe9")
     _write(tmp_path / "c.csv", rows)
     cells = load_grids(tmp_path)
     assert all(c.scored for c in cells)
     unanswerable(cells, samples(load_csv()), hosts={})
     why = {c.grid: c.why for c in cells if not c.scored}
-    assert why["a"].startswith("no workload stands for copy")
+    assert why["a"].startswith("no workload stands for rsync")
+    assert why["d"].startswith("no fio cell of backup on ssd-mirror2x2")  # borg is a backup: none in the prior
     assert why["b"].startswith("no fio cell of postgres on hdd-stripe9")
     assert why["c"].startswith("no recorded host of ssd-mirror2x2")
 
