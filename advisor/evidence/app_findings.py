@@ -46,20 +46,23 @@ class AppFinding:
     pairs: tuple[PairFinding, ...]
     probe_job: str  # what the probe's own fio job measured at the same pace, in words ("" if not run)
 
-    def pair(self, value: str, against: str, same: Same) -> PairFinding | None:
-        """The application's ratio of `value` over `against` (inverted if measured the other way)."""
+    def pairs_for(self, value: str, against: str, same: Same) -> list[PairFinding]:
+        """The application's ratios of `value` over `against`, one per grid that measured both
+        (inverted where measured the other way)."""
+        out = []
         for p in self.pairs:
             if same(p.value, value) and same(p.against, against):
-                return p
-            if same(p.value, against) and same(p.against, value):
-                return PairFinding(value, against, 1 / p.ratio, (1 / p.interval[1], 1 / p.interval[0]), p.grid)
-        return None
+                out.append(p)
+            elif same(p.value, against) and same(p.against, value):
+                out.append(PairFinding(value, against, 1 / p.ratio, (1 / p.interval[1], 1 / p.interval[0]), p.grid))
+        return out
 
     def unconfirmed(self, proposal: str, current: str, same: Same) -> PairFinding | None:
-        """The pair when the application measured both and did not confirm `proposal` beating
-        `current` beyond its noise (its 90 % interval does not lie above 1); else None."""
-        found = self.pair(proposal, current, same)
-        return found if found is not None and found.interval[0] <= 1.0 else None
+        """Where the application measured both and a grid did not confirm `proposal` beating
+        `current` beyond its noise (its 90 % interval does not lie above 1), the least favourable
+        such pair; else None.  One grid that saw no gain is enough to hold a change: first, do no harm."""
+        found = [p for p in self.pairs_for(proposal, current, same) if p.interval[0] <= 1.0]
+        return min(found, key=lambda p: p.ratio, default=None)
 
 
 def read_findings(text: str) -> dict[tuple[str, str, str], AppFinding]:

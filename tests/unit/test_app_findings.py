@@ -117,3 +117,17 @@ def test_a_damaged_findings_file_is_not_used_and_the_answers_go_on(tmp_path, cap
     assert "not readable" in caplog.text
     assert load_app_findings(tmp_path / "absent.json") == {}
     assert read_findings(APP_FINDINGS.read_text())  # the shipped one reads
+
+
+def test_one_grid_that_saw_no_gain_holds_the_change_and_the_least_favourable_is_named():
+    """Two layouts of one medium: one measured the proposal better beyond its noise, the other
+    worse; the change is held on the worse one's figures (first, do no harm)."""
+    same = lambda a, b: a == b  # noqa: E731 - the engine's same_value on plain labels
+    confirmed = PairFinding("8K", "128K", 1.30, (1.10, 1.50), "mirror-grid")
+    worse = PairFinding("128K", "8K", 1 / 0.78, (1 / 0.97, 1 / 0.63), "raidz-grid")  # measured the other way
+    finding = _finding(confirmed, worse)
+    held = finding.unconfirmed("8K", "128K", same)
+    assert held is not None and held.grid == "raidz-grid" and held.ratio == pytest.approx(0.78)
+    assert held.interval == pytest.approx((0.63, 0.97))
+    assert _finding(confirmed).unconfirmed("8K", "128K", same) is None  # every grid confirmed it
+    assert finding.unconfirmed("4K", "128K", same) is None  # never measured: nothing to hold on
