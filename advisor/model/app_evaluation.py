@@ -190,8 +190,10 @@ def summary(cells: list[AppCell], results: list[AppAnswer]) -> dict[str, Any]:
 def summary_line(cells: list[AppCell], results: list[AppAnswer]) -> str:
     """`evaluate --apps`' last line; harm counts the harmful answers over every budget."""
     s = summary(cells, results)
+    # an answer whose value the application never ran scores nothing: said, not hidden in the figures
+    unmeasured = f"; unmeasured {s['unmeasured']} (answers at a recordsize the cell did not run)" if s["unmeasured"] else ""
     return (f"apps: {s['cells']} cells, 0 probes median {_percent(s['median_0'])}, worst {_percent(s['worst_0'])}; "
-            f"2 probes worst {_percent(s['worst_2'])}; harm {s['harm']}")
+            f"2 probes worst {_percent(s['worst_2'])}; harm {s['harm']}{unmeasured}")
 
 
 def cell_table(cell: AppCell, results: list[AppAnswer]) -> str:

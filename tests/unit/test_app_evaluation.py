@@ -25,7 +25,8 @@ from support.app_grid_rows import write_grid
 GRIDS = REPO / "tests" / "lab" / "apps-data"
 KEY = ("zfs_version", "layout", "app", "disk_iops", "disk_bps", "clients", "synchronous_commit", "compression")
 LAST_LINE = re.compile(r"apps: (\d+) cells, 0 probes median (\d+\.\d) %, worst (\d+\.\d) %; "
-                       r"2 probes worst (\d+\.\d) %; harm (\d+)")
+                       r"2 probes worst (\d+\.\d) %; harm (\d+)"
+                       r"(?:; unmeasured (\d+) \(answers at a recordsize the cell did not run\))?")
 
 
 @pytest.fixture(scope="module")
@@ -144,6 +145,8 @@ def test_the_fraction_of_the_best_and_harm_on_hand_made_rows(tmp_path):
     assert unmeasured.vs_best is None and unmeasured.mean is None and not unmeasured.harm
     assert summary_line([cell], [changed, kept]) == "apps: 1 cells, 0 probes median 90.1 %, worst 90.1 %; " \
                                                    "2 probes worst -; harm 1"
+    assert summary_line([cell], [changed, kept, unmeasured]).endswith(
+        "harm 1; unmeasured 1 (answers at a recordsize the cell did not run)")  # never silently dropped
 
 
 def test_a_lower_is_better_metric_scores_best_over_value(tmp_path):
@@ -205,6 +208,7 @@ def test_the_cli_scores_the_committed_grids_and_ends_with_its_summary(capsys):
     scored = [c for c in report["cells"] if c["scored"]]
     assert int(match[1]) == len(scored) == report["summary"]["cells"] > 0
     assert int(match[5]) == sum(a["harm"] for a in report["answers"])
+    assert int(match[6] or 0) == sum(a["vs_best"] is None for a in report["answers"])
     # every scored cell is answered at 0, 1 and 2 probes, for a new dataset and one at the workload's
     # common value (8K for PostgreSQL, 16K for MariaDB's InnoDB pages)
     for c in scored:
@@ -213,7 +217,7 @@ def test_the_cli_scores_the_committed_grids_and_ends_with_its_summary(capsys):
             (b, s) for b in (0, 1, 2) for s in ("common", "default"))
         common = "16K" if "mariadb" in c["name"] else "8K"
         assert all(a["current"] == ("128K" if a["start"] == "default" else common) for a in mine)
-    worst0 = min(a["vs_best"] for a in report["answers"] if a["budget"] == 0)
+    worst0 = min(a["vs_best"] for a in report["answers"] if a["budget"] == 0 and a["vs_best"] is not None)
     assert float(match[3]) == pytest.approx(100 * worst0, abs=0.05)
 
 
