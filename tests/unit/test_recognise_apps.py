@@ -52,3 +52,16 @@ def test_file_work_is_never_named_a_database(app):
     got = sum((recognised(r) for r in runs(app)), Counter())
     assert sum(got.values()) >= 10, got
     assert not [k for k in got if k.split("/")[0] in DATABASES], got
+
+
+@pytest.mark.parametrize(("app", "expected"), [("pgbench-tpcb", "postgres/data"), ("mariadb-oltp", "mysql/data")])
+def test_the_hdd_grids_recorded_after_the_ranges_were_set_are_recognised_in_four_windows_of_five(app, expected):
+    """The held-out check: the HDD grids (tests/lab/apps-data/objsets/*-hdd-*) were recorded after
+    the shared_io ranges were set on the SSD grids' windows, and nothing was tuned on them."""
+    held_out = sorted(r for grid in RECORDINGS.iterdir() if "-hdd-" in grid.name
+                      for r in grid.iterdir() if r.name.startswith(f"{app}-"))
+    got = sum((recognised(r) for r in held_out), Counter())
+    total = sum(got.values())
+    assert len(held_out) >= 8 and total >= 16, got
+    assert got[expected] >= 0.8 * total, got
+    assert set(got) <= {expected, UNKNOWN}, got
