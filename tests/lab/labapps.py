@@ -198,11 +198,15 @@ def _fio_setup(workload: str) -> Callable[[Settings], str]:
     return setup
 
 
-def _fio_run(workload: str) -> Callable[[str, Settings], str]:
+def _fio_run(workload: str, direct: bool = False) -> Callable[[str, Settings], str]:
+    """`direct`: the job with fio's direct=1 (O_DIRECT, which OpenZFS 2.3 honours), as MariaDB since
+    10.6 opens its data files (innodb_flush_method=O_DIRECT): a variant to compare, not the probe's job."""
     def run(folder: str, s: Settings) -> str:
         # the copy of the laid-out files: fio finds them at their size and does not lay them out again
-        return (f"cat > /tmp/run.fio <<'EOF'\n{_fio_job(workload, folder, s)}\nEOF\n"
-                "fio --output-format=json /tmp/run.fio")
+        job = _fio_job(workload, folder, s)
+        if direct:
+            job = job.replace("[global]\n", "[global]\ndirect=1\n", 1)
+        return f"cat > /tmp/run.fio <<'EOF'\n{job}\nEOF\nfio --output-format=json /tmp/run.fio"
     return run
 
 
@@ -306,6 +310,8 @@ APPS: dict[str, App] = {
                         _fio_run("postgres"), _nothing, parse_fio),
     "fio-mysql": App("fio-mysql", "IOPS", True, "fio-mysql", _fio_setup("mysql"), _nothing, _fio_run("mysql"),
                      _nothing, parse_fio),
+    "fio-mysql-direct": App("fio-mysql-direct", "IOPS", True, "fio-mysql", _fio_setup("mysql"), _nothing,
+                            _fio_run("mysql", direct=True), _nothing, parse_fio),
     "copy": App("copy", "seconds", False, "tree", _tree_setup, _copy_start, _copy_run, _nothing, parse_copy,
                 False),
     "borg": App("borg", "seconds", False, "tree", _tree_setup, _borg_start, _borg_run, _nothing, parse_backup,

@@ -274,3 +274,14 @@ def test_media_mib_is_refused_below_one_mib_a_file(capsys):
     with pytest.raises(SystemExit) as exit_:
         app_grid.main(["--apps", "media-read", "--media-mib", "3", "--layouts", "no-such-layout"])  # never a boot
     assert exit_.value.code == 2 and "--media-mib: a number of MiB, 4 or more (one a file), not 3" in capsys.readouterr().err
+
+
+def test_the_direct_variant_of_the_mysql_job_is_the_probes_job_with_o_direct():
+    """fio-mysql-direct: the profile's job as a probe renders it, with direct=1 in [global] (O_DIRECT,
+    as MariaDB opens its data files); the probe's own job stays buffered."""
+    s = labapps.Settings(seconds=30)
+    plain = labapps.APPS["fio-mysql"].run("/tank/apps/fio-mysql-16K", s)
+    direct = labapps.APPS["fio-mysql-direct"].run("/tank/apps/fio-mysql-16K", s)
+    assert "direct=1" not in plain
+    assert direct == plain.replace("[global]\n", "[global]\ndirect=1\n", 1) != plain
+    assert labapps.dataset(labapps.APPS["fio-mysql-direct"], "16K") == labapps.dataset(labapps.APPS["fio-mysql"], "16K")
