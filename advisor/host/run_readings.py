@@ -74,3 +74,20 @@ def completed_ops(before: Reading, after: Reading, disks: list[str]) -> dict[str
 
 def _ops(d: DiskStats) -> int:
     return d.reads_completed + d.writes_completed
+
+
+def throttle_shares(before: Reading, after: Reading, disks: list[str], iops: float, bps: float) -> dict[str, float]:
+    """Each disk's share of its throttle between the two readings: the larger of its completed
+    operations over `iops` and its bytes read and written over `bps` (a throttle with both limits
+    holds a disk at whichever it reaches first: small requests at the IOPS, large ones at the MB/s)."""
+    seconds = after.clock - before.clock
+    if seconds <= 0 or iops <= 0 or bps <= 0:
+        return {}
+    out = {}
+    for name in disks:
+        if name in before.disks and name in after.disks:
+            a, b = after.disks[name], before.disks[name]
+            ops = (_ops(a) - _ops(b)) / seconds
+            moved = (a.sectors_read + a.sectors_written - b.sectors_read - b.sectors_written) * 512 / seconds
+            out[name] = max(ops / iops, moved / bps)
+    return out

@@ -45,7 +45,7 @@ from pathlib import Path
 
 from advisor.engine.units import format_size, parse_size
 from advisor.evidence.interval import pooled_log_sd, ratio_interval
-from advisor.host.run_readings import completed_ops, parse_run, scsi_disks
+from advisor.host.run_readings import completed_ops, parse_run, scsi_disks, throttle_shares
 
 PACED_SHARE = 0.9  # the busiest disk's completed operations over its throttle's IOPS, in every run
 
@@ -58,6 +58,7 @@ class AppRun:
     value: float
     disk_ops: float | None  # the busiest pool disk's completed operations a second (None: not recorded)
     ops_from: str  # "raw readings", "disk_ops_max" or "" (not recorded)
+    disk_share: float | None = None  # the busiest disk's share of its throttle, IOPS or MB/s, the larger
 
 
 @dataclass
@@ -171,25 +172,30 @@ def _grid_cells(path: Path, settings: dict, runs_dir: Path) -> list[AppCell]:
                 metric=row["metric"], higher_is_better=row["higher_is_better"] == "1", disk_iops=int(row["disk_iops"]),
                 disk_bps=int(row["disk_bps"]), clients=clients, synchronous_commit=sync,
                 compression=row["compression"], pg_wal=wal))
-            ops, source = _disk_ops(row, clients, runs_dir)
+            ops, share, source = _disk_ops(row, clients, runs_dir)
             cell.runs.append(AppRun(recordsize=format_size(parse_size(row["recordsize"])), repeat=int(row["repeat"]),
                                     position=int(row["position"]), value=float(row["value"]), disk_ops=ops,
-                                    ops_from=source))
+                                    ops_from=source, disk_share=share))
     return list(by.values())
 
 
-def _disk_ops(row: dict[str, str], clients: str, runs_dir: Path) -> tuple[float | None, str]:
-    """The busiest pool disk's completed operations a second in the row's run, and where from."""
-    scale = row.get("throttle_scale")
+def _disk_ops(row: dict[str, str], clients: str, runs_dir: Path) -> tuple[float | None, float | None, str]:
+    """The busiest pool disk's completed operations a second in the row's run, its share of its
+    throttle (IOPS or MB/s, the larger: from the raw readings; operations over IOPS otherwise),
+    and where from."""
+    scale, iops, bps = row.get("throttle_scale"), float(row["disk_iops"]), float(row["disk_bps"] or 0)
     raw = runs_dir / f"{row['app']}-{row['recordsize']}-x{float(scale):g}-c{clients}-{row['repeat']}.txt" if scale else None
     if raw is not None and raw.is_file():
         before, after, _ = parse_run(raw.read_text())
-        ops = completed_ops(before, after, scsi_disks(before))
+        disks = scsi_disks(before)
+        ops = completed_ops(before, after, disks)
         if ops:
-            return max(ops.values()), "raw readings"
+            shares = throttle_shares(before, after, disks, iops, bps) if bps else {}
+            busiest = max(ops.values())
+            return busiest, max(shares.values(), default=busiest / iops), "raw readings"
     if row.get("disk_ops_max"):
-        return float(row["disk_ops_max"]), "disk_ops_max"
-    return None, ""
+        return float(row["disk_ops_max"]), float(row["disk_ops_max"]) / iops, "disk_ops_max"
+    return None, None, ""
 
 
 def judge(cell: AppCell, grid: list[AppCell]) -> tuple[bool, str]:
@@ -208,7 +214,13 @@ def pace(cell: AppCell, grid: list[AppCell]) -> tuple[bool, str]:
                        "(no raw readings, no disk_ops_max): nothing says what paced it")
     ops = [r.disk_ops for r in cell.runs if r.disk_ops is not None]
     at = f"the busiest disk at {min(ops):.1f}-{max(ops):.1f} operations a second (throttle {cell.disk_iops} IOPS)"
-    slow = [r for r in cell.runs if r.disk_ops is not None and r.disk_ops < PACED_SHARE * cell.disk_iops]
+    shares = [r.disk_share if r.disk_share is not None else r.disk_ops / cell.disk_iops
+              for r in cell.runs if r.disk_ops is not None]
+    if any(share > ops / cell.disk_iops + 0.05 for share, ops in zip(shares, ops, strict=True)):
+        # large requests: the MB/s, not the count, held the disk (app-grid --bytes-per-op)
+        at += (f", {min(shares) * 100:.0f}-{max(shares) * 100:.0f} % of its throttle in operations or bytes "
+               f"({cell.disk_bps / 1e6:g} MB/s), whichever it reached first")
+    slow = [s for s in shares if s < PACED_SHARE]
     if slow:
         return False, f"{at}: below {PACED_SHARE * 100:.0f} % of its throttle in {len(slow)} of {len(cell.runs)} runs"
     twins = [c for c in grid if c is not cell and c.disk_iops != cell.disk_iops and _same_but_throttle(c, cell)]

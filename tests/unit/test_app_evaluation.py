@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.host.run_readings import completed_ops, parse_run, scsi_disks
+from advisor.host.run_readings import completed_ops, parse_run, scsi_disks, throttle_shares
 from advisor.model.answers import AnswerResult
 from advisor.model.app_evaluation import score, summary_line, unanswerable
 from advisor.model.app_grids import PACED_SHARE, load_grids
@@ -193,6 +193,24 @@ def test_a_runs_readings_name_the_pool_disks_and_their_operations():
     assert completed_ops(after, before, ["sda"]) == {}  # no time between them: nothing to divide by
     with pytest.raises(ValueError, match="@@SPLIT"):
         parse_run("@@STAT\ncpu  1 2 3 4 5 6 7 8 0 0\n")
+
+
+def test_a_disks_share_of_its_throttle_is_the_larger_of_its_operations_and_its_bytes():
+    """At 7 IOPS and 1 MB/s (the run's own throttle) its operations held the busiest disk; with a
+    byte budget a hundredth of that, its bytes would have: the share is whichever is larger."""
+    run = GRIDS / "runs" / "pgbench-syncoff-ssd-mirror2x2-zfs2.3" / "pgbench-tpcb-8K-x0.005-c8-1.txt"
+    before, after, _ = parse_run(run.read_text())
+    disks = scsi_disks(before)
+    ops = completed_ops(before, after, disks)
+    at_ops = throttle_shares(before, after, disks, 7, 1_000_000)
+    assert at_ops == {d: pytest.approx(o / 7) for d, o in ops.items()}  # 8K requests: the count binds
+    seconds = after.clock - before.clock
+    moved = {d: (after.disks[d].sectors_read + after.disks[d].sectors_written - before.disks[d].sectors_read
+                 - before.disks[d].sectors_written) * 512 / seconds for d in disks}
+    at_bytes = throttle_shares(before, after, disks, 7, 10_000)
+    assert at_bytes == {d: pytest.approx(max(ops[d] / 7, moved[d] / 10_000)) for d in disks}
+    assert all(at_bytes[d] > at_ops[d] for d in disks)
+    assert throttle_shares(after, before, disks, 7, 1_000_000) == {}
 
 
 def test_the_cli_scores_the_committed_grids_and_ends_with_its_summary(capsys):
