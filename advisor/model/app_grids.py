@@ -13,9 +13,11 @@ throttle and the lab host's CPU was shared (docs/apps.md, "io_ticks under qemu's
 the grids do hold is each disk's completed operations, so a cell is scored when
 
 1. it holds at least two recordsizes (one is nothing to choose between),
-2. in every run of it the busiest pool disk completed at least PACED_SHARE (90 %) of its
-   throttle's IOPS: from the run's raw readings where they exist, else the row's `disk_ops_max`
-   (a run with neither leaves the cell unscored: nothing says what paced it), and
+2. in every run of it the busiest pool disk reached at least PACED_SHARE (90 %) of its throttle:
+   of its IOPS, or of its MB/s where large requests reach that first (a throttle with both limits
+   holds a disk at whichever binds; `app-grid --bytes-per-op`), from the run's raw readings where
+   they exist, else the row's `disk_ops_max` against the IOPS (a run with neither leaves the cell
+   unscored: nothing says what paced it), and
 3. where its grid holds the same cell at another throttle, the metric followed the throttle:
    at every recordsize both hold, every repeat at the lower throttle is worse than every repeat
    at the higher one.  Without such a twin the cell is scored on 2 alone, and says so.
