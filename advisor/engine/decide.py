@@ -167,6 +167,8 @@ def _decide(rec: Recommendation, ladder: Ladder, setter: Setter, measurer: Measu
     held: list[Evidence] = []
     if status == "change" and (holds := _application_holds(rec, value, gain, probe, ladder.finding)):
         status, verdict, held = "undecided", holds[0], [holds[1]]
+    elif status == "change" and (caution := _application_caution(rec, value, ladder.finding)):
+        verdict, held = f"{verdict} {caution[0]}", [caution[1]]
     ruled = rec.recommended if rec.status == "change" else None
     notes = [why] if why else []
     if ruled is not None and not same_value(ruled, value) and current is not None:
@@ -272,6 +274,23 @@ def _application_holds(rec: Recommendation, value: str, gain: Gain | None, probe
             f"{' (this one measured ' + pct(measured.ratio) + ' IOPS' + _interval_text(measured) + ')' if measured else ''}"
             ", and check the result with the application's own metric."
             ), fact
+
+
+def _application_caution(rec: Recommendation, value: str, finding: AppFinding | None) -> tuple[str, Evidence] | None:
+    """A change this pool's probe decided, where the application lab saw the application not
+    confirm it on the same medium: the change stands (the probe measured this pool), and the answer
+    says that the probe's gain is in its fio job's units, with the application's figure."""
+    current = rec.current
+    pair = finding.unconfirmed(value, current, same_value) if finding is not None and current else None
+    if finding is None or pair is None:
+        return None
+    lo, hi = pair.interval
+    fact = Evidence(fact=f"application.{rec.parameter}", value=round(pair.ratio, 3),
+                    display=f"{value} at {pair.ratio:.2f}x {current} ({finding.metric}, 90 % {lo:.2f}-{hi:.2f})",
+                    description=f"{finding.application}, on {finding.where} (the lab's grid {pair.grid})")
+    return (f"The gain is the probe's, in its fio job's IOPS: in the application lab {finding.application} "
+            f"measured {value} at {pair.ratio:.2f}x the {finding.metric} of {current} (90 % interval {lo:.2f}-{hi:.2f}) "
+            f"on {finding.where}. Measure the application's own metric before and after the change."), fact
 
 
 def _agreed(rec: Recommendation, probe: ParameterEvidence | None,

@@ -9,10 +9,10 @@ workload's common value (8K for postgres), at each probe budget, the probes bein
 own rows (advisor/model/answers.py, `evaluate_answers`; the same code, not a copy).  Where the
 application's grid ran the probe's own fio job beside the cell, at its throttle, the 1- and
 2-probe answers take their probes from that job's rows instead: the probe at the application's
-pace (advisor/model/same_pace.py); where its grid did not, the job at the same pace in another
-grid (`boot`: another boot of the same layout and throttle, as a probe run on another day would
-be); a budget whose probe plan picks a candidate the job did not measure is the fio grid's answer,
-and says which candidate.  The fio grid's probes ran at the layout's full throttle, where the
+pace (advisor/model/same_pace.py); where its grid did not, or its job did not run a candidate the
+budget's probe plan picks, the job at the same pace in another grid that did (`boot`: another
+boot of the same layout and throttle, as a probe run on another day would be); a budget whose
+plan picks a candidate no job at that pace measured is the fio grid's answer, and says which.  The fio grid's probes ran at the layout's full throttle, where the
 lab's emulated CPU set their pace (docs/lab.md): they stand for a probe at the cell's pace only
 where nothing better exists, and are marked.  The recordsize the answer leaves the
 dataset at, changed or kept, is looked up in the application's cell:
@@ -38,7 +38,7 @@ from advisor.hostmodel.facts import Host
 from advisor.model.answers import AnswerResult, Measured, evaluate_answers
 from advisor.model.app_grids import AppCell
 from advisor.model.dataset import Sample, cells
-from advisor.model.same_pace import pace_twin, probe_source
+from advisor.model.same_pace import pace_twins, probe_source
 
 # the app -> the workload profile it stands for (rules/workloads/)
 APP_WORKLOADS = {"pgbench-tpcb": "postgres", "pgbench-select": "postgres", "mariadb-oltp": "mysql",
@@ -114,23 +114,33 @@ def answers_for(cells: list[AppCell], model_factory: Callable[[], Any], prior: l
 
 def same_pace_for(all_cells: list[AppCell], model_factory: Callable[[], Any], prior: list[Sample], rows: Measured,
                   book: RuleBook, hosts: dict[str, Host], cache: dict | None = None) -> dict[str, SamePace]:
-    """Scored cell (AppCell.name) -> its answers with probes, the probes from the fio job beside it
-    (advisor/model/same_pace.py) where its grid ran one."""
+    """Scored cell (AppCell.name) -> its answers with probes, the probes from the fio job at its pace
+    (advisor/model/same_pace.py): beside it in its grid first; where that job did not run a candidate
+    the budget's plan picks, the same pace's job in another grid that did."""
     by_prior_cell = cells(prior)
     out: dict[str, SamePace] = {}
     for cell in (c for c in all_cells if c.scored):
-        fio = pace_twin(cell, all_cells, APP_WORKLOADS[cell.app])
-        if fio is None:
+        twins = pace_twins(cell, all_cells, APP_WORKLOADS[cell.app])
+        if not twins:
             out[cell.name] = SamePace("", "no fio job at this cell's pace in any grid", {})
             continue
         answers: dict[str, list[AnswerResult]] = {}
         why_not = ""
         for f in fio_cells(cell, prior):
-            source, why_not = probe_source(fio, by_prior_cell[f])
-            if source is not None:
-                answers[f] = evaluate_answers(model_factory, prior, rows, book, hosts, [b for b in BUDGETS if b > 0],
-                                              f, cache, source=source)
-        out[cell.name] = SamePace(fio.name, "" if answers else why_not, answers)
+            chosen: dict[tuple[int, str], AnswerResult] = {}
+            for fio in twins:
+                source, why_not = probe_source(fio, by_prior_cell[f])
+                if source is None:
+                    continue
+                for a in evaluate_answers(model_factory, prior, rows, book, hosts, [b for b in BUDGETS if b > 0],
+                                          f, cache, source=source):
+                    if (a.budget, a.start) not in chosen or (chosen[(a.budget, a.start)].outside and not a.outside):
+                        chosen[(a.budget, a.start)] = a
+                if all(not a.outside for a in chosen.values()):
+                    break  # every budget's plan measured at this pace
+            if chosen:
+                answers[f] = list(chosen.values())
+        out[cell.name] = SamePace(twins[0].name, "" if answers else why_not, answers)
     return out
 
 

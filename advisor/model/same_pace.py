@@ -36,17 +36,21 @@ def twin(cell: AppCell, cells: list[AppCell], workload: str) -> AppCell | None:
                  (c.grid, c.zfs_version, c.layout, c.disk_iops, c.disk_bps, c.clients, c.compression) == same), None)
 
 
-def pace_twin(cell: AppCell, cells: list[AppCell], workload: str) -> AppCell | None:
-    """The fio job to take `cell`'s probes from: its `twin` where its grid ran one, else the job at
-    the same pace in another grid (another boot of the same layout, disk throttle, clients and
-    compression: a probe run on another day of the same pool), the one with the most runs."""
+def pace_twins(cell: AppCell, cells: list[AppCell], workload: str) -> list[AppCell]:
+    """The fio jobs to take `cell`'s probes from, in order: its `twin` where its grid ran one, then
+    the job at the same pace in other grids (another boot of the same layout, disk throttle, clients
+    and compression: a probe run on another day of the same pool), the ones with the most runs first."""
     same = twin(cell, cells, workload)
-    if same is not None:
-        return same
     pace = (cell.zfs_version, cell.layout, cell.disk_iops, cell.disk_bps, cell.clients, cell.compression)
-    others = [c for c in cells if c.app == FIO_APP.format(workload=workload) and
-              (c.zfs_version, c.layout, c.disk_iops, c.disk_bps, c.clients, c.compression) == pace]
-    return max(others, key=lambda c: (len(c.runs), c.grid), default=None)
+    others = sorted((c for c in cells if c.app == FIO_APP.format(workload=workload) and c is not same and
+                     (c.zfs_version, c.layout, c.disk_iops, c.disk_bps, c.clients, c.compression) == pace),
+                    key=lambda c: (-len(c.runs), c.grid))
+    return ([same] if same is not None else []) + others
+
+
+def pace_twin(cell: AppCell, cells: list[AppCell], workload: str) -> AppCell | None:
+    """The first of `pace_twins`."""
+    return next(iter(pace_twins(cell, cells, workload)), None)
 
 
 def probe_source(fio: AppCell, held: list[Sample]) -> tuple[ProbeSource | None, str]:

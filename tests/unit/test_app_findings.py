@@ -75,7 +75,13 @@ def test_a_probe_of_this_pool_that_measured_the_gain_decides_whatever_the_lab_fo
     slower = _finding(PairFinding("8K", "128K", 0.87, (0.79, 0.96)))
     out = _decide(_rec(), Ladder(probe=probe, prediction=pred, finding=slower))
     assert (out.status, out.recommended) == ("change", "8K")
-    assert "pgbench" not in out.explanation
+    # ... and the answer says that its gain is the probe's fio job's, with the application's figure
+    assert "The gain is the probe's, in its fio job's IOPS: in the application lab pgbench measured 8K at 0.87x " \
+           "the tps of 128K (90 % interval 0.79-0.96)" in out.explanation, out.explanation
+    assert [e.value for e in out.evidence if e.fact == "application.recordsize"] == [0.87]
+    confirmed = _finding(PairFinding("8K", "128K", 1.3, (1.1, 1.5)))
+    plain = _decide(_rec(), Ladder(probe=probe, prediction=pred, finding=confirmed))
+    assert plain.status == "change" and "pgbench" not in plain.explanation  # the application agreed: nothing to say
 
 
 def test_a_probe_that_did_not_separate_the_values_leaves_the_change_held():
