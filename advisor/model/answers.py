@@ -288,7 +288,9 @@ def evaluate_answers(model_factory: Callable[[], Any], prior: list[Sample], rows
                         continue
                 final, statuses = _final(answer.recommendations, dataset, start)
                 result = _score(held, budget, start_name, grid, start, final, statuses, probed)
+                # held: kept on the application lab's figure (a change a probe decided cites it too, and stands)
                 result.held = [r.parameter for r in answer.recommendations if r.dataset == dataset and r.parameter
+                               and r.status != "change"
                                and any(e.fact == f"application.{r.parameter}" for e in r.evidence)]
                 if source is not None and budget > 0:
                     result.probes_from, result.outside = ("" if outside else source.name), outside

@@ -82,8 +82,8 @@ def test_every_answer_without_probes_is_within_80_percent_of_the_best(results):
     assert answers.summary(at)["worst_vs_best"] >= 0.8, answers.table(at)
 
 
-def test_the_answers_the_application_lab_holds_are_postgres_recordsize_on_ssd_and_go_unscored_in_fio_units(results):
-    """The application lab's finding (advisor/model/data/app-findings.json): on SSD pools a 0-probe
+def test_the_answers_the_application_lab_holds_are_postgres_recordsize_and_go_unscored_in_fio_units(results):
+    """The application lab's findings (advisor/model/data/app-findings.json): on SSD and HDD pools a 0-probe
     change of PostgreSQL's recordsize the model alone predicts is held (pgbench at the disks' pace
     did not confirm it); such an answer keeps the current value and is not scored in fio's units,
     where it would lose by construction. With a probe of the pool nothing is held."""
@@ -92,7 +92,8 @@ def test_the_answers_the_application_lab_holds_are_postgres_recordsize_on_ssd_an
     assert held and all(r.budget in (0, 1) and r.cell.split("/")[2] == "postgres" and r.held == ["recordsize"]
                         for r in held), answers.table(held)
     assert not [r for r in results if r.held and r.budget == 2]  # two probes measured the proposal: they decide
-    assert {r.cell.split("/")[1] for r in held} <= {"ssd-mirror2x2", "ssd-raidz1x4", "near-full"}
+    # the lab's findings are the SSD and HDD media's: every layout of either may hold
+    assert {r.cell.split("/")[1] for r in held} >= {"ssd-mirror2x2", "hdd-mirror2x2", "hdd-raidz1x4"}
     assert all(r.statuses["recordsize"] == "undecided" for r in held)
     at = [r for r in results if r.budget == 0]
     at_held = [r for r in held if r.budget == 0]
@@ -167,7 +168,12 @@ def test_a_layout_the_model_never_saw_is_answered_near_its_best(capsys):
     assert main(["evaluate", "--answers", "--shipped-fit", "--test", str(X8), "--budget", "0,2", "--json"]) == 0
     [run] = json.loads(capsys.readouterr().out)["runs"]
     assert {r["cell"].split("/")[1] for r in run["results"]} == {"hdd-raidz1x8"} and len(run["results"]) == 20
-    assert all(r["vs_best"] >= 0.9 and not r["harm"] for r in run["results"]), run["results"]
+    # held answers (the application lab's finding: PostgreSQL's recordsize on HDD) keep the current
+    # value and are not scored in fio's units; every other lands within 90 % of the best
+    held = [r for r in run["results"] if r["held"]]
+    assert all(r["cell"].split("/")[2] == "postgres" and r["held"] == ["recordsize"] for r in held), held
+    assert all(r["vs_best"] >= 0.9 and not r["harm"] for r in run["results"] if not r["held"]), run["results"]
+    assert not [r for r in held if r["harm"]]
 
 
 def test_test_cells_must_be_held_out_and_scored_as_answers(capsys):
