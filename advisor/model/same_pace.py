@@ -25,7 +25,9 @@ from advisor.model.dataset import Sample, samples
 from advisor.model.features import Observation, metric_of, settings_key
 
 FIO_APP = "fio-{workload}"  # the probe's job as an app of the grids (tests/lab/labapps.py APPS)
-FIO_METRIC = "IOPS"  # what the grids record of it: reads and writes a second, every job
+# what the grids record of it, by what the probe compares (features.metric_of): reads and writes a
+# second for a random workload, MB/s read and written for the others (tests/lab/labapps.py)
+FIO_METRICS = {"iops": "IOPS", "bandwidth": "MB/s"}
 
 
 def twin(cell: AppCell, cells: list[AppCell], workload: str) -> AppCell | None:
@@ -59,19 +61,23 @@ def probe_source(fio: AppCell, held: list[Sample]) -> tuple[ProbeSource | None, 
     for s in held:
         if s.obs.parameter == "recordsize":
             templates.setdefault(parse_size(s.obs.settings["recordsize"]), s.obs)
-    if fio.metric != FIO_METRIC or not templates or metric_of(next(iter(templates.values())).pattern) != "iops":
+    compared = metric_of(next(iter(templates.values())).pattern) if templates else ""
+    if not templates or fio.metric != FIO_METRICS.get(compared):
         return None, f"its fio job's metric ({fio.metric}) is not what the probe compares for this workload"
+    scale = 1.0 if compared == "iops" else 1e6  # the prior's bandwidths are in bytes a second
     run = f"{fio.grid}, {fio.disk_iops} IOPS, {fio.clients} clients"  # one boot, its runs interleaved: one probe run
-    observed = [replace(templates[parse_size(r.recordsize)], perf=r.value, write_p99=None, run=run, repeat=r.repeat)
-                for r in fio.runs if parse_size(r.recordsize) in templates]
+    observed = [replace(templates[parse_size(r.recordsize)], perf=r.value * scale, write_p99=None, run=run,
+                        repeat=r.repeat) for r in fio.runs if parse_size(r.recordsize) in templates]
     measured = samples(observed)  # each as a ratio to the twin's own 128K: none without it
     if not measured:
         return None, f"its fio job did not measure the default recordsize ({', '.join(fio.values())})"
     by_key: dict[tuple, list[Sample]] = {}
     for s in measured:
         by_key.setdefault(settings_key(s.obs), []).append(s)
-    # the grids record the job's IOPS alone: a random job's perf is its IOPS (features.perf_of),
-    # and nothing the answer reads uses the read/write split; the write tail was not recorded
-    rows: Measured = {row_key(s.obs): {"iops": s.obs.perf, "read_iops": 0.0, "write_iops": 0.0, "read_bw": 0.0,
+    # the grids record the job's IOPS or its bytes alone: a random job's perf is its IOPS, another's its
+    # bandwidth (features.perf_of), and nothing the answer reads uses the read/write split; the write
+    # tail was not recorded
+    rows: Measured = {row_key(s.obs): {"iops": s.obs.perf if compared == "iops" else 0.0, "read_iops": 0.0,
+                                       "write_iops": 0.0, "read_bw": 0.0 if compared == "iops" else s.obs.perf,
                                        "write_bw": 0.0, "write_p99": None} for s in measured}
     return ProbeSource(name=fio.name, samples=by_key, rows=rows), ""

@@ -210,14 +210,22 @@ def _fio_run(workload: str, direct: bool = False) -> Callable[[str, Settings], s
     return run
 
 
-def parse_fio(output: str) -> float:
-    """fio's JSON report -> reads and writes a second, all jobs (what a probe compares)."""
+def _fio_report(output: str) -> dict:
     import json
     start = output.find("{")
     if start < 0:
         raise ValueError(f"no JSON in fio's output: {output[-300:]!r}")
-    report = json.loads(output[start:])
-    return sum(j["read"]["iops"] + j["write"]["iops"] for j in report["jobs"])
+    return json.loads(output[start:])
+
+
+def parse_fio(output: str) -> float:
+    """fio's JSON report -> reads and writes a second, all jobs (what a probe compares for a random workload)."""
+    return sum(j["read"]["iops"] + j["write"]["iops"] for j in _fio_report(output)["jobs"])
+
+
+def parse_fio_bandwidth(output: str) -> float:
+    """fio's JSON report -> MB/s read and written, all jobs (what a probe compares for the others)."""
+    return sum(j["read"]["bw_bytes"] + j["write"]["bw_bytes"] for j in _fio_report(output)["jobs"]) / 1e6
 
 
 # --- a copy of a tree of small and large files --------------------------------------------------
@@ -310,6 +318,8 @@ APPS: dict[str, App] = {
                         _fio_run("postgres"), _nothing, parse_fio),
     "fio-mysql": App("fio-mysql", "IOPS", True, "fio-mysql", _fio_setup("mysql"), _nothing, _fio_run("mysql"),
                      _nothing, parse_fio),
+    "fio-fileserver": App("fio-fileserver", "MB/s", True, "fio-fileserver", _fio_setup("fileserver"), _nothing,
+                          _fio_run("fileserver"), _nothing, parse_fio_bandwidth),
     "fio-mysql-direct": App("fio-mysql-direct", "IOPS", True, "fio-mysql", _fio_setup("mysql"), _nothing,
                             _fio_run("mysql", direct=True), _nothing, parse_fio),
     "copy": App("copy", "seconds", False, "tree", _tree_setup, _copy_start, _copy_run, _nothing, parse_copy,

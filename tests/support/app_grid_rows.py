@@ -10,16 +10,17 @@ COLUMNS = ["zfs_version", "layout", "disk_iops", "disk_bps", "app", "metric", "h
 
 
 def write_grid(path: Path, rows: list[tuple[str, str, float, int, float]], metric: str = "tps", higher: int = 1,
-               layout: str = "ssd-mirror2x2") -> Path:
+               layout: str = "ssd-mirror2x2", fio_metric: str = "IOPS") -> Path:
     """rows: (app, recordsize, value, disk IOPS throttle, the busiest disk's ops/s), in run order; the
-    repeats count per app, recordsize and throttle.  The probe's fio jobs (fio-*) measure IOPS, as
-    app-grid records them, without a synchronous_commit."""
+    repeats count per app, recordsize and throttle.  The probe's fio jobs (fio-*) measure `fio_metric`
+    (IOPS; MB/s for a workload the probe compares in bandwidth), as app-grid records them, without a
+    synchronous_commit."""
     with path.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(COLUMNS)
         for i, (app, rs, value, iops, ops) in enumerate(rows, 1):
             fio = app.startswith("fio-")
             repeat = 1 + sum(r[:2] == (app, rs) and r[3] == iops for r in rows[:i - 1])
-            w.writerow(["2.3.2", layout, iops, iops * 140_000, app, "IOPS" if fio else metric, 1 if fio else higher,
+            w.writerow(["2.3.2", layout, iops, iops * 140_000, app, fio_metric if fio else metric, 1 if fio else higher,
                         rs, "off", repeat, i, value, 8, "" if fio else "off", ops])
     return path

@@ -285,3 +285,19 @@ def test_the_direct_variant_of_the_mysql_job_is_the_probes_job_with_o_direct():
     assert "direct=1" not in plain
     assert direct == plain.replace("[global]\n", "[global]\ndirect=1\n", 1) != plain
     assert labapps.dataset(labapps.APPS["fio-mysql-direct"], "16K") == labapps.dataset(labapps.APPS["fio-mysql"], "16K")
+
+
+def test_the_fio_reports_are_read_in_iops_and_in_mb_per_s():
+    """A recorded run of the probe's job in the lab (tests/lab/apps-data/runs/...): its report read
+    as reads and writes a second (fio-postgres, fio-mysql) and as MB/s (fio-fileserver)."""
+    import json
+
+    from advisor.host.run_readings import parse_run
+    run = Path(__file__).resolve().parents[2] / "tests/lab/apps-data/runs/pgbench-fio-ssd-mirror2x2-zfs2.3" / \
+        "fio-postgres-8K-x0.005-c8-1.txt"
+    _, _, report = parse_run(run.read_text())
+    jobs = json.loads(report[report.index("{"):])["jobs"]
+    assert labapps.parse_fio(report) == pytest.approx(sum(j["read"]["iops"] + j["write"]["iops"] for j in jobs))
+    mb = labapps.parse_fio_bandwidth(report)
+    assert mb == pytest.approx(sum(j["read"]["bw_bytes"] + j["write"]["bw_bytes"] for j in jobs) / 1e6) and mb > 0
+    assert labapps.APPS["fio-fileserver"].metric == "MB/s" and labapps.APPS["fio-fileserver"].parse is labapps.parse_fio_bandwidth

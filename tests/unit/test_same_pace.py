@@ -239,3 +239,23 @@ def test_the_committed_cells_answers_probe_at_its_pace(beside_report):
                if k[0] > 0 and k not in fell)
     assert mine[(2, "default")]["probed"] == ["recordsize=128K", "recordsize=8K"]
     assert not any(a["harm"] for a in mine.values())
+
+
+def test_a_bandwidth_workloads_fio_job_stands_for_its_probe_in_mb_per_s(tmp_path, prior):
+    """The file server's probe compares bandwidth (features.metric_of): its fio job beside a copy is
+    recorded in MB/s, each row its candidate's bandwidth in bytes a second, as the prior stores it;
+    the same job recorded in IOPS is refused."""
+    rows = [("fio-fileserver", "128K", 4.0, 15, 15.0), ("fio-fileserver", "1M", 5.0, 15, 15.0),
+            ("fio-fileserver", "1M", 5.2, 15, 15.0), ("fio-fileserver", "128K", 4.2, 15, 15.0)]
+    write_grid(tmp_path / "mb.csv", rows, fio_metric="MB/s")
+    [fio] = load_grids(tmp_path)
+    held = cells(prior)["zfs2.3.2/ssd-mirror2x2/fileserver/512M"]
+    source, why = probe_source(fio, held)
+    assert source is not None and why == ""
+    assert sorted(r["read_bw"] for r in source.rows.values()) == [4.0e6, 4.2e6, 5.0e6, 5.2e6]
+    assert all(r["iops"] == 0.0 for r in source.rows.values())
+    (tmp_path / "mb.csv").unlink()
+    write_grid(tmp_path / "iops.csv", rows)
+    [in_iops] = load_grids(tmp_path)
+    none, why = probe_source(in_iops, held)
+    assert none is None and "not what the probe compares" in why
