@@ -20,7 +20,7 @@ from dataclasses import replace
 
 from advisor.engine.units import parse_size
 from advisor.model.answers import Measured, ProbeSource, row_key
-from advisor.model.app_grids import AppCell
+from advisor.model.app_grids import AppCell, pace
 from advisor.model.dataset import Sample, samples
 from advisor.model.features import Observation, metric_of, settings_key
 
@@ -41,13 +41,17 @@ def twin(cell: AppCell, cells: list[AppCell], workload: str) -> AppCell | None:
 def pace_twins(cell: AppCell, cells: list[AppCell], workload: str) -> list[AppCell]:
     """The fio jobs to take `cell`'s probes from, in order: its `twin` where its grid ran one, then
     the job at the same pace in other grids (another boot of the same layout, disk throttle, clients
-    and compression: a probe run on another day of the same pool), the ones with the most runs first."""
+    and compression: a probe run on another day of the same pool), the ones with the most runs first;
+    only those the disks paced (app_grids.pace)."""
     same = twin(cell, cells, workload)
-    pace = (cell.zfs_version, cell.layout, cell.disk_iops, cell.disk_bps, cell.clients, cell.compression)
+    key = (cell.zfs_version, cell.layout, cell.disk_iops, cell.disk_bps, cell.clients, cell.compression)
     others = sorted((c for c in cells if c.app == FIO_APP.format(workload=workload) and c is not same and
-                     (c.zfs_version, c.layout, c.disk_iops, c.disk_bps, c.clients, c.compression) == pace),
+                     (c.zfs_version, c.layout, c.disk_iops, c.disk_bps, c.clients, c.compression) == key),
                     key=lambda c: (-len(c.runs), c.grid))
-    return ([same] if same is not None else []) + others
+    # a job the disks did not pace (its files served from the ARC, its CPU the limit) measured
+    # something else than the application beside it: no probe at the cell's pace
+    return [c for c in ([same] if same is not None else []) + others
+            if pace(c, [x for x in cells if x.grid == c.grid])[0]]
 
 
 def pace_twin(cell: AppCell, cells: list[AppCell], workload: str) -> AppCell | None:

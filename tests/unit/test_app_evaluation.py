@@ -64,12 +64,26 @@ def test_the_committed_cells_the_storage_paced(committed):
     scored; the first grid recorded no disk operations, the throttle grid measured one recordsize,
     pgbench at 1,500 IOPS kept its disks at 2-3 % of their throttle.  The probe's own fio job is
     scored for fidelity, not as an application (tests/unit/test_same_pace.py)."""
-    scored = {(c.grid, c.disk_iops) for c in committed if c.scored and not c.app.startswith("fio-")}
-    assert scored == {("pgbench-syncoff-ssd-mirror2x2-zfs2.3", 15), ("pgbench-syncoff-ssd-mirror2x2-zfs2.3", 7),
-                      ("pgbench-select-ssd-mirror2x2-zfs2.3", 7), ("pgbench-fio-ssd-mirror2x2-zfs2.3", 7),
-                      ("mariadb-fio-ssd-mirror2x2-zfs2.3", 7), ("pgbench-synccommit-ssd-mirror2x2-zfs2.3", 7)}
-    # the copy and the backup kept their disks a tenth to two fifths busy: the emulated CPU set their pace
-    assert not [c for c in committed if c.app in ("copy", "borg") and c.scored]
+    scored = {(c.grid, c.app, c.disk_iops) for c in committed if c.scored and not c.app.startswith("fio-")}
+    assert scored == {("pgbench-syncoff-ssd-mirror2x2-zfs2.3", "pgbench-tpcb", 15),
+                      ("pgbench-syncoff-ssd-mirror2x2-zfs2.3", "pgbench-tpcb", 7),
+                      ("pgbench-select-ssd-mirror2x2-zfs2.3", "pgbench-select", 7),
+                      ("pgbench-fio-ssd-mirror2x2-zfs2.3", "pgbench-tpcb", 7),
+                      ("mariadb-fio-ssd-mirror2x2-zfs2.3", "mariadb-oltp", 7),
+                      ("pgbench-synccommit-ssd-mirror2x2-zfs2.3", "pgbench-tpcb", 7),
+                      ("pgbench-walapart-ssd-mirror2x2-zfs2.3", "pgbench-tpcb", 7),
+                      ("pgbench-fio-hdd-mirror2x2-zfs2.3", "pgbench-tpcb", 7),
+                      ("pgbench-fio-hdd-raidz1x4-zfs2.3", "pgbench-tpcb", 7),
+                      ("pgbench-fio-4k-hdd-raidz1x4-zfs2.3", "pgbench-tpcb", 7),
+                      ("mariadb-fio-hdd-mirror2x2-zfs2.3", "mariadb-oltp", 7),
+                      ("mariadb-fio-hdd-raidz1x4-zfs2.3", "mariadb-oltp", 7),
+                      ("files-slow-ssd-mirror2x2-zfs2.3", "copy", 15),
+                      ("files-slow-ssd-mirror2x2-zfs2.3", "media-read", 15)}
+    # at 75 IOPS the copy and the backup kept their disks a tenth to two fifths busy: the emulated CPU
+    # set their pace; at 15 the copy and the read back of large files ran at the disks' limit
+    assert not [c for c in committed if c.app in ("copy", "borg") and c.scored and c.disk_iops == 75]
+    # with --bytes-per-op 16K two runs of each cell reached 87-88 % of the disks' byte budget: not scored
+    assert not [c for c in committed if c.grid.startswith("pgbench-fio-ssdcost") and c.scored]
     for c in committed:
         if c.scored:
             assert all(r.disk_ops is not None and r.disk_ops >= PACED_SHARE * c.disk_iops for r in c.runs), c.name
@@ -86,11 +100,22 @@ def test_which_committed_cells_rank_their_recordsizes(committed):
     """At 7 IOPS with synchronous_commit=off the recordsizes differ beyond their repeats; at 15 IOPS
     the two passes differ by more, select-only's repeats spread by up to 67 %, and beside the fio
     job (a fresh copy of the data before every run) 8K and 128K differ by 0.34 tps, repeats by 0.57."""
-    ranks = {(c.grid.split("-ssd")[0], c.disk_iops): c.ranks() for c in committed
+    ranks = {(c.grid.removesuffix("-zfs2.3"), c.app, c.disk_iops): c.ranks() for c in committed
              if c.scored and not c.app.startswith("fio-")}
-    assert ranks == {("pgbench-syncoff", 7): True, ("pgbench-syncoff", 15): False, ("pgbench-select", 7): False,
-                     ("pgbench-fio", 7): False, ("mariadb-fio", 7): False,
-                     ("pgbench-synccommit", 7): False}  # one repeat each: nothing to tell noise by
+    assert ranks == {("pgbench-syncoff-ssd-mirror2x2", "pgbench-tpcb", 7): True,
+                     ("pgbench-syncoff-ssd-mirror2x2", "pgbench-tpcb", 15): False,
+                     ("pgbench-select-ssd-mirror2x2", "pgbench-select", 7): False,
+                     ("pgbench-fio-ssd-mirror2x2", "pgbench-tpcb", 7): False,
+                     ("mariadb-fio-ssd-mirror2x2", "mariadb-oltp", 7): False,
+                     ("pgbench-synccommit-ssd-mirror2x2", "pgbench-tpcb", 7): False,  # one repeat: no noise to tell
+                     ("pgbench-walapart-ssd-mirror2x2", "pgbench-tpcb", 7): True,  # repeats 1 % apart
+                     ("pgbench-fio-hdd-mirror2x2", "pgbench-tpcb", 7): False,
+                     ("pgbench-fio-hdd-raidz1x4", "pgbench-tpcb", 7): True,
+                     ("pgbench-fio-4k-hdd-raidz1x4", "pgbench-tpcb", 7): False,
+                     ("mariadb-fio-hdd-mirror2x2", "mariadb-oltp", 7): True,
+                     ("mariadb-fio-hdd-raidz1x4", "mariadb-oltp", 7): False,
+                     ("files-slow-ssd-mirror2x2", "copy", 15): True,
+                     ("files-slow-ssd-mirror2x2", "media-read", 15): False}
 
 
 def test_a_run_without_raw_readings_is_read_from_its_disk_ops_max_column(tmp_path, committed):
@@ -228,12 +253,12 @@ def test_the_cli_scores_the_committed_grids_and_ends_with_its_summary(capsys):
     assert int(match[5]) == sum(a["harm"] for a in report["answers"])
     assert int(match[6] or 0) == sum(a["vs_best"] is None for a in report["answers"])
     # every scored cell is answered at 0, 1 and 2 probes, for a new dataset and one at the workload's
-    # common value (8K for PostgreSQL, 16K for MariaDB's InnoDB pages)
+    # common value (8K for PostgreSQL, 16K for MariaDB's InnoDB pages, 1M for the file server's copy)
     for c in scored:
         mine = [a for a in report["answers"] if a["cell"] == c["name"]]
         assert sorted((a["budget"], a["start"]) for a in mine) == sorted(
             (b, s) for b in (0, 1, 2) for s in ("common", "default"))
-        common = "16K" if "mariadb" in c["name"] else "8K"
+        common = "16K" if "mariadb" in c["name"] else "1M" if ": copy," in c["name"] else "8K"
         assert all(a["current"] == ("128K" if a["start"] == "default" else common) for a in mine)
     worst0 = min(a["vs_best"] for a in report["answers"] if a["budget"] == 0 and a["vs_best"] is not None)
     assert float(match[3]) == pytest.approx(100 * worst0, abs=0.05)

@@ -18,7 +18,7 @@ from advisor.model.app_grids import load_grids
 from advisor.model.dataset import cells, load_csv, samples
 from advisor.model.features import settings_key
 from advisor.model.probe_fidelity import fidelity, table, verdict
-from advisor.model.same_pace import pace_twin, probe_source, twin
+from advisor.model.same_pace import pace_twin, pace_twins, probe_source, twin
 from support import HOSTS
 from support.app_grid_rows import write_grid
 
@@ -259,3 +259,15 @@ def test_a_bandwidth_workloads_fio_job_stands_for_its_probe_in_mb_per_s(tmp_path
     [in_iops] = load_grids(tmp_path)
     none, why = probe_source(in_iops, held)
     assert none is None and "not what the probe compares" in why
+
+
+def test_a_fio_job_the_disks_did_not_pace_stands_for_no_probe(tmp_path):
+    """The file server's job at 15 IOPS ran from the ARC (its disks at 12 of 15 operations a second,
+    the CPU the limit): it is no probe at the copy's pace, beside it or in another grid."""
+    fio = [("fio-postgres", rs, v, 7, 4.0) for rs, v in (("8K", 30.0), ("128K", 31.0), ("128K", 29.0), ("8K", 32.0))]
+    pg = [r for r in _beside((1.0, 1.0), (1.0, 1.0)) if r[0] == "pgbench-tpcb"]
+    write_grid(tmp_path / "g.csv", fio + pg)
+    grids = load_grids(tmp_path)
+    cell = next(c for c in grids if c.app == "pgbench-tpcb")
+    assert twin(cell, grids, "postgres") is not None  # beside it, at its throttle ...
+    assert pace_twins(cell, grids, "postgres") == []  # ... but not at its pace
