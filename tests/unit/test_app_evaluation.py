@@ -29,6 +29,23 @@ LAST_LINE = re.compile(r"apps: (\d+) cells, 0 probes median (\d+\.\d) %, worst (
                        r"(?:; unmeasured (\d+) \(answers at a recordsize the cell did not run\))?")
 
 
+# the committed cells the storage paced (grid, app, disk IOPS) -> whether they rank their recordsizes
+RANKS = {("pgbench-syncoff-ssd-mirror2x2", "pgbench-tpcb", 7): True,
+         ("pgbench-syncoff-ssd-mirror2x2", "pgbench-tpcb", 15): False,
+         ("pgbench-select-ssd-mirror2x2", "pgbench-select", 7): False,
+         ("pgbench-fio-ssd-mirror2x2", "pgbench-tpcb", 7): False,
+         ("mariadb-fio-ssd-mirror2x2", "mariadb-oltp", 7): False,
+         ("pgbench-synccommit-ssd-mirror2x2", "pgbench-tpcb", 7): False,  # one repeat: no noise to tell
+         ("pgbench-walapart-ssd-mirror2x2", "pgbench-tpcb", 7): True,  # repeats 1 % apart
+         ("pgbench-fio-hdd-mirror2x2", "pgbench-tpcb", 7): False,
+         ("pgbench-fio-hdd-raidz1x4", "pgbench-tpcb", 7): True,
+         ("pgbench-fio-4k-hdd-raidz1x4", "pgbench-tpcb", 7): False,
+         ("mariadb-fio-hdd-mirror2x2", "mariadb-oltp", 7): True,
+         ("mariadb-fio-hdd-raidz1x4", "mariadb-oltp", 7): False,
+         ("files-slow-ssd-mirror2x2", "copy", 15): True,
+         ("files-slow-ssd-mirror2x2", "media-read", 15): False}
+
+
 @pytest.fixture(scope="module")
 def committed():
     return load_grids(GRIDS)
@@ -64,21 +81,9 @@ def test_the_committed_cells_the_storage_paced(committed):
     scored; the first grid recorded no disk operations, the throttle grid measured one recordsize,
     pgbench at 1,500 IOPS kept its disks at 2-3 % of their throttle.  The probe's own fio job is
     scored for fidelity, not as an application (tests/unit/test_same_pace.py)."""
-    scored = {(c.grid, c.app, c.disk_iops) for c in committed if c.scored and not c.app.startswith("fio-")}
-    assert scored == {("pgbench-syncoff-ssd-mirror2x2-zfs2.3", "pgbench-tpcb", 15),
-                      ("pgbench-syncoff-ssd-mirror2x2-zfs2.3", "pgbench-tpcb", 7),
-                      ("pgbench-select-ssd-mirror2x2-zfs2.3", "pgbench-select", 7),
-                      ("pgbench-fio-ssd-mirror2x2-zfs2.3", "pgbench-tpcb", 7),
-                      ("mariadb-fio-ssd-mirror2x2-zfs2.3", "mariadb-oltp", 7),
-                      ("pgbench-synccommit-ssd-mirror2x2-zfs2.3", "pgbench-tpcb", 7),
-                      ("pgbench-walapart-ssd-mirror2x2-zfs2.3", "pgbench-tpcb", 7),
-                      ("pgbench-fio-hdd-mirror2x2-zfs2.3", "pgbench-tpcb", 7),
-                      ("pgbench-fio-hdd-raidz1x4-zfs2.3", "pgbench-tpcb", 7),
-                      ("pgbench-fio-4k-hdd-raidz1x4-zfs2.3", "pgbench-tpcb", 7),
-                      ("mariadb-fio-hdd-mirror2x2-zfs2.3", "mariadb-oltp", 7),
-                      ("mariadb-fio-hdd-raidz1x4-zfs2.3", "mariadb-oltp", 7),
-                      ("files-slow-ssd-mirror2x2-zfs2.3", "copy", 15),
-                      ("files-slow-ssd-mirror2x2-zfs2.3", "media-read", 15)}
+    scored = {(c.grid.removesuffix("-zfs2.3"), c.app, c.disk_iops) for c in committed
+              if c.scored and not c.app.startswith("fio-")}
+    assert scored == set(RANKS)
     # at 75 IOPS the copy and the backup kept their disks a tenth to two fifths busy: the emulated CPU
     # set their pace; at 15 the copy and the read back of large files ran at the disks' limit
     assert not [c for c in committed if c.app in ("copy", "borg") and c.scored and c.disk_iops == 75]
@@ -102,20 +107,7 @@ def test_which_committed_cells_rank_their_recordsizes(committed):
     job (a fresh copy of the data before every run) 8K and 128K differ by 0.34 tps, repeats by 0.57."""
     ranks = {(c.grid.removesuffix("-zfs2.3"), c.app, c.disk_iops): c.ranks() for c in committed
              if c.scored and not c.app.startswith("fio-")}
-    assert ranks == {("pgbench-syncoff-ssd-mirror2x2", "pgbench-tpcb", 7): True,
-                     ("pgbench-syncoff-ssd-mirror2x2", "pgbench-tpcb", 15): False,
-                     ("pgbench-select-ssd-mirror2x2", "pgbench-select", 7): False,
-                     ("pgbench-fio-ssd-mirror2x2", "pgbench-tpcb", 7): False,
-                     ("mariadb-fio-ssd-mirror2x2", "mariadb-oltp", 7): False,
-                     ("pgbench-synccommit-ssd-mirror2x2", "pgbench-tpcb", 7): False,  # one repeat: no noise to tell
-                     ("pgbench-walapart-ssd-mirror2x2", "pgbench-tpcb", 7): True,  # repeats 1 % apart
-                     ("pgbench-fio-hdd-mirror2x2", "pgbench-tpcb", 7): False,
-                     ("pgbench-fio-hdd-raidz1x4", "pgbench-tpcb", 7): True,
-                     ("pgbench-fio-4k-hdd-raidz1x4", "pgbench-tpcb", 7): False,
-                     ("mariadb-fio-hdd-mirror2x2", "mariadb-oltp", 7): True,
-                     ("mariadb-fio-hdd-raidz1x4", "mariadb-oltp", 7): False,
-                     ("files-slow-ssd-mirror2x2", "copy", 15): True,
-                     ("files-slow-ssd-mirror2x2", "media-read", 15): False}
+    assert ranks == RANKS
 
 
 def test_a_run_without_raw_readings_is_read_from_its_disk_ops_max_column(tmp_path, committed):
