@@ -83,15 +83,18 @@ def test_every_answer_without_probes_is_within_80_percent_of_the_best(results):
 
 
 def test_the_answers_the_application_lab_holds_are_postgres_recordsize_and_go_unscored_in_fio_units(results):
-    """The application lab's findings (advisor/model/data/app-findings.json): on SSD and HDD pools a 0-probe
+    """The application lab's findings (advisor/model/data/app-findings.json): on SSD and HDD pools a
     change of PostgreSQL's recordsize the model alone predicts is held (pgbench at the disks' pace
-    did not confirm it); such an answer keeps the current value and is not scored in fio's units,
-    where it would lose by construction. With a probe of the pool nothing is held."""
+    did not confirm it), and on SSD the file server's 1M (a copy at the disks' pace was slower);
+    such an answer keeps the current value and is not scored in fio's units, where it would lose
+    by construction. A probe of the pool that measures the gain beyond its noise decides."""
     held = [r for r in results if r.held]
-    # 0 probes, and 1 (the new dataset's first probe measures the default alone: nothing to compare)
-    assert held and all(r.budget in (0, 1) and r.cell.split("/")[2] == "postgres" and r.held == ["recordsize"]
+    assert held and all(r.cell.split("/")[2] in ("postgres", "fileserver") and r.held == ["recordsize"]
                         for r in held), answers.table(held)
-    assert not [r for r in results if r.held and r.budget == 2]  # two probes measured the proposal: they decide
+    # PostgreSQL: at 0 probes, and 1 (a new dataset's first probe measures the default alone); two
+    # probes measured the proposal beyond their noise on every layout, and decide. The file server's
+    # two probes (bandwidth, noisier) do not always separate 1M from 128K: those stay held.
+    assert all(r.budget in (0, 1) for r in held if r.cell.split("/")[2] == "postgres"), answers.table(held)
     # the lab's findings are the SSD and HDD media's: every layout of either may hold
     assert {r.cell.split("/")[1] for r in held} >= {"ssd-mirror2x2", "hdd-mirror2x2", "hdd-raidz1x4"}
     assert all(r.statuses["recordsize"] == "undecided" for r in held)
