@@ -33,6 +33,7 @@ LAST_LINE = re.compile(r"apps: (\d+) cells, 0 probes median (\d+\.\d) %, worst (
 RANKS = {("pgbench-syncoff-ssd-mirror2x2", "pgbench-tpcb", 7): True,
          ("pgbench-syncoff-ssd-mirror2x2", "pgbench-tpcb", 15): False,
          ("pgbench-select-ssd-mirror2x2", "pgbench-select", 7): False,
+         ("pgbench-select-fio-ssd-mirror2x2", "pgbench-select", 7): False,  # fresh copies, three repeats
          ("pgbench-fio-ssd-mirror2x2", "pgbench-tpcb", 7): False,
          ("mariadb-fio-ssd-mirror2x2", "mariadb-oltp", 7): False,
          ("pgbench-synccommit-ssd-mirror2x2", "pgbench-tpcb", 7): False,  # one repeat: no noise to tell
