@@ -42,7 +42,7 @@ from advisor.engine.measured import WRITE_P99_TOLERANCE, candidate_display, find
 from advisor.engine.models import Evidence, ExpectedEffect, Recommendation
 from advisor.engine.predicted import ParameterPrediction, pct, span
 from advisor.engine.units import parse_size, shown_value
-from advisor.evidence.app_findings import AppFinding
+from advisor.evidence.app_findings import AppFinding, PairFinding
 from advisor.evidence.interval import Z90
 from advisor.evidence.lab_grid import LabMeasurement
 from advisor.evidence.parameters import CandidateEvidence, ParameterEvidence
@@ -259,12 +259,7 @@ def _application_holds(rec: Recommendation, value: str, gain: Gain | None, probe
     pair = finding.unconfirmed(value, current, same_value)
     if pair is None:
         return None
-    lo, hi = pair.interval
-    found = (f"{finding.application} measured {value} at {pair.ratio:.2f}x the {finding.metric} of {current} "
-             f"(90 % interval {lo:.2f}-{hi:.2f}) on {finding.where}")
-    fact = Evidence(fact=f"application.{rec.parameter}", value=round(pair.ratio, 3),
-                    display=f"{value} at {pair.ratio:.2f}x {current} ({finding.metric}, 90 % {lo:.2f}-{hi:.2f})",
-                    description=f"{finding.application}, on {finding.where} (the lab's grid {pair.grid})")
+    found, fact = _application_figure(rec, value, current, pair, finding)
     return (f"{value} is {_by(gain)} {pct(gain.ratio)} over the current {current}{_interval_text(gain)}, but the "
             "confidence in that gain rests on the lab's fio measurements, whose pace the lab's emulated CPU set, not "
             "its disks; "
@@ -281,16 +276,23 @@ def _application_caution(rec: Recommendation, value: str, finding: AppFinding | 
     confirm it on the same medium: the change stands (the probe measured this pool), and the answer
     says that the probe's gain is in its fio job's units, with the application's figure."""
     current = rec.current
-    pair = finding.unconfirmed(value, current, same_value) if finding is not None and current else None
-    if finding is None or pair is None:
+    if finding is None or current is None or (pair := finding.unconfirmed(value, current, same_value)) is None:
         return None
+    found, fact = _application_figure(rec, value, current, pair, finding)
+    return (f"The gain is the probe's, in its fio job's IOPS: in the application lab {found}. Measure the "
+            "application's own metric before and after the change."), fact
+
+
+def _application_figure(rec: Recommendation, value: str, current: str, pair: PairFinding,
+                        finding: AppFinding) -> tuple[str, Evidence]:
+    """The application's measurement of `value` against `current`, in words and as evidence."""
     lo, hi = pair.interval
+    found = (f"{finding.application} measured {value} at {pair.ratio:.2f}x the {finding.metric} of {current} "
+             f"(90 % interval {lo:.2f}-{hi:.2f}) on {finding.where}")
     fact = Evidence(fact=f"application.{rec.parameter}", value=round(pair.ratio, 3),
                     display=f"{value} at {pair.ratio:.2f}x {current} ({finding.metric}, 90 % {lo:.2f}-{hi:.2f})",
                     description=f"{finding.application}, on {finding.where} (the lab's grid {pair.grid})")
-    return (f"The gain is the probe's, in its fio job's IOPS: in the application lab {finding.application} "
-            f"measured {value} at {pair.ratio:.2f}x the {finding.metric} of {current} (90 % interval {lo:.2f}-{hi:.2f}) "
-            f"on {finding.where}. Measure the application's own metric before and after the change."), fact
+    return found, fact
 
 
 def _agreed(rec: Recommendation, probe: ParameterEvidence | None,

@@ -54,11 +54,6 @@ def pace_twins(cell: AppCell, cells: list[AppCell], workload: str) -> list[AppCe
             if pace(c, [x for x in cells if x.grid == c.grid])[0]]
 
 
-def pace_twin(cell: AppCell, cells: list[AppCell], workload: str) -> AppCell | None:
-    """The first of `pace_twins`."""
-    return next(iter(pace_twins(cell, cells, workload)), None)
-
-
 def probe_source(fio: AppCell, held: list[Sample]) -> tuple[ProbeSource | None, str]:
     """(the fio cell's rows as a probe of the prior's cell `held`, or None with why)."""
     templates: dict[int, Observation] = {}

@@ -85,6 +85,14 @@ def scaled(layout: lablayouts.Layout, factor: float, bytes_per_op: int | None = 
     return replace(layout, disks=tuple(disks))
 
 
+def _request_size(text: str) -> int:
+    """--bytes-per-op: a size of at least one 512-byte sector (0 or less would throttle nothing)."""
+    size = parse_size(text)
+    if size < 512:
+        raise ValueError(text)
+    return size
+
+
 def host_cpu() -> str:
     return Path("/proc/stat").read_text()
 
@@ -280,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=int, default=labapps.Settings.seconds, help="one timed run")
     ap.add_argument("--throttle-scale", default="1", help="every disk's IOPS and MB/s throttle times this; "
                     "several (0.02,0.01): each a cell of its own in one boot")
-    ap.add_argument("--bytes-per-op", type=parse_size, metavar="SIZE",
+    ap.add_argument("--bytes-per-op", type=_request_size, metavar="SIZE",
                     help="each disk's MB/s throttle set to its (scaled) IOPS times SIZE (16K: a 128K request costs "
                     "eight 8K ones, as on an SSD; without it the layout's MB/s scaled, about 133K an operation "
                     "on the SSD profile)")

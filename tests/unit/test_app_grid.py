@@ -301,3 +301,10 @@ def test_the_fio_reports_are_read_in_iops_and_in_mb_per_s():
     mb = labapps.parse_fio_bandwidth(report)
     assert mb == pytest.approx(sum(j["read"]["bw_bytes"] + j["write"]["bw_bytes"] for j in jobs) / 1e6) and mb > 0
     assert labapps.APPS["fio-fileserver"].metric == "MB/s" and labapps.APPS["fio-fileserver"].parse is labapps.parse_fio_bandwidth
+
+
+@pytest.mark.parametrize("size", ["0", "100", "-5", "lots"])
+def test_a_request_size_below_a_sector_or_not_a_size_is_refused_before_a_boot(size, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        app_grid.main(["--bytes-per-op", size, "--layouts", "no-such-layout"])  # never a boot
+    assert exit_.value.code == 2 and "--bytes-per-op" in capsys.readouterr().err

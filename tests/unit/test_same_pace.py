@@ -18,7 +18,7 @@ from advisor.model.app_grids import load_grids
 from advisor.model.dataset import cells, load_csv, samples
 from advisor.model.features import settings_key
 from advisor.model.probe_fidelity import fidelity, table, verdict
-from advisor.model.same_pace import pace_twin, pace_twins, probe_source, twin
+from advisor.model.same_pace import pace_twins, probe_source, twin
 from support import HOSTS
 from support.app_grid_rows import write_grid
 
@@ -67,11 +67,11 @@ def test_without_its_own_the_fio_job_at_the_same_pace_in_another_grid_stands_in(
     grids = load_grids(tmp_path)
     alone = next(c for c in grids if c.grid == "a")
     assert twin(alone, grids, "postgres") is None
-    other = pace_twin(alone, grids, "postgres")
+    [other] = pace_twins(alone, grids, "postgres")
     assert other is not None and (other.grid, other.app, other.disk_iops) == ("b", "fio-postgres", 7)
     beside = next(c for c in grids if c.grid == "b" and c.app == "pgbench-tpcb")
-    assert pace_twin(beside, grids, "postgres") is twin(beside, grids, "postgres")
-    assert pace_twin(alone, [c for c in grids if c.grid != "b"], "postgres") is None
+    assert pace_twins(beside, grids, "postgres")[0] is twin(beside, grids, "postgres")
+    assert pace_twins(alone, [c for c in grids if c.grid != "b"], "postgres") == []
 
 
 def test_the_probe_results_for_a_cell_are_that_cells_fio_rows(tmp_path, prior):
